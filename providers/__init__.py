@@ -1,0 +1,1 @@
+"""Provider clients (HTTP marketplaces and local nodes) behind one protocol."""

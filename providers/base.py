@@ -1,0 +1,176 @@
+"""The one protocol every provider speaks, and the value types it trades in.
+
+Units are fixed here so no caller has to guess: money in US dollars per hour for the whole
+offer (all GPUs, storage included where the provider quotes it), memory in MiB, bandwidth
+in Mbit/s, reliability in 0..1, times as Unix seconds (float).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionPolicy:
+    """Which offers qualify; `None` means "no constraint"."""
+
+    gpu_name: str | None = None
+    min_gpu_ram_mb: int | None = None
+    min_down_mbps: float | None = None
+    min_up_mbps: float | None = None
+    min_reliability: float | None = None
+    require_verified: bool = True
+    max_price_per_hour: float | None = None
+    limit: int = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """One rentable machine as this app shows it, normalised across providers."""
+
+    provider: str
+    offer_id: str
+    gpu_name: str
+    num_gpus: int
+    gpu_ram_mib: int  # per GPU
+    price_per_hour: float  # USD/h, all-in for the whole offer
+    reliability: float  # 0..1
+    down_mbps: float
+    up_mbps: float
+    location: str
+    cuda_max: float | None = None
+    host_id: str | None = None
+    verified: bool = False
+    cpu: str = ""
+    ram_mib: int = 0
+
+    @property
+    def vram_gib_total(self) -> float:
+        return self.num_gpus * self.gpu_ram_mib / 1024
+
+    @property
+    def price_per_gib_vram_hour(self) -> float:
+        """USD per GiB of total VRAM per hour; 0 when the offer has no GPU memory."""
+        total = self.vram_gib_total
+        return self.price_per_hour / total if total else 0.0
+
+
+class Outcome(enum.Enum):
+    """How a create call ended, as the lease walk needs to know it."""
+
+    CREATED = "created"
+    UNAVAILABLE = "unavailable"  # offer gone or sold: try the next one
+    FORBIDDEN = "forbidden"  # not allowed on this offer: try the next one
+    AMBIGUOUS = "ambiguous"  # timeout, reset, 5xx: an instance may exist; reconcile by label
+    REJECTED = "rejected"  # the request itself is bad: stop
+    NO_CREDITS = "no_credits"  # stop
+    AUTH_FAILED = "auth_failed"  # stop
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """Everything a create call sends besides the offer itself."""
+
+    label: str
+    image: str
+    env: Mapping[str, str]
+    disk_gb: int
+    onstart: str | None = None
+    ssh_public_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    outcome: Outcome
+    provider_id: str | None = None
+    detail: str = ""  # sanitised provider text, never a secret
+    http_status: int | None = None
+
+
+class LeaseState(enum.Enum):
+    PENDING = "pending"  # created, not yet running
+    RUNNING = "running"
+    STOPPED = "stopped"
+    DEAD = "dead"  # exited / errored: it will never become ready
+    GONE = "gone"  # the provider no longer lists it
+
+
+@dataclass(frozen=True, slots=True)
+class SshEndpoint:
+    host: str
+    port: int
+    user: str
+    via: str  # "direct" (public IP + mapped 22/tcp) or "proxy" (ssh_host:ssh_port)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseStatus:
+    """One instance as the provider reports it now."""
+
+    provider_id: str
+    label: str | None
+    state: LeaseState
+    raw_state: str = ""
+    ssh: SshEndpoint | None = None
+    price_per_hour: float | None = None
+    started_at: float | None = None
+    detail: str = ""
+
+
+class DestroyOutcome(enum.Enum):
+    ACCEPTED = "accepted"  # the provider took the request; confirm by listing
+    GONE = "gone"  # it did not exist (404 / not found): nothing bills
+    FAILED = "failed"  # error answer or transport error: retry
+
+
+@dataclass(frozen=True, slots=True)
+class DestroyResult:
+    outcome: DestroyOutcome
+    detail: str = ""
+    http_status: int | None = None
+
+
+class ProviderError(Exception):
+    """A provider call failed in a way the caller must show to the user.
+
+    `fix` says what the user can do; the message never contains a secret.
+    """
+
+    def __init__(self, message: str, *, fix: str = "", http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
+        self.http_status = http_status
+
+    def __str__(self) -> str:
+        base = super().__str__()
+        return f"{base} — {self.fix}" if self.fix else base
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderInfo:
+    name: str
+    billing: bool  # False for local nodes: nothing ever bills
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What the run engine needs from any provider. All calls are async and never raise
+    for an answer the walk can classify; they raise `ProviderError` for the rest."""
+
+    info: ProviderInfo
+
+    async def search_offers(self, policy: SelectionPolicy) -> list[Offer]: ...
+
+    async def create(self, offer: Offer, request: CreateRequest) -> CreateResult: ...
+
+    async def get(self, provider_id: str) -> LeaseStatus: ...
+
+    async def list_by_label(self, prefix: str) -> list[LeaseStatus]: ...
+
+    async def destroy(self, provider_id: str) -> DestroyResult: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,11 @@
+"""Suite-wide settings: deterministic colour, no network beyond loopback."""
+
+from __future__ import annotations
+
+import os
+
+# Snapshot and screen tests must render the same everywhere.
+os.environ.pop("NO_COLOR", None)
+os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+# The official vastai CLI must never phone home from tests.
+os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"

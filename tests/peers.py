@@ -1,0 +1,34 @@
+"""Real peers (sshd, an inference engine, a Docker engine) that some tests need.
+
+On a laptop without the peer those tests skip, saying what to install; under CI (`CI=true`)
+a missing peer is a failure, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import NoReturn
+
+import pytest
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def missing_peer(name: str, why: str, fix: str) -> NoReturn:
+    """Skip (laptop) or fail (CI) a test whose peer is absent."""
+    message = f"peer {name} unavailable: {why}; fix: {fix}"
+    if under_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def require_executable(name: str, path_candidates: list[str], fix: str) -> str:
+    """The path of a peer's executable, or skip/fail via `missing_peer`."""
+    for candidate in path_candidates:
+        found = shutil.which(candidate) or (candidate if os.access(candidate, os.X_OK) else None)
+        if found:
+            return found
+    missing_peer(name, f"none of {path_candidates} found", fix)
