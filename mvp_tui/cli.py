@@ -1,0 +1,168 @@
+"""The `mvp-tui` command line: the dashboard by default, plus the headless commands.
+
+Exit codes (also in `--help`): 0 success, 1 the run failed, 2 bad usage or configuration,
+3 a lease may still exist and bill (teardown not confirmed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mvp_tui import __version__
+from mvp_tui.config import Config, ConfigError, ConfigPaths, load_config
+from mvp_tui.config.keys import KEYS, Kind, KeySpec
+from mvp_tui.config.loader import flag_dest
+from mvp_tui.exit_codes import ExitCode
+
+EPILOG = """\
+exit codes:
+  0  success
+  1  the run failed (what it leased was torn down, confirmed)
+  2  bad usage or configuration (nothing was started)
+  3  a lease may still exist and bill: teardown was not confirmed (see `mvp-tui ls`)
+
+Configuration layers, later wins: built-in defaults, the TOML file (--config PATH, else
+$MVP_CONFIG, else the user config dir's config.toml), environment (MVP_*), flags.
+Every key with its env var and flag: config.example.toml; effective values: `mvp-tui config`.
+"""
+
+# Commands reserved in the CLI surface whose work lands in later steps; each says so plainly.
+RESERVED: dict[str, str] = {
+    "up": "run the engine: lease, bootstrap, serve (--headless prints JSON lines)",
+    "down": "tear down the leases of a run (RUN or --all), confirmed by the provider",
+    "ls": "list runs with leases that may still exist",
+    "offers": "print the filtered, sorted offer list (--json)",
+    "replay": "open the dashboard on a datastream archive (read-only)",
+}
+
+
+class _FlagValue(argparse.Action):
+    """Keeps the value together with the flag as typed, so errors can name it."""
+
+    def __init__(self, *args: Any, const_value: str | None = None, **kwargs: Any) -> None:
+        self.const_value = const_value
+        super().__init__(*args, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        value = self.const_value if self.const_value is not None else str(values)
+        setattr(namespace, self.dest, (value, option_string or self.dest))
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("configuration (each overrides its env var and TOML key)")
+    group.add_argument(
+        "--config", metavar="PATH", default=argparse.SUPPRESS,
+        help="TOML config file (default: $MVP_CONFIG, else the user config dir's config.toml)",
+    )
+    for spec in KEYS:
+        if spec.flag is None:
+            continue
+        _add_key_flag(group, spec)
+
+
+def _add_key_flag(group: argparse._ArgumentGroup, spec: KeySpec) -> None:
+    assert spec.flag is not None
+    dest = flag_dest(spec)
+    env = f" [env {spec.env[0]}]" if spec.env else ""
+    doc = f"{spec.doc} ({spec.label}){env}"
+    if spec.kind is Kind.BOOL:
+        group.add_argument(spec.flag, dest=dest, nargs=0, action=_FlagValue, const_value="true",
+                           default=argparse.SUPPRESS, help=doc)
+        no_flag = "--no-" + spec.flag.removeprefix("--")
+        group.add_argument(no_flag, dest=dest, nargs=0, action=_FlagValue, const_value="false",
+                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        return
+    metavar = spec.name.upper()
+    group.add_argument(spec.flag, dest=dest, metavar=metavar, action=_FlagValue,
+                       default=argparse.SUPPRESS, help=doc)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mvp-tui",
+        description="Keyboard-driven dashboard: lease a GPU (Vast.ai, RunPod, or this machine), "
+        "serve a model, stream tokens from it, and tear down until nothing bills.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mvp-tui {__version__}")
+    _add_config_flags(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    config_cmd = commands.add_parser("config", help="print the effective configuration and each value's source")
+    _add_config_flags(config_cmd)
+    for name, summary in RESERVED.items():
+        sub = commands.add_parser(name, help=f"{summary} [not built yet]")
+        _add_config_flags(sub)
+        sub.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    return parser
+
+
+def collect_flags(args: argparse.Namespace) -> dict[str, tuple[str, str]]:
+    flags: dict[str, tuple[str, str]] = {}
+    for spec in KEYS:
+        value = getattr(args, flag_dest(spec), None)
+        if isinstance(value, tuple):
+            flags[flag_dest(spec)] = (str(value[0]), str(value[1]))
+    return flags
+
+
+def _error(message: str) -> int:
+    print(f"mvp-tui: {message}", file=sys.stderr)
+    return int(ExitCode.USAGE)
+
+
+def _run_config(config: Config) -> int:
+    from mvp_tui.config.report import render
+
+    sys.stdout.write(render(config))
+    return int(ExitCode.OK)
+
+
+def _run_dashboard(config: Config) -> int:
+    from mvp_tui.tui.app import MvpApp
+
+    app = MvpApp(config)
+    app.run()
+    return int(app.return_code or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(
+            flags=collect_flags(args),
+            env=os.environ,
+            paths=ConfigPaths.resolve(getattr(args, "config", None), os.environ),
+        )
+    except ConfigError as exc:
+        return _error(str(exc))
+    command: str | None = args.command
+    if command in RESERVED:
+        return _error(
+            f"`mvp-tui {command}` is reserved ({RESERVED[command]}) but not built yet; "
+            "nothing was done"
+        )
+    handlers: dict[str | None, Callable[[Config], int]] = {
+        None: _run_dashboard,
+        "config": _run_config,
+    }
+    return handlers[command](config)
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    entry()

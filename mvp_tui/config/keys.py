@@ -1,0 +1,209 @@
+"""Every configuration key: its section, type, default, env names, CLI flag and meaning.
+
+This table is the one place a key is declared; the loader, `mvp-tui config`, the CLI flags and
+the test that checks `config.example.toml` all read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    STR = "text"
+    INT = "a whole number"
+    FLOAT = "a number"
+    BOOL = "1/0, true/false, yes/no, or on/off"
+    PATH = "a file path (~/ expands to your home)"
+    ADDR = "a loopback address HOST:PORT, e.g. 127.0.0.1:19777"
+    CHOICE = "one of"
+    LIST = "a list of names (TOML array, or comma-separated in env and flags)"
+    RUN_ID = "letters, digits and '-' (1-40 chars)"
+
+
+class Scope(Enum):
+    """Which provider a key belongs to: its value is parsed only when that provider runs."""
+
+    ALL = "all"
+    VASTAI = "vastai"
+    RUNPOD = "runpod"
+    DOCKER = "docker"
+
+
+PROVIDERS = ("local", "docker", "vastai", "runpod")
+PROFILES = ("local", "deploy")
+PROFILE_PROVIDER = {"local": "local", "deploy": "vastai"}
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    section: str
+    name: str
+    kind: Kind
+    default: object
+    doc: str
+    env: tuple[str, ...] = ()
+    flag: str | None = None
+    secret: bool = False
+    scope: Scope = Scope.ALL
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def label(self) -> str:
+        return f"[{self.section}] {self.name}"
+
+    def accepted(self) -> str:
+        """The accepted forms, as an error message states them."""
+        if self.kind is Kind.CHOICE:
+            return "one of " + ", ".join(self.choices)
+        text = self.kind.value
+        if self.minimum is not None and self.maximum is not None:
+            text += f" from {_num(self.minimum)} to {_num(self.maximum)}"
+        elif self.minimum is not None:
+            text += f" ≥ {_num(self.minimum)}"
+        return text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _k(section: str, name: str, kind: Kind, default: object, doc: str, **rest: object) -> KeySpec:
+    return KeySpec(section, name, kind, default, doc, **rest)  # type: ignore[arg-type]
+
+
+DEFAULT_HF_REPO = "bartowski/Llama-3.2-1B-Instruct-GGUF"
+DEFAULT_HF_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+DEFAULT_MODEL_ID = "llama-3.2-1b-instruct-q4"
+DEFAULT_IMAGE = "mvp-node:latest"
+DEFAULT_RPC_ADDR = "127.0.0.1:19777"
+
+S, V, R, D = Scope.ALL, Scope.VASTAI, Scope.RUNPOD, Scope.DOCKER
+
+KEYS: tuple[KeySpec, ...] = (
+    # [runtime]
+    _k("runtime", "profile", Kind.CHOICE, "local", "local leases this machine; deploy rents a GPU",
+       env=("MVP_RUNTIME_CONFIG",), flag="--runtime-config", choices=PROFILES),
+    _k("runtime", "run_id", Kind.RUN_ID, None, "run id; unset = a new unique id per run",
+       env=("MVP_RUN_ID",), flag="--run-id"),
+    _k("runtime", "node_id", Kind.INT, 1, "logical node id (labels, channels)",
+       env=("MVP_LOGICAL_NODE_ID",), flag="--node-id", minimum=1),
+    _k("runtime", "stage_index", Kind.INT, 0, "pipeline stage served by this node",
+       env=("MVP_STAGE_INDEX",), flag="--stage-index", minimum=0),
+    _k("runtime", "layer_end_exclusive", Kind.INT, 16, "last layer (exclusive) of this stage",
+       env=("MVP_LAYER_END_EXCLUSIVE",), flag="--layer-end-exclusive", minimum=1),
+    # [provider]
+    _k("provider", "kind", Kind.CHOICE, None, "provider; unset = chosen by the profile",
+       env=("MVP_NODE_PROVIDER", "MVP_PROVIDER"), flag="--provider", choices=PROVIDERS),
+    # [image]
+    _k("image", "node", Kind.STR, DEFAULT_IMAGE, "container image of the node",
+       env=("MVP_NODE_IMAGE",), flag="--image"),
+    # [prompt]
+    _k("prompt", "rpc_addr", Kind.ADDR, DEFAULT_RPC_ADDR, "JSON-lines prompt RPC (loopback only)",
+       env=("MVP_PROMPT_RPC_BIND",), flag="--rpc-bind"),
+    _k("prompt", "max_tokens", Kind.INT, 64, "default max tokens per prompt",
+       env=("MVP_PROMPT_MAX_TOKENS",), flag="--max-tokens", minimum=1),
+    # [model]
+    _k("model", "id", Kind.STR, DEFAULT_MODEL_ID, "model name served by the engine",
+       env=("MVP_MODEL_ID",), flag="--model-id"),
+    _k("model", "gguf_local_path", Kind.PATH, None, "GGUF file on the node (wins over the hub)",
+       env=("MVP_GGUF_LOCAL_PATH",), flag="--gguf-local-path"),
+    _k("model", "gguf_repo", Kind.STR, DEFAULT_HF_REPO, "Hugging Face repo of the GGUF",
+       env=("MVP_GGUF_REPO",), flag="--gguf-repo"),
+    _k("model", "gguf_file", Kind.STR, DEFAULT_HF_FILE, "GGUF file in that repo",
+       env=("MVP_GGUF_FILE",), flag="--gguf-file"),
+    _k("model", "gguf_revision", Kind.STR, None, "repo revision (branch, tag or commit)",
+       env=("MVP_GGUF_REVISION",), flag="--gguf-revision"),
+    _k("model", "tokenizer_local_path", Kind.PATH, None, "tokenizer file; unset = the GGUF's own",
+       env=("MVP_TOKENIZER_LOCAL_PATH",), flag="--tokenizer-local-path"),
+    _k("model", "max_context", Kind.INT, None, "context length; unset = the engine's default",
+       env=("MVP_MAX_CONTEXT",), flag="--max-context", minimum=16),
+    # [docker]
+    _k("docker", "gpus", Kind.STR, "all", "GPUs given to the node container (docker --gpus)",
+       env=("MVP_DOCKER_GPUS",), flag="--gpus", scope=D),
+    _k("docker", "cached_model_host_path", Kind.PATH, None,
+       "host GGUF mounted into the container (provider docker only)",
+       env=("MVP_CACHED_MODEL_HOST_PATH",), flag="--cached-model-host-path", scope=D),
+    # [observability]
+    _k("observability", "datastream_frame_log", Kind.PATH, None,
+       "archive every datastream frame to this JSONL file",
+       env=("MVP_DATASTREAM_FRAME_LOG",), flag="--datastream-frame-log"),
+    # [vastai]
+    _k("vastai", "api_key", Kind.STR, None, "Vast.ai API key (secret)",
+       env=("MVP_VASTAI_API_KEY", "VASTAI_API_KEY", "VAST_API_KEY"), flag="--vastai-api-key",
+       secret=True, scope=V),
+    _k("vastai", "api_url", Kind.STR, "https://console.vast.ai", "Vast.ai API base URL",
+       env=("MVP_VASTAI_API_URL", "VAST_URL"), flag="--vastai-api-url", scope=V),
+    _k("vastai", "image", Kind.STR, None, "node image on Vast.ai; unset = [image] node",
+       env=("MVP_VASTAI_IMAGE",), flag="--vastai-image", scope=V),
+    _k("vastai", "bootstrap_command", Kind.STR, None,
+       "command run over SSH on the node; unset = start the bundled node agent",
+       env=("MVP_VASTAI_BOOTSTRAP_COMMAND",), flag="--vastai-bootstrap-command", scope=V),
+    _k("vastai", "disk_gb", Kind.INT, 50, "disk size in GB", env=("MVP_VASTAI_DISK_GB",),
+       flag="--vastai-disk-gb", scope=V, minimum=8),
+    _k("vastai", "ssh_user", Kind.STR, "root", "SSH user on the node",
+       env=("MVP_VASTAI_SSH_USER",), flag="--vastai-ssh-user", scope=V),
+    _k("vastai", "confirm_lease", Kind.BOOL, True,
+       "ask before renting; false skips it only headless with --yes",
+       env=("MVP_VASTAI_CONFIRM_LEASE",), flag="--vastai-confirm-lease", scope=V),
+    _k("vastai", "onstart", Kind.STR, None, "onstart script run by Vast.ai (not the bootstrap)",
+       env=("MVP_VASTAI_ONSTART",), flag="--vastai-onstart", scope=V),
+    _k("vastai", "ssh_identity", Kind.PATH, "~/.ssh/id_ed25519", "SSH private key for nodes",
+       env=("MVP_VASTAI_SSH_IDENTITY",), flag="--vastai-ssh-identity", scope=V),
+    _k("vastai", "gpu_name", Kind.STR, None, "GPU model, e.g. RTX 4090; unset = any",
+       env=("MVP_VASTAI_GPU_NAME",), flag="--vastai-gpu-name", scope=V),
+    _k("vastai", "min_gpu_ram_mb", Kind.INT, None, "minimum VRAM per GPU in MB",
+       env=("MVP_VASTAI_MIN_GPU_RAM_MB",), flag="--vastai-min-gpu-ram-mb", scope=V, minimum=0),
+    _k("vastai", "min_down_mbps", Kind.FLOAT, 100.0, "minimum download bandwidth, Mbit/s",
+       env=("MVP_VASTAI_MIN_DOWN_MBPS",), flag="--vastai-min-down-mbps", scope=V, minimum=0),
+    _k("vastai", "min_up_mbps", Kind.FLOAT, None, "minimum upload bandwidth, Mbit/s",
+       env=("MVP_VASTAI_MIN_UP_MBPS",), flag="--vastai-min-up-mbps", scope=V, minimum=0),
+    _k("vastai", "min_reliability", Kind.FLOAT, 0.95, "minimum host reliability, 0 to 1",
+       env=("MVP_VASTAI_MIN_RELIABILITY",), flag="--vastai-min-reliability", scope=V,
+       minimum=0, maximum=1),
+    _k("vastai", "require_verified", Kind.BOOL, True, "only verified hosts",
+       env=("MVP_VASTAI_REQUIRE_VERIFIED",), flag="--vastai-require-verified", scope=V),
+    _k("vastai", "poll_interval_secs", Kind.INT, 5, "seconds between instance status polls",
+       env=("MVP_VASTAI_POLL_INTERVAL_SECS",), flag="--vastai-poll-interval-secs", scope=V,
+       minimum=1),
+    # [runpod]
+    _k("runpod", "api_key", Kind.STR, None, "RunPod API key (secret)",
+       env=("MVP_RUNPOD_API_KEY", "RUNPOD_API_KEY"), flag="--runpod-api-key", secret=True,
+       scope=R),
+    _k("runpod", "api_url", Kind.STR, "https://rest.runpod.io/v1", "RunPod REST API base URL",
+       env=("MVP_RUNPOD_API_URL",), flag="--runpod-api-url", scope=R),
+    _k("runpod", "gpu_types", Kind.LIST, [], "GPU types in fallback order; empty = any",
+       env=("MVP_RUNPOD_GPU_TYPES",), flag="--runpod-gpu-types", scope=R),
+    _k("runpod", "cloud", Kind.CHOICE, "SECURE", "which cloud to rent from",
+       env=("MVP_RUNPOD_CLOUD",), flag="--runpod-cloud", scope=R,
+       choices=("SECURE", "COMMUNITY", "ALL")),
+    _k("runpod", "container_disk_gb", Kind.INT, 50, "container disk in GB",
+       env=("MVP_RUNPOD_CONTAINER_DISK_GB",), flag="--runpod-container-disk-gb", scope=R,
+       minimum=1),
+    # [limits]
+    _k("limits", "max_price_per_hour", Kind.FLOAT, None, "hide and refuse offers above this $/h",
+       env=("MVP_MAX_PRICE_PER_HOUR",), flag="--max-price-per-hour", minimum=0),
+    _k("limits", "max_spend_usd", Kind.FLOAT, None, "tear down when a run's spend reaches this",
+       env=("MVP_MAX_SPEND_USD",), flag="--max-spend-usd", minimum=0),
+    _k("limits", "max_hours", Kind.FLOAT, None, "tear down a lease after this many hours",
+       env=("MVP_MAX_HOURS",), flag="--max-hours", minimum=0),
+    # [ui]
+    _k("ui", "theme", Kind.STR, "mvp-dark", "dashboard theme (mvp-dark, mvp-light, or any Textual theme)",
+       env=("MVP_UI_THEME",), flag="--theme"),
+    # [state]
+    _k("state", "dir", Kind.PATH, None, "where run records live; unset = the user state dir",
+       env=("MVP_STATE_DIR",), flag="--state-dir"),
+)
+
+# [ui.keys] is a table of binding id -> key(s); its ids come from the app's bindings.
+UI_KEYS_SECTION = "ui.keys"
+
+BY_DOTTED: dict[str, KeySpec] = {spec.dotted: spec for spec in KEYS}
+SECTIONS: tuple[str, ...] = tuple(dict.fromkeys(spec.section for spec in KEYS))

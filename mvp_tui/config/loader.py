@@ -1,0 +1,195 @@
+"""Building the effective configuration from its four layers, later wins:
+built-in defaults → TOML file → environment → CLI flags.
+
+Provider-specific keys are parsed and validated only for the provider that will run, so a
+stray bad `MVP_VASTAI_*` variable never stops a local run (the seed's rule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+from mvp_tui.config.keys import KEYS, PROFILE_PROVIDER, KeySpec, Scope
+from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
+from mvp_tui.config.values import ConfigError, Source, expand_path, parse_value
+from mvp_tui.keymap import BINDING_IDS
+
+APP_NAME = "mvp-tui"
+CONFIG_ENV = "MVP_CONFIG"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigPaths:
+    """Where the TOML layer comes from: `--config`, else `MVP_CONFIG`, else the user's file."""
+
+    explicit: Path | None = None
+    explicit_source: str = ""
+    default: Path = field(
+        default_factory=lambda: platformdirs.user_config_path(APP_NAME) / "config.toml"
+    )
+
+    @classmethod
+    def resolve(cls, flag: str | None, env: Mapping[str, str]) -> ConfigPaths:
+        if flag:
+            return cls(explicit=expand_path(flag), explicit_source="flag --config")
+        if env.get(CONFIG_ENV):
+            return cls(explicit=expand_path(env[CONFIG_ENV]), explicit_source=f"env {CONFIG_ENV}")
+        return cls()
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The effective configuration: typed values by dotted key, with each value's source."""
+
+    values: dict[str, object]
+    sources: dict[str, Source]
+    ui_keys: dict[str, str]
+    file: Path | None
+    unused: dict[str, Source]  # keys set for a provider that is not selected
+
+    def __getitem__(self, dotted: str) -> object:
+        return self.values[dotted]
+
+    def get_str(self, dotted: str) -> str | None:
+        value = self.values.get(dotted)
+        return value if isinstance(value, str) else None
+
+    def get_int(self, dotted: str) -> int | None:
+        value = self.values.get(dotted)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def get_float(self, dotted: str) -> float | None:
+        value = self.values.get(dotted)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def get_bool(self, dotted: str) -> bool:
+        return self.values.get(dotted) is True
+
+    def get_path(self, dotted: str) -> Path | None:
+        value = self.values.get(dotted)
+        return value if isinstance(value, Path) else None
+
+    def get_list(self, dotted: str) -> list[str]:
+        value = self.values.get(dotted)
+        return [str(v) for v in value] if isinstance(value, list) else []
+
+    @property
+    def provider(self) -> str:
+        return self.get_str("provider.kind") or "local"
+
+    @property
+    def profile(self) -> str:
+        return self.get_str("runtime.profile") or "local"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.get_path("state.dir") or platformdirs.user_state_path(APP_NAME)
+
+    def secret_values(self) -> list[str]:
+        """Every secret's value, for the run's Redactor."""
+        return [
+            value
+            for spec in KEYS
+            if spec.secret and isinstance(value := self.values.get(spec.dotted), str)
+        ]
+
+
+def flag_dest(spec: KeySpec) -> str:
+    return spec.dotted.replace(".", "__")
+
+
+def _env_value(spec: KeySpec, env: Mapping[str, str]) -> tuple[str, Source] | None:
+    for name in spec.env:
+        value = env.get(name)
+        if value is not None and value.strip() != "":
+            return value, Source("env", name)
+    return None
+
+
+def _raw(
+    spec: KeySpec, flags: Mapping[str, tuple[str, str]], env: Mapping[str, str], toml: TomlLayer | None
+) -> tuple[object, Source]:
+    if (flagged := flags.get(flag_dest(spec))) is not None:
+        return flagged[0], Source("flag", flagged[1])
+    if (from_env := _env_value(spec, env)) is not None:
+        return from_env
+    if toml is not None and spec.dotted in toml.values:
+        return toml.values[spec.dotted], Source("file", toml.where(spec.dotted))
+    return spec.default, Source("default")
+
+
+def load_config(
+    *,
+    flags: Mapping[str, tuple[str, str]] | None = None,
+    env: Mapping[str, str] | None = None,
+    paths: ConfigPaths | None = None,
+) -> Config:
+    """The effective configuration, or a `ConfigError` naming key, value, source and fix.
+
+    `flags` maps a key's flag destination to (raw value, the flag as typed).
+    """
+    flags = flags or {}
+    env = env if env is not None else {}
+    paths = paths or ConfigPaths()
+    toml = _read_file(paths)
+
+    values: dict[str, object] = {}
+    sources: dict[str, Source] = {}
+
+    def take(spec: KeySpec) -> None:
+        raw, source = _raw(spec, flags, env, toml)
+        values[spec.dotted] = parse_value(spec, raw, source)
+        sources[spec.dotted] = source
+
+    by_dotted = {spec.dotted: spec for spec in KEYS}
+    take(by_dotted["runtime.profile"])
+    take(by_dotted["provider.kind"])
+    if values["provider.kind"] is None:
+        values["provider.kind"] = PROFILE_PROVIDER[str(values["runtime.profile"])]
+        sources["provider.kind"] = Source("default", f"profile {values['runtime.profile']}")
+    provider = str(values["provider.kind"])
+
+    in_scope = [s for s in KEYS if s.scope is Scope.ALL or s.scope.value == provider]
+    unused: dict[str, Source] = {}
+    for spec in KEYS:
+        if spec not in in_scope and (source := _raw(spec, flags, env, toml)[1]).layer != "default":
+            unused[spec.dotted] = source
+    # Rules that make another provider's keys meaningless come before any of them is parsed.
+    _check_cross_key_rules(provider, unused)
+    for spec in in_scope:
+        if spec.dotted not in values:
+            take(spec)
+    return Config(
+        values=values,
+        sources=sources,
+        ui_keys=dict(toml.ui_keys) if toml else {},
+        file=toml.path if toml else None,
+        unused=unused,
+    )
+
+
+def _read_file(paths: ConfigPaths) -> TomlLayer | None:
+    if paths.explicit is not None:
+        if not paths.explicit.is_file():
+            raise ConfigError(
+                f"config file {paths.explicit} (from {paths.explicit_source}) does not exist; "
+                "fix the path, or copy config.example.toml there"
+            )
+        return read_toml_layer(paths.explicit, set(BINDING_IDS))
+    if paths.default.is_file():
+        return read_toml_layer(paths.default, set(BINDING_IDS))
+    return None
+
+
+def _check_cross_key_rules(provider: str, unused: Mapping[str, Source]) -> None:
+    # A host path means nothing on a rented machine: say so instead of silently ignoring it.
+    cached = unused.get("docker.cached_model_host_path")
+    if cached is not None:
+        raise ConfigError(
+            f"[docker] cached_model_host_path from {cached} is a host-local cache path and "
+            f"requires provider=docker (provider is {provider}); unset it or use --provider docker"
+        )

@@ -1,0 +1,45 @@
+"""`mvp-tui config`: the effective configuration, each value with where it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mvp_tui.config.keys import KEYS, UI_KEYS_SECTION
+from mvp_tui.config.loader import Config
+from mvp_tui.secrets import REDACTED
+
+
+def _shown(value: object, secret: bool) -> str:
+    if value is None:
+        return "(unset)"
+    if secret:
+        return REDACTED
+    if isinstance(value, Path):
+        return json.dumps(str(value))
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def render(config: Config) -> str:
+    """One line per key: `[section] key = value    # source`, grouped by section."""
+    lines = [f"# config file: {config.file or '(none)'}"]
+    section = ""
+    for spec in KEYS:
+        if spec.dotted not in config.values:
+            continue
+        if spec.section != section:
+            section = spec.section
+            lines.append(f"\n[{section}]")
+        value = _shown(config.values[spec.dotted], spec.secret)
+        lines.append(f"{spec.name} = {value}".ljust(56) + f"  # {config.sources[spec.dotted]}")
+    if config.ui_keys:
+        lines.append(f"\n[{UI_KEYS_SECTION}]")
+        for binding_id, keys in sorted(config.ui_keys.items()):
+            lines.append(f"{binding_id} = {json.dumps(keys)}")
+    if config.unused:
+        lines.append(f"\n# set but not used with provider {config.provider}:")
+        for dotted, source in sorted(config.unused.items()):
+            lines.append(f"#   {dotted}  ({source})")
+    return "\n".join(lines) + "\n"

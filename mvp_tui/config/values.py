@@ -1,0 +1,142 @@
+"""Turning raw values from any layer into typed ones, with errors that name key, value,
+source and the accepted forms."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mvp_tui.config.keys import Kind, KeySpec
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,39}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a value came from: a layer and the exact place in it."""
+
+    layer: str  # "default" | "file" | "env" | "flag"
+    where: str = ""  # "path:line", "MVP_X", "--x"
+
+    def __str__(self) -> str:
+        if self.layer == "default":
+            return f"built-in default ({self.where})" if self.where else "built-in default"
+        if self.layer == "file":
+            return f"file {self.where}"
+        if self.layer == "env":
+            return f"env {self.where}"
+        return f"flag {self.where}"
+
+
+class ConfigError(Exception):
+    """A configuration problem, stated in one line with its fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def value_error(spec: KeySpec, raw: object, source: Source, why: str = "") -> ConfigError:
+    shown = "<redacted>" if spec.secret else repr(raw)
+    reason = f" ({why})" if why else ""
+    return ConfigError(
+        f"{spec.label} = {shown} from {source} is not valid{reason}: "
+        f"expected {spec.accepted()}"
+    )
+
+
+def expand_path(text: str) -> Path:
+    """`~/x` → home/x; the rest literal (a `~` inside a path stays as it is)."""
+    if text == "~" or text.startswith("~/"):
+        return Path(os.path.expanduser(text))
+    return Path(text)
+
+
+def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
+    """Parse one raw value (a TOML value or a string from env/flags) for `spec`."""
+    if raw is None:
+        return None
+    kind = spec.kind
+    if kind is Kind.BOOL:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+            return raw.strip().lower() in _TRUE
+        raise value_error(spec, raw, source)
+    if kind is Kind.INT:
+        if isinstance(raw, bool):
+            raise value_error(spec, raw, source)
+        if isinstance(raw, int):
+            value: float = raw
+        else:
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise value_error(spec, raw, source) from None
+        return int(_bounded(spec, value, raw, source))
+    if kind is Kind.FLOAT:
+        if isinstance(raw, bool):
+            raise value_error(spec, raw, source)
+        try:
+            number = float(raw) if isinstance(raw, (int, float)) else float(str(raw).strip())
+        except ValueError:
+            raise value_error(spec, raw, source) from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise value_error(spec, raw, source)
+        return _bounded(spec, number, raw, source)
+    if kind is Kind.LIST:
+        if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+            return [item.strip() for item in raw if item.strip()]
+        if isinstance(raw, str):
+            return [item.strip() for item in raw.split(",") if item.strip()]
+        raise value_error(spec, raw, source)
+    if not isinstance(raw, str):
+        raise value_error(spec, raw, source, "not text")
+    text = raw.strip()
+    if kind is Kind.CHOICE:
+        for choice in spec.choices:
+            if text.lower() == choice.lower():
+                return choice
+        raise value_error(spec, raw, source)
+    if kind is Kind.PATH:
+        if not text:
+            raise value_error(spec, raw, source, "empty")
+        return expand_path(text)
+    if kind is Kind.ADDR:
+        return _loopback_addr(spec, text, source)
+    if kind is Kind.RUN_ID:
+        if not _RUN_ID.match(text):
+            raise value_error(spec, raw, source)
+        return text
+    return raw
+
+
+def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
+    if spec.minimum is not None and value < spec.minimum:
+        raise value_error(spec, raw, source, "too small")
+    if spec.maximum is not None and value > spec.maximum:
+        raise value_error(spec, raw, source, "too large")
+    return value
+
+
+def _loopback_addr(spec: KeySpec, text: str, source: Source) -> str:
+    host, sep, port_text = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise value_error(spec, text, source, "no port")
+    if host != "localhost":
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            raise value_error(spec, text, source, "not an IP address") from None
+        if not loopback:
+            raise value_error(spec, text, source, "must be loopback so only this machine can prompt")
+    return text

@@ -1,0 +1,33 @@
+"""Every key binding of the dashboard, by id. `[ui.keys]` remaps any of them by its id.
+
+Kept free of Textual so the config loader can validate `[ui.keys]` without importing the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class KeyBinding:
+    id: str
+    keys: str  # Textual key names, comma-separated
+    action: str
+    description: str
+    show: bool = True  # in the footer
+
+
+APP_BINDINGS: tuple[KeyBinding, ...] = (
+    KeyBinding("help", "question_mark", "help", "help"),
+    KeyBinding("filter", "slash", "filter", "filter"),
+    KeyBinding("palette", "colon,ctrl+p", "command_palette", "palette"),
+    KeyBinding("next-pane", "tab", "focus_next_pane", "next pane", show=False),
+    KeyBinding("previous-pane", "shift+tab", "focus_previous_pane", "previous pane", show=False),
+    KeyBinding("search-offers", "r", "search_offers", "offers"),
+    KeyBinding("lease", "enter", "lease", "lease", show=False),
+    KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
+    KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
+    KeyBinding("quit", "q", "quit_app", "quit"),
+)
+
+BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS)

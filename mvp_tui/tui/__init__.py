@@ -1,0 +1,1 @@
+"""The Textual application: screens and the bridge from engine events to widgets."""

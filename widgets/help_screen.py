@@ -1,0 +1,62 @@
+"""The `?` help screen: every key, what it does, and its id for `[ui.keys]`."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from mvp_tui.keymap import KeyBinding
+
+HELP_CSS = """
+HelpScreen { align: center middle; }
+HelpScreen > Vertical {
+    width: 84; height: auto; max-height: 90%;
+    border: round $accent; background: $surface; padding: 1 2;
+}
+HelpScreen .help-foot { color: $text-muted; margin-top: 1; }
+"""
+
+
+def _key_label(keys: str) -> str:
+    names = {"question_mark": "?", "slash": "/", "colon": ":", "enter": "Enter", "tab": "Tab",
+             "shift+tab": "Shift+Tab"}
+    return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = HELP_CSS
+    BINDINGS = [
+        Binding("escape,q,question_mark", "dismiss_help", "close", id="help-close"),
+    ]
+
+    def __init__(self, bindings: list[KeyBinding], remapped: dict[str, str]) -> None:
+        super().__init__()
+        self._bindings = bindings
+        self._remapped = remapped
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, expand=True, show_edge=False, pad_edge=False)
+        table.add_column("key", style="bold", no_wrap=True)
+        table.add_column("does")
+        table.add_column("id ([ui.keys])", style="dim", no_wrap=True)
+        for binding in self._bindings:
+            keys = self._remapped.get(binding.id, binding.keys)
+            table.add_row(_key_label(keys), binding.description, binding.id)
+        with Vertical():
+            yield Static(Text("Keys", style="bold"))
+            yield Static(table)
+            yield Static(
+                Text(
+                    "Remap any key in config.toml, e.g.  [ui.keys]  search-offers = \"f5\" "
+                    "Esc closes this screen."
+                ),
+                classes="help-foot",
+            )
+
+    def action_dismiss_help(self) -> None:
+        self.dismiss(None)

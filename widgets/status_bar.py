@@ -1,0 +1,54 @@
+"""The top line: run id, provider, profile, live leases, $/h, spend, cap and the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What the status bar shows; the app replaces it whenever the engine reports."""
+
+    run_id: str | None = None
+    provider: str = "local"
+    profile: str = "local"
+    live_leases: int = 0
+    price_per_hour: float = 0.0
+    spent_usd: float = 0.0
+    cap_usd: float | None = None
+
+    def with_spend(self, price_per_hour: float, spent_usd: float, live: int) -> RunSummary:
+        return replace(self, price_per_hour=price_per_hour, spent_usd=spent_usd, live_leases=live)
+
+
+class StatusBar(Widget):
+    """One line; text only (no markup), so provider strings can never style it."""
+
+    summary: reactive[RunSummary] = reactive(RunSummary, layout=False)
+
+    def __init__(self, clock: Callable[[], datetime], *, id: str | None = "status-bar") -> None:
+        super().__init__(id=id)
+        self._clock = clock
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self.refresh)
+
+    def render(self) -> Text:
+        s = self.summary
+        live = "no lease live" if s.live_leases == 0 else f"{s.live_leases} lease(s) live"
+        text = Text()
+        text.append(" mvp-tui ", style="bold reverse")
+        text.append(f"  run {s.run_id or '—'} · {s.provider} · {s.profile} · {live}")
+        text.append(f" · ${s.price_per_hour:.2f}/h · spent ${s.spent_usd:.2f}")
+        if s.cap_usd is not None:
+            text.append(f" · cap ${s.cap_usd:.2f}")
+        clock = self._clock().strftime("%H:%M:%S")
+        pad = max(1, self.size.width - text.cell_len - len(clock) - 1)
+        text.append(" " * pad + clock + " ")
+        return text
