@@ -40,7 +40,8 @@ class EngineEvent:
     kind: ClassVar[str] = "event"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
+        # No super() call: slots=True re-creates the class, which breaks the zero-argument
+        # form, and object.__init_subclass__ has nothing to do.
         # Event names in JSON are the class name in snake case: LeaseRunning -> lease_running.
         cls.kind = _CAMEL.sub("_", cls.__name__).lower()
 
