@@ -36,20 +36,26 @@ class HelpScreen(ModalScreen[None]):
 
     def __init__(self, bindings: list[KeyBinding], remapped: dict[str, str]) -> None:
         super().__init__()
-        self._bindings = bindings
+        self._key_specs = bindings
         self._remapped = remapped
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """(keys as shown, what it does, binding id), remaps applied."""
+        return [
+            (_key_label(self._remapped.get(b.id, b.keys)), b.description, b.id)
+            for b in self._key_specs
+        ]
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, expand=True, show_edge=False, pad_edge=False)
         table.add_column("key", style="bold", no_wrap=True)
         table.add_column("does")
         table.add_column("id ([ui.keys])", style="dim", no_wrap=True)
-        for binding in self._bindings:
-            keys = self._remapped.get(binding.id, binding.keys)
-            table.add_row(_key_label(keys), binding.description, binding.id)
+        for row in self.rows():
+            table.add_row(*row)
         with Vertical():
             yield Static(Text("Keys", style="bold"))
-            yield Static(table)
+            yield Static(table, id="help-table")
             yield Static(
                 Text(
                     "Remap any key in config.toml, e.g.  [ui.keys]  search-offers = \"f5\" "

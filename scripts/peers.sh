@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs and prepares the real peers the tests talk to: an OpenSSH server (started per test
+# on a loopback port, never as a system service) and the official vastai CLI in its own venv
+# (it pins cryptography, so it stays apart from ours).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -x /usr/sbin/sshd ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server >/dev/null
+  else
+    echo "peers: /usr/sbin/sshd missing; install openssh-server (sshd tests will skip, or fail under CI)" >&2
+  fi
+fi
+# sshd refuses to start as root without its privilege-separation directory.
+[ "$(id -u)" = 0 ] && mkdir -p /run/sshd
+if [ -x "$here/scripts/vastai-cli-venv.sh" ]; then
+  "$here/scripts/vastai-cli-venv.sh"
+fi

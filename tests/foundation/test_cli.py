@@ -1,0 +1,77 @@
+"""The command-line surface, run as a user runs it: a real subprocess of the installed script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mvp_tui.cli import RESERVED
+
+
+def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
+    base.update(env or {})
+    return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True, text=True,
+                          env=base, timeout=60, cwd=cwd)
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("mvp-tui 0.")
+
+
+def test_help_documents_commands_and_exit_codes() -> None:
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("config", *RESERVED):
+        assert command in result.stdout
+    for line in ("0  success", "1  the run failed", "2  bad usage or configuration",
+                 "3  a lease may still exist and bill"):
+        assert line in result.stdout
+    assert "--vastai-disk-gb" in result.stdout
+
+
+@pytest.mark.parametrize("command", sorted(RESERVED))
+def test_reserved_commands_say_so_and_exit_2(command: str) -> None:
+    result = run(command)
+    assert result.returncode == 2
+    assert "not built yet" in result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_config_value_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[prompt]\nmax_tokens = -3\n")
+    result = run("--config", str(tmp_path / "config.toml"))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "[prompt] max_tokens = -3" in lines[0] and "config.toml:2" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_config_command_prints_sources_and_redacts(tmp_path: Path) -> None:
+    result = run("config", "--provider", "vastai", env={"VASTAI_API_KEY": "super-secret-abcdef"})
+    assert result.returncode == 0, result.stderr
+    assert "super-secret-abcdef" not in result.stdout + result.stderr
+    assert "api_key = <redacted>" in result.stdout
+    assert "# flag --provider" in result.stdout
+
+
+def test_config_flag_after_subcommand_and_bool_negation() -> None:
+    result = run("config", "--provider", "vastai", "--no-vastai-require-verified")
+    assert result.returncode == 0, result.stderr
+    assert "require_verified = false" in result.stdout
+    assert "# flag --no-vastai-require-verified" in result.stdout
+
+
+def test_console_script_is_installed() -> None:
+    script = shutil.which("mvp-tui", path=str(Path(sys.executable).parent))
+    assert script is not None
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0

@@ -1,0 +1,64 @@
+"""The distribution installs `providers/`, `widgets/`, `themes/` under `mvp_tui`, never at the
+top of site-packages, and the engine side never pulls in Textual."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tracked_copy(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        source = REPO / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+
+
+def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _tracked_copy(src)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "dist"), str(src)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (wheel,) = (tmp_path / "dist").glob("mvp_tui-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names}
+    assert "providers" not in tops and "widgets" not in tops and "themes" not in tops
+    assert "mvp_tui/providers/base.py" in names
+    assert "mvp_tui/widgets/pane.py" in names
+    assert "mvp_tui/themes/__init__.py" in names
+    assert "mvp_tui/themes/app.tcss" in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "mvp-tui = mvp_tui.cli:main" in text
+
+
+def test_engine_and_providers_never_import_textual() -> None:
+    code = (
+        "import sys, importlib, pkgutil\n"
+        "import mvp_tui.providers, mvp_tui.events, mvp_tui.config, mvp_tui.untrusted\n"
+        "for pkg in ('mvp_tui.providers', 'mvp_tui.lease', 'mvp_tui.datastream', 'mvp_tui.ssh',"
+        " 'mvp_tui.prompt', 'mvp_tui.engine'):\n"
+        "    try:\n"
+        "        mod = importlib.import_module(pkg)\n"
+        "    except ModuleNotFoundError as exc:\n"
+        "        if exc.name != pkg: raise\n"
+        "        continue\n"
+        "    for info in pkgutil.walk_packages(mod.__path__, pkg + '.'):\n"
+        "        importlib.import_module(info.name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(','.join(bad))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120, check=True)
+    assert result.stdout.strip() == "", f"textual imported by the engine side: {result.stdout}"
