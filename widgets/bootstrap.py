@@ -8,7 +8,8 @@ from mvp_tui.widgets.pane import Pane
 class BootstrapPane(Pane):
     TITLE = "Bootstrap"
     EMPTY_TEXT = (
-        "Once a lease runs: SSH attempts with their back-off, the node agent starting, the model loading and the engine's health. Nothing to bootstrap yet."
+        "Once a lease runs: SSH attempts with their back-off, the node agent starting, "
+        "the model loading and the engine's health. Nothing to bootstrap yet."
     )
 
     def __init__(self, *, id: str | None = "bootstrap-pane") -> None:

@@ -8,7 +8,8 @@ from mvp_tui.widgets.pane import Pane
 class ChannelsPane(Pane):
     TITLE = "Channels"
     EMPTY_TEXT = (
-        "Datastream channels (bootstrap phases, node logs, weights) appear here with frame counts and rates once a node starts. Enter opens a channel's log."
+        "Datastream channels (bootstrap phases, node logs, weights) appear here with "
+        "frame counts and rates once a node starts. Enter opens a channel's log."
     )
 
     def __init__(self, *, id: str | None = "channels-pane") -> None:

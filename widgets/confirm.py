@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -33,7 +34,7 @@ class ConfirmScreen(ModalScreen[str]):
     """Returns the chosen `Choice.value`; Esc returns `cancel_value`."""
 
     DEFAULT_CSS = CONFIRM_CSS
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel", id="confirm-cancel"),
         Binding("left", "app.focus_previous", "previous", show=False, id="confirm-left"),
         Binding("right", "app.focus_next", "next", show=False, id="confirm-right"),

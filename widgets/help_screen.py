@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -23,14 +25,20 @@ HelpScreen .help-foot { color: $text-muted; margin-top: 1; }
 
 
 def _key_label(keys: str) -> str:
-    names = {"question_mark": "?", "slash": "/", "colon": ":", "enter": "Enter", "tab": "Tab",
-             "shift+tab": "Shift+Tab"}
+    names = {
+        "question_mark": "?",
+        "slash": "/",
+        "colon": ":",
+        "enter": "Enter",
+        "tab": "Tab",
+        "shift+tab": "Shift+Tab",
+    }
     return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = HELP_CSS
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss_help", "close", id="help-close"),
     ]
 
@@ -58,7 +66,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(table, id="help-table")
             yield Static(
                 Text(
-                    "Remap any key in config.toml, e.g.  [ui.keys]  search-offers = \"f5\" "
+                    'Remap any key in config.toml, e.g.  [ui.keys]  search-offers = "f5" '
                     "Esc closes this screen."
                 ),
                 classes="help-foot",

@@ -8,7 +8,8 @@ from mvp_tui.widgets.pane import Pane
 class OffersPane(Pane):
     TITLE = "Offers"
     EMPTY_TEXT = (
-        "Offers from {provider} appear here, filtered by your limits and sorted by $/h. Press r to search, / to filter, space to pick a fallback order, Enter to lease."
+        "Offers from {provider} appear here, filtered by your limits and sorted by $/h. "
+        "Press r to search, / to filter, space to pick a fallback order, Enter to lease."
     )
 
     def __init__(self, *, provider: str, id: str | None = "offers-pane") -> None:

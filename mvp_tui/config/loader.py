@@ -111,7 +111,10 @@ def _env_value(spec: KeySpec, env: Mapping[str, str]) -> tuple[str, Source] | No
 
 
 def _raw(
-    spec: KeySpec, flags: Mapping[str, tuple[str, str]], env: Mapping[str, str], toml: TomlLayer | None
+    spec: KeySpec,
+    flags: Mapping[str, tuple[str, str]],
+    env: Mapping[str, str],
+    toml: TomlLayer | None,
 ) -> tuple[object, Source]:
     if (flagged := flags.get(flag_dest(spec))) is not None:
         return flagged[0], Source("flag", flagged[1])

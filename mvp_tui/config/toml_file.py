@@ -75,7 +75,9 @@ def read_toml_layer(path: Path, binding_ids: set[str]) -> TomlLayer:
                 f"unknown section [{section}] in {where}{_hint(section, list(SECTIONS))}"
             )
         if not isinstance(table, Mapping):
-            raise ConfigError(f"[{section}] in {where} must be a table, e.g. [{section}] on its own line")
+            raise ConfigError(
+                f"[{section}] in {where} must be a table, e.g. [{section}] on its own line"
+            )
         for key, value in table.items():
             dotted = f"{section}.{key}"
             if section == "ui" and key == "keys":
@@ -95,7 +97,7 @@ def _ui_keys(
     table: object, path: Path, lines: dict[str, int], binding_ids: set[str]
 ) -> dict[str, str]:
     if not isinstance(table, Mapping):
-        raise ConfigError(f"[{UI_KEYS_SECTION}] in {path} must be a table of binding id = \"key\"")
+        raise ConfigError(f'[{UI_KEYS_SECTION}] in {path} must be a table of binding id = "key"')
     result: dict[str, str] = {}
     for binding_id, keys in table.items():
         where = f"{path}:{lines.get(f'{UI_KEYS_SECTION}.{binding_id}', '?')}"
@@ -115,7 +117,9 @@ def _ui_keys(
 
 def write_key(path: Path, section: str, key: str, value: str | int | float | bool) -> None:
     """Set one key in the user's file, keeping every comment; atomic (temp file + rename)."""
-    document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    document = (
+        tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    )
     table = document.get(section)
     if table is None:
         table = tomlkit.table()

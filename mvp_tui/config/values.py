@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mvp_tui.config.keys import Kind, KeySpec
+from mvp_tui.config.keys import KeySpec, Kind
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -48,8 +48,7 @@ def value_error(spec: KeySpec, raw: object, source: Source, why: str = "") -> Co
     shown = "<redacted>" if spec.secret else repr(raw)
     reason = f" ({why})" if why else ""
     return ConfigError(
-        f"{spec.label} = {shown} from {source} is not valid{reason}: "
-        f"expected {spec.accepted()}"
+        f"{spec.label} = {shown} from {source} is not valid{reason}: expected {spec.accepted()}"
     )
 
 
@@ -138,5 +137,7 @@ def _loopback_addr(spec: KeySpec, text: str, source: Source) -> str:
         except ValueError:
             raise value_error(spec, text, source, "not an IP address") from None
         if not loopback:
-            raise value_error(spec, text, source, "must be loopback so only this machine can prompt")
+            raise value_error(
+                spec, text, source, "must be loopback so only this machine can prompt"
+            )
     return text

@@ -32,8 +32,9 @@ PANE_ORDER = ("offers-pane", "bootstrap-pane", "leases-pane", "channels-pane", "
 def _binding(spec: KeyBinding) -> Binding:
     # Pane cycling must win over any focused widget's own use of Tab.
     priority = spec.id in {"next-pane", "previous-pane"}
-    return Binding(spec.keys, spec.action, spec.description, show=spec.show, id=spec.id,
-                   priority=priority)
+    return Binding(
+        spec.keys, spec.action, spec.description, show=spec.show, id=spec.id, priority=priority
+    )
 
 
 class MvpApp(App[int]):
@@ -93,7 +94,7 @@ class MvpApp(App[int]):
         panes = self._panes()
         while focused is not None:
             if focused in panes:
-                return panes.index(focused)  # type: ignore[arg-type]
+                return panes.index(focused)
             parent = focused.parent
             focused = parent if isinstance(parent, Widget) else None
         return -1

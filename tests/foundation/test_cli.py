@@ -13,11 +13,19 @@ import pytest
 from mvp_tui.cli import RESERVED
 
 
-def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
     base.update(env or {})
-    return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True, text=True,
-                          env=base, timeout=60, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "mvp_tui", *args],
+        capture_output=True,
+        text=True,
+        env=base,
+        timeout=60,
+        cwd=cwd,
+    )
 
 
 def test_version() -> None:
@@ -31,8 +39,12 @@ def test_help_documents_commands_and_exit_codes() -> None:
     assert result.returncode == 0
     for command in ("config", *RESERVED):
         assert command in result.stdout
-    for line in ("0  success", "1  the run failed", "2  bad usage or configuration",
-                 "3  a lease may still exist and bill"):
+    for line in (
+        "0  success",
+        "1  the run failed",
+        "2  bad usage or configuration",
+        "3  a lease may still exist and bill",
+    ):
         assert line in result.stdout
     assert "--vastai-disk-gb" in result.stdout
 

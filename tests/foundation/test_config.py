@@ -17,8 +17,12 @@ from mvp_tui.config.toml_file import write_key
 REPO = Path(__file__).resolve().parents[2]
 
 
-def load(tmp_path: Path, toml: str | None = None, env: dict[str, str] | None = None,
-         flags: dict[str, str] | None = None):
+def load(
+    tmp_path: Path,
+    toml: str | None = None,
+    env: dict[str, str] | None = None,
+    flags: dict[str, str] | None = None,
+):
     path = None
     if toml is not None:
         path = tmp_path / "config.toml"
@@ -28,7 +32,8 @@ def load(tmp_path: Path, toml: str | None = None, env: dict[str, str] | None = N
     return load_config(
         flags=parsed,
         env=env or {},
-        paths=ConfigPaths(explicit=path, explicit_source="flag --config") if path
+        paths=ConfigPaths(explicit=path, explicit_source="flag --config")
+        if path
         else ConfigPaths(default=tmp_path / "absent.toml"),
     )
 
@@ -72,10 +77,18 @@ def test_layers_defaults_toml_env_then_cli(tmp_path: Path) -> None:
     config = load(
         tmp_path,
         LAYERING_TOML,
-        env={"MVP_NODE_PROVIDER": "docker", "MVP_NODE_IMAGE": "docker.io/example/from-env:latest",
-             "MVP_PROMPT_MAX_TOKENS": "23", "MVP_MODEL_ID": "env-model"},
-        flags={"--image": "docker.io/example/from-cli:latest", "--max-tokens": "31",
-               "--model-id": "cli-model", "--max-context": "768"},
+        env={
+            "MVP_NODE_PROVIDER": "docker",
+            "MVP_NODE_IMAGE": "docker.io/example/from-env:latest",
+            "MVP_PROMPT_MAX_TOKENS": "23",
+            "MVP_MODEL_ID": "env-model",
+        },
+        flags={
+            "--image": "docker.io/example/from-cli:latest",
+            "--max-tokens": "31",
+            "--model-id": "cli-model",
+            "--max-context": "768",
+        },
     )
     assert config.provider == "docker"
     assert config["image.node"] == "docker.io/example/from-cli:latest"
@@ -95,7 +108,7 @@ def test_layers_defaults_toml_env_then_cli(tmp_path: Path) -> None:
 
 
 def test_each_value_knows_its_source(tmp_path: Path) -> None:
-    config = load(tmp_path, "[model]\nid = \"from-file\"\n", env={"MVP_PROMPT_MAX_TOKENS": "5"})
+    config = load(tmp_path, '[model]\nid = "from-file"\n', env={"MVP_PROMPT_MAX_TOKENS": "5"})
     assert str(config.sources["model.id"]) == f"file {tmp_path / 'config.toml'}:2"
     assert str(config.sources["prompt.max_tokens"]) == "env MVP_PROMPT_MAX_TOKENS"
     assert str(config.sources["image.node"]) == "built-in default"
@@ -117,9 +130,14 @@ def test_profile_selects_provider_and_explicit_provider_wins(
 
 
 def test_local_run_ignores_malformed_vastai_environment(tmp_path: Path) -> None:
-    config = load(tmp_path, env={"MVP_VASTAI_CONFIRM_LEASE": "definitely-not-a-bool",
-                                 "MVP_VASTAI_DISK_GB": "not-a-u32",
-                                 "MVP_VASTAI_MIN_DOWN_MBPS": "not-a-float"})
+    config = load(
+        tmp_path,
+        env={
+            "MVP_VASTAI_CONFIRM_LEASE": "definitely-not-a-bool",
+            "MVP_VASTAI_DISK_GB": "not-a-u32",
+            "MVP_VASTAI_MIN_DOWN_MBPS": "not-a-float",
+        },
+    )
     assert config.provider == "local"
     assert not any(key.startswith("vastai.") for key in config.values)
 
@@ -136,15 +154,21 @@ def test_vastai_values_are_validated_when_vastai_runs(tmp_path: Path) -> None:
 
 def test_cached_model_with_deploy_is_rejected_before_vastai_env_is_parsed(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
-        load(tmp_path, env={"MVP_RUNTIME_CONFIG": "deploy", "MVP_CACHED_MODEL_HOST_PATH": "/m.gguf",
-                            "MVP_VASTAI_CONFIRM_LEASE": "definitely-not-a-bool"})
+        load(
+            tmp_path,
+            env={
+                "MVP_RUNTIME_CONFIG": "deploy",
+                "MVP_CACHED_MODEL_HOST_PATH": "/m.gguf",
+                "MVP_VASTAI_CONFIRM_LEASE": "definitely-not-a-bool",
+            },
+        )
     assert "requires provider=docker" in str(err.value)
     assert "MVP_VASTAI_CONFIRM_LEASE" not in str(err.value)
 
 
 def test_toml_error_names_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
-        load(tmp_path, "[prompt]\n# comment\nmax_tokens = \"many\"\n")
+        load(tmp_path, '[prompt]\n# comment\nmax_tokens = "many"\n')
     assert f"{tmp_path / 'config.toml'}:3" in str(err.value)
     assert "[prompt] max_tokens" in str(err.value)
 
@@ -172,11 +196,23 @@ def test_invalid_toml_syntax_is_one_clear_error(tmp_path: Path) -> None:
         load(tmp_path, "[prompt\n")
 
 
-@pytest.mark.parametrize(("raw", "expected"), [("1", True), ("yes", True), ("ON", True),
-                                               ("true", True), ("0", False), ("no", False),
-                                               ("off", False), ("False", False)])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1", True),
+        ("yes", True),
+        ("ON", True),
+        ("true", True),
+        ("0", False),
+        ("no", False),
+        ("off", False),
+        ("False", False),
+    ],
+)
 def test_booleans_accept_the_seed_forms(tmp_path: Path, raw: str, expected: bool) -> None:
-    config = load(tmp_path, env={"MVP_RUNTIME_CONFIG": "deploy", "MVP_VASTAI_REQUIRE_VERIFIED": raw})
+    config = load(
+        tmp_path, env={"MVP_RUNTIME_CONFIG": "deploy", "MVP_VASTAI_REQUIRE_VERIFIED": raw}
+    )
     assert config["vastai.require_verified"] is expected
 
 
@@ -187,7 +223,9 @@ def test_bad_boolean_lists_the_accepted_forms(tmp_path: Path) -> None:
 
 def test_missing_explicit_file_is_an_error_missing_default_is_fine(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
-        load_config(paths=ConfigPaths(explicit=tmp_path / "nope.toml", explicit_source="flag --config"))
+        load_config(
+            paths=ConfigPaths(explicit=tmp_path / "nope.toml", explicit_source="flag --config")
+        )
     assert load(tmp_path).file is None
 
 
@@ -220,13 +258,16 @@ def test_report_redacts_secrets_and_shows_sources(tmp_path: Path) -> None:
 def test_ui_keys_table_is_checked_against_binding_ids(tmp_path: Path) -> None:
     config = load(tmp_path, '[ui.keys]\nsearch-offers = "f5"\n')
     assert config.ui_keys == {"search-offers": "f5"}
-    with pytest.raises(ConfigError, match="unknown binding id .*did you mean search-offers"):
+    with pytest.raises(ConfigError, match=r"unknown binding id .*did you mean search-offers"):
         load(tmp_path, '[ui.keys]\nsearch-ofers = "f5"\n')
 
 
 def test_write_back_keeps_comments(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    path.write_text("# my settings\n[ui]\n# I like dark\ntheme = \"mvp-dark\"  # trailing\n\n[prompt]\nmax_tokens = 9\n")
+    path.write_text(
+        '# my settings\n[ui]\n# I like dark\ntheme = "mvp-dark"  # trailing\n'
+        "\n[prompt]\nmax_tokens = 9\n"
+    )
     write_key(path, "ui", "theme", "mvp-light")
     text = path.read_text()
     assert "# my settings" in text and "# I like dark" in text and "# trailing" in text
@@ -241,10 +282,6 @@ def _uncommented_example() -> str:
 
 def test_example_documents_every_key_with_env_and_flag() -> None:
     text = (REPO / "config.example.toml").read_text()
-    section = ""
-    for line in text.splitlines():
-        if m := re.match(r"^\[([\w.]+)\]", line):
-            section = m.group(1)
     for spec in KEYS:
         block = text.split(f"[{spec.section}]\n", 1)[1].split("\n[", 1)[0]
         assert re.search(rf"^# {spec.name} = ", block, re.M), f"{spec.dotted} missing"

@@ -12,8 +12,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _tracked_copy(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
-                           capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     for name in files:
         source = REPO / name
         if source.is_file():
@@ -26,9 +31,21 @@ def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
     src = tmp_path / "src"
     _tracked_copy(src)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(src)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (wheel,) = (tmp_path / "dist").glob("mvp_tui-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -59,6 +76,7 @@ def test_engine_and_providers_never_import_textual() -> None:
         "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "print(','.join(bad))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert result.stdout.strip() == "", f"textual imported by the engine side: {result.stdout}"

@@ -11,8 +11,13 @@ from mvp_tui.tui.app import MvpApp
 FIXED_NOW = datetime(2026, 11, 30, 12, 4, 31)
 
 
-def make_app(*, theme: str = "mvp-dark", toml: str | None = None, tmp: Path | None = None,
-             env: dict[str, str] | None = None) -> MvpApp:
+def make_app(
+    *,
+    theme: str = "mvp-dark",
+    toml: str | None = None,
+    tmp: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> MvpApp:
     paths = ConfigPaths(default=Path("/nonexistent/mvp-tui/config.toml"))
     if toml is not None:
         assert tmp is not None

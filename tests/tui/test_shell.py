@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mvp_tui.widgets.help_screen import HelpScreen
+from mvp_tui.widgets.pane import Pane
 from textual.widgets import Static
 
 from mvp_tui.tui.app import PANE_ORDER
-from mvp_tui.widgets.help_screen import HelpScreen
-from mvp_tui.widgets.pane import Pane
 from tests.tui.apps import make_app
 
 TITLES = ["Offers", "Leases", "Bootstrap", "Channels", "Prompt"]
@@ -86,7 +86,7 @@ async def test_q_with_a_live_lease_asks_and_focus_starts_on_destroy() -> None:
 
 
 async def test_theme_switch_is_written_back_keeping_comments(tmp_path: Path) -> None:
-    app = make_app(tmp=tmp_path, toml="# mine\n[ui]\n# keep me\ntheme = \"mvp-dark\"\n")
+    app = make_app(tmp=tmp_path, toml='# mine\n[ui]\n# keep me\ntheme = "mvp-dark"\n')
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("ctrl+t")
         await pilot.pause()
