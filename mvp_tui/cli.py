@@ -14,7 +14,7 @@ from typing import Any
 
 from mvp_tui import __version__
 from mvp_tui.config import Config, ConfigError, ConfigPaths, load_config
-from mvp_tui.config.keys import KEYS, Kind, KeySpec
+from mvp_tui.config.keys import KEYS, KeySpec, Kind
 from mvp_tui.config.loader import flag_dest
 from mvp_tui.exit_codes import ExitCode
 
@@ -61,7 +61,9 @@ class _FlagValue(argparse.Action):
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("configuration (each overrides its env var and TOML key)")
     group.add_argument(
-        "--config", metavar="PATH", default=argparse.SUPPRESS,
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
         help="TOML config file (default: $MVP_CONFIG, else the user config dir's config.toml)",
     )
     for spec in KEYS:
@@ -76,15 +78,35 @@ def _add_key_flag(group: argparse._ArgumentGroup, spec: KeySpec) -> None:
     env = f" [env {spec.env[0]}]" if spec.env else ""
     doc = f"{spec.doc} ({spec.label}){env}"
     if spec.kind is Kind.BOOL:
-        group.add_argument(spec.flag, dest=dest, nargs=0, action=_FlagValue, const_value="true",
-                           default=argparse.SUPPRESS, help=doc)
+        group.add_argument(
+            spec.flag,
+            dest=dest,
+            nargs=0,
+            action=_FlagValue,
+            const_value="true",
+            default=argparse.SUPPRESS,
+            help=doc,
+        )
         no_flag = "--no-" + spec.flag.removeprefix("--")
-        group.add_argument(no_flag, dest=dest, nargs=0, action=_FlagValue, const_value="false",
-                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        group.add_argument(
+            no_flag,
+            dest=dest,
+            nargs=0,
+            action=_FlagValue,
+            const_value="false",
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )
         return
     metavar = spec.name.upper()
-    group.add_argument(spec.flag, dest=dest, metavar=metavar, action=_FlagValue,
-                       default=argparse.SUPPRESS, help=doc)
+    group.add_argument(
+        spec.flag,
+        dest=dest,
+        metavar=metavar,
+        action=_FlagValue,
+        default=argparse.SUPPRESS,
+        help=doc,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mvp-tui {__version__}")
     _add_config_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    config_cmd = commands.add_parser("config", help="print the effective configuration and each value's source")
+    config_cmd = commands.add_parser(
+        "config", help="print the effective configuration and each value's source"
+    )
     _add_config_flags(config_cmd)
     for name, summary in RESERVED.items():
         sub = commands.add_parser(name, help=f"{summary} [not built yet]")
