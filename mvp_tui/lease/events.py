@@ -1,0 +1,165 @@
+"""What the lease walk and teardown tell the dashboard (Leases pane) and `up --headless`.
+
+Every field is plain (str, int, float, tuple) so an event is one complete JSON line. No field
+ever holds a secret: labels, ids, prices, sanitised provider text only.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from mvp_tui.events import EngineEvent
+
+
+class DeleteReason(enum.Enum):
+    """Why a lease is being destroyed."""
+
+    REQUESTED = "requested"  # the user asked (ctrl+d, `down`)
+    NOT_READY = "not_ready"  # did not become running in time, or died
+    DUPLICATE = "duplicate"  # an extra instance of an unclear create
+    STRAY = "stray"  # an instance of this run found by the sweep
+    INTERRUPTED = "interrupted"  # the walk was cancelled (Ctrl-C)
+    UNWANTED = "unwanted"  # a create that failed but still produced an instance
+    RECORD_FAILED = "record_failed"  # the run record could not be written: nothing else knows it
+
+
+class WalkFailure(enum.Enum):
+    """Why a walk ended without a running lease."""
+
+    NO_OFFERS = "no_offers"
+    EXHAUSTED = "exhausted"  # every offer tried; none gave a running lease
+    UNANSWERED = "unanswered"  # every create got no clear answer
+    REJECTED = "rejected"
+    NO_CREDITS = "no_credits"
+    AUTH_FAILED = "auth_failed"
+    PROVIDER_ERROR = "provider_error"  # a call failed in a way no other offer would fix
+    DELETE_UNCONFIRMED = "delete_unconfirmed"  # a lease may still bill: no new one is made
+    RECORD_FAILED = "record_failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfferPicked(EngineEvent):
+    run_id: str
+    offer_id: str
+    gpu_name: str
+    price_per_hour: float
+    position: int  # 1-based place in the fallback list
+    of: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfferSkipped(EngineEvent):
+    run_id: str
+    offer_id: str
+    price_per_hour: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptStarted(EngineEvent):
+    run_id: str
+    label: str
+    offer_id: str
+    gpu_name: str
+    price_per_hour: float
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptAnswered(EngineEvent):
+    run_id: str
+    label: str
+    offer_id: str
+    outcome: str  # providers.base.Outcome value, or "error" when the call raised
+    http_status: int | None
+    detail: str
+    provider_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReconcileStarted(EngineEvent):
+    run_id: str
+    label: str
+    waits_s: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reconciled(EngineEvent):
+    run_id: str
+    label: str
+    adopted_id: str | None  # None: not found after every wait
+    destroyed: tuple[str, ...]  # duplicates confirmed gone
+    unconfirmed: tuple[str, ...]  # duplicates whose delete could not be confirmed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeasePending(EngineEvent):
+    run_id: str
+    provider_id: str
+    raw_state: str
+    waited_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseRunning(EngineEvent):
+    run_id: str
+    provider_id: str
+    label: str
+    host: str
+    port: int
+    user: str
+    via: str
+    after_s: float  # from the create answer to running
+    price_per_hour: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseNotReady(EngineEvent):
+    run_id: str
+    provider_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseDeleting(EngineEvent):
+    run_id: str
+    provider_id: str
+    reason: DeleteReason
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseDeleted(EngineEvent):
+    run_id: str
+    provider_id: str
+    uptime_s: float
+    spend_usd: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaseDeleteUnconfirmed(EngineEvent):
+    """The lease may still bill: the record keeps it as `deleting` (exit code 3)."""
+
+    run_id: str
+    provider_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkFailed(EngineEvent):
+    run_id: str
+    failure: WalkFailure
+    reason: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sweep(EngineEvent):
+    """Instances of this run looked for by label after unclear creates."""
+
+    run_id: str
+    prefix: str
+    found: tuple[str, ...]
+    destroyed: tuple[str, ...]
+    unconfirmed: tuple[str, ...]
+    listed: bool  # False: the provider could not be asked; nothing is known

@@ -1,0 +1,156 @@
+"""After a restart or a crash: what open run records still lease, and tearing it down.
+
+`reconcile_open_runs` asks the provider about every lease of every open record (by provider
+id, and by the run's label prefix for creates that never got an answer) so the UI can offer
+re-attach or teardown. `down` tears leases down, confirmed, from the records alone: it is what
+`mvp-tui down <run>|all` runs, and it works after the walk's process was killed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from mvp_tui.events import EventSink
+from mvp_tui.lease.events import DeleteReason
+from mvp_tui.lease.reconcile import drop_unlisted_placeholders, list_ours, track
+from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
+from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.teardown import Clock, teardown_lease
+from mvp_tui.providers.base import LeaseState, LeaseStatus, Provider, ProviderError
+
+
+@dataclass(frozen=True, slots=True)
+class OpenLease:
+    """One lease of an open run, and whether the provider still has it."""
+
+    run_id: str
+    lease: LeaseRecord
+    exists: bool | None  # None: the provider could not be asked
+    status: LeaseStatus | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRef:
+    run_id: str
+    provider_id: str | None
+    label: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DownReport:
+    """What `down` destroyed (confirmed), what may still bill, and records it could not use."""
+
+    confirmed: tuple[LeaseRef, ...]
+    unconfirmed: tuple[LeaseRef, ...]
+    skipped_runs: tuple[str, ...]  # open runs of another provider
+    errors: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing may still bill (exit 0); else the CLI exits 3."""
+        return not self.unconfirmed and not self.errors
+
+
+async def _refresh(
+    provider: Provider, store: RecordStore, record: RunRecord, clock: Clock
+) -> dict[str, LeaseStatus] | None:
+    """Enter every listed instance of the run into its record and forget placeholders the
+    listing does not show. The listing by id, or None when the provider cannot be asked."""
+    try:
+        ours = await list_ours(provider, record, None)
+    except ProviderError:
+        return None
+    drop_unlisted_placeholders(record, ours, None)
+    now = clock()
+    for status in ours:
+        track(record, status, now)
+    store.save(record)
+    return {s.provider_id: s for s in ours}
+
+
+async def reconcile_open_runs(
+    provider: Provider, store: RecordStore, clock: Clock = time.time
+) -> list[OpenLease]:
+    """Every lease of this provider's open runs, with whether it still exists.
+
+    A lease the provider confirms gone is recorded as deleted (and reported with
+    exists=False). Raises RecordError for a corrupt record: skipping it could hide a lease.
+    """
+    found: list[OpenLease] = []
+    for record in store.open_runs():
+        if record.provider != provider.info.name:
+            continue
+        listed = await _refresh(provider, store, record, clock)
+        for lease in record.open_leases():
+            exists, status = await _exists(provider, lease, listed)
+            if exists is False and lease.provider_id is not None:
+                lease.state = LeaseRecordState.DELETED
+                lease.deleted_at = clock()
+                lease.detail = "gone when checked after a restart"
+            found.append(OpenLease(record.run_id, lease, exists, status))
+        store.save(record)
+    return found
+
+
+async def _exists(
+    provider: Provider, lease: LeaseRecord, listed: dict[str, LeaseStatus] | None
+) -> tuple[bool | None, LeaseStatus | None]:
+    if lease.provider_id is None:
+        return None, None  # a placeholder survives only when the listing failed
+    if listed is not None and lease.provider_id in listed:
+        return True, listed[lease.provider_id]
+    try:
+        status = await provider.get(lease.provider_id)
+    except ProviderError:
+        return None, None
+    return status.state is not LeaseState.GONE, status
+
+
+async def down(
+    provider: Provider,
+    store: RecordStore,
+    run_id: str | None,
+    sink: EventSink,
+    settings: WalkSettings,
+    clock: Clock = time.time,
+) -> DownReport:
+    """Tear down, confirmed, every lease of run `run_id`, or of every open run when None."""
+    errors: list[str] = []
+    if run_id is not None:
+        try:
+            runs = [store.load(run_id)]
+        except RecordError as exc:
+            return DownReport((), (), (), (str(exc),))
+    else:
+        scan = store.scan()
+        errors.extend(str(e) for e in scan.errors)
+        runs = [r for r in scan.runs if r.is_open]
+    confirmed: list[LeaseRef] = []
+    unconfirmed: list[LeaseRef] = []
+    skipped: list[str] = []
+    for record in runs:
+        if record.provider != provider.info.name:
+            skipped.append(record.run_id)
+            continue
+        await _refresh(provider, store, record, clock)
+        for lease in record.open_leases():
+            ref = LeaseRef(record.run_id, lease.provider_id, lease.label)
+            if lease.provider_id is None:
+                why = "an unclear create that could not be looked up: the provider did not answer"
+                unconfirmed.append(_with_reason(ref, why))
+                continue
+            ok = await teardown_lease(
+                provider, store, record, lease, sink, settings,
+                reason=DeleteReason.REQUESTED, clock=clock,
+            )  # fmt: skip
+            if ok:
+                confirmed.append(ref)
+            else:
+                unconfirmed.append(_with_reason(ref, lease.detail))
+    return DownReport(tuple(confirmed), tuple(unconfirmed), tuple(skipped), tuple(errors))
+
+
+def _with_reason(ref: LeaseRef, reason: str) -> LeaseRef:
+    return LeaseRef(ref.run_id, ref.provider_id, ref.label, reason)

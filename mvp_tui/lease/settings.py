@@ -1,0 +1,82 @@
+"""How the lease walk and teardown wait, what they create, and the limits they keep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from mvp_tui.lease.naming import check_prefix
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkSettings:
+    """Timing (seconds), limits and the create request's contents.
+
+    Production defaults follow the seed: reconcile after 5 s and 15 s, a look every 5 s,
+    15 min to become running, 60 s for a delete to show. Tests pass milliseconds; every wait
+    goes through `sleep`, so nothing sleeps longer than it is told.
+    """
+
+    reconcile_waits_s: tuple[float, ...] = (5.0, 15.0)
+    poll_interval_s: float = 5.0
+    ready_timeout_s: float = 900.0
+    delete_timeout_s: float = 60.0
+    delete_poll_s: float = 2.0
+    destroy_attempts: int = 6  # destroy calls answered FAILED before giving up
+    destroy_backoff_s: float = 1.0  # first back-off after a FAILED destroy; doubles
+    destroy_backoff_max_s: float = 16.0
+    max_price_per_hour: float | None = None
+    max_ambiguous_per_offer: int = 2
+    label_prefix: str = "mvp"
+    node_id: int = 1
+    image: str = ""
+    disk_gb: int = 20
+    env: Mapping[str, str] = field(default_factory=dict)
+    onstart: str | None = None
+    ssh_public_key: str | None = None
+    sleep: Sleep = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        check_prefix(self.label_prefix)
+        positive = {
+            "poll_interval_s": self.poll_interval_s,
+            "ready_timeout_s": self.ready_timeout_s,
+            "delete_timeout_s": self.delete_timeout_s,
+            "delete_poll_s": self.delete_poll_s,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"lease setting {name} must be > 0 seconds, got {value!r}")
+        if any(w < 0 for w in self.reconcile_waits_s) or not self.reconcile_waits_s:
+            raise ValueError(
+                "lease setting reconcile_waits_s needs at least one wait >= 0 seconds, "
+                f"got {self.reconcile_waits_s!r}"
+            )
+        if self.destroy_attempts < 1:
+            raise ValueError(
+                f"lease setting destroy_attempts must be >= 1, got {self.destroy_attempts}"
+            )
+        if self.destroy_backoff_s < 0 or self.destroy_backoff_max_s < self.destroy_backoff_s:
+            raise ValueError(
+                "lease settings destroy_backoff_s must be >= 0 and <= destroy_backoff_max_s"
+            )
+        if self.max_ambiguous_per_offer < 1:
+            raise ValueError(
+                "lease setting max_ambiguous_per_offer must be >= 1, "
+                f"got {self.max_ambiguous_per_offer}"
+            )
+        if self.max_price_per_hour is not None and not self.max_price_per_hour > 0:
+            raise ValueError(
+                f"max_price_per_hour must be > 0 USD/h (or unset), got {self.max_price_per_hour!r}"
+            )
+        if self.node_id < 0:
+            raise ValueError(f"lease setting node_id must be >= 0, got {self.node_id}")
+        if self.disk_gb < 1:
+            raise ValueError(f"disk_gb must be >= 1 GB, got {self.disk_gb}")
+
+    def destroy_backoff(self, failures: int) -> float:
+        """The wait after the `failures`-th FAILED destroy (1-based): doubling, capped."""
+        return float(min(self.destroy_backoff_s * 2 ** (failures - 1), self.destroy_backoff_max_s))

@@ -1,0 +1,175 @@
+"""Confirmed teardown: destroy, then wait until the provider no longer knows the instance.
+
+A delete is claimed only when the provider confirms it (`get` answers GONE). A destroy that
+keeps failing, or an instance still listed after `delete_timeout_s`, stays `deleting` in the
+run record and is reported as unconfirmed: it may still bill (the CLI exits 3).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mvp_tui.events import EventSink
+from mvp_tui.lease.events import DeleteReason, LeaseDeleted, LeaseDeleteUnconfirmed, LeaseDeleting
+from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
+from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
+from mvp_tui.providers.base import (
+    DestroyOutcome,
+    DestroyResult,
+    LeaseState,
+    Provider,
+    ProviderError,
+)
+from mvp_tui.untrusted import one_line_ascii
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteCheck:
+    """The end of one confirmed delete."""
+
+    confirmed: bool
+    reason: str = ""  # why it is not confirmed
+    destroy_calls: int = 0
+
+
+async def is_gone(provider: Provider, provider_id: str) -> bool | None:
+    """True when the provider no longer knows the instance, None when it cannot be asked."""
+    try:
+        status = await provider.get(provider_id)
+    except ProviderError:
+        return None
+    return status.state is LeaseState.GONE
+
+
+async def delete_confirmed(
+    provider: Provider, provider_id: str, settings: WalkSettings
+) -> DeleteCheck:
+    """Destroy `provider_id` (retrying FAILED answers with back-off), then poll until GONE."""
+    calls = 0
+    failures = 0
+    while True:
+        calls += 1
+        try:
+            result = await provider.destroy(provider_id)
+        except ProviderError as exc:
+            result = DestroyResult(DestroyOutcome.FAILED, one_line_ascii(str(exc)), exc.http_status)
+        if result.outcome is not DestroyOutcome.FAILED:
+            break
+        failures += 1
+        if failures >= settings.destroy_attempts:
+            if await is_gone(provider, provider_id):
+                return DeleteCheck(True, destroy_calls=calls)
+            return DeleteCheck(
+                False,
+                f"destroy failed {failures} times (last: {_answer(result)})",
+                calls,
+            )
+        await settings.sleep(settings.destroy_backoff(failures))
+    deadline = time.monotonic() + settings.delete_timeout_s
+    while True:
+        if await is_gone(provider, provider_id):
+            return DeleteCheck(True, destroy_calls=calls)
+        if time.monotonic() >= deadline:
+            return DeleteCheck(
+                False,
+                f"still listed {settings.delete_timeout_s:g} s after the destroy was accepted",
+                calls,
+            )
+        await settings.sleep(settings.delete_poll_s)
+
+
+def _answer(result: DestroyResult) -> str:
+    status = f"HTTP {result.http_status}" if result.http_status is not None else "no answer"
+    return f"{status}: {result.detail}" if result.detail else status
+
+
+async def teardown_lease(
+    provider: Provider,
+    store: RecordStore,
+    record: RunRecord,
+    lease: LeaseRecord,
+    sink: EventSink,
+    settings: WalkSettings,
+    *,
+    reason: DeleteReason,
+    clock: Clock = time.time,
+) -> bool:
+    """Destroy one recorded lease, confirmed; record and emit the end. True when confirmed.
+
+    The destroy is sent even when the record cannot be saved first; a failure to record the
+    confirmed end is raised after the event is emitted.
+    """
+    provider_id = lease.provider_id
+    if provider_id is None:
+        raise ValueError(f"lease {lease.label} has no provider id: look it up by label first")
+    if lease.state is LeaseRecordState.DELETED:
+        return True
+    lease.state = LeaseRecordState.DELETING
+    lease.detail = f"deleting ({reason.value})"
+    save_error: OSError | None = None
+    try:
+        store.save(record)
+    except OSError as exc:
+        save_error = exc
+    sink(LeaseDeleting(at=clock(), run_id=record.run_id, provider_id=provider_id, reason=reason))
+    check = await delete_confirmed(provider, provider_id, settings)
+    now = clock()
+    if check.confirmed:
+        lease.state = LeaseRecordState.DELETED
+        lease.deleted_at = now
+        lease.detail = f"deleted ({reason.value})"
+    else:
+        lease.detail = f"delete not confirmed ({reason.value}): {check.reason}"
+    try:
+        store.save(record)
+    except OSError as exc:
+        save_error = exc
+    if check.confirmed:
+        sink(
+            LeaseDeleted(
+                at=now,
+                run_id=record.run_id,
+                provider_id=provider_id,
+                uptime_s=round(lease_uptime_s(lease, now), 3),
+                spend_usd=round(lease_spend_usd(lease, now), 6),
+            )
+        )
+    else:
+        sink(
+            LeaseDeleteUnconfirmed(
+                at=now, run_id=record.run_id, provider_id=provider_id, reason=check.reason
+            )
+        )
+    if save_error is not None:
+        raise save_error
+    return check.confirmed
+
+
+async def teardown(
+    provider: Provider,
+    store: RecordStore,
+    run_id: str,
+    provider_id: str,
+    sink: EventSink,
+    settings: WalkSettings,
+    *,
+    reason: DeleteReason = DeleteReason.REQUESTED,
+    clock: Clock = time.time,
+) -> bool:
+    """Tear down one lease of a recorded run, confirmed. False: it may still bill (exit 3)."""
+    record = store.load(run_id)
+    lease = record.lease_by_id(provider_id)
+    if lease is None:
+        raise RecordError(
+            store.record_path(run_id),
+            f"run {run_id} has no lease {provider_id!r}",
+            "pick a lease listed by `mvp-tui runs`",
+        )
+    return await teardown_lease(
+        provider, store, record, lease, sink, settings, reason=reason, clock=clock
+    )
