@@ -1,0 +1,1181 @@
+"""mvp-node: the node agent. It fetches the model, serves it with llama.cpp, and reports.
+
+One file, standard library only, Python 3.9+ syntax: the dashboard copies this file to a
+leased node over SFTP and runs it with the node's own `python3` (the local provider runs it
+as a child process). Configuration comes from the environment (the seed's `MVP_*` keys).
+
+Everything it reports goes to stdout as frame lines, one JSON object per line:
+    {"mvp_frame": 1, "channel": "<name>", "payload": <JSON value>}
+Nothing else is ever written to stdout; diagnostics go to stderr. Channels:
+- `mvp.node.<N>.agent` (N = MVP_LOGICAL_NODE_ID): `NodeAgentPhase` records, each phase
+  `started` then `ready` | `failed` with `elapsed_ms` and a detail; `NodeAgentProgress`
+  records for downloads and engine loading; `NodeAgentNotice` for odd input.
+- `mvp.worker.weights`: one `WeightsLoaded` record when the engine answers, or `WorkerFatal`
+  (reason, fix, exit code, last engine log lines) when the node cannot serve.
+- `mvp.node.<N>.engine`: the engine's log, one frame per line, control characters and
+  escape sequences removed, length bounded.
+
+Phases: config, probe (environment and GPUs), model (local file or Hugging Face download,
+resumable), engine_start, engine_health (503 "loading" is progress), watch (until shutdown
+or the engine dies), shutdown. `shutdown` on stdin, SIGTERM/SIGINT, or a line `shutdown`
+written to the control fifo (MVP_CONTROL_FIFO) stops the engine and exits 0.
+Exit codes: 0 stopped on request, 1 the node failed (WorkerFatal), 2 bad configuration.
+
+Values of HF_TOKEN and of any environment variable whose name holds KEY, TOKEN, SECRET or
+PASSWORD never appear in anything it prints, and are not passed on to the engine.
+
+TODO(dead-man): a deadline that destroys the lease through the provider API when the
+dashboard goes silent is out of scope here for now.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import http.client
+import importlib.util
+import json
+import os
+import platform
+import queue
+import re
+import shlex
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+FRAME_VERSION = 1
+WEIGHTS_CHANNEL = "mvp.worker.weights"
+GGUF_MAGIC = b"GGUF"
+ENGINE_HOST = "127.0.0.1"
+ENGINE_LINE_MAX = 2000
+LAST_LINES_KEPT = 20
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+MIN_SECRET_LEN = 6
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+DOWNLOAD_CHUNK = 1 << 20
+PROGRESS_EVERY_S = 0.5
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+EXIT_CONFIG = 2
+
+LOCAL_PATH_KEY = "[model] gguf_local_path (MVP_GGUF_LOCAL_PATH)"
+
+# Terminal escape sequences and control characters (the rules of mvp_tui/untrusted.py,
+# copied because this file must stand alone on the node).
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|\x1b[@-Z\\-_]"
+    r"|\x1b.?",
+    re.DOTALL,
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+
+
+def clean_text(text: str, max_chars: int = ENGINE_LINE_MAX) -> str:
+    """Untrusted text made safe to forward: no escapes or controls, bounded length."""
+    text = _CONTROLS.sub("", _ESCAPES.sub("", text))
+    if len(text) > max_chars:
+        text = f"{text[:max_chars]} … [cut {len(text) - max_chars} chars]"
+    return text
+
+
+# ---------------------------------------------------------------------------------------
+# Secrets and output
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values that must never be printed: HF_TOKEN and every *KEY*/*TOKEN*/*SECRET*."""
+    found = []
+    for name, value in env.items():
+        upper = name.upper()
+        if any(part in upper for part in SECRET_NAME_PARTS) and len(value) >= MIN_SECRET_LEN:
+            found.append(value)
+    return sorted(set(found), key=len, reverse=True)
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+class Redactor:
+    """Replaces known secret values with `<redacted>` in text and in JSON values."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
+
+    def text(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "<redacted>")
+        return text
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
+
+
+def frame_line(channel: str, payload: Any) -> str:
+    """One frame line (no newline), canonical as mvp_tui.datastream.frame_line writes it:
+    compact, ASCII-only, keys in the order mvp_frame, channel, payload."""
+    record = {"mvp_frame": FRAME_VERSION, "channel": channel, "payload": payload}
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+class Emitter:
+    """Writes frames to stdout, one whole line at a time from any thread, secrets removed."""
+
+    def __init__(self, out_fd: int, redactor: Redactor, run_id: int, node_id: int) -> None:
+        self._out_fd = out_fd
+        self._redact = redactor
+        self._lock = threading.Lock()
+        self._broken = False
+        self.run_id = run_id
+        self.node_id = node_id
+
+    @property
+    def agent_channel(self) -> str:
+        return f"mvp.node.{self.node_id}.agent"
+
+    @property
+    def engine_channel(self) -> str:
+        return f"mvp.node.{self.node_id}.engine"
+
+    def frame(self, channel: str, payload: Any) -> None:
+        line = self._redact.text(frame_line(channel, self._redact.value(payload))) + "\n"
+        data = line.encode("utf-8", "replace")
+        with self._lock:
+            if self._broken:
+                return
+            try:
+                # Raw writes, no Python buffer: a daemon thread can never hold a buffer
+                # lock at interpreter exit (which aborts the process).
+                while data:
+                    data = data[os.write(self._out_fd, data) :]
+            except OSError:
+                # Nobody reads any more (the dashboard went away): keep serving, stop writing.
+                self._broken = True
+
+    def _record(self, kind: str, **fields: Any) -> dict[str, Any]:
+        record: dict[str, Any] = {"type": kind, "run_id": self.run_id, "node_id": self.node_id}
+        record.update(fields)
+        record["at"] = round(time.time(), 3)
+        return record
+
+    def phase(
+        self, phase: str, status: str, detail: dict[str, Any], elapsed_ms: int | None = None
+    ) -> None:
+        record = self._record("NodeAgentPhase", phase=phase, status=status, detail=detail)
+        if elapsed_ms is not None:
+            record["elapsed_ms"] = elapsed_ms
+        self.frame(self.agent_channel, record)
+
+    def progress(self, phase: str, **fields: Any) -> None:
+        self.frame(self.agent_channel, self._record("NodeAgentProgress", phase=phase, **fields))
+
+    def notice(self, message: str) -> None:
+        self.frame(self.agent_channel, self._record("NodeAgentNotice", message=message))
+
+    def weights(self, kind: str, **fields: Any) -> None:
+        self.frame(WEIGHTS_CHANNEL, self._record(kind, **fields))
+
+    def engine_line(self, text: str) -> None:
+        self.frame(self.engine_channel, text)
+
+    def stderr(self, text: str) -> None:
+        """A diagnostic for humans reading the node's stderr log (never a frame)."""
+        try:
+            sys.stderr.write(self._redact.text(text) + "\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+
+# ---------------------------------------------------------------------------------------
+# Settings
+
+
+class ConfigError(Exception):
+    """A setting the agent cannot use; names the key and the fix."""
+
+
+class Settings:
+    """Everything the agent reads from its environment, parsed once."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.run_id = _env_int(env, "MVP_RUN_ID", 0)
+        self.node_id = _env_int(env, "MVP_LOGICAL_NODE_ID", 0)
+        self.model_id = env.get("MVP_MODEL_ID", "").strip()
+        self.gguf_local_path = env.get("MVP_GGUF_LOCAL_PATH", "").strip()
+        self.gguf_repo = env.get("MVP_GGUF_REPO", "").strip()
+        self.gguf_file = env.get("MVP_GGUF_FILE", "").strip()
+        self.gguf_revision = env.get("MVP_GGUF_REVISION", "").strip() or "main"
+        self.hf_endpoint = (env.get("MVP_HF_ENDPOINT", "").strip() or DEFAULT_HF_ENDPOINT).rstrip(
+            "/"
+        )
+        self.hf_token = env.get("HF_TOKEN", "") or env.get("HUGGING_FACE_HUB_TOKEN", "")
+        cache = env.get("MVP_MODEL_CACHE_DIR", "").strip()
+        self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
+        self.engine_port = _env_int(env, "MVP_ENGINE_PORT", 0, low=0, high=65535)
+        self.max_context = _env_int(env, "MVP_MAX_CONTEXT", 0, low=0)
+        self.engine_threads = _env_int(env, "MVP_ENGINE_THREADS", 0, low=0)
+        self.engine_cmd = env.get("MVP_ENGINE_CMD", "").strip()
+        self.engine_kind = env.get("MVP_ENGINE_KIND", "").strip()
+        self.ready_timeout_s = _env_float(env, "MVP_ENGINE_READY_TIMEOUT_S", 600.0)
+        self.stop_timeout_s = _env_float(env, "MVP_ENGINE_STOP_TIMEOUT_S", 10.0)
+        self.download_retries = _env_int(env, "MVP_DOWNLOAD_RETRIES", 5, low=0)
+        self.download_retry_delay_s = _env_float(env, "MVP_DOWNLOAD_RETRY_DELAY_S", 1.0)
+        self.control_fifo = env.get("MVP_CONTROL_FIFO", "").strip()
+        self.stdin_eof_shutdown = env.get("MVP_STDIN_EOF_SHUTDOWN", "").strip() in {"1", "true"}
+        if self.gguf_repo and not self.gguf_file:
+            raise ConfigError(
+                "[model] gguf_repo (MVP_GGUF_REPO) is set but [model] gguf_file "
+                "(MVP_GGUF_FILE) is empty; fix: name the .gguf file inside the repo"
+            )
+
+    def summary(self, env: Mapping[str, str]) -> dict[str, Any]:
+        """What the config phase reports: sources and knobs, never a value of a secret."""
+        source = "local" if self.gguf_local_path else ("hub" if self.gguf_repo else None)
+        return {
+            "model_id": self.model_id,
+            "model_source": source,
+            "engine_port": self.engine_port,
+            "max_context": self.max_context,
+            "engine_cmd": bool(self.engine_cmd),
+            "control_fifo": self.control_fifo or None,
+            "env_keys": sorted(k for k in env if k.startswith("MVP_")),
+            "hf_token": bool(self.hf_token),
+        }
+
+
+def _env_int(
+    env: Mapping[str, str], key: str, default: int, low: int | None = None, high: int | None = None
+) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not an integer; fix: set a whole number") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(f"{key}={value} is out of range [{low}, {high}]")
+    return value
+
+
+def _env_float(env: Mapping[str, str], key: str, default: float) -> float:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r} is not a number; fix: set seconds, e.g. 30") from None
+    if value < 0:
+        raise ConfigError(f"{key}={raw} must not be negative")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# Control: shutdown requests and engine exits, from threads and signal handlers
+
+
+class Control:
+    """The agent's inbox. Signal handlers only assign a flag and use a SimpleQueue (both
+    safe there); waiting on the queue is how phases pause without missing a shutdown."""
+
+    STOP = "stop"
+    ENGINE_EXIT = "engine_exit"
+
+    def __init__(self) -> None:
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.stop_source: str | None = None
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.stop_source is not None
+
+    def request_stop(self, source: str) -> None:
+        if self.stop_source is None:
+            self.stop_source = source
+        self._events.put((self.STOP, source))
+
+    def engine_exited(self, code: int | None) -> None:
+        self._events.put((self.ENGINE_EXIT, code))
+
+    def wait(self, timeout: float | None) -> tuple[str, Any] | None:
+        """The next event, or None after `timeout` seconds."""
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+
+class Interrupted(Exception):
+    """A shutdown request arrived while a phase was still running."""
+
+
+class PhaseFailed(Exception):
+    """A phase cannot complete; carries what the WorkerFatal record says."""
+
+    def __init__(
+        self,
+        reason: str,
+        fix: str = "",
+        exit_code: int = EXIT_FATAL,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.fix = fix
+        self.exit_code = exit_code
+        self.detail = detail or {}
+
+
+def read_commands(
+    fd: int, source: str, control: Control, emitter: Emitter, eof_means_shutdown: bool = False
+) -> None:
+    """Thread body: command lines from stdin or the control fifo (held open read-write, so
+    writers coming and going never produce EOF). Raw reads: no Python buffer lock that a
+    daemon thread could hold at exit. EOF means shutdown only when asked (our parent's end
+    of a pipe closed); a detached agent has /dev/null as stdin."""
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            raw, pending = pending.split(b"\n", 1)
+            _handle_command(raw, source, control, emitter)
+    if eof_means_shutdown:
+        control.request_stop(source + " closed")
+
+
+def _handle_command(raw: bytes, source: str, control: Control, emitter: Emitter) -> None:
+    command = raw.decode("utf-8", "replace").strip()
+    if not command:
+        return
+    if command.lower() == "shutdown":
+        control.request_stop(source)
+    else:
+        emitter.notice(f"ignored unknown command on {source}: {clean_text(command, 80)}")
+
+
+def open_control_fifo(path: str) -> tuple[int, bool]:
+    """Open (creating when absent) the control fifo; returns (fd, created)."""
+    created = False
+    try:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISFIFO(mode):
+            raise ConfigError(
+                f"MVP_CONTROL_FIFO={path} exists and is not a fifo; fix: remove it or pick another "
+                "path"
+            )
+    except FileNotFoundError:
+        os.mkfifo(path, 0o600)
+        created = True
+    return os.open(path, os.O_RDWR), created
+
+
+# ---------------------------------------------------------------------------------------
+# Probe
+
+
+def parse_nvidia_smi(text: str) -> list[dict[str, Any]]:
+    """Rows of `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader`."""
+    gpus = []
+    for line in text.splitlines():
+        if "," not in line:
+            continue
+        name, memory = line.rsplit(",", 1)
+        digits = re.sub(r"[^0-9]", "", memory)
+        gpus.append(
+            {"name": clean_text(name.strip(), 120), "memory_mib": int(digits) if digits else 0}
+        )
+    return gpus
+
+
+def probe_gpus() -> tuple[list[dict[str, Any]], str | None]:
+    """GPUs from nvidia-smi when it is installed; an error text when it fails."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return [], None
+    try:
+        done = subprocess.run(
+            [exe, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            timeout=15,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"nvidia-smi failed: {exc}"
+    if done.returncode != 0:
+        err = clean_text(done.stderr.decode("utf-8", "replace"), 200)
+        return [], f"nvidia-smi exited {done.returncode}: {err}"
+    return parse_nvidia_smi(done.stdout.decode("utf-8", "replace")), None
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name from /proc/cpuinfo, else what `platform` knows."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "Hardware", "cpu model") and value.strip():
+            return clean_text(value.strip(), 120)
+    return platform.processor() or platform.machine()
+
+
+def ram_mib(meminfo: str | None = None) -> int:
+    """Total RAM in MiB from /proc/meminfo (0 when unknown)."""
+    if meminfo is None:
+        try:
+            meminfo = Path("/proc/meminfo").read_text()
+        except OSError:
+            meminfo = ""
+    for line in meminfo.splitlines():
+        if line.startswith("MemTotal:"):
+            digits = re.sub(r"[^0-9]", "", line)
+            return int(digits) // 1024 if digits else 0
+    return 0
+
+
+def probe_environment(cache_dir: Path) -> dict[str, Any]:
+    gpus, gpu_error = probe_gpus()
+    detail: dict[str, Any] = {
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count() or 0,
+        "ram_mib": ram_mib(),
+        "gpus": gpus,
+        "llama_server": shutil.which("llama-server"),
+        "llama_cpp_python": importlib.util.find_spec("llama_cpp") is not None,
+    }
+    if gpu_error:
+        detail["gpu_probe_error"] = gpu_error
+    existing = cache_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    with contextlib.suppress(OSError):
+        detail["disk_free_mib"] = shutil.disk_usage(str(existing)).free // (1 << 20)
+    return detail
+
+
+# ---------------------------------------------------------------------------------------
+# Model
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why `path` is not a usable GGUF file, or None when it is."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4)
+    except FileNotFoundError:
+        return "file does not exist"
+    except IsADirectoryError:
+        return "is a directory, not a .gguf file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if head != GGUF_MAGIC:
+        return "is not a GGUF file (it does not start with the GGUF magic bytes)"
+    return None
+
+
+class DownloadError(Exception):
+    """A download attempt failed; `permanent` ones are not retried."""
+
+    def __init__(self, message: str, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class _DropAuthOnCrossHostRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows redirects but never sends the hub token to another host (the CDN)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        old_host = urllib.parse.urlsplit(req.full_url).netloc
+        if new is not None and urllib.parse.urlsplit(newurl).netloc != old_host:
+            new.remove_header("Authorization")
+        return new
+
+
+def model_cache_path(settings: Settings) -> Path:
+    """Where a hub file lands: <cache>/<owner>--<repo>/<revision>/<file>."""
+    parts = [p for p in settings.gguf_file.split("/") if p]
+    if not parts or any(p in (".", "..") for p in parts):
+        raise ConfigError(
+            f"[model] gguf_file (MVP_GGUF_FILE)={settings.gguf_file!r} is not a file path "
+            "inside the repo"
+        )
+    repo_dir = settings.gguf_repo.replace("/", "--")
+    revision_dir = settings.gguf_revision.replace("/", "--")
+    return settings.cache_dir.joinpath(repo_dir, revision_dir, *parts)
+
+
+def hub_url(settings: Settings) -> str:
+    repo = urllib.parse.quote(settings.gguf_repo, safe="/")
+    revision = urllib.parse.quote(settings.gguf_revision, safe="")
+    file = urllib.parse.quote(settings.gguf_file, safe="/")
+    return f"{settings.hf_endpoint}/{repo}/resolve/{revision}/{file}"
+
+
+class Downloader:
+    """Fetches one hub file into `<dest>.part` with Range resumes, then renames it."""
+
+    def __init__(self, settings: Settings, emitter: Emitter, control: Control) -> None:
+        self.settings = settings
+        self.emitter = emitter
+        self.control = control
+        self.opener = urllib.request.build_opener(_DropAuthOnCrossHostRedirect())
+
+    def fetch(self, url: str, dest: Path) -> dict[str, Any]:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        part = dest.with_name(dest.name + ".part")
+        attempts = self.settings.download_retries + 1
+        resumed_at: list[int] = []
+        for attempt in range(1, attempts + 1):
+            if part.exists() and part.stat().st_size:
+                resumed_at.append(part.stat().st_size)
+            try:
+                total = self._attempt(url, part)
+                break
+            except DownloadError as exc:
+                if exc.permanent or attempt == attempts:
+                    raise
+                self.emitter.progress(
+                    "model", state="retrying", attempt=attempt, error=str(exc), url=url
+                )
+                delay = self.settings.download_retry_delay_s * (2 ** (attempt - 1))
+                self._pause(min(delay, 30.0))
+        problem = gguf_problem(part)
+        if problem:
+            part.unlink()
+            raise DownloadError(f"downloaded file {problem}", permanent=True)
+        os.replace(str(part), str(dest))
+        return {"bytes": total, "attempts": attempt, "resumed_at": resumed_at}
+
+    def _pause(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.control.stop_requested:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.control.wait(left)
+        raise Interrupted()
+
+    def _request(self, url: str, offset: int) -> urllib.request.Request:
+        request = urllib.request.Request(url, headers={"User-Agent": "mvp-node/1"})
+        if self.settings.hf_token:
+            request.add_header("Authorization", f"Bearer {self.settings.hf_token}")
+        if offset:
+            request.add_header("Range", f"bytes={offset}-")
+        return request
+
+    def _attempt(self, url: str, part: Path) -> int:
+        offset = part.stat().st_size if part.exists() else 0
+        try:
+            response = self.opener.open(self._request(url, offset), timeout=30)
+        except urllib.error.HTTPError as exc:
+            return self._http_error(exc, part, offset)
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise DownloadError(f"cannot reach {url}: {reason}") from None
+        with response:
+            status = response.status
+            if offset and status == 200:
+                offset = 0  # the server ignored Range: start over
+            total = _content_total(response.headers, offset)
+            if status == 206 and _content_start(response.headers) != offset:
+                offset = 0
+                part.unlink()
+                raise DownloadError("server resumed at the wrong offset; restarting")
+            return self._copy(response, part, offset, total)
+
+    def _copy(self, response: IO[bytes], part: Path, offset: int, total: int | None) -> int:
+        done = offset
+        started = time.monotonic()
+        last_report = 0.0
+        self.emitter.progress("model", state="downloading", bytes_done=done, bytes_total=total)
+        with part.open("ab" if offset else "wb") as out:
+            while True:
+                if self.control.stop_requested:
+                    raise Interrupted()
+                try:
+                    chunk = response.read(DOWNLOAD_CHUNK)
+                except (OSError, ValueError, http.client.HTTPException) as exc:
+                    raise DownloadError(f"transfer broke at {done} bytes: {exc}") from None
+                if not chunk:
+                    break
+                out.write(chunk)
+                done += len(chunk)
+                now = time.monotonic()
+                if now - last_report >= PROGRESS_EVERY_S:
+                    last_report = now
+                    rate = (done - offset) / max(now - started, 1e-6)
+                    self.emitter.progress(
+                        "model",
+                        state="downloading",
+                        bytes_done=done,
+                        bytes_total=total,
+                        rate_bps=int(rate),
+                    )
+        if total is not None and done != total:
+            raise DownloadError(f"connection closed at {done} of {total} bytes")
+        self.emitter.progress("model", state="downloaded", bytes_done=done, bytes_total=total)
+        return done
+
+    def _http_error(self, exc: urllib.error.HTTPError, part: Path, offset: int) -> int:
+        code = exc.code
+        if code == 416 and offset:
+            total = _content_total(exc.headers, 0)
+            if total == offset:
+                return offset  # the .part file is already complete
+            part.unlink()
+            raise DownloadError(f"HTTP 416 for a resume at {offset}; restarting")
+        if code in (401, 403):
+            hint = "set HF_TOKEN to a token that can read this repo"
+            if self.settings.hf_token:
+                hint = "the HF_TOKEN given cannot read this repo (gated or private)"
+            raise DownloadError(f"access denied (HTTP {code}): {hint}", permanent=True)
+        if code == 404:
+            raise DownloadError(
+                "not found (HTTP 404): check [model] gguf_repo / gguf_file / gguf_revision",
+                permanent=True,
+            )
+        raise DownloadError(f"HTTP {code} from the hub", permanent=code < 500 and code != 429)
+
+
+def _content_start(headers: Any) -> int | None:
+    match = re.match(r"bytes (\d+)-", headers.get("Content-Range", "") or "")
+    return int(match.group(1)) if match else None
+
+
+def _content_total(headers: Any, offset: int) -> int | None:
+    content_range = headers.get("Content-Range", "") or ""
+    match = re.search(r"/(\d+)\s*$", content_range)
+    if match:
+        return int(match.group(1))
+    length = headers.get("Content-Length")
+    if length and str(length).isdigit():
+        return offset + int(length)
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Engine
+
+
+class EngineSpec:
+    """How to start the engine and how to tell it is ready."""
+
+    def __init__(self, kind: str, argv: list[str], ready_path: str, port: int) -> None:
+        self.kind = kind
+        self.argv = argv
+        self.ready_path = ready_path
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{ENGINE_HOST}:{self.port}"
+
+
+def pick_free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((ENGINE_HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
+    """The engine command: MVP_ENGINE_CMD, else llama-server on PATH, else llama_cpp.server."""
+    port = settings.engine_port or pick_free_port()
+    ctx = settings.max_context
+    threads = settings.engine_threads
+    if settings.engine_cmd:
+        values = {
+            "{model}": str(model),
+            "{host}": ENGINE_HOST,
+            "{port}": str(port),
+            "{ctx}": str(ctx),
+            "{alias}": alias,
+            "{python}": sys.executable,
+        }
+        argv = []
+        for arg in shlex.split(settings.engine_cmd):
+            for key, value in values.items():
+                arg = arg.replace(key, value)
+            argv.append(arg)
+        kind = settings.engine_kind or (
+            "llama-server" if os.path.basename(argv[0]) == "llama-server" else "custom"
+        )
+        ready = "/health" if kind == "llama-server" else "/v1/models"
+        return EngineSpec(kind, argv, ready, port)
+    server = shutil.which("llama-server")
+    if server:
+        argv = [server, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port), "-a", alias]
+        argv += ["-c", str(ctx)] if ctx else []
+        argv += ["-t", str(threads)] if threads else []
+        return EngineSpec("llama-server", argv, "/health", port)
+    if importlib.util.find_spec("llama_cpp") is not None:
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
+        argv += ["--host", ENGINE_HOST, "--port", str(port), "--interrupt_requests", "False"]
+        argv += ["--model_alias", alias]
+        argv += ["--n_ctx", str(ctx)] if ctx else []
+        argv += ["--n_threads", str(threads)] if threads else []
+        return EngineSpec("llama-cpp-python", argv, "/v1/models", port)
+    raise PhaseFailed(
+        "no serving engine on this node: llama-server is not on PATH and the llama_cpp "
+        f"package is not installed for {sys.executable}",
+        fix="install it (pip install 'llama-cpp-python[server]'), put llama.cpp's llama-server "
+        "on PATH, or set MVP_ENGINE_CMD",
+    )
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A preexec hook that makes the engine die with the agent (Linux prctl), resolved
+    before fork so the child only makes one libc call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+    return hook
+
+
+class Engine:
+    """The running engine process, its log forwarder and its exit watcher."""
+
+    def __init__(self, spec: EngineSpec, emitter: Emitter, control: Control) -> None:
+        self.spec = spec
+        self.emitter = emitter
+        self.control = control
+        self.last_lines: collections.deque[str] = collections.deque(maxlen=LAST_LINES_KEPT)
+        self.stopping = False
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log_thread: threading.Thread | None = None
+
+    def start(self, env: Mapping[str, str], cwd: Path) -> int:
+        try:
+            self.proc = subprocess.Popen(
+                self.spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                cwd=str(cwd),
+                preexec_fn=_die_with_parent_hook(),
+            )
+        except OSError as exc:
+            raise PhaseFailed(
+                f"cannot start the engine {self.spec.argv[0]}: {exc.strerror or exc}",
+                fix="check MVP_ENGINE_CMD or the engine installation",
+            ) from None
+        self._log_thread = threading.Thread(target=self._forward_log, daemon=True)
+        self._log_thread.start()
+        threading.Thread(target=self._watch_exit, daemon=True).start()
+        return self.proc.pid
+
+    def _forward_log(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in iter(self.proc.stdout.readline, b""):
+            text = clean_text(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            self.last_lines.append(text)
+            self.emitter.engine_line(text)
+
+    def _watch_exit(self) -> None:
+        assert self.proc is not None
+        code = self.proc.wait()
+        if not self.stopping:
+            self.control.engine_exited(code)
+
+    def flush_log(self, timeout: float = 2.0) -> None:
+        """Wait until the engine's last log lines have been forwarded."""
+        if self._log_thread is not None:
+            self._log_thread.join(timeout)
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.poll()
+
+    def stop(self, timeout: float) -> dict[str, Any]:
+        """Terminate, wait, kill: the engine is gone when this returns."""
+        self.stopping = True
+        if self.proc is None:
+            return {"engine": "not started"}
+        killed = False
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                killed = True
+        self.flush_log()
+        return {"engine_exit_code": self.proc.returncode, "killed": killed}
+
+
+def probe_ready(url: str) -> tuple[str, int | None]:
+    """One readiness probe: ("ready"|"loading"|"refused"|"http"|"error", status)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            response.read(65536)
+            return ("ready" if response.status == 200 else "http"), response.status
+    except urllib.error.HTTPError as exc:
+        return ("loading" if exc.code == 503 else "http"), exc.code
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, ConnectionRefusedError):
+            return "refused", None
+        return "error", None
+    except OSError:
+        return "error", None
+
+
+# ---------------------------------------------------------------------------------------
+# The agent
+
+
+class Agent:
+    """Runs the phases top to bottom and always leaves no engine behind."""
+
+    def __init__(
+        self, env: Mapping[str, str], settings: Settings, emitter: Emitter, control: Control
+    ) -> None:
+        self.env = env
+        self.settings = settings
+        self.emitter = emitter
+        self.control = control
+        self.engine: Engine | None = None
+
+    def run(self) -> int:
+        s = self.settings
+        try:
+            self._phase("config", lambda: s.summary(self.env))
+            self._phase("probe", lambda: probe_environment(s.cache_dir))
+            model = self._phase_value("model", self._resolve_model)
+            self._phase("engine_start", lambda: self._start_engine(model))
+            self._phase("engine_health", self._wait_healthy)
+            return self._watch()
+        except Interrupted:
+            return self._shutdown()
+        except PhaseFailed as failure:
+            return self.fail(failure)
+
+    # -- phase plumbing
+
+    def _phase(self, name: str, body: Callable[[], dict[str, Any]]) -> None:
+        self._phase_value(name, lambda: (None, body()))
+
+    def _phase_value(self, name: str, body: Callable[[], tuple[Any, dict[str, Any]]]) -> Any:
+        """Runs one phase: `started`, then `ready` with its detail or `failed` with why."""
+        if self.control.stop_requested:
+            raise Interrupted()
+        self.emitter.phase(name, "started", {})
+        started = time.monotonic()
+        try:
+            value, detail = body()
+        except PhaseFailed as failure:
+            failure.detail.setdefault("phase", name)
+            self.emitter.phase(
+                name,
+                "failed",
+                {"reason": failure.reason, "fix": failure.fix},
+                _ms_since(started),
+            )
+            raise
+        except Interrupted:
+            self.emitter.phase(
+                name, "failed", {"reason": "interrupted by shutdown"}, _ms_since(started)
+            )
+            raise
+        except ConfigError as exc:
+            self.emitter.phase(name, "failed", {"reason": str(exc)}, _ms_since(started))
+            raise PhaseFailed(str(exc), exit_code=EXIT_CONFIG, detail={"phase": name}) from None
+        self.emitter.phase(name, "ready", detail, _ms_since(started))
+        return value
+
+    def fail(self, failure: PhaseFailed) -> int:
+        self.emitter.weights(
+            "WorkerFatal",
+            reason=failure.reason,
+            fix=failure.fix,
+            model_id=self._alias(),
+            **failure.detail,
+        )
+        self.stop_engine()
+        self.emitter.phase(
+            "agent_exit", "failed", {"exit_code": failure.exit_code, "reason": failure.reason}
+        )
+        return failure.exit_code
+
+    # -- phases
+
+    def _resolve_model(self) -> tuple[Path, dict[str, Any]]:
+        s = self.settings
+        if s.gguf_local_path:
+            path = Path(s.gguf_local_path).expanduser()
+            problem = gguf_problem(path)
+            if problem:
+                raise PhaseFailed(
+                    f"{LOCAL_PATH_KEY} = {path}: {problem}",
+                    fix="point [model] gguf_local_path at a .gguf file on the node, or set "
+                    "[model] gguf_repo and gguf_file to download one",
+                    exit_code=EXIT_CONFIG,
+                )
+            return path, {"source": "local", "path": str(path), "bytes": path.stat().st_size}
+        if not s.gguf_repo:
+            raise PhaseFailed(
+                f"no model: {LOCAL_PATH_KEY} is empty and no [model] gguf_repo / gguf_file "
+                "to download",
+                fix="set [model] gguf_local_path, or [model] gguf_repo and gguf_file",
+                exit_code=EXIT_CONFIG,
+            )
+        dest = model_cache_path(s)
+        detail: dict[str, Any] = {"source": "hub", "repo": s.gguf_repo, "file": s.gguf_file}
+        detail.update(revision=s.gguf_revision, path=str(dest))
+        if dest.exists() and gguf_problem(dest) is None:
+            detail.update(cached=True, bytes=dest.stat().st_size)
+            return dest, detail
+        url = hub_url(s)
+        try:
+            detail.update(Downloader(s, self.emitter, self.control).fetch(url, dest))
+        except DownloadError as exc:
+            raise PhaseFailed(
+                f"model download of {url} failed: {exc}; without network, copy the file to "
+                f"the node and set {LOCAL_PATH_KEY}",
+                fix="check the node's network and HF_TOKEN, or set [model] gguf_local_path",
+            ) from None
+        except OSError as exc:
+            raise PhaseFailed(
+                f"cannot write the model under {s.cache_dir}: {exc}; set MVP_MODEL_CACHE_DIR "
+                f"or {LOCAL_PATH_KEY}",
+                fix="free disk space or choose another cache dir",
+            ) from None
+        detail.update(cached=False)
+        return dest, detail
+
+    def _alias(self) -> str:
+        return self.settings.model_id or "model"
+
+    def _start_engine(self, model: Path) -> dict[str, Any]:
+        spec = engine_spec(self.settings, model, self._alias())
+        engine = Engine(spec, self.emitter, self.control)
+        self.engine = engine
+        engine_env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
+        cwd = model.parent if model.parent.is_dir() else Path.cwd()
+        pid = engine.start(engine_env, cwd)
+        return {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
+
+    def _wait_healthy(self) -> dict[str, Any]:
+        assert self.engine is not None
+        engine = self.engine
+        url = engine.spec.base_url + engine.spec.ready_path
+        started = time.monotonic()
+        deadline = started + self.settings.ready_timeout_s
+        interval = 0.05
+        last_state = ""
+        while True:
+            state, status = probe_ready(url)
+            if state != last_state:
+                last_state = state
+                self.emitter.progress(
+                    "engine_health",
+                    state=state,
+                    http_status=status,
+                    url=url,
+                    elapsed_ms=_ms_since(started),
+                )
+            if state == "ready":
+                break
+            if time.monotonic() >= deadline:
+                raise PhaseFailed(
+                    f"engine not ready after {self.settings.ready_timeout_s:.0f} s "
+                    f"(last probe: {state} {status or ''})",
+                    fix="raise MVP_ENGINE_READY_TIMEOUT_S or read the engine log channel",
+                    detail={"last_log_lines": list(engine.last_lines)},
+                )
+            event = self.control.wait(interval)
+            interval = min(interval * 1.5, 0.5)
+            if self.control.stop_requested:
+                raise Interrupted()
+            if event is not None and event[0] == Control.ENGINE_EXIT:
+                raise self._engine_died(event[1], "before it was ready")
+        load_ms = _ms_since(started)
+        self.emitter.weights(
+            "WeightsLoaded",
+            model_id=self._alias(),
+            engine=engine.spec.kind,
+            port=engine.spec.port,
+            base_url=engine.spec.base_url,
+            openai_base_url=engine.spec.base_url + "/v1",
+            engine_pid=engine.proc.pid if engine.proc else None,
+            load_ms=load_ms,
+        )
+        return {"url": url, "load_ms": load_ms}
+
+    def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
+        assert self.engine is not None
+        self.engine.flush_log()
+        return PhaseFailed(
+            f"engine exited unexpectedly with code {code} {when}",
+            fix=f"read the engine log channel (mvp.node.{self.settings.node_id}.engine)",
+            detail={"exit_code": code, "last_log_lines": list(self.engine.last_lines)},
+        )
+
+    def _watch(self) -> int:
+        assert self.engine is not None
+        pid = self.engine.proc.pid if self.engine.proc else None
+        self.emitter.phase("watch", "started", {"engine_pid": pid})
+        started = time.monotonic()
+        while True:
+            event = self.control.wait(1.0)
+            if self.control.stop_requested:
+                self.emitter.phase(
+                    "watch", "ready", {"reason": "shutdown requested"}, _ms_since(started)
+                )
+                return self._shutdown()
+            if event is not None and event[0] == Control.ENGINE_EXIT:
+                failure = self._engine_died(event[1], "while serving")
+                failure.detail["phase"] = "watch"
+                self.emitter.phase(
+                    "watch", "failed", {"reason": failure.reason}, _ms_since(started)
+                )
+                return self.fail(failure)
+
+    def _shutdown(self) -> int:
+        source = self.control.stop_source or "request"
+        self.emitter.phase("shutdown", "started", {"source": source})
+        started = time.monotonic()
+        detail = self.stop_engine()
+        self.emitter.phase("shutdown", "ready", detail, _ms_since(started))
+        self.emitter.phase("agent_exit", "ready", {"exit_code": EXIT_OK, "source": source})
+        return EXIT_OK
+
+    def stop_engine(self) -> dict[str, Any]:
+        if self.engine is None:
+            return {"engine": "not started"}
+        return self.engine.stop(self.settings.stop_timeout_s)
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _install_signal_handlers(control: Control) -> None:
+    def on_signal(signum: int, _frame: Any) -> None:
+        control.request_stop(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if hasattr(signal, "SIGHUP"):
+        # A dropped SSH session must not take the node down with it.
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def _start_thread(target: Callable[..., None], *args: Any) -> None:
+    threading.Thread(target=target, args=args, daemon=True).start()
+
+
+def run_agent(env: Mapping[str, str], out_fd: int) -> int:
+    """Runs the agent with this environment, writing frames to `out_fd`; returns the exit
+    code."""
+    redactor = Redactor(secret_values(env))
+    try:
+        settings = Settings(env)
+    except ConfigError as exc:
+        emitter = Emitter(out_fd, redactor, 0, _lenient_int(env.get("MVP_LOGICAL_NODE_ID")))
+        emitter.phase("config", "failed", {"reason": str(exc)})
+        emitter.weights("WorkerFatal", reason=str(exc), fix="", phase="config")
+        emitter.phase("agent_exit", "failed", {"exit_code": EXIT_CONFIG, "reason": str(exc)})
+        return EXIT_CONFIG
+    emitter = Emitter(out_fd, redactor, settings.run_id, settings.node_id)
+    control = Control()
+    if threading.current_thread() is threading.main_thread():
+        _install_signal_handlers(control)
+    _start_thread(read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown)
+    fifo: tuple[int, bool] | None = None
+    agent = Agent(env, settings, emitter, control)
+    try:
+        if settings.control_fifo:
+            try:
+                fifo = open_control_fifo(settings.control_fifo)
+            except (ConfigError, OSError) as exc:
+                return agent.fail(PhaseFailed(str(exc), exit_code=EXIT_CONFIG))
+            _start_thread(read_commands, fifo[0], "fifo", control, emitter)
+        return agent.run()
+    except Exception as exc:  # a bug: report it as a fatal node error, never hang
+        emitter.stderr(f"mvp-node: internal error: {exc!r}")
+        return agent.fail(PhaseFailed(f"internal error in mvp-node: {_name(exc)}: {exc}"))
+    finally:
+        agent.stop_engine()
+        if fifo is not None and fifo[1]:
+            _unlink_quietly(settings.control_fifo)
+
+
+def _name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+def _lenient_int(raw: str | None) -> int:
+    try:
+        return int(raw or 0)
+    except ValueError:
+        return 0
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def main() -> int:
+    """Console entry point (`mvp-node`); the wrapper exits with what this returns."""
+    return run_agent(os.environ, sys.stdout.fileno())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""A stand-in for llama.cpp's `llama-server`: /health answers 503 "Loading model" a few
+times, then 200, like the real one while it loads. Tests put it on PATH as `llama-server`.
+
+FAKE_LOADING_PROBES: how many /health probes get 503 first (-1: never ready).
+At start it prints one JSON line: its argv and the names of secret-looking env variables.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def _arg(flag: str) -> str:
+    return sys.argv[sys.argv.index(flag) + 1]
+
+
+class Handler(BaseHTTPRequestHandler):
+    loading_left = int(os.environ.get("FAKE_LOADING_PROBES", "3"))
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            if Handler.loading_left != 0:
+                Handler.loading_left = max(Handler.loading_left - 1, -1)
+                body = {"error": {"message": "Loading model", "type": "unavailable_error"}}
+                self._send(503, body)
+            else:
+                self._send(200, {"status": "ok"})
+        else:
+            self._send(404, {"error": "not found"})
+
+    def _send(self, status: int, body: object) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        print("fake-llama-server: " + format % args, flush=True)
+
+
+def main() -> None:
+    secret_names = [k for k in os.environ if any(p in k.upper() for p in ("KEY", "TOKEN"))]
+    print(json.dumps({"argv": sys.argv[1:], "secret_env": secret_names}), flush=True)
+    server = ThreadingHTTPServer((_arg("--host"), int(_arg("--port"))), Handler)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
