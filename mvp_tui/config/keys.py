@@ -19,6 +19,7 @@ class Kind(Enum):
     ADDR = "a loopback address HOST:PORT, e.g. 127.0.0.1:19777"
     CHOICE = "one of"
     LIST = "a list of names (TOML array, or comma-separated in env and flags)"
+    FLOAT_LIST = "a list of numbers (TOML array, or comma-separated in env and flags)"
     RUN_ID = "letters, digits and '-' (1-40 chars)"
 
 
@@ -243,6 +244,98 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_MAX_CONTEXT",),
         flag="--max-context",
         minimum=16,
+    ),
+    _k(
+        "prompt",
+        "openai_port",
+        Kind.INT,
+        0,
+        "local port where the node's OpenAI-compatible endpoint is offered; 0 = pick a free one",
+        env=("MVP_PROMPT_OPENAI_PORT",),
+        flag="--openai-port",
+        minimum=0,
+        maximum=65535,
+    ),
+    # [lease]
+    _k(
+        "lease",
+        "label_prefix",
+        Kind.STR,
+        "mvp",
+        "prefix of every instance label: PREFIX-RUN-NODE-ATTEMPT",
+        env=("MVP_LEASE_LABEL_PREFIX",),
+        flag="--label-prefix",
+    ),
+    _k(
+        "lease",
+        "reconcile_waits_secs",
+        Kind.FLOAT_LIST,
+        [5.0, 15.0],
+        "after an unclear create, look the instance up by label after each of these waits",
+        env=("MVP_LEASE_RECONCILE_WAITS_SECS",),
+        flag="--reconcile-waits-secs",
+        minimum=0,
+    ),
+    _k(
+        "lease",
+        "ready_timeout_secs",
+        Kind.FLOAT,
+        900.0,
+        "a created instance not running with SSH by then is destroyed and the next offer tried",
+        env=("MVP_LEASE_READY_TIMEOUT_SECS",),
+        flag="--ready-timeout-secs",
+        minimum=1,
+    ),
+    _k(
+        "lease",
+        "delete_timeout_secs",
+        Kind.FLOAT,
+        120.0,
+        "how long to wait for the provider to confirm a delete before reporting it unconfirmed",
+        env=("MVP_LEASE_DELETE_TIMEOUT_SECS",),
+        flag="--delete-timeout-secs",
+        minimum=1,
+    ),
+    # [ssh]
+    _k(
+        "ssh",
+        "retry_initial_secs",
+        Kind.FLOAT,
+        1.0,
+        "first SSH retry back-off (doubles)",
+        env=("MVP_SSH_RETRY_INITIAL_SECS",),
+        flag="--ssh-retry-initial-secs",
+        minimum=0,
+    ),
+    _k(
+        "ssh",
+        "retry_max_secs",
+        Kind.FLOAT,
+        30.0,
+        "SSH retry back-off cap",
+        env=("MVP_SSH_RETRY_MAX_SECS",),
+        flag="--ssh-retry-max-secs",
+        minimum=0,
+    ),
+    _k(
+        "ssh",
+        "ready_timeout_secs",
+        Kind.FLOAT,
+        600.0,
+        "give up bootstrapping (and destroy the lease) when the node is not ready by then",
+        env=("MVP_SSH_READY_TIMEOUT_SECS",),
+        flag="--ssh-ready-timeout-secs",
+        minimum=1,
+    ),
+    _k(
+        "ssh",
+        "connect_timeout_secs",
+        Kind.FLOAT,
+        15.0,
+        "one SSH connect attempt's timeout",
+        env=("MVP_SSH_CONNECT_TIMEOUT_SECS",),
+        flag="--ssh-connect-timeout-secs",
+        minimum=1,
     ),
     # [docker]
     _k(

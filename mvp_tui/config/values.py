@@ -91,6 +91,18 @@ def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
         if number != number or number in (float("inf"), float("-inf")):
             raise value_error(spec, raw, source)
         return _bounded(spec, number, raw, source)
+    if kind is Kind.FLOAT_LIST:
+        items = raw if isinstance(raw, list) else str(raw).split(",")
+        numbers: list[float] = []
+        for item in items:
+            if isinstance(item, bool):
+                raise value_error(spec, raw, source)
+            try:
+                number = float(item) if isinstance(item, (int, float)) else float(str(item).strip())
+            except ValueError:
+                raise value_error(spec, raw, source) from None
+            numbers.append(_bounded(spec, number, raw, source))
+        return numbers
     if kind is Kind.LIST:
         if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
             return [item.strip() for item in raw if item.strip()]
