@@ -154,6 +154,7 @@ class ProviderInfo:
     name: str
     billing: bool  # False for local nodes: nothing ever bills
     notes: tuple[str, ...] = field(default_factory=tuple)
+    ssh: bool = True  # False: leases are reached without SSH (the node runs as a child process)
 
 
 @runtime_checkable
