@@ -1,0 +1,359 @@
+"""A streaming client of an OpenAI-compatible chat endpoint (llama.cpp's servers).
+
+`PromptClient.stream` posts to `/v1/chat/completions` with `stream: true` and yields a
+`TextDelta` per content chunk, then one `PromptDone` (counts, TTFT, tok/s) or `PromptFault`
+(the engine's own message, a dropped stream, a refused connection with its fix). Cancelling
+the consuming task, or closing the generator, closes the HTTP stream so the engine stops.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from mvp_tui.prompt.events import FaultKind, PromptDone, PromptFault, StreamEvent, TextDelta
+from mvp_tui.prompt.sse import sse_events
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import clean_line
+
+ChatMessage = Mapping[str, str]
+"""One chat message: {"role": "user" | "system" | "assistant", "content": text}."""
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
+ERROR_MAX_CHARS = 600
+ENGINE_FIX = (
+    "check that the engine is running and listening there (for a remote node, that the SSH "
+    "port forward is up); its log is on the node's stdout/stderr channels"
+)
+CONTEXT_FIX = "shorten the prompt or lower max_tokens; the model's context window is fixed"
+CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+
+
+def chat_url(base_url: str) -> str:
+    """The chat-completions URL for a base like `http://127.0.0.1:8080` or `.../v1`."""
+    base = base_url.rstrip("/")
+    return f"{base}/chat/completions" if base.endswith("/v1") else f"{base}/v1/chat/completions"
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What one stream has produced so far: text, token count, first and last token times."""
+
+    started: float
+    parts: list[str] = field(default_factory=list)
+    tokens: int = 0
+    usage_tokens: int | None = None
+    first_at: float | None = None
+    finish_reason: str | None = None
+    events: int = 0
+
+    def add(self, text: str, now: float) -> None:
+        self.parts.append(text)
+        self.tokens += 1
+        if self.first_at is None:
+            self.first_at = now
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def done(self, prompt_id: int, now: float) -> PromptDone:
+        tokens = self.usage_tokens if self.usage_tokens is not None else self.tokens
+        elapsed = now - self.started
+        ttft = None if self.first_at is None else self.first_at - self.started
+        # Decode rate: tokens over the time spent producing them (after the first arrived
+        # the prompt was already processed), as engines report it.
+        generating = elapsed - (ttft or 0.0)
+        rate = tokens / generating if tokens and generating > 0 else 0.0
+        return PromptDone(
+            at=time.time(),
+            prompt_id=prompt_id,
+            final_text=self.text,
+            tokens_generated=tokens,
+            elapsed_ms=round(elapsed * 1000),
+            ttft_ms=None if ttft is None else round(ttft * 1000),
+            tokens_per_s=rate,
+            finish_reason=self.finish_reason,
+        )
+
+
+class PromptClient:
+    """Streams chat completions from one OpenAI-compatible endpoint for one model."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        http: httpx.AsyncClient | None = None,
+        api_key: str | None = None,
+        redactor: Redactor | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.url = chat_url(base_url)
+        self._owns_http = http is None
+        self._http = http if http is not None else httpx.AsyncClient(timeout=timeout)
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._redact = redactor or Redactor()
+        self._redact.add(api_key)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this object created it."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> PromptClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def request_body(
+        self,
+        prompt: str | Sequence[ChatMessage],
+        max_tokens: int,
+        *,
+        temperature: float | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body of a streamed chat request (a bare string is one user message)."""
+        messages = (
+            [{"role": "user", "content": prompt}]
+            if isinstance(prompt, str)
+            else [dict(m) for m in prompt]
+        )
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "stream": True,
+            # llama-server then ends with a usage chunk; llama-cpp-python ignores it.
+            "stream_options": {"include_usage": True},
+        }
+        if temperature is not None:
+            body["temperature"] = temperature
+        if seed is not None:
+            body["seed"] = seed
+        if stop:
+            body["stop"] = list(stop)
+        return body
+
+    async def stream(
+        self,
+        prompt: str | Sequence[ChatMessage],
+        max_tokens: int,
+        *,
+        prompt_id: int = 0,
+        temperature: float | None = None,
+        seed: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Yield `TextDelta`s, then exactly one `PromptDone` or `PromptFault`."""
+        body = self.request_body(prompt, max_tokens, temperature=temperature, seed=seed, stop=stop)
+        tally = _Tally(started=time.perf_counter())
+        how = "closed the stream before [DONE]"
+        try:
+            response = await self._open(body)
+            try:
+                if response.status_code >= 400:
+                    yield self._http_fault(prompt_id, response.status_code, await response.aread())
+                    return
+                async for sse in sse_events(response.aiter_lines()):
+                    if sse.data == "[DONE]":
+                        yield tally.done(prompt_id, time.perf_counter())
+                        return
+                    tally.events += 1
+                    outcome = self._feed(prompt_id, tally, sse.data)
+                    if outcome is not None:
+                        yield outcome
+                        if isinstance(outcome, PromptFault):
+                            return
+                if tally.finish_reason is not None:
+                    # A server that ends after the finish chunk without [DONE] still finished.
+                    yield tally.done(prompt_id, time.perf_counter())
+                    return
+            finally:
+                await response.aclose()
+        except httpx.ConnectError as exc:
+            yield self._fault(
+                prompt_id,
+                FaultKind.CONNECTION_REFUSED,
+                f"cannot connect to the engine at {self.url}: {exc}",
+                fix=ENGINE_FIX,
+            )
+            return
+        except httpx.TimeoutException as exc:
+            yield self._fault(
+                prompt_id,
+                FaultKind.TIMEOUT,
+                f"the engine at {self.url} timed out ({type(exc).__name__}) "
+                f"after {tally.tokens} tokens",
+                partial=tally.text,
+                fix="the engine may be overloaded or stuck; see the node's log",
+            )
+            return
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            how = f"broke the connection ({exc or type(exc).__name__})"
+        if not tally.events:
+            # llama-cpp-python rejects an over-long prompt after its 200 headers, with an
+            # empty stream; the same request unstreamed gets the engine's reason as a 400.
+            rejected = await self._probe_rejection(prompt_id, body)
+            if rejected is not None:
+                yield rejected
+                return
+        yield self._fault(
+            prompt_id,
+            FaultKind.STREAM_ENDED_EARLY,
+            f"stream ended early: {self.url} {how} after {tally.tokens} tokens",
+            partial=tally.text,
+            fix="the engine may have crashed or restarted; see the node's log",
+        )
+
+    async def _open(self, body: dict[str, Any], *, stream: bool = True) -> httpx.Response:
+        """Send the request; once more if a kept-alive connection turns out to be dead.
+
+        The engine closes a connection it could not finish (an aborted stream) just after
+        the pool may have picked it again; no response came, so the engine did no work.
+        """
+        request = self._http.build_request("POST", self.url, json=body, headers=self._headers)
+        try:
+            return await self._http.send(request, stream=stream)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            return await self._http.send(request, stream=stream)
+
+    async def _probe_rejection(self, prompt_id: int, body: dict[str, Any]) -> PromptFault | None:
+        """Re-ask unstreamed for one token: a 4xx/5xx then carries the engine's reason."""
+        probe = {**body, "stream": False, "max_tokens": 1}
+        probe.pop("stream_options", None)
+        try:
+            response = await self._open(probe, stream=False)
+        except httpx.HTTPError:
+            return None
+        if response.status_code < 400:
+            return None
+        return self._http_fault(prompt_id, response.status_code, response.content)
+
+    def _feed(self, prompt_id: int, tally: _Tally, data: str) -> StreamEvent | None:
+        """Account one chunk; a `TextDelta` for content, a fault for an error chunk."""
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            return self._fault(
+                prompt_id,
+                FaultKind.BAD_STREAM,
+                f"the engine sent a chunk that is not JSON ({exc.msg}): {data[:80]!r}",
+                partial=tally.text,
+            )
+        if not isinstance(chunk, dict):
+            return self._fault(
+                prompt_id,
+                FaultKind.BAD_STREAM,
+                f"the engine sent a chunk that is not a JSON object: {data[:80]!r}",
+                partial=tally.text,
+            )
+        if "error" in chunk:
+            message, code = _engine_message(chunk)
+            return self._fault(
+                prompt_id,
+                FaultKind.ENGINE_REJECTED,
+                f"the engine stopped the stream: {message}",
+                code=code,
+                partial=tally.text,
+                fix=CONTEXT_FIX if code in CONTEXT_CODES else None,
+            )
+        usage = chunk.get("usage")
+        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+            tally.usage_tokens = usage["completion_tokens"]
+        choices = chunk.get("choices")
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            return None  # the usage/timings chunk has no choices
+        choice = choices[0]
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str):
+            tally.finish_reason = reason
+        delta = choice.get("delta")
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if isinstance(content, str) and content:
+            tally.add(content, time.perf_counter())
+            return TextDelta(at=time.time(), prompt_id=prompt_id, text=content)
+        return None
+
+    def _http_fault(self, prompt_id: int, status: int, raw: bytes) -> PromptFault:
+        """A fault for a 4xx/5xx answer, with the engine's message when it gave one."""
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if isinstance(body, dict) and ("error" in body or "detail" in body):
+            message, code = _engine_message(body)
+            return self._fault(
+                prompt_id,
+                FaultKind.ENGINE_REJECTED,
+                f"the engine refused the prompt (HTTP {status}): {message}",
+                status=status,
+                code=code,
+                fix=CONTEXT_FIX if code in CONTEXT_CODES else None,
+            )
+        snippet = raw[:200].decode("utf-8", "replace")
+        return self._fault(
+            prompt_id,
+            FaultKind.HTTP_ERROR,
+            f"the engine at {self.url} answered HTTP {status}: {snippet}",
+            status=status,
+            fix="check base_url points at an OpenAI-compatible server (/v1/chat/completions)",
+        )
+
+    def _fault(
+        self,
+        prompt_id: int,
+        kind: FaultKind,
+        error: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        partial: str = "",
+        fix: str | None = None,
+    ) -> PromptFault:
+        return PromptFault(
+            at=time.time(),
+            prompt_id=prompt_id,
+            fault_kind=kind,
+            error=_one_line(self._redact(error)),
+            http_status=status,
+            code=code,
+            fix=fix,
+            partial_text=partial,
+        )
+
+
+def _one_line(text: str) -> str:
+    """Untrusted text as one bounded, escape-free line (newlines folded to spaces)."""
+    return clean_line(" ".join(text.split()), ERROR_MAX_CHARS)
+
+
+def _engine_message(body: dict[str, Any]) -> tuple[str, str | None]:
+    """The human message and error code from an OpenAI-, llama-server- or FastAPI-style body."""
+    error = body.get("error", body.get("detail"))
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code")
+        kind = error.get("type")
+        code_text = code if isinstance(code, str) else kind if isinstance(kind, str) else None
+        return (str(message) if message is not None else json.dumps(error)), code_text
+    if isinstance(error, str):
+        return error, None
+    return json.dumps(error)[:ERROR_MAX_CHARS], None

@@ -1,0 +1,111 @@
+"""PromptClient on stream shapes from llama.cpp's native server and on broken answers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mvp_tui.prompt.client import PromptClient
+from mvp_tui.prompt.events import FaultKind, PromptDone, PromptFault, StreamEvent, TextDelta
+from mvp_tui.secrets import REDACTED
+from tests.prompt.fake_openai import Canned, fake_openai, sse
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+async def run(client: PromptClient, prompt: str = "hi", max_tokens: int = 8) -> list[StreamEvent]:
+    return [e async for e in client.stream(prompt, max_tokens)]
+
+
+async def test_native_llama_server_stream_with_usage_and_timings() -> None:
+    body = sse(
+        chunk({"role": "assistant", "content": None}),
+        chunk({"content": "Hel"}),
+        chunk({"content": "lo"}),
+        chunk({}, "stop"),
+        {"choices": [], "usage": {"completion_tokens": 3}, "timings": {"predicted_n": 3}},
+        "[DONE]",
+    )
+    async with (
+        fake_openai(Canned(200, [b": ping\n\n", *body])) as fake,
+        PromptClient(fake.base_url, "m", api_key="sk-test-123456") as client,
+    ):
+        events = await run(client, "hello", 5)
+    headers, request = fake.requests[0]
+    assert headers["authorization"] == "Bearer sk-test-123456"
+    assert request["stream"] is True and request["max_tokens"] == 5
+    assert request["messages"] == [{"role": "user", "content": "hello"}]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
+    done = events[-1]
+    assert isinstance(done, PromptDone)
+    assert done.tokens_generated == 3  # the engine's usage wins over counted chunks
+    assert done.final_text == "Hello" and done.finish_reason == "stop"
+
+
+async def test_a_json_error_answer_gives_the_engines_message_and_code() -> None:
+    error = {
+        "error": {
+            "code": 400,
+            "message": "request (652 tokens) exceeds the available context size (256 tokens)",
+            "type": "exceed_context_size_error",
+        }
+    }
+    canned = Canned(400, [json.dumps(error).encode()], "application/json")
+    async with fake_openai(canned) as fake, PromptClient(fake.base_url, "m") as client:
+        (fault,) = await run(client)
+    assert isinstance(fault, PromptFault)
+    assert fault.fault_kind is FaultKind.ENGINE_REJECTED and fault.http_status == 400
+    assert "exceeds the available context size" in fault.error
+    assert fault.code == "exceed_context_size_error" and fault.fix is not None
+
+
+async def test_a_non_json_error_answer_is_an_http_error() -> None:
+    canned = Canned(503, [b"<html>\x1b[31mbusy</html>"], "text/html")
+    async with fake_openai(canned) as fake, PromptClient(fake.base_url, "m") as client:
+        (fault,) = await run(client)
+    assert isinstance(fault, PromptFault)
+    assert fault.fault_kind is FaultKind.HTTP_ERROR and fault.http_status == 503
+    assert "\x1b" not in fault.error and "busy" in fault.error
+
+
+async def test_an_error_chunk_mid_stream_ends_it_with_the_message() -> None:
+    body = sse(chunk({"content": "a"}), {"error": {"message": "slot crashed", "code": 500}})
+    async with fake_openai(Canned(200, body)) as fake, PromptClient(fake.base_url, "m") as c:
+        events = await run(c)
+    fault = events[-1]
+    assert isinstance(fault, PromptFault) and fault.fault_kind is FaultKind.ENGINE_REJECTED
+    assert "slot crashed" in fault.error and fault.partial_text == "a"
+
+
+async def test_a_stream_that_stops_without_done_ended_early() -> None:
+    body = sse(chunk({"role": "assistant"}), chunk({"content": "a"}), chunk({"content": "b"}))
+    async with (
+        fake_openai(Canned(200, body, complete=False)) as fake,
+        PromptClient(fake.base_url, "m") as client,
+    ):
+        events = await run(client)
+    fault = events[-1]
+    assert isinstance(fault, PromptFault) and fault.fault_kind is FaultKind.STREAM_ENDED_EARLY
+    assert fault.error.startswith("stream ended early") and fault.partial_text == "ab"
+
+
+async def test_a_chunk_that_is_not_json_is_a_bad_stream() -> None:
+    async with (
+        fake_openai(Canned(200, [b"data: {oops\n\n"])) as fake,
+        PromptClient(fake.base_url, "m") as client,
+    ):
+        (fault,) = await run(client)
+    assert isinstance(fault, PromptFault) and fault.fault_kind is FaultKind.BAD_STREAM
+
+
+async def test_errors_never_carry_the_api_key() -> None:
+    canned = Canned(401, [b'{"error": {"message": "invalid key sk-live-abcdef99"}}'])
+    async with (
+        fake_openai(canned) as fake,
+        PromptClient(fake.base_url, "m", api_key="sk-live-abcdef99") as client,
+    ):
+        (fault,) = await run(client)
+    assert isinstance(fault, PromptFault)
+    assert "sk-live-abcdef99" not in fault.error and REDACTED in fault.error
