@@ -24,6 +24,11 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(tmp_path_factory.mktemp("model") / "tiny.gguf", seed=0)
 
 
+@pytest.fixture(scope="session")
+def tiny_bytes(tiny_model: Path) -> bytes:
+    return tiny_model.read_bytes()
+
+
 @pytest.fixture
 def real_engine() -> None:
     """The agent's default engine must be importable by the Python that runs the agent."""
