@@ -1,0 +1,535 @@
+"""The Vast.ai provider: search offers, create from an offer, poll, list by label, destroy.
+
+Speaks Vast's REST API with httpx (async), authenticating with `Authorization: Bearer` only:
+the key never goes into a URL, and every text that leaves this module passes a `Redactor`
+that knows it. Every create answer is classified into an `Outcome` (providers/vastai_answers.py);
+a 429 is retried here with back-off because Vast refused that call without performing it.
+
+Choices the reference leaves open, decided here:
+- `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
+  `--ssh --direct` (its spelling, which Vast echoes back in `image_runtype`): Vast maps a
+  real port 22 when the host has direct ports and keeps its SSH proxy as the fallback, so no
+  `-p 22:22` docker option is needed in `env`.
+- `cancel_unavail: true`: an offer that cannot start now fails (410) instead of leaving a
+  stopped instance that bills storage.
+- 429s that outlast `rate_limit_retries` raise `ProviderError` (status 429) from every call
+  that returns data, create included (each 429 was a refusal, so nothing was created);
+  `destroy` returns FAILED instead, so the walk's retry-and-confirm loop keeps going.
+- A connection that cannot even be opened raises `ProviderError` from create (the request
+  never left, nothing was created); a timeout or a dropped connection *after* sending is
+  AMBIGUOUS (an instance may exist).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from mvp_tui.providers.base import (
+    CreateRequest,
+    CreateResult,
+    DestroyOutcome,
+    DestroyResult,
+    LeaseStatus,
+    Offer,
+    Outcome,
+    ProviderError,
+    ProviderInfo,
+    SelectionPolicy,
+)
+from mvp_tui.providers.vastai_answers import (
+    AUTH_FIX,
+    Answer,
+    classify_create,
+    classify_destroy,
+    is_auth_failure,
+)
+from mvp_tui.providers.vastai_instances import gone, instance_id, lease_status
+from mvp_tui.providers.vastai_offers import (
+    PROVIDER_NAME,
+    MalformedOffer,
+    build_search_query,
+    read_offers,
+)
+
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import clean_line
+
+DEFAULT_API_URL = "https://console.vast.ai"
+RUNTYPE = "ssh_direc ssh_proxy"
+LIST_PAGE_SIZE = 25  # the v1 list's maximum
+_MAX_LIST_PAGES = 2000
+_MAX_BACKOFF_S = 60.0
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY_TYPES = frozenset(
+    {
+        "ssh-ed25519",
+        "ssh-rsa",
+        "ssh-dss",
+        "ecdsa-sha2-nistp256",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+        "sk-ssh-ed25519@openssh.com",
+        "sk-ecdsa-sha2-nistp256@openssh.com",
+    }
+)
+RATE_LIMIT_FIX = (
+    "wait a minute and retry; Vast.ai limits calls per endpoint and key, so another tool "
+    "using the same key may be polling too fast"
+)
+NETWORK_FIX = "check the network and [vastai] api_url / VASTAI_API_URL, then retry"
+
+
+@dataclass(frozen=True, slots=True)
+class NoAnswer:
+    """A call that got no HTTP answer. `sent` is False only when the request surely never
+    reached the server (the connection could not be opened)."""
+
+    sent: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class VastAccount:
+    """What `GET /api/v0/users/current/` says about the key's account."""
+
+    user_id: str
+    credit: float | None
+
+
+def _checked_api_key(api_key: str) -> str:
+    if not api_key or not api_key.strip():
+        raise ProviderError("no Vast.ai API key is configured", fix=AUTH_FIX)
+    if any(not (33 <= ord(c) < 127) for c in api_key):
+        raise ProviderError(
+            "the Vast.ai API key contains spaces or non-printable characters", fix=AUTH_FIX
+        )
+    return api_key
+
+
+def _checked_api_url(api_url: str) -> str:
+    url = api_url.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+$", url):
+        raise ProviderError(
+            f"[vastai] api_url {clean_line(api_url, 200)!r} is not a base URL",
+            fix='use the scheme and host only, e.g. "https://console.vast.ai"',
+        )
+    return url
+
+
+def _numeric_id(provider_id: str, what: str) -> str:
+    text = str(provider_id).strip()
+    if not text.isdigit() or int(text) <= 0:
+        raise ProviderError(
+            f"{what} {clean_line(str(provider_id), 60)!r} is not a Vast.ai id",
+            fix="Vast.ai ids are positive integers; check the run record",
+        )
+    return text
+
+
+def build_create_body(request: CreateRequest) -> dict[str, Any]:
+    """The JSON body of `PUT /api/v0/asks/{id}/`: on-demand (no `price`), SSH direct+proxy.
+
+    `onstart` is the request's own start script, kept apart from any bootstrap command (the
+    bootstrap runs over SSH later). `SSH_PUBLIC_KEY` joins the env when a key is given.
+    """
+    env: dict[str, str] = {}
+    for name, value in request.env.items():
+        if not _ENV_NAME.match(name):
+            # A name starting with "-" would be read by Vast as a docker option (-p, -v …).
+            raise ProviderError(
+                f"environment variable name {clean_line(name, 80)!r} is not valid",
+                fix="use letters, digits and _ only, not starting with a digit",
+            )
+        env[name] = value
+    if request.ssh_public_key:
+        env["SSH_PUBLIC_KEY"] = request.ssh_public_key.strip()
+    body: dict[str, Any] = {
+        "client_id": "me",
+        "image": request.image,
+        "env": env,
+        "disk": float(request.disk_gb),
+        "label": request.label,
+        "runtype": RUNTYPE,
+        "cancel_unavail": True,
+    }
+    if request.onstart:
+        body["onstart"] = request.onstart
+    return body
+
+
+def _key_identity(text: str) -> tuple[str, str] | None:
+    """(type, base64 blob) of an OpenSSH public key line; comments and spacing do not count."""
+    fields = text.strip().split()
+    if len(fields) < 2 or fields[0] not in _KEY_TYPES:
+        return None
+    try:
+        base64.b64decode(fields[1], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return fields[0], fields[1]
+
+
+def _account_key_texts(body: Any) -> list[str]:
+    """Key texts from `GET /ssh/`: a list, or `{"ssh_keys": [...]}`; text in
+    `public_key`, `key` or `ssh_key` (sources disagree, so accept all)."""
+    rows = body.get("ssh_keys") if isinstance(body, Mapping) else body
+    if isinstance(rows, str):  # some endpoints send the list as a JSON string
+        try:
+            rows = json.loads(rows)
+        except ValueError:
+            rows = None
+    if not isinstance(rows, list):
+        return []
+    texts: list[str] = []
+    for row in rows:
+        if isinstance(row, str):
+            texts.append(row)
+        elif isinstance(row, Mapping):
+            texts.extend(
+                value
+                for key in ("public_key", "key", "ssh_key")
+                if isinstance(value := row.get(key), str)
+            )
+    return texts
+
+
+class VastAiProvider:
+    """`Provider` for Vast.ai. One instance per run; close it with `aclose()`."""
+
+    info = ProviderInfo(
+        name=PROVIDER_NAME,
+        billing=True,
+        notes=(
+            "on-demand instances; price is dph_total (GPU + storage, USD/h)",
+            "SSH direct when the host maps port 22, else the Vast SSH proxy",
+        ),
+    )
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        api_url: str = DEFAULT_API_URL,
+        ssh_user: str = "root",
+        timeout_s: float = 30.0,
+        rate_limit_retries: int = 5,
+        rate_limit_base_delay_s: float = 1.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        key = _checked_api_key(api_key)
+        self._api_url = _checked_api_url(api_url)
+        self._ssh_user = ssh_user
+        self._timeout_s = timeout_s
+        self._retries = max(0, rate_limit_retries)
+        self._base_delay_s = max(0.0, rate_limit_base_delay_s)
+        self._redact = Redactor([key])
+        self._client = httpx.AsyncClient(
+            base_url=self._api_url,
+            headers={
+                "Authorization": f"Bearer {key}",
+                "Accept": "application/json",
+                "User-Agent": "mvp-tui",
+            },
+            timeout=httpx.Timeout(timeout_s),
+            transport=transport,
+            follow_redirects=False,  # a redirect must never carry the bearer key elsewhere
+            trust_env=False,
+        )
+        self.last_skipped: list[str] = []
+        """Why rows of the last search were left out (malformed, or outside the policy)."""
+
+    def __repr__(self) -> str:
+        return f"VastAiProvider(api_url={self._api_url!r}, ssh_user={self._ssh_user!r})"
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    # -- the HTTP exchange ----------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+    ) -> Answer | NoAnswer:
+        """One API call; 429s are retried with exponential back-off (Vast sends no
+        Retry-After, but one is honoured when present). Returns the last answer."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.request(method, path, params=params, json=body)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                return NoAnswer(sent=False, reason=self._why(exc))
+            except httpx.TimeoutException as exc:
+                return NoAnswer(sent=True, reason=self._why(exc))
+            except httpx.TransportError as exc:
+                return NoAnswer(sent=True, reason=self._why(exc))
+            answer = Answer.parse(
+                response.status_code,
+                response.content,
+                response.headers.get("content-type", ""),
+            )
+            if answer.status != 429 or attempt >= self._retries:
+                return answer
+            await asyncio.sleep(self._backoff_s(attempt, response))
+            attempt += 1
+
+    def _backoff_s(self, attempt: int, response: httpx.Response) -> float:
+        retry_after = response.headers.get("retry-after", "")
+        try:
+            wait = float(retry_after)
+        except ValueError:
+            wait = self._base_delay_s * 2**attempt
+        return min(max(wait, 0.0), _MAX_BACKOFF_S)
+
+    def _why(self, exc: httpx.HTTPError) -> str:
+        kind = type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return f"no answer within {self._timeout_s:g} s ({kind})"
+        text = self._redact(clean_line(str(exc), 200)) or "no detail"
+        return f"{kind}: {text}"
+
+    def _error(self, answer: Answer, action: str) -> ProviderError:
+        """A ProviderError for an answer that is not what `action` needs."""
+        detail = self._redact(answer.detail())
+        if is_auth_failure(answer):
+            return ProviderError(
+                f"Vast.ai refused the API key while {action} ({detail})",
+                fix=AUTH_FIX,
+                http_status=answer.status,
+            )
+        if answer.status == 429:
+            return ProviderError(
+                f"Vast.ai kept rate-limiting {action}: HTTP 429 after {self._retries} retries",
+                fix=RATE_LIMIT_FIX,
+                http_status=429,
+            )
+        if answer.status >= 500:
+            return ProviderError(
+                f"Vast.ai failed while {action} ({detail})",
+                fix="a server-side error: retry in a minute",
+                http_status=answer.status,
+            )
+        return ProviderError(
+            f"Vast.ai rejected {action} ({detail})",
+            fix=f"check the values sent and [vastai] api_url ({self._api_url})",
+            http_status=answer.status,
+        )
+
+    def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
+        return ProviderError(
+            f"no answer from Vast.ai at {self._api_url} while {action}: {no_answer.reason}",
+            fix=NETWORK_FIX,
+        )
+
+    # -- Provider ---------------------------------------------------------------------------
+
+    async def search_offers(self, policy: SelectionPolicy) -> list[Offer]:
+        """Offers matching `policy`, cheapest first; rows left out are in `last_skipped`."""
+        action = "searching offers"
+        answer = await self._call("POST", "/api/v0/bundles/", body=build_search_query(policy))
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, action)
+        if not 200 <= answer.status < 300:
+            raise self._error(answer, action)
+        try:
+            page = read_offers(answer.body, policy)
+        except MalformedOffer as exc:
+            raise ProviderError(
+                f"Vast.ai answered the offer search with no offer list ({exc}; "
+                f"{self._redact(answer.detail())})",
+                fix=f"retry; if it persists, check [vastai] api_url ({self._api_url})",
+                http_status=answer.status,
+            ) from None
+        self.last_skipped = [self._redact(reason) for reason in page.skipped]
+        return [self._redacted_offer(offer) for offer in page.offers]
+
+    async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
+        """Rent `offer` on demand; every answer becomes an `Outcome` (see vastai_answers)."""
+        if offer.provider != PROVIDER_NAME:
+            return CreateResult(
+                Outcome.REJECTED, detail=f"offer is from {clean_line(offer.provider, 40)!r}"
+            )
+        offer_id = _numeric_id(offer.offer_id, "offer id")
+        body = build_create_body(request)
+        answer = await self._call("PUT", f"/api/v0/asks/{offer_id}/", body=body)
+        if isinstance(answer, NoAnswer):
+            if not answer.sent:
+                raise self._unreachable(answer, f"renting offer {offer_id} (nothing was created)")
+            return CreateResult(Outcome.AMBIGUOUS, detail=answer.reason)
+        if answer.status == 429:
+            raise self._error(answer, f"renting offer {offer_id} (nothing was created)")
+        result = classify_create(answer)
+        return CreateResult(
+            outcome=result.outcome,
+            provider_id=result.provider_id,
+            detail=self._redact(result.detail),
+            http_status=result.http_status,
+        )
+
+    async def get(self, provider_id: str) -> LeaseStatus:
+        """The instance as Vast reports it now; `{"instances": null}` or 404 → GONE."""
+        instance = _numeric_id(provider_id, "instance id")
+        action = f"reading instance {instance}"
+        answer = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, action)
+        if answer.status == 404 and not is_auth_failure(answer):
+            return gone(instance, self._redact(answer.detail()))
+        if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
+            raise self._error(answer, action)
+        row = answer.body.get("instances", ...)
+        if isinstance(row, list):  # tolerate the list shape some API versions send
+            row = next(
+                (r for r in row if isinstance(r, Mapping) and instance_id(r) == instance), None
+            )
+        if row is None:
+            return gone(instance, "Vast.ai no longer lists it")
+        if not isinstance(row, Mapping):
+            raise self._error(answer, action)
+        if instance_id(row) not in (None, instance):
+            raise ProviderError(
+                f"Vast.ai answered {action} with another instance's row",
+                fix="retry; if it persists, report it to Vast.ai support",
+            )
+        status = lease_status(row, user=self._ssh_user, provider_id=instance)
+        return self._redacted(status)
+
+    async def list_by_label(self, prefix: str) -> list[LeaseStatus]:
+        """Every instance on the account whose label starts with `prefix` (the v1 list,
+        all pages; the label filter runs here, as Vast has no prefix operator)."""
+        action = "listing instances"
+        params: dict[str, str | int] = {
+            "select_filters": json.dumps({}),
+            "order_by": json.dumps([{"col": "id", "dir": "asc"}]),
+            "limit": LIST_PAGE_SIZE,
+        }
+        found: list[LeaseStatus] = []
+        seen_tokens: set[str] = set()
+        for _ in range(_MAX_LIST_PAGES):
+            answer = await self._call("GET", "/api/v1/instances/", params=params)
+            if isinstance(answer, NoAnswer):
+                raise self._unreachable(answer, action)
+            if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
+                raise self._error(answer, action)
+            rows = answer.body.get("instances") or []
+            if not isinstance(rows, list):
+                raise self._error(answer, action)
+            for row in rows:
+                if not isinstance(row, Mapping) or instance_id(row) is None:
+                    continue
+                label = row.get("label")
+                if isinstance(label, str) and label.startswith(prefix):
+                    found.append(self._redacted(lease_status(row, user=self._ssh_user)))
+            token = answer.body.get("next_token")
+            if not isinstance(token, str) or not token:
+                return found
+            if token in seen_tokens:
+                raise ProviderError(
+                    f"Vast.ai's instance list repeated a page token while {action}",
+                    fix="retry; if it persists, report it to Vast.ai support",
+                )
+            seen_tokens.add(token)
+            params["after_token"] = token
+        raise ProviderError(
+            f"Vast.ai's instance list did not end after {_MAX_LIST_PAGES} pages",
+            fix="retry; if it persists, report it to Vast.ai support",
+        )
+
+    async def destroy(self, provider_id: str) -> DestroyResult:
+        """Ask Vast to destroy the instance (stops all billing). No retry beyond 429s: the
+        lease walk retries and confirms with `get`/`list_by_label`."""
+        instance = _numeric_id(provider_id, "instance id")
+        answer = await self._call("DELETE", f"/api/v0/instances/{instance}/", body={})
+        if isinstance(answer, NoAnswer):
+            return DestroyResult(DestroyOutcome.FAILED, detail=answer.reason)
+        if answer.status == 429:
+            return DestroyResult(
+                DestroyOutcome.FAILED,
+                detail=f"rate-limited: HTTP 429 after {self._retries} retries",
+                http_status=429,
+            )
+        result = classify_destroy(answer)
+        return DestroyResult(
+            result.outcome, detail=self._redact(result.detail), http_status=result.http_status
+        )
+
+    # -- account ------------------------------------------------------------------------------
+
+    async def ensure_ssh_key(self, public_key_openssh: str) -> bool:
+        """Make sure the account holds this public key (Vast copies account keys into new
+        instances). Returns True when it was registered now, False when already there."""
+        if "PRIVATE KEY" in public_key_openssh:
+            raise ProviderError(
+                "refusing to register a private key as a Vast.ai account SSH key",
+                fix="pass the public key (the .pub file), never the private key",
+            )
+        identity = _key_identity(public_key_openssh)
+        if identity is None:
+            raise ProviderError(
+                "the SSH public key is not in OpenSSH format",
+                fix='expected one line like "ssh-ed25519 AAAAC3… comment"',
+            )
+        answer = await self._call("GET", "/api/v0/ssh/")
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, "listing account SSH keys")
+        if not 200 <= answer.status < 300:
+            raise self._error(answer, "listing account SSH keys")
+        if identity in {_key_identity(text) for text in _account_key_texts(answer.body)}:
+            return False
+        key_line = " ".join(public_key_openssh.strip().split())
+        answer = await self._call("POST", "/api/v0/ssh/", body={"ssh_key": key_line})
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, "registering the SSH key")
+        if not 200 <= answer.status < 300 or answer.success is False:
+            if answer.error_code == "team_ssh_keys_not_supported":
+                raise ProviderError(
+                    "Vast.ai does not take SSH keys from a team API key",
+                    fix="use a personal API key, or add the key once at console.vast.ai → Keys",
+                    http_status=answer.status,
+                )
+            raise self._error(answer, "registering the SSH key")
+        return True
+
+    async def account(self) -> VastAccount:
+        """The key's account (a cheap check that the key works); raises on a bad key."""
+        answer = await self._call("GET", "/api/v0/users/current/")
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, "checking the API key")
+        if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
+            raise self._error(answer, "checking the API key")
+        credit = answer.body.get("credit")
+        return VastAccount(
+            user_id=clean_line(str(answer.body.get("id", "")), 40),
+            credit=float(credit)
+            if isinstance(credit, int | float) and not isinstance(credit, bool)
+            else None,
+        )
+
+    def _redacted_offer(self, offer: Offer) -> Offer:
+        """Offer text is provider text too; scrub it (a no-op unless a secret is echoed)."""
+        texts = (offer.gpu_name, offer.location, offer.cpu)
+        if not any(self._redact(text) != text for text in texts):
+            return offer
+        return dataclasses.replace(
+            offer,
+            gpu_name=self._redact(offer.gpu_name),
+            location=self._redact(offer.location),
+            cpu=self._redact(offer.cpu),
+        )
+
+    def _redacted(self, status: LeaseStatus) -> LeaseStatus:
+        """Provider text (label, status_msg) could echo a secret; scrub it."""
+        label = self._redact(status.label) if status.label is not None else None
+        return dataclasses.replace(status, label=label, detail=self._redact(status.detail))

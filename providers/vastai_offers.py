@@ -1,0 +1,187 @@
+"""Vast.ai offer search: the query sent to `POST /api/v0/bundles/` and the rows it answers.
+
+The query speaks Vast's filter language (`{"field": {"op": value}}`, MB and Mbit/s units);
+answers are normalised into `Offer` (units in providers/base.py) and re-checked against the
+policy here, so a server that ignores a filter can never leak an offer outside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mvp_tui.providers.base import Offer, SelectionPolicy
+
+from mvp_tui.untrusted import clean_line
+
+PROVIDER_NAME = "vastai"
+# Short provider strings (names, places) are cut well below clean_line's default.
+_SHORT = 200
+
+
+def gpu_name_for_api(name: str) -> str:
+    """Vast wants "RTX 4090"; users (and the CLI) often write "RTX_4090"."""
+    return " ".join(name.replace("_", " ").split())
+
+
+def build_search_query(policy: SelectionPolicy) -> dict[str, Any]:
+    """The JSON body of a bundles search for `policy`: on-demand, cheapest first."""
+    query: dict[str, Any] = {"rentable": {"eq": True}}
+    if policy.gpu_name:
+        query["gpu_name"] = {"eq": gpu_name_for_api(policy.gpu_name)}
+    if policy.min_gpu_ram_mb is not None:
+        query["gpu_ram"] = {"gte": policy.min_gpu_ram_mb}
+    if policy.min_down_mbps is not None:
+        query["inet_down"] = {"gte": policy.min_down_mbps}
+    if policy.min_up_mbps is not None:
+        query["inet_up"] = {"gte": policy.min_up_mbps}
+    if policy.min_reliability is not None:
+        query["reliability2"] = {"gte": policy.min_reliability}
+    if policy.require_verified:
+        query["verified"] = {"eq": True}
+    if policy.max_price_per_hour is not None:
+        query["dph_total"] = {"lte": policy.max_price_per_hour}
+    query["order"] = [["dph_total", "asc"]]
+    query["type"] = "on-demand"
+    query["limit"] = policy.limit
+    return query
+
+
+class MalformedOffer(ValueError):
+    """One offer row could not be read; the message names the field."""
+
+
+def _number(row: Mapping[str, Any], key: str, *, required: bool) -> float | None:
+    value = row.get(key)
+    if value is None:
+        if required:
+            raise MalformedOffer(f"field {key!r} missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MalformedOffer(f"field {key!r} is not a number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise MalformedOffer(f"field {key!r} is not finite")
+    return number
+
+
+def _text(row: Mapping[str, Any], key: str) -> str:
+    value = row.get(key)
+    return clean_line(value, _SHORT).strip() if isinstance(value, str) else ""
+
+
+def _offer_id(row: Mapping[str, Any]) -> str:
+    value = row.get("id")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise MalformedOffer("field 'id' is not a positive integer")
+    return str(value)
+
+
+def normalise_offer(row: Any) -> Offer:
+    """One bundles row as an `Offer`; raises `MalformedOffer` naming the bad field."""
+    if not isinstance(row, Mapping):
+        raise MalformedOffer("row is not a JSON object")
+    offer_id = _offer_id(row)
+    gpu_name = _text(row, "gpu_name")
+    if not gpu_name:
+        raise MalformedOffer("field 'gpu_name' missing or empty")
+    num_gpus = _number(row, "num_gpus", required=True)
+    if num_gpus is None or num_gpus < 1 or num_gpus != int(num_gpus):
+        raise MalformedOffer("field 'num_gpus' is not a positive integer")
+    gpu_ram = _number(row, "gpu_ram", required=True)
+    price = _number(row, "dph_total", required=True)
+    if gpu_ram is None or gpu_ram < 0:
+        raise MalformedOffer("field 'gpu_ram' is negative")
+    if price is None or price < 0:
+        raise MalformedOffer("field 'dph_total' is negative")
+    reliability = _number(row, "reliability2", required=False)
+    if reliability is None:
+        reliability = _number(row, "reliability", required=False)
+    host_id = row.get("host_id")
+    cpu_ram = _number(row, "cpu_ram", required=False)
+    return Offer(
+        provider=PROVIDER_NAME,
+        offer_id=offer_id,
+        gpu_name=gpu_name,
+        num_gpus=int(num_gpus),
+        gpu_ram_mib=round(gpu_ram),  # Vast's "MB" are nvidia-smi MiB (an RTX 4090 says 24564)
+        price_per_hour=price,
+        reliability=reliability if reliability is not None else 0.0,
+        down_mbps=_number(row, "inet_down", required=False) or 0.0,
+        up_mbps=_number(row, "inet_up", required=False) or 0.0,
+        location=_text(row, "geolocation"),
+        cuda_max=_number(row, "cuda_max_good", required=False),
+        host_id=str(host_id)
+        if isinstance(host_id, int) and not isinstance(host_id, bool)
+        else None,
+        verified=row.get("verification") == "verified",
+        cpu=_text(row, "cpu_name"),
+        ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,
+    )
+
+
+def policy_violation(offer: Offer, policy: SelectionPolicy) -> str | None:
+    """Why `offer` falls outside `policy`, or None when it qualifies."""
+    if (
+        policy.gpu_name
+        and offer.gpu_name.casefold() != gpu_name_for_api(policy.gpu_name).casefold()
+    ):
+        return f"gpu_name {offer.gpu_name!r} is not {policy.gpu_name!r}"
+    if policy.min_gpu_ram_mb is not None and offer.gpu_ram_mib < policy.min_gpu_ram_mb:
+        return f"gpu_ram {offer.gpu_ram_mib} MB < min_gpu_ram_mb {policy.min_gpu_ram_mb}"
+    if policy.min_down_mbps is not None and offer.down_mbps < policy.min_down_mbps:
+        return f"inet_down {offer.down_mbps} Mbit/s < min_down_mbps {policy.min_down_mbps}"
+    if policy.min_up_mbps is not None and offer.up_mbps < policy.min_up_mbps:
+        return f"inet_up {offer.up_mbps} Mbit/s < min_up_mbps {policy.min_up_mbps}"
+    if policy.min_reliability is not None and offer.reliability < policy.min_reliability:
+        return f"reliability {offer.reliability} < min_reliability {policy.min_reliability}"
+    if policy.require_verified and not offer.verified:
+        return "not verified (require_verified is on)"
+    if policy.max_price_per_hour is not None and offer.price_per_hour > policy.max_price_per_hour:
+        return f"dph_total {offer.price_per_hour} > max_price_per_hour {policy.max_price_per_hour}"
+    return None
+
+
+@dataclass(slots=True)
+class OfferPage:
+    """Offers that qualify (cheapest first, at most `policy.limit`) and why others did not."""
+
+    offers: list[Offer] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _row_name(index: int, row: Any) -> str:
+    raw = row.get("id") if isinstance(row, Mapping) else None
+    shown = clean_line(str(raw), 40) if raw is not None else "?"
+    return f"offer row {index} (id {shown})"
+
+
+def read_offers(answer: Any, policy: SelectionPolicy) -> OfferPage:
+    """Normalise a bundles answer (`{"offers": [...]}`) and re-apply `policy` client-side.
+
+    Raises `MalformedOffer` only when the answer as a whole is not an offer list; bad rows
+    are skipped with their reason kept.
+    """
+    rows = answer.get("offers") if isinstance(answer, Mapping) else None
+    if not isinstance(rows, list):
+        raise MalformedOffer("answer has no 'offers' list")
+    page = OfferPage()
+    for index, row in enumerate(rows):
+        try:
+            offer = normalise_offer(row)
+        except MalformedOffer as exc:
+            page.skipped.append(f"{_row_name(index, row)}: malformed: {exc}")
+            continue
+        if row.get("rentable") is False:
+            page.skipped.append(f"{_row_name(index, row)}: outside policy: not rentable")
+            continue
+        why = policy_violation(offer, policy)
+        if why is not None:
+            page.skipped.append(f"{_row_name(index, row)}: outside policy: {why}")
+            continue
+        page.offers.append(offer)
+    page.offers.sort(key=lambda o: (o.price_per_hour, int(o.offer_id)))
+    del page.offers[policy.limit :]
+    return page
