@@ -1,0 +1,212 @@
+"""The frame archive: every frame of a run as one JSON line, in the seed's record format.
+
+    {"arrival_seq": 0, "source": "orchestrator", "stream": "test-node#42",
+     "channel": "stdout", "position": 7,
+     "payload": {"encoding": "utf8", "value": "hello λ"}}
+
+A payload that is not valid UTF-8 is kept exactly: `{"encoding": "bytes", "value": [255, 0,
+65]}`. With `timing=True` each record also carries `"t"` (seconds since the archive was
+opened, after the seed's keys) so a replay can keep the original pacing; readers accept
+records with or without it. Writes are buffered and flushed every `flush_records` records,
+every `flush_interval_s` seconds (checked on write; call `flush()` on a timer too) and on
+`close()`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from json.encoder import encode_basestring
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from mvp_tui.datastream.frame import Frame, StreamId
+
+DEFAULT_FLUSH_RECORDS = 4096
+DEFAULT_FLUSH_INTERVAL_S = 1.0
+
+_encode_str: Callable[[str], str] = encode_basestring
+
+
+class ArchiveError(ValueError):
+    """An archive that cannot be opened or read, naming the file (and line) and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRecord:
+    """One archive line read back: the frame and how it arrived."""
+
+    arrival_seq: int
+    source: str
+    frame: Frame
+    t: float | None = None
+
+
+class FrameArchive:
+    """Appends frames to a JSONL file in the seed's format; keeps every frame."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        timing: bool = False,
+        flush_records: int = DEFAULT_FLUSH_RECORDS,
+        flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8", newline="\n")
+        except OSError as error:
+            raise ArchiveError(
+                f"open datastream frame log {self.path}: {error.strerror or error}; "
+                "fix: choose a writable path for the frame archive"
+            ) from error
+        self.next_seq = 0
+        self._timing = timing
+        self._clock = clock
+        self._opened_at = clock()
+        self._last_flush = self._opened_at
+        self._flush_records = max(1, flush_records)
+        self._flush_interval_s = flush_interval_s
+        self._pending: list[str] = []
+        # JSON text of `"source":…,"stream":…,"channel":…,"position":` per (source, channel)
+        # with the stream it was made for: the same strings repeat for every frame.
+        self._heads: dict[tuple[str, str], tuple[StreamId, str]] = {}
+
+    def record(self, source: str, frame: Frame) -> None:
+        """Queue one frame's record; flushes when enough records or time have gathered."""
+        stream, channel, position, payload = frame
+        cached = self._heads.get((source, channel))
+        head = (
+            cached[1] if cached is not None and cached[0] is stream else self._head(source, frame)
+        )
+        try:
+            value = '{"encoding":"utf8","value":' + _encode_str(payload.decode()) + "}"
+        except UnicodeDecodeError:
+            value = '{"encoding":"bytes","value":[' + ",".join(map(str, payload)) + "]}"
+        now = self._clock()
+        end = f',"t":{round(now - self._opened_at, 6)}}}\n' if self._timing else "}\n"
+        self._pending.append(
+            f'{{"arrival_seq":{self.next_seq}{head}{position},"payload":{value}{end}'
+        )
+        self.next_seq += 1
+        if now - self._last_flush >= self._flush_interval_s or (
+            len(self._pending) >= self._flush_records
+        ):
+            self.flush()
+
+    def _head(self, source: str, frame: Frame) -> str:
+        """JSON text from `,"source"` to `"position":` for frames like this one."""
+        head = (
+            f',"source":{_encode_str(source)},"stream":{_encode_str(str(frame.stream))},'
+            f'"channel":{_encode_str(frame.channel)},"position":'
+        )
+        if len(self._heads) > 4096:
+            self._heads.clear()
+        self._heads[(source, frame.channel)] = (frame.stream, head)
+        return head
+
+    def flush(self) -> None:
+        """Write queued records and flush the file."""
+        if self._pending:
+            self._file.write("".join(self._pending))
+            self._pending.clear()
+        self._file.flush()
+        self._last_flush = self._clock()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def __enter__(self) -> FrameArchive:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_archive(path: Path | str) -> Iterator[ArchiveRecord]:
+    """Every record of an archive, in file order.
+
+    A line that is not a record raises ArchiveError naming the file and line. A last line
+    cut short without its newline (the mark of a crash mid-write) is skipped.
+    """
+    path = Path(path)
+    try:
+        handle = path.open("r", encoding="utf-8", newline="\n")
+    except OSError as error:
+        raise ArchiveError(
+            f"open frame archive {path}: {error.strerror or error}; fix: check the path"
+        ) from error
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield parse_record(line)
+            except ValueError as error:
+                if not line.endswith("\n"):
+                    return  # torn final write
+                raise ArchiveError(
+                    f"{path}:{number}: not a frame archive record ({error}); fix: remove or "
+                    "repair that line, or point at an archive written by mvp-tui"
+                ) from None
+
+
+def read_frames(path: Path | str) -> Iterator[Frame]:
+    """Just the frames of an archive, in arrival order."""
+    return (record.frame for record in read_archive(path))
+
+
+def parse_record(line: str) -> ArchiveRecord:
+    """One archive line as a record; ValueError saying which field is wrong."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON: {error.msg} at column {error.colno}") from None
+    if not isinstance(data, dict):
+        raise ValueError("a record is a JSON object")
+    seq = _field(data, "arrival_seq", int)
+    source = _field(data, "source", str)
+    stream = StreamId.parse(_field(data, "stream", str))
+    channel = _field(data, "channel", str)
+    position = _field(data, "position", int)
+    payload = _payload(_field(data, "payload", dict))
+    t = data.get("t")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
+        raise ValueError(f"'t' is {t!r}, not a number of seconds")
+    return ArchiveRecord(seq, source, Frame(stream, channel, position, payload), t)
+
+
+def _field(data: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ValueError(f"{key!r} is {value!r}, not a {kind.__name__}")
+    return value
+
+
+def _payload(payload: dict[str, Any]) -> bytes:
+    encoding, value = payload.get("encoding"), payload.get("value")
+    if encoding == "utf8" and isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    if encoding == "bytes" and isinstance(value, list):
+        try:
+            return bytes(value)
+        except (TypeError, ValueError):
+            raise ValueError("payload bytes are not a list of 0..255 integers") from None
+    raise ValueError(f"payload {payload!r} is not {{encoding: utf8|bytes, value}}")

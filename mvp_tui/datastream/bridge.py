@@ -1,0 +1,141 @@
+"""Node stdio into frames: frame lines onto their channels, every other line onto a log channel.
+
+A node's stdout carries the agent's frame lines (see `frame_line`) among ordinary output;
+its stderr and the provider's own lines are logs only. Lines come from an untrusted node:
+invalid UTF-8 is kept as bytes, overlong lines are cut with a marker, a line that looks like
+a frame but is not a valid one (bad JSON, bad or engine-only channel name, too many
+channels) becomes a plain stdout log line. Nothing here raises on node input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from json.encoder import encode_basestring
+
+from mvp_tui.datastream.channels import (
+    ChannelNameError,
+    LogStream,
+    log_stream,
+    node_log_channel,
+    validate_node_channel,
+)
+from mvp_tui.datastream.frame import Frame, StreamId, node_stream
+from mvp_tui.datastream.frame_line import parse_frame_line
+from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import one_line_ascii
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024
+LOG_SOURCE = "orchestrator"
+FRAME_SOURCE = "node_bootstrap_stdio"
+CUT_MARKER = " … [cut {n} bytes]"
+
+_encode_str: Callable[[str], str] = encode_basestring
+_STDOUT = LogStream.STDOUT
+
+
+class NodeBridge:
+    """Turns one node's stdout/stderr/provider lines into frames on the hub.
+
+    `source` names log frames in the archive (the seed's "orchestrator"); frames the node
+    sent itself are archived with `frame_source` (the seed's "node_bootstrap_stdio").
+    `run_id` defaults to the stream's lifetime, as the seed's node streams are `<node>#<run>`.
+    """
+
+    def __init__(
+        self,
+        hub: ChannelHub,
+        node_id: int,
+        stream_id: StreamId | None = None,
+        source: str = LOG_SOURCE,
+        *,
+        run_id: int | None = None,
+        frame_source: str = FRAME_SOURCE,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        redactor: Redactor | None = None,
+    ) -> None:
+        if max_line_bytes < 16:
+            raise ValueError(f"max_line_bytes={max_line_bytes}: must be at least 16")
+        self.hub = hub
+        self.node_id = int(node_id)
+        self.run_id = int(
+            run_id if run_id is not None else (stream_id.lifetime if stream_id else 0)
+        )
+        self.stream = stream_id or node_stream(self.run_id, self.node_id)
+        self.source = source
+        self.frame_source = frame_source
+        self.max_line_bytes = max_line_bytes
+        self.rejected = 0
+        self.last_rejection: str | None = None
+        self._redactor = redactor
+        self._channels = {kind: node_log_channel(self.node_id, kind) for kind in LogStream}
+        self._record_heads = {
+            kind: f'{{"line":{{"run_id":{self.run_id},"node_id":{self.node_id},'
+            f'"stream":"{kind.value}","line":'
+            for kind in LogStream
+        }
+        self._node_channels: set[str] = set()
+        self._kinds: dict[LogStream | str, LogStream] = {k: k for k in LogStream}
+        self._kinds.update({k.value.lower(): k for k in LogStream})
+
+    def feed_line(self, kind: LogStream | str, raw: bytes) -> Frame:
+        """One line from the node's stdout or stderr (trailing newline optional)."""
+        stream = self._kinds.get(kind) or log_stream(str(kind))
+        raw = raw.rstrip(b"\r\n")
+        if len(raw) > self.max_line_bytes:
+            raw = self._cut(raw)
+        if stream is _STDOUT and raw[:1] == b"{" and b'"mvp_frame"' in raw:
+            frame = self._try_frame(raw)
+            if frame is not None:
+                return frame
+        return self._log(stream, raw)
+
+    def feed_provider_line(self, text: str) -> Frame:
+        """A line about the node from the provider side (SSH attempts, API answers)."""
+        raw = text.encode("utf-8", "replace")
+        if len(raw) > self.max_line_bytes:
+            raw = self._cut(raw)
+        return self._log(LogStream.PROVIDER, raw)
+
+    def _try_frame(self, raw: bytes) -> Frame | None:
+        """The frame a stdout line carries, or None (counted) when it is not a valid one."""
+        try:
+            line = raw.decode()
+            if self._redactor is not None and self._redactor:
+                line = self._redactor(line)
+            channel, payload = parse_frame_line(line)
+            if channel not in self._node_channels:
+                self._admit(channel)
+        except ValueError as error:  # not UTF-8, FrameLineError, ChannelNameError
+            self.rejected += 1
+            self.last_rejection = one_line_ascii(str(error))
+            return None
+        return self.hub.publish(channel, payload, stream=self.stream, source=self.frame_source)
+
+    def _admit(self, channel: str) -> None:
+        """Accept a node's channel name once, or raise ChannelNameError."""
+        validate_node_channel(channel)
+        if not self.hub.can_open(channel):
+            raise ChannelNameError(
+                f"channel {channel!r} would exceed the hub's {self.hub.max_channels} channels"
+            )
+        self._node_channels.add(channel)
+
+    def _log(self, stream: LogStream, raw: bytes) -> Frame:
+        text = raw.decode("utf-8", "surrogateescape")
+        if self._redactor is not None and self._redactor:
+            text = self._redactor(text)
+        record = self._record_heads[stream] + _encode_str(text) + "}}"
+        return self.hub.publish(
+            self._channels[stream],
+            record.encode("utf-8", "surrogateescape"),
+            stream=self.stream,
+            source=self.source,
+        )
+
+    def _cut(self, raw: bytes) -> bytes:
+        """The first `max_line_bytes` of `raw` (on a UTF-8 boundary) and a cut marker."""
+        end = self.max_line_bytes
+        while end > 0 and end > self.max_line_bytes - 3 and (raw[end] & 0xC0) == 0x80:
+            end -= 1
+        return raw[:end] + CUT_MARKER.format(n=len(raw) - end).encode()

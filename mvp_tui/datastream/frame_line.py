@@ -1,0 +1,117 @@
+"""The node agent's frame lines: how a node puts a frame on its stdout.
+
+Format (agreed with the node agent, mvp_tui/node_agent.py, which copies `encode_frame_line`
+since it must stay standard-library-only and single-file): one JSON object per line,
+
+    {"mvp_frame":1,"channel":"<name>","payload":<any JSON value>}
+
+written compact and ASCII-only (`json.dumps(..., separators=(",", ":"), ensure_ascii=True)`),
+keys in that order. The frame's payload bytes on the channel are the UTF-8 of the payload
+when it is a JSON string, else the payload's compact JSON. A channel name is dot-separated
+segments of `[A-Za-z0-9_-]` (≤128 chars) outside the engine's `mvp.orch.` and
+`mvp.provisioning.` prefixes. Any other line is a log line; a line that looks like a frame
+but is malformed is treated as a log line too, never as an error of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Any, NamedTuple
+
+from mvp_tui.datastream.channels import validate_channel
+
+FRAME_LINE_VERSION = 1
+FRAME_KEY = "mvp_frame"
+_PREFIX = '{"mvp_frame":1,"channel":"'
+_PAYLOAD_KEY = ',"payload":'
+
+_scan_string: Callable[[str, int], tuple[str, int]] = scanstring
+_scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+class FrameLineError(ValueError):
+    """A line that announces itself as a frame (`"mvp_frame"`) but is not a valid one."""
+
+
+class FrameLine(NamedTuple):
+    """A parsed frame line: the channel as written (not yet validated) and payload bytes."""
+
+    channel: str
+    payload: bytes
+
+
+def encode_frame_line(channel: str, payload: Any) -> str:
+    """One frame line (no newline) for `payload` on `channel`."""
+    validate_channel(channel)
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return f"{_PREFIX[:-1]}{json.dumps(channel)}{_PAYLOAD_KEY}{body}}}"
+
+
+def looks_like_frame_line(line: str) -> bool:
+    """Cheap test: could this line be meant as a frame line?"""
+    return line[:1] == "{" and '"mvp_frame"' in line
+
+
+def parse_frame_line(line: str) -> FrameLine:
+    """The frame a line carries; FrameLineError when it is not a well-formed frame line.
+
+    Lines in the agent's canonical form take a fast path (no second encode of the payload);
+    other valid JSON frame objects (spaces, key order, extra keys) are accepted too.
+    """
+    if line.startswith(_PREFIX):
+        fast = _parse_canonical(line)
+        if fast is not None:
+            return fast
+    return _parse_general(line)
+
+
+def _parse_canonical(line: str) -> FrameLine | None:
+    try:
+        channel, at = _scan_string(line, len(_PREFIX))
+        if not line.startswith(_PAYLOAD_KEY, at):
+            return None
+        start = at + len(_PAYLOAD_KEY)
+        if line[start : start + 1] == '"':
+            text, end = _scan_string(line, start + 1)
+            payload = text.encode("utf-8", "surrogatepass")
+        else:
+            value, end = _scan_value(line, start)
+            raw = line[start:end]
+            if " " in raw or "\n" in raw or "\t" in raw or "\r" in raw:
+                payload = _compact(value)
+            else:
+                payload = raw.encode("utf-8", "surrogatepass")
+    except (ValueError, StopIteration):
+        return None
+    if line[end:] != "}":
+        return None
+    return FrameLine(channel, payload)
+
+
+def _parse_general(line: str) -> FrameLine:
+    try:
+        data = json.loads(line)
+    except ValueError as error:
+        raise FrameLineError(f"frame line is not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise FrameLineError("frame line is not a JSON object")
+    version = data.get(FRAME_KEY)
+    if type(version) is not int or version != FRAME_LINE_VERSION:
+        raise FrameLineError(f"frame line has mvp_frame={version!r}, expected 1")
+    channel = data.get("channel")
+    if not isinstance(channel, str):
+        raise FrameLineError(f"frame line channel is {channel!r}, not a string")
+    if "payload" not in data:
+        raise FrameLineError("frame line has no payload")
+    value = data["payload"]
+    if isinstance(value, str):
+        return FrameLine(channel, value.encode("utf-8", "surrogatepass"))
+    return FrameLine(channel, _compact(value))
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
