@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mvp_tui.events import EventSink
+from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.events import DeleteReason
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, list_ours, track
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
@@ -108,15 +108,22 @@ async def _exists(
     return status.state is not LeaseState.GONE, status
 
 
+def _ignore(event: EngineEvent) -> None:
+    return None
+
+
 async def down(
     provider: Provider,
     store: RecordStore,
     run_id: str | None,
-    sink: EventSink,
-    settings: WalkSettings,
+    sink: EventSink = _ignore,
+    settings: WalkSettings | None = None,
     clock: Clock = time.time,
 ) -> DownReport:
-    """Tear down, confirmed, every lease of run `run_id`, or of every open run when None."""
+    """Tear down, confirmed, every lease of run `run_id`, or of every open run when None
+    (`mvp-tui down <run>|all`). Untracked instances carrying the run's labels are found by
+    listing and torn down too."""
+    settings = settings or WalkSettings()
     errors: list[str] = []
     if run_id is not None:
         try:

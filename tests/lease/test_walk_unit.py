@@ -305,3 +305,37 @@ async def test_secrets_reach_neither_events_nor_records(store: RecordStore) -> N
     assert json.loads(store.record_path("r-5ca1ab1e").read_text())["config"] == {
         "hf_token": "<redacted>"
     }
+
+
+async def test_events_are_complete_json_lines(store: RecordStore) -> None:
+    provider, sink = ScriptedProvider(), RecordingSink()
+    provider.answers["1"] = Outcome.NO_CREDITS
+    await _walk(provider, store, sink).run([offer("1")])
+    lines = [json.loads(e.to_json()) for e in sink.events]
+    assert [line["event"] for line in lines] == [
+        "offer_picked",
+        "attempt_started",
+        "attempt_answered",
+        "walk_failed",
+    ]
+    failed = lines[-1]
+    assert failed["failure"] == "no_credits" and failed["run_id"] == "r-5ca1ab1e"
+    assert failed["attempts"] == 1 and failed["at"] > 0
+    assert lines[2]["outcome"] == "no_credits" and lines[2]["http_status"] == 400
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("poll_interval_s", 0.0),
+        ("reconcile_waits_s", ()),
+        ("max_price_per_hour", -1.0),
+        ("destroy_attempts", 0),
+        ("label_prefix", "has-dash"),
+        ("max_ambiguous_per_offer", 0),
+    ],
+)
+def test_bad_settings_name_the_key(key: str, value: object) -> None:
+    name = "label_prefix" if key == "label_prefix" else key
+    with pytest.raises(ValueError, match=name):
+        fast_settings(**{key: value})
