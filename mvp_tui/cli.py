@@ -7,6 +7,7 @@ Exit codes (also in `--help`): 0 success, 1 the run failed, 2 bad usage or confi
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -30,12 +31,15 @@ $MVP_CONFIG, else the user config dir's config.toml), environment (MVP_*), flags
 Every key with its env var and flag: config.example.toml; effective values: `mvp-tui config`.
 """
 
+# Built commands: name -> (module under mvp_tui.commands, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("up", "run the engine: lease, bootstrap, serve (--headless prints JSON lines)"),
+    "down": ("down", "tear down the leases of a run (RUN or --all), confirmed by the provider"),
+    "ls": ("ls", "list runs with leases that may still exist"),
+    "offers": ("offers", "print the filtered, sorted offer list (--json)"),
+}
 # Commands reserved in the CLI surface whose work lands in later steps; each says so plainly.
 RESERVED: dict[str, str] = {
-    "up": "run the engine: lease, bootstrap, serve (--headless prints JSON lines)",
-    "down": "tear down the leases of a run (RUN or --all), confirmed by the provider",
-    "ls": "list runs with leases that may still exist",
-    "offers": "print the filtered, sorted offer list (--json)",
     "replay": "open the dashboard on a datastream archive (read-only)",
 }
 
@@ -112,6 +116,7 @@ def _add_key_flag(group: argparse._ArgumentGroup, spec: KeySpec) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mvp-tui",
+        usage="mvp-tui [--config PATH] [--KEY VALUE ...] [COMMAND [ARGS ...]]",
         description="Keyboard-driven dashboard: lease a GPU (Vast.ai, RunPod, or this machine), "
         "serve a model, stream tokens from it, and tear down until nothing bills.",
         epilog=EPILOG,
@@ -124,11 +129,26 @@ def build_parser() -> argparse.ArgumentParser:
         "config", help="print the effective configuration and each value's source"
     )
     _add_config_flags(config_cmd)
+    for name, (module, summary) in COMMANDS.items():
+        sub = commands.add_parser(
+            name,
+            help=summary,
+            description=summary,
+            epilog=EPILOG,
+            usage=f"mvp-tui {name} [ARGS ...] [--KEY VALUE ...]",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _command_module(module).add_arguments(sub)
+        _add_config_flags(sub)
     for name, summary in RESERVED.items():
         sub = commands.add_parser(name, help=f"{summary} [not built yet]")
         _add_config_flags(sub)
         sub.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
+
+
+def _command_module(name: str) -> Any:
+    return importlib.import_module(f"mvp_tui.commands.{name}")
 
 
 def collect_flags(args: argparse.Namespace) -> dict[str, tuple[str, str]]:
@@ -177,6 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"`mvp-tui {command}` is reserved ({RESERVED[command]}) but not built yet; "
             "nothing was done"
         )
+    if command in COMMANDS:
+        module = _command_module(COMMANDS[command][0])
+        try:
+            return int(module.run(config, args))
+        except ConfigError as exc:
+            return _error(str(exc))
     handlers: dict[str | None, Callable[[Config], int]] = {
         None: _run_dashboard,
         "config": _run_config,

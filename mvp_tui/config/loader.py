@@ -73,6 +73,10 @@ class Config:
         value = self.values.get(dotted)
         return value if isinstance(value, Path) else None
 
+    def get_floats(self, dotted: str) -> list[float]:
+        value = self.values.get(dotted)
+        return [float(v) for v in value] if isinstance(value, list) else []
+
     def get_list(self, dotted: str) -> list[str]:
         value = self.values.get(dotted)
         return [str(v) for v in value] if isinstance(value, list) else []

@@ -1,0 +1,63 @@
+"""`mvp-tui offers`: the filtered, sorted offer list of the configured provider."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+
+from mvp_tui.config import Config
+from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.settings import selection_policy
+from mvp_tui.exit_codes import ExitCode
+from mvp_tui.providers.base import Offer
+from mvp_tui.untrusted import clean_line
+
+COLUMNS = ("id", "gpu", "n", "VRAM GiB", "$/h", "$/GiB·h", "rel", "down", "up", "where")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON array of offers")
+    parser.add_argument("--limit", type=int, default=64, metavar="N", help="at most N offers")
+
+
+def _row(o: Offer) -> tuple[str, ...]:
+    return (
+        clean_line(o.offer_id, 24), clean_line(o.gpu_name, 24), str(o.num_gpus),
+        f"{o.vram_gib_total:.0f}", f"{o.price_per_hour:.3f}", f"{o.price_per_gib_vram_hour:.4f}",
+        f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
+        clean_line(o.location, 32),
+    )  # fmt: skip
+
+
+def render_table(offers: list[Offer]) -> str:
+    rows = [COLUMNS, *(_row(o) for o in offers)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    return (
+        "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+        )
+        + "\n"
+    )
+
+
+async def _search(config: Config, limit: int) -> list[Offer]:
+    provider = build_provider(config)
+    try:
+        offers = await provider.search_offers(selection_policy(config, limit))
+    finally:
+        await provider.aclose()
+    return sorted(offers, key=lambda o: (o.price_per_hour, o.offer_id))
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    offers = asyncio.run(_search(config, max(1, args.limit)))
+    if args.json:
+        json.dump([dataclasses.asdict(o) for o in offers], sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_table(offers))
+        print(f"{len(offers)} offer(s) from {config.provider}", file=sys.stderr)
+    return int(ExitCode.OK)

@@ -1,0 +1,81 @@
+"""Watches the node's `mvp.worker.weights` channel for the engine's verdict.
+
+The node agent reports `WeightsLoaded` once its engine answers and `WorkerFatal` when the
+node cannot serve; this turns those frames into an asyncio event the run waits on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mvp_tui.datastream.frame import Frame
+from mvp_tui.untrusted import clean_line
+
+WEIGHTS_CHANNEL = "mvp.worker.weights"
+
+
+@dataclass(frozen=True, slots=True)
+class WeightsLoaded:
+    model_id: str
+    engine: str
+    base_url: str  # as the node sees it, e.g. http://127.0.0.1:PORT
+    port: int
+    load_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFatal:
+    reason: str
+    fix: str
+
+
+class NodeWatch:
+    """A hub listener: `ready` is set on WeightsLoaded or WorkerFatal (see `verdict`)."""
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.loaded: WeightsLoaded | None = None
+        self.fatal: WorkerFatal | None = None
+
+    def __call__(self, frame: Frame) -> None:
+        if frame.channel != WEIGHTS_CHANNEL:
+            return
+        record = _record(frame.payload)
+        kind = record.get("type")
+        if kind == "WeightsLoaded" and self.loaded is None:
+            self.loaded = _loaded(record)
+            self.ready.set()
+        elif kind == "WorkerFatal":
+            self.fatal = WorkerFatal(
+                reason=clean_line(str(record.get("reason") or "the node failed"), 600),
+                fix=clean_line(str(record.get("fix") or ""), 300),
+            )
+            self.ready.set()
+
+    def reset(self) -> None:
+        self.ready.clear()
+        self.loaded = None
+        self.fatal = None
+
+
+def _record(payload: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _loaded(record: dict[str, Any]) -> WeightsLoaded:
+    port = record.get("port")
+    load_ms = record.get("load_ms")
+    return WeightsLoaded(
+        model_id=clean_line(str(record.get("model_id") or ""), 200),
+        engine=clean_line(str(record.get("engine") or ""), 100),
+        base_url=clean_line(str(record.get("base_url") or ""), 300),
+        port=port if isinstance(port, int) else 0,
+        load_ms=load_ms if isinstance(load_ms, int) else None,
+    )

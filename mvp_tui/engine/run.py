@@ -1,0 +1,324 @@
+"""One run, top to bottom: offers → lease walk → node up → prompts → confirmed teardown.
+
+`RunEngine` owns every resource a run holds (provider client, SSH session, prompt queue,
+RPC server, datastream archive) and releases them in `aclose`. It reports through its
+event sink and the channel hub only; the dashboard and headless mode both drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from mvp_tui.config import Config
+from mvp_tui.datastream.archive import FrameArchive
+from mvp_tui.datastream.bridge import NodeBridge
+from mvp_tui.datastream.frame import StreamId
+from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
+from mvp_tui.engine.node_watch import NodeWatch
+from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
+from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.lease.events import DeleteReason
+from mvp_tui.lease.naming import new_run_id
+from mvp_tui.lease.records import LeaseRecord, RecordStore
+from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.teardown import teardown
+from mvp_tui.lease.walk import LeaseWalk, WalkResult
+from mvp_tui.prompt.client import PromptClient
+from mvp_tui.prompt.queue import PromptQueue
+from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
+from mvp_tui.providers.base import Offer, Provider, ProviderError
+from mvp_tui.secrets import Redactor
+
+AGENT_REMOTE_DIR = "/tmp/mvp-node"
+
+
+class RunFailed(Exception):
+    """The run cannot go on; the message says why and what to do."""
+
+
+class StoreHostKeyPins:
+    """SSH host-key pins kept in the run record, so re-attach after a restart checks them."""
+
+    def __init__(self, store: RecordStore, run_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+
+    def get(self, lease_key: str) -> str | None:
+        return self._store.pinned_host_key(self._run_id, lease_key)
+
+    def pin(self, lease_key: str, key_openssh: str) -> None:
+        self._store.pin_host_key(self._run_id, lease_key, key_openssh)
+
+
+class RunEngine:
+    """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
+    always `shutdown` (tears down what was leased, confirmed) then `aclose`."""
+
+    def __init__(
+        self,
+        config: Config,
+        sink: EventSink,
+        *,
+        hub: ChannelHub | None = None,
+        clock: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
+        provider: Provider | None = None,
+        settings_override: Callable[[WalkSettings], WalkSettings] | None = None,
+    ) -> None:
+        self.config = config
+        self._sink = sink
+        self._clock = clock
+        self._environ = dict(os.environ if environ is None else environ)
+        self.redactor = Redactor([*config.secret_values(), self._environ.get("HF_TOKEN", "")])
+        self.run_id = config.get_str("runtime.run_id") or new_run_id()
+        self.node_id = config.get_int("runtime.node_id") or 1
+        archive_path = config.get_path("observability.datastream_frame_log")
+        self.hub = hub or ChannelHub(
+            stream=StreamId("mvp-orchestrator", 0),
+            archive=FrameArchive(archive_path) if archive_path else None,
+        )
+        self.bridge = NodeBridge(
+            self.hub, self.node_id, StreamId(f"node-{self.node_id}", 0), redactor=self.redactor
+        )
+        self.watch = NodeWatch()
+        self.hub.listeners.append(self.watch)
+        self.store = RecordStore(config.state_dir)
+        self.provider = provider or build_provider(config, on_line=self._on_node_line)
+        self.node_env = node_env(config, self.run_id, self._environ)
+        self._settings_override = settings_override
+        self.lease_record: LeaseRecord | None = None
+        self.local_url: str | None = None
+        self.prompts: PromptQueue | None = None
+        self._rpc: PromptRpcServer | None = None
+        self._session: object | None = None  # mvp_tui.ssh.session.NodeSession for SSH nodes
+        self._ssh_public_key: str | None = None
+
+    def _on_node_line(self, kind: str, line: bytes) -> None:
+        self.bridge.feed_line(kind, line)
+
+    # -- events --------------------------------------------------------------------------------
+    def emit(self, event: EngineEvent) -> None:
+        self._sink(event)
+
+    def started(self) -> None:
+        self.emit(
+            RunStarted(
+                at=self._clock(),
+                run_id=self.run_id,
+                provider=self.config.provider,
+                profile=self.config.profile,
+                state_dir=str(self.store.run_dir(self.run_id)),
+            )
+        )
+
+    # -- offers --------------------------------------------------------------------------------
+    async def search_offers(self, limit: int = 64) -> list[Offer]:
+        offers = await self.provider.search_offers(selection_policy(self.config, limit))
+        skipped = len(getattr(self.provider, "last_skipped", []) or [])
+        self.emit(
+            OffersListed(
+                at=self._clock(), provider=self.config.provider, count=len(offers), skipped=skipped
+            )
+        )
+        return offers
+
+    # -- lease ---------------------------------------------------------------------------------
+    def walk_settings(self) -> WalkSettings:
+        env = self.node_env if not self.provider.info.ssh else create_env(self.node_env)
+        settings = walk_settings(self.config, env=env, ssh_public_key=self._ssh_public_key)
+        return self._settings_override(settings) if self._settings_override else settings
+
+    async def prepare_ssh_identity(self) -> None:
+        """Load the SSH key and register its public half with the provider (before create)."""
+        if not self.provider.info.ssh:
+            return
+        from mvp_tui.ssh.identity import load_identity
+
+        identity = await load_identity(self.config.get_path("vastai.ssh_identity"))
+        self._identity = identity
+        self._ssh_public_key = identity.public_openssh
+        ensure = getattr(self.provider, "ensure_ssh_key", None)
+        if ensure is not None:
+            await ensure(identity.public_openssh)
+
+    async def lease(self, offers: Sequence[Offer]) -> WalkResult:
+        walk = LeaseWalk(
+            self.provider,
+            self.store,
+            self._sink,
+            self.walk_settings(),
+            self._clock,
+            run_id=self.run_id,
+            config=self._redacted_config(),
+            redact=self.redactor,
+        )
+        result = await walk.run(offers)
+        self.lease_record = result.lease
+        return result
+
+    def _redacted_config(self) -> dict[str, object]:
+        secret = {k for k in self.config.values if k.endswith("api_key")}
+        return {
+            key: ("<redacted>" if key in secret and value else _plain(value))
+            for key, value in self.config.values.items()
+        }
+
+    # -- the node ------------------------------------------------------------------------------
+    async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
+        """Start the node agent (over SSH for rented nodes) and wait for its engine."""
+        lease = self._require_lease()
+        timeout = timeout_s or self.config.get_float("ssh.ready_timeout_secs") or 600.0
+        if self.provider.info.ssh:
+            await self._start_remote_agent(lease)
+        try:
+            await asyncio.wait_for(self.watch.ready.wait(), timeout)
+        except TimeoutError:
+            raise self._node_failed(
+                f"the node's engine was not ready within {timeout:g} s",
+                "raise [ssh] ready_timeout_secs, or read the node's channels for why",
+            ) from None
+        if self.watch.fatal is not None:
+            raise self._node_failed(self.watch.fatal.reason, self.watch.fatal.fix)
+        loaded = self.watch.loaded
+        assert loaded is not None
+        self.local_url = await self._local_url(loaded.base_url, loaded.port)
+        ready = NodeReady(
+            at=self._clock(),
+            run_id=self.run_id,
+            model_id=loaded.model_id,
+            engine=loaded.engine,
+            local_url=self.local_url,
+            load_ms=loaded.load_ms,
+        )
+        self.emit(ready)
+        return ready
+
+    async def _start_remote_agent(self, lease: LeaseRecord) -> None:
+        from mvp_tui.providers.local import AGENT_PATH
+        from mvp_tui.ssh.session import NodeSession
+        from mvp_tui.ssh.settings import SshSettings
+
+        if lease.ssh is None or lease.provider_id is None:
+            raise self._node_failed("the lease has no SSH endpoint", "")
+        settings = SshSettings(
+            backoff_initial=self.config.get_float("ssh.retry_initial_secs") or 1.0,
+            backoff_cap=self.config.get_float("ssh.retry_max_secs") or 30.0,
+            ready_timeout=self.config.get_float("ssh.ready_timeout_secs") or 600.0,
+            connect_timeout=self.config.get_float("ssh.connect_timeout_secs") or 15.0,
+        )
+        session = NodeSession(
+            lease.ssh,
+            self._identity,
+            StoreHostKeyPins(self.store, self.run_id),
+            lease.provider_id,
+            settings,
+            self._sink,
+            self._on_node_line,
+            self.bridge.feed_provider_line,
+            ready=self.watch.ready,
+            redactor=self.redactor,
+        )
+        self._session = session
+        remote_dir = f"{AGENT_REMOTE_DIR}/{self.run_id}"
+        await session.start_agent(AGENT_PATH, self.node_env, remote_dir)
+
+    async def _local_url(self, node_base_url: str, port: int) -> str:
+        if not self.provider.info.ssh:
+            return node_base_url
+        from mvp_tui.ssh.session import NodeSession
+
+        assert isinstance(self._session, NodeSession)
+        local_port = await self._session.forward(
+            port, self.config.get_int("prompt.openai_port") or 0
+        )
+        return f"http://127.0.0.1:{local_port}"
+
+    def _node_failed(self, reason: str, fix: str) -> RunFailed:
+        reason, fix = self.redactor(reason), self.redactor(fix)
+        self.emit(NodeFailed(at=self._clock(), run_id=self.run_id, reason=reason, fix=fix))
+        return RunFailed(f"{reason}; {fix}" if fix else reason)
+
+    # -- prompts -------------------------------------------------------------------------------
+    async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
+        if self.local_url is None or self.watch.loaded is None:
+            raise RunFailed("the node is not ready: bring it up before prompting")
+        base_url, model = self.local_url, self.watch.loaded.model_id or "model"
+        lease = self.lease_record
+        price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
+        redactor = self.redactor
+        self.prompts = PromptQueue(
+            lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
+        )
+        if rpc:
+            addr = parse_rpc_addr(self.config.get_str("prompt.rpc_addr") or "127.0.0.1:19777")
+            self._rpc = PromptRpcServer(
+                self.prompts,
+                addr,
+                default_max_tokens=self.config.get_int("prompt.max_tokens") or 64,
+                sink=self._sink,
+            )
+            await self._rpc.start()
+        return self.prompts
+
+    # -- teardown ------------------------------------------------------------------------------
+    async def shutdown(self) -> bool:
+        """Stop prompts and the agent, destroy the lease; True only when the provider
+        confirms nothing of this run bills any more."""
+        if self._rpc is not None:
+            await self._rpc.aclose()
+            self._rpc = None
+        if self.prompts is not None:
+            await self.prompts.aclose()
+            self.prompts = None
+        if self._session is not None:
+            from mvp_tui.ssh.session import NodeSession
+
+            assert isinstance(self._session, NodeSession)
+            await self._session.close(shutdown_agent=True)
+            self._session = None
+        lease = self.lease_record
+        if lease is None or lease.provider_id is None or not lease.may_bill:
+            return True
+        confirmed = await teardown(
+            self.provider,
+            self.store,
+            self.run_id,
+            lease.provider_id,
+            self._sink,
+            self.walk_settings(),
+            reason=DeleteReason.REQUESTED,
+            clock=self._clock,
+        )
+        if confirmed:
+            self.lease_record = None
+        return confirmed
+
+    async def aclose(self) -> None:
+        self.hub.flush()
+        if self.hub.archive is not None:
+            self.hub.archive.close()
+        await self.provider.aclose()
+
+    def _require_lease(self) -> LeaseRecord:
+        if self.lease_record is None:
+            raise RunFailed("no lease is running: lease an offer first")
+        return self.lease_record
+
+    @property
+    def state_path(self) -> Path:
+        return self.store.record_path(self.run_id)
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+__all__ = ["ProviderError", "RunEngine", "RunFailed"]
