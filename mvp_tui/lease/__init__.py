@@ -6,6 +6,7 @@ Provider-agnostic: everything here speaks only `mvp_tui.providers.base.Provider`
 from __future__ import annotations
 
 from mvp_tui.lease.events import DeleteReason, WalkFailure
+from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import (
     attempt_label,
     belongs_to_run,
@@ -40,6 +41,7 @@ __all__ = [
     "LeaseWalk",
     "OpenLease",
     "RecordError",
+    "RecordPins",
     "RecordStore",
     "RunRecord",
     "WalkFailure",

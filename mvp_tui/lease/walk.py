@@ -138,7 +138,12 @@ class LeaseWalk:
     # ---- the walk, top to bottom -------------------------------------------------------------
 
     async def run(self, offers: Sequence[Offer]) -> WalkResult:
-        """Walk `offers` in order until one gives a running lease."""
+        """Walk `offers` in order until one gives a running lease.
+
+        Every failure after the record exists comes back as a `WalkResult`; only a record
+        that cannot be opened (RecordError/OSError, before any create) raises. Cancelling
+        destroys what this walk leased, then re-raises CancelledError.
+        """
         record = self._open_record()
         self._first_attempt = len(record.attempts)
         try:

@@ -179,3 +179,15 @@ def test_host_keys_are_pinned_per_lease(store: RecordStore) -> None:
     assert store.pinned_host_key("r-0a1b", "7002") == "ssh-ed25519 AAAAC3Nza host"
     with pytest.raises(RecordError, match="no lease with provider id '9999'"):
         store.pin_host_key("r-0a1b", "9999", "ssh-ed25519 AAAA")
+
+
+def test_record_pins_adapt_the_ssh_layers_protocol(store: RecordStore) -> None:
+    from mvp_tui.lease import RecordPins
+    from mvp_tui.ssh.hostkeys import HostKeyPins
+
+    _filled(store)
+    pins: HostKeyPins = RecordPins(store, "r-0a1b")
+    assert pins.get("vastai:7002") is None
+    pins.pin("vastai:7002", "ssh-ed25519 AAAAC3Nza")
+    assert pins.get("7002") == "ssh-ed25519 AAAAC3Nza"
+    assert RecordStore(store.state_dir).pinned_host_key("r-0a1b", "7002") == "ssh-ed25519 AAAAC3Nza"
