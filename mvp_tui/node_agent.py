@@ -144,7 +144,7 @@ def frame_line(channel: str, payload: Any) -> str:
 class Emitter:
     """Writes frames to stdout, one whole line at a time from any thread, secrets removed."""
 
-    def __init__(self, out_fd: int, redactor: Redactor, run_id: int, node_id: int) -> None:
+    def __init__(self, out_fd: int, redactor: Redactor, run_id: str, node_id: int) -> None:
         self._out_fd = out_fd
         self._redact = redactor
         self._lock = threading.Lock()
@@ -222,7 +222,8 @@ class Settings:
     """Everything the agent reads from its environment, parsed once."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.run_id = _env_int(env, "MVP_RUN_ID", 0)
+        # The dashboard's run id ("r-7f3a09c1"); opaque here, only echoed in records.
+        self.run_id = clean_text(env.get("MVP_RUN_ID", "").strip(), 64)
         self.node_id = _env_int(env, "MVP_LOGICAL_NODE_ID", 0)
         self.model_id = env.get("MVP_MODEL_ID", "").strip()
         self.gguf_local_path = env.get("MVP_GGUF_LOCAL_PATH", "").strip()
@@ -1127,7 +1128,8 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
     try:
         settings = Settings(env)
     except ConfigError as exc:
-        emitter = Emitter(out_fd, redactor, 0, _lenient_int(env.get("MVP_LOGICAL_NODE_ID")))
+        run_id = clean_text(env.get("MVP_RUN_ID", "").strip(), 64)
+        emitter = Emitter(out_fd, redactor, run_id, _lenient_int(env.get("MVP_LOGICAL_NODE_ID")))
         emitter.phase("config", "failed", {"reason": str(exc)})
         emitter.weights("WorkerFatal", reason=str(exc), fix="", phase="config")
         emitter.phase("agent_exit", "failed", {"exit_code": EXIT_CONFIG, "reason": str(exc)})

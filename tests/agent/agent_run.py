@@ -20,7 +20,7 @@ def agent_env(tmp: Path, **overrides: str) -> dict[str, str]:
     """A clean environment for one agent run: no inherited secrets, a private cache."""
     env = {k: v for k, v in os.environ.items() if not node_agent.is_secret_name(k)}
     env.update(
-        MVP_RUN_ID="7",
+        MVP_RUN_ID="r-0000abcd",
         MVP_LOGICAL_NODE_ID="1",
         MVP_MODEL_ID="tiny",
         MVP_MAX_CONTEXT="256",

@@ -25,6 +25,8 @@ class HubState:
     requests: list[HubRequest] = field(default_factory=list)
     cut_first_at: int | None = None  # bytes of the first full response before the drop
     require_token: str | None = None
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> absolute URL (302)
+    files_without_auth: set[str] = field(default_factory=set)  # e.g. a signed CDN URL
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -33,8 +35,16 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         state = self.server.state
         state.requests.append(HubRequest(self.path, dict(self.headers.items())))
-        if state.require_token and self.headers.get("Authorization") != (
-            f"Bearer {state.require_token}"
+        if self.path in state.redirects:
+            self.send_response(302)
+            self.send_header("Location", state.redirects[self.path])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if (
+            state.require_token
+            and self.path not in state.files_without_auth
+            and self.headers.get("Authorization") != (f"Bearer {state.require_token}")
         ):
             self._plain(401, b"unauthorized")
             return
@@ -95,6 +105,10 @@ class HubServer:
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     def add_file(self, repo: str, revision: str, name: str, data: bytes) -> None:
         self.state.files[f"/{repo}/resolve/{revision}/{name}"] = data

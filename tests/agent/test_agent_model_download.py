@@ -88,6 +88,28 @@ async def test_partial_file_is_resumed_with_a_range_request(
         await run.kill()
 
 
+async def test_redirect_to_another_host_does_not_carry_the_token(
+    tmp_path: Path, tiny_bytes: bytes, hub: HubServer
+) -> None:
+    resolve = f"/{REPO}/resolve/{REVISION}/{FILE}"
+    hub.state.files["/cdn/blob"] = tiny_bytes
+    hub.state.files_without_auth.add("/cdn/blob")
+    hub.state.redirects[resolve] = f"http://localhost:{hub.port}/cdn/blob"
+    hub.state.require_token = TOKEN
+    marker = tmp_path / "engine-started"
+    env = _hub_env(tmp_path, hub, HF_TOKEN=TOKEN, MVP_ENGINE_CMD=_marker_engine(marker))
+    run = await AgentRun.start(env)
+    try:
+        await run.wait_phase("model", "ready")
+        first, second = hub.state.requests
+        assert first.path == resolve and first.headers["Authorization"] == f"Bearer {TOKEN}"
+        assert second.path == "/cdn/blob" and "Authorization" not in second.headers
+        assert _cached(tmp_path).read_bytes() == tiny_bytes
+        await run.wait_exit()
+    finally:
+        await run.kill()
+
+
 async def test_no_network_is_a_worker_fatal_naming_the_local_path_key(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -50,6 +50,7 @@ async def test_serves_the_model_and_stops_on_stdin_shutdown(
         loaded = await run.weights()
         assert loaded["type"] == "WeightsLoaded", loaded
         assert loaded["model_id"] == "tiny"
+        assert (loaded["run_id"], loaded["node_id"]) == ("r-0000abcd", 1)
         assert loaded["engine"] == "llama-cpp-python"
         assert loaded["base_url"] == f"http://127.0.0.1:{loaded['port']}"
         models = _get_json(f"{loaded['base_url']}/v1/models")
