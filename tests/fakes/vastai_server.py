@@ -224,13 +224,29 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _coerce(value: Any, want: Any) -> Any:
+    """The CLI sends numbers as strings (`dph<1` → `{"lt": "1"}`); the server compares
+    them as numbers. Lists (for in/notin) are coerced element-wise."""
+    if isinstance(want, list):
+        return [_coerce(value, w) for w in want]
+    if isinstance(want, str) and isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return float(want)
+        except ValueError:
+            return want
+    if isinstance(want, str) and isinstance(value, bool) and want.lower() in ("true", "false"):
+        return want.lower() == "true"
+    return want
+
+
 def _matches(value: Any, ops: Any) -> bool:
     """Apply one Vast filter (`{"gte": 4, "lte": 8}`) to a value; an unknown op fails."""
     if not isinstance(ops, dict):
-        return bool(value == ops)
-    for op, want in ops.items():
-        if op == "eq" and want in ("any", "*", "?"):
+        return bool(value == _coerce(value, ops))
+    for op, raw_want in ops.items():
+        if op == "eq" and raw_want in ("any", "*", "?"):
             continue
+        want = _coerce(value, raw_want)
         check = _OPS.get(op)
         try:
             if check is None or not check(value, want):

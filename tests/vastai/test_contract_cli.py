@@ -1,0 +1,143 @@
+"""Contract: the official `vastai` CLI (pinned 1.9.1, in .venv-vastai) against FakeVast.
+
+If the real client reads the fake's answers as it reads Vast's, the fake speaks the real
+API, and the provider tests built on it mean something. The CLI lives in its own venv
+(scripts/vastai-cli-venv.sh) because it pins cryptography==49.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mvp_tui.providers.base import CreateRequest, LeaseState, SelectionPolicy
+from mvp_tui.providers.vastai import VastAiProvider
+
+from tests.fakes.vastai_server import FakeVast
+from tests.peers import missing_peer
+
+REPO = Path(__file__).resolve().parents[2]
+CLI_VERSION = "1.9.1"
+
+
+@pytest.fixture(scope="module")
+def vastai_cli() -> Path:
+    cli = Path(os.environ.get("VASTAI_CLI", REPO / ".venv-vastai" / "bin" / "vastai"))
+    if not os.access(cli, os.X_OK):
+        missing_peer(
+            "vastai CLI",
+            f"{cli} not found",
+            "bash scripts/vastai-cli-venv.sh (creates .venv-vastai with vastai==1.9.1)",
+        )
+    python = cli.parent / "python"
+    version = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('vastai'))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    ).stdout.strip()
+    if version != CLI_VERSION:
+        missing_peer(
+            "vastai CLI",
+            f"{cli} is vastai {version or '?'}, the contract is pinned to {CLI_VERSION}",
+            "bash scripts/vastai-cli-venv.sh (recreates .venv-vastai)",
+        )
+    return cli
+
+
+def run_cli(cli: Path, fake: FakeVast, home: Path, *args: str, key: str | None = None) -> Any:
+    """Run `vastai --url <fake> --api-key K --raw ARGS`; return its parsed JSON stdout."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),  # the CLI caches its role and GPU names under XDG dirs
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "XDG_STATE_HOME": str(home / "state"),
+        "VASTAI_NO_UPDATE_CHECK": "1",
+    }
+    command = [str(cli), "--url", fake.url, "--api-key", key or fake.api_key, "--raw", *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    if not done.stdout.strip():
+        return {"stderr": done.stderr}
+    return json.loads(done.stdout)
+
+
+async def test_search_offers_agrees_with_the_provider(
+    vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
+) -> None:
+    cheap = fake.add_offer(dph_total=0.21)
+    mid = fake.add_offer(dph_total=0.35)
+    fake.add_offer(dph_total=1.40)  # over the price cap
+    fake.add_offer(dph_total=0.25, gpu_name="A100 PCIE")
+    fake.add_offer(dph_total=0.15, verification="unverified")  # the CLI's default drops it
+
+    rows = run_cli(
+        vastai_cli, fake, tmp_path, "search", "offers", "gpu_name=RTX_4090 dph<1", "-o", "dph+"
+    )
+
+    assert [row["id"] for row in rows] == [cheap, mid]
+    (request,) = [r for r in fake.requests if r.path == "/api/v0/bundles/"]
+    assert request.body["gpu_name"] == {"eq": "RTX 4090"}
+    assert request.body["order"] == [["dph_total", "asc"]]
+
+    offers = await provider.search_offers(
+        SelectionPolicy(gpu_name="RTX 4090", max_price_per_hour=1.0)
+    )
+    assert [o.offer_id for o in offers] == [str(cheap), str(mid)]
+    assert [o.price_per_hour for o in offers] == [row["dph_total"] for row in rows]
+    assert [o.gpu_ram_mib for o in offers] == [row["gpu_ram"] for row in rows]
+
+
+async def test_show_instances_lists_what_the_provider_created(
+    vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
+) -> None:
+    created = []
+    for node in (1, 2):
+        fake.add_offer()
+        offers = await provider.search_offers(SelectionPolicy())
+        request = CreateRequest(f"mvp-r1-n{node}", "img:1", {"MVP_NODE": str(node)}, 20)
+        result = await provider.create(offers[0], request)
+        created.append(int(result.provider_id or 0))
+
+    rows = run_cli(vastai_cli, fake, tmp_path, "show", "instances")
+
+    assert [row["id"] for row in rows] == created
+    assert [row["label"] for row in rows] == ["mvp-r1-n1", "mvp-r1-n2"]
+    assert rows[0]["extra_env"] == {"MVP_NODE": "1"}  # the CLI turns the pairs into a dict
+    (listing,) = [r for r in fake.requests if r.path == "/api/v1/instances/"]
+    assert listing.query["limit"] == "25"
+    assert listing.headers["authorization"] == f"Bearer {fake.api_key}"
+    assert all(fake.api_key not in r.path + json.dumps(r.query) for r in fake.requests)
+
+    one = run_cli(vastai_cli, fake, tmp_path, "show", "instance", str(created[0]))
+    assert (one["id"], one["label"]) == (created[0], "mvp-r1-n1")
+
+
+async def test_destroy_instance_is_seen_by_the_provider(
+    vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
+) -> None:
+    doomed = fake.add_instance(label="mvp-r1-n1")
+    kept = fake.add_instance(label="mvp-r1-n2")
+
+    run_cli(vastai_cli, fake, tmp_path, "destroy", "instance", str(doomed), "-y")
+
+    assert fake.destroyed() == [doomed]
+    assert (await provider.get(str(doomed))).state is LeaseState.GONE
+    remaining = await provider.list_by_label("mvp-r1-")
+    assert [s.provider_id for s in remaining] == [str(kept)]
+    rows = run_cli(vastai_cli, fake, tmp_path, "show", "instances")
+    assert [row["id"] for row in rows] == [kept]
+
+
+def test_wrong_key_gets_the_real_auth_error(
+    vastai_cli: Path, fake: FakeVast, tmp_path: Path
+) -> None:
+    out = run_cli(vastai_cli, fake, tmp_path, "show", "instances", key="not-the-key-123456")
+    error = json.loads(out["stderr"])
+    assert (error["status_code"], error["msg"]) == (401, "Invalid user key")
