@@ -117,6 +117,8 @@ def main() -> None:
         f"    of which {writes} durable record writes  median {statistics.median(saves):7.2f} ms"
         " (fsync: disk-bound)"
     )
+    cpu = [o - w for o, w in zip(overheads, saves, strict=True)]
+    print(f"    walk overhead without the writes   median {statistics.median(cpu):7.2f} ms")
 
 
 if __name__ == "__main__":
