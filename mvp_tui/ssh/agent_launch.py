@@ -1,0 +1,214 @@
+"""Put the node agent on the node and build the commands that start, follow and stop it.
+
+Over SFTP the run directory receives the agent file, the node helper, `run.sh` and the
+agent's env as a shell file with mode 600, so env values never appear on a command line
+(sshd drops `env=` by default, and a command line is visible to every user of the node).
+The commands only name the directory, positions and timings, each shell-quoted, and run
+under `sh -c` whatever the user's login shell is.
+
+`run.sh` is the agent's parent on the node: started detached (setsid, SIGHUP ignored), it
+sources the env, runs `python3 AGENT` with stdin on the control fifo (opened read-write, so
+the agent never sees EOF between writers) and stdout/stderr appended to log files, records
+the agent's pid, waits, and records its exit code. The reader (`node_helper.py follow`)
+starts at the same time, so the two Python start-ups overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import asyncssh
+
+from mvp_tui.ssh import node_helper
+from mvp_tui.ssh.errors import AgentFileError
+from mvp_tui.ssh.logtail import LogPositions
+from mvp_tui.ssh.settings import SshSettings
+
+HELPER_NAME = "mvp_node_helper.py"
+RUN_NAME = "run.sh"
+ENV_NAME = "agent.env"
+
+RUN_SH = f"""\
+#!/bin/sh
+# mvp-tui: the node agent's parent. Usage (in the run directory): sh run.sh AGENT
+record() {{ echo "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"; }}
+trap '' HUP
+record {node_helper.WRAPPER_PID} $$
+[ -p {node_helper.CONTROL} ] || mkfifo -m 600 {node_helper.CONTROL}
+set -a
+. ./{ENV_NAME}
+set +a
+python3 "$1" <> {node_helper.CONTROL} >> {node_helper.STDOUT_LOG} 2>> {node_helper.STDERR_LOG} &
+agent=$!
+record {node_helper.AGENT_PID} $agent
+wait $agent
+record {node_helper.EXIT_CODE} $?
+"""
+
+# $1 run dir, $2 agent file name, then the reader's arguments. The agent starts detached
+# (its own session when setsid exists) while the reader starts: their start-ups overlap.
+_LAUNCH_AND_FOLLOW = f"""\
+cd "$1" || exit 3
+rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
+agent=$2
+shift 2
+(command -v setsid >/dev/null 2>&1 && exec setsid sh {RUN_NAME} "$agent"
+ exec sh {RUN_NAME} "$agent") </dev/null >/dev/null 2>&1 &
+exec python3 {HELPER_NAME} follow . "$@"
+"""
+_FOLLOW = f"""\
+cd "$1" || exit 3
+shift 2
+exec python3 {HELPER_NAME} follow . "$@"
+"""
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPlan:
+    """What to run on the node and where. `env` values are secret-safe: never shown."""
+
+    agent_path: Path
+    remote_dir: str
+    env: Mapping[str, str] = field(repr=False)
+
+    @property
+    def agent_name(self) -> str:
+        return self.agent_path.name
+
+    def remote(self, name: str) -> str:
+        return str(PurePosixPath(self.remote_dir) / name)
+
+
+def make_plan(agent_path: str | Path, env: Mapping[str, str], remote_dir: str) -> AgentPlan:
+    """Check the inputs here, so a bad one fails before any connection with a clear error."""
+    path = Path(agent_path).expanduser()
+    if not path.is_file():
+        raise AgentFileError(
+            f"node agent {path} is not a readable file",
+            fix="pass the path of the node agent script (mvp_tui/node_agent.py)",
+        )
+    for key, value in env.items():
+        if not _ENV_KEY.match(key):
+            raise AgentFileError(
+                f"node agent env key {key!r} is not a valid variable name",
+                fix="use letters, digits and _ only, not starting with a digit (e.g. MVP_RUN_ID)",
+            )
+        if "\x00" in value:
+            raise AgentFileError(
+                f"node agent env value of {key} contains a NUL byte",
+                fix=f"remove the NUL byte from {key}'s value",
+            )
+    if not remote_dir or any(c in remote_dir for c in "\x00\n\r"):
+        raise AgentFileError(
+            f"remote run directory {remote_dir!r} is empty or contains a control character",
+            fix="use a plain path such as /root/mvp/<run id>",
+        )
+    return AgentPlan(agent_path=path, remote_dir=remote_dir, env=dict(env))
+
+
+class UploadMethod(enum.Enum):
+    SFTP = "sftp"
+    EXEC = "exec"  # the node's sshd has no sftp subsystem: files go through `cat`
+
+
+async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadMethod:
+    """Create the run directory and put the agent, the helper and the env file in it.
+
+    SFTP first; a node whose sshd offers no sftp subsystem gets the same files through a
+    plain command reading stdin (with umask 077), so no image is left out.
+    """
+    files = _files(plan)
+    try:
+        sftp_cm = conn.start_sftp_client()
+        async with sftp_cm as sftp:
+            await sftp.makedirs(plan.remote_dir, exist_ok=True)
+            await asyncio.gather(*(_sftp_write(sftp, plan, n, d) for n, d in files.items()))
+        return UploadMethod.SFTP
+    except asyncssh.ChannelOpenError:
+        pass
+    await asyncio.gather(*(_exec_write(conn, plan, n, d) for n, d in files.items()))
+    return UploadMethod.EXEC
+
+
+def _files(plan: AgentPlan) -> dict[str, bytes]:
+    return {
+        plan.agent_name: plan.agent_path.read_bytes(),
+        HELPER_NAME: Path(node_helper.__file__).read_bytes(),
+        RUN_NAME: RUN_SH.encode("ascii"),
+        ENV_NAME: env_file(plan.env).encode("utf-8"),
+    }
+
+
+def env_file(env: Mapping[str, str]) -> str:
+    """The env as `KEY='value'` lines for `set -a; . ./agent.env` (keys checked by make_plan)."""
+    return "".join(f"{key}={_sh_quote(value)}\n" for key, value in sorted(env.items()))
+
+
+def _sh_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+async def _sftp_write(sftp: asyncssh.SFTPClient, plan: AgentPlan, name: str, data: bytes) -> None:
+    """One file, created with mode 600 (an older copy is removed, not reused)."""
+    path = plan.remote(name)
+    with contextlib.suppress(asyncssh.SFTPNoSuchFile):
+        await sftp.remove(path)
+    attrs = asyncssh.SFTPAttrs(permissions=0o600)
+    async with sftp.open(path, "wb", attrs=attrs) as out:
+        await out.write(data)
+    await sftp.chmod(path, 0o600)
+
+
+_EXEC_WRITE = 'umask 077 && mkdir -p "$1" && cat > "$1/.$2.tmp" && mv -f "$1/.$2.tmp" "$1/$2"'
+
+
+async def _exec_write(
+    conn: asyncssh.SSHClientConnection, plan: AgentPlan, name: str, data: bytes
+) -> None:
+    command = shlex.join(["sh", "-c", _EXEC_WRITE, "sh", plan.remote_dir, name])
+    await conn.run(command, input=data, encoding=None, check=True)
+
+
+def follow_command(
+    plan: AgentPlan,
+    positions: LogPositions,
+    settings: SshSettings,
+    *,
+    launch: bool,
+    wait_for_pid: bool = True,
+) -> str:
+    """The node-side reader from `positions`; with `launch`, the agent starts alongside.
+
+    Without `wait_for_pid` the reader gives up at once when no agent was ever started in the
+    directory (re-attach after a restart), instead of waiting for a launch in progress.
+    """
+    script = _LAUNCH_AND_FOLLOW if launch else _FOLLOW
+    pid_wait = settings.launch_timeout if launch or wait_for_pid else 0.0
+    return shlex.join(
+        [
+            "sh",
+            "-c",
+            script,
+            "sh",
+            plan.remote_dir,
+            plan.agent_name,
+            str(positions.stdout),
+            str(positions.stderr),
+            str(settings.poll_interval),
+            str(pid_wait),
+        ]
+    )
+
+
+def stop_command(plan: AgentPlan, settings: SshSettings) -> str:
+    return shlex.join(
+        ["python3", plan.remote(HELPER_NAME), "stop", plan.remote_dir, str(settings.shutdown_grace)]
+    )

@@ -1,0 +1,54 @@
+"""Why SSH work on a node stopped, as errors a user can act on.
+
+Each error says what failed, with which input, and the fix; none ever holds a private key,
+a passphrase or an env value. `fix` is kept apart so the dashboard can show it on its own line.
+"""
+
+from __future__ import annotations
+
+
+class SshError(Exception):
+    """An SSH step failed in a way the user must see."""
+
+    def __init__(self, message: str, *, fix: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return f"{self.message}; fix: {self.fix}" if self.fix else self.message
+
+
+class IdentityError(SshError):
+    """The SSH identity (private key or agent key) cannot be used."""
+
+
+class HostKeyChanged(SshError):
+    """The node presented a host key other than the one pinned for its lease."""
+
+    def __init__(self, lease_key: str, pinned: str, seen: str) -> None:
+        super().__init__(
+            f"host key of lease {lease_key} changed: pinned {pinned}, node presented {seen}; "
+            "refusing to connect",
+            fix="if the node was legitimately rebuilt, destroy this lease and start a new one; "
+            "otherwise someone may be intercepting the connection",
+        )
+        self.lease_key = lease_key
+        self.pinned = pinned
+        self.seen = seen
+
+
+class AuthFailed(SshError):
+    """The node refused our user/key (bounded retries exhausted)."""
+
+
+class LocalSshProblem(SshError):
+    """The node's sshd answers, but our side fails the handshake again and again."""
+
+
+class BootstrapTimedOut(SshError):
+    """The node was not ready (or not reachable again) within the configured time."""
+
+
+class AgentFileError(SshError):
+    """The node agent to upload, or its env, is unusable."""

@@ -1,0 +1,628 @@
+"""A leased node over SSH: bootstrap with retries, the agent's lines, port forwards, teardown.
+
+Reads like the seed's provision loop: one provider line per attempt; on failure a back-off of
+1 s doubling to a 30 s cap; the loop gives up on a changed host key, repeated login refusals,
+a local client that keeps failing against a live sshd, or the ready timeout. Once the caller
+signals `ready` (the agent reported the engine healthy), retries only keep the connection up:
+reconnects resume the agent's lines at the last delivered byte and restore the port forwards
+on the same local ports. `close()` stops the agent and the connection; then the caller
+destroys the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.providers.base import SshEndpoint
+from mvp_tui.secrets import Redactor
+from mvp_tui.ssh import node_helper
+from mvp_tui.ssh.agent_launch import AgentPlan, follow_command, make_plan, stop_command, upload
+from mvp_tui.ssh.backoff import Backoff, Clock, Sleep
+from mvp_tui.ssh.banner import ssh_banner, strikes_after
+from mvp_tui.ssh.connect import ConnectFailed, open_connection
+from mvp_tui.ssh.errors import (
+    AuthFailed,
+    BootstrapTimedOut,
+    HostKeyChanged,
+    LocalSshProblem,
+    SshError,
+)
+from mvp_tui.ssh.events import (
+    AgentExited,
+    AgentStarted,
+    AgentStop,
+    AttemptOutcome,
+    BootstrapReady,
+    HostKeyPinned,
+    Phase,
+    PortForwarded,
+    SessionClosed,
+    SessionStopped,
+    SshAttempt,
+    StopReason,
+)
+from mvp_tui.ssh.forward import Forward, PortForwards
+from mvp_tui.ssh.hostkeys import HostKeyPins, fingerprint_of
+from mvp_tui.ssh.identity import SshIdentity
+from mvp_tui.ssh.logtail import (
+    Frame,
+    FrameError,
+    FrameKind,
+    LineAssembler,
+    LogPositions,
+    NodeLineCallback,
+    read_frame,
+)
+from mvp_tui.ssh.settings import SshSettings
+from mvp_tui.untrusted import one_line_ascii
+
+ProviderLineCallback = Callable[[str], object]
+"""Receives one line per attempt and step (routed to `...logs.node.<N>.provider`)."""
+
+_STOP_WORDS = {stop.value: stop for stop in AgentStop}
+_LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """How one attempt ended."""
+
+    outcome: AttemptOutcome
+    detail: str
+    connected: bool = False
+    host_key: HostKeyChanged | None = None
+
+
+class NodeSession:
+    """One lease's node over SSH, from the first attempt to teardown."""
+
+    def __init__(
+        self,
+        endpoint: SshEndpoint,
+        identity: SshIdentity,
+        pins: HostKeyPins,
+        lease_key: str,
+        settings: SshSettings,
+        sink: EventSink,
+        on_node_line: NodeLineCallback,
+        on_provider_line: ProviderLineCallback,
+        *,
+        ready: asyncio.Event | None = None,
+        redactor: Redactor | None = None,
+        sleep: Sleep = asyncio.sleep,
+        clock: Clock = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.endpoint = endpoint
+        self.identity = identity
+        self.pins = pins
+        self.lease_key = lease_key
+        self.settings = settings
+        self.ready = ready if ready is not None else asyncio.Event()
+        self.agent_pid: int | None = None
+        self.stop_reason: StopReason | None = None
+        self.failure: SshError | None = None
+        self._sink = sink
+        self._on_node_line = on_node_line
+        self._on_provider_line = on_provider_line
+        self._redact = redactor or Redactor()
+        self._sleep = sleep
+        self._clock = clock
+        self._wall = wall
+        self._plan: AgentPlan | None = None
+        self._need_launch = False
+        self._launch_sent = False
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._connected = asyncio.Event()
+        self._forwards = PortForwards()
+        self._forward_lock = asyncio.Lock()
+        self._task: asyncio.Task[StopReason] | None = None
+        self._started: asyncio.Future[int] | None = None
+        self._closing = False
+        self._attempts = 0
+        self._stdout = LineAssembler("stdout", 0, settings.max_line_bytes)
+        self._stderr = LineAssembler("stderr", 0, settings.max_line_bytes)
+
+    # ---- public API -------------------------------------------------------------------
+
+    @property
+    def positions(self) -> LogPositions:
+        """Byte positions up to which the agent's lines were delivered."""
+        return LogPositions(stdout=self._stdout.position, stderr=self._stderr.position)
+
+    @property
+    def target(self) -> str:
+        return f"{self.endpoint.host}:{self.endpoint.port}"
+
+    async def start_agent(
+        self,
+        agent_path: str | Path,
+        env: Mapping[str, str],
+        remote_dir: str,
+        *,
+        resume: LogPositions | None = None,
+    ) -> int:
+        """Reach the node, upload and start the agent detached; its pid once it runs.
+
+        With `resume` (re-attach after a restart), the agent already running in `remote_dir`
+        is followed from those positions; it is launched only if none runs there. The retry
+        loop keeps running after this returns; failures that end it raise here when they
+        come first, else they are `failure` and a `SessionStopped` event.
+        """
+        if self._task is not None:
+            raise RuntimeError("start_agent may be called once per session")
+        self._plan = make_plan(agent_path, env, remote_dir)
+        self._need_launch = resume is None
+        if resume is not None:
+            self._stdout.position, self._stderr.position = resume.stdout, resume.stderr
+        self._started = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._supervise(), name=f"ssh-session {self.lease_key}")
+        waiters: set[asyncio.Future[Any]] = {self._started, self._task}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if self._started.done():
+            return self._started.result()
+        raise self._failure_or_stop()
+
+    async def forward(self, remote_port: int, local_port: int = 0) -> int:
+        """Carry 127.0.0.1:local_port (0 = pick a free one) to the node's 127.0.0.1:remote_port;
+        the local port, kept across reconnects until `close()`."""
+        forward = self._forwards.add(remote_port, local_port)
+        conn = await self._wait_connection()
+        try:
+            return await self._bind(conn, forward)
+        except (OSError, asyncssh.Error) as error:
+            self._forwards.remove(forward)
+            raise SshError(
+                f"cannot forward 127.0.0.1:{local_port or '(any)'} to port {remote_port} on "
+                f"lease {self.lease_key}'s node: {one_line_ascii(str(error))}",
+                fix="pick another local port, or check the node serves on that port",
+            ) from None
+
+    async def wait(self) -> StopReason:
+        """Until the retry loop ends (agent exited after ready, a give-up, or close)."""
+        if self._task is None:
+            raise RuntimeError("the session was not started")
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(self._task)
+        return self.stop_reason or StopReason.CLOSED
+
+    async def close(self, shutdown_agent: bool = True) -> AgentStop:
+        """Stop the retry loop, stop the agent (`shutdown`, then SIGTERM, then SIGKILL),
+        close the forwards and the connection. The caller destroys the lease next."""
+        self._closing = True
+        await self._end_task()
+        agent = await self._stop_agent() if shutdown_agent else AgentStop.LEFT_RUNNING
+        await self._forwards.close()
+        await self._drop_connection()
+        if self.stop_reason is None:
+            self._stopped(StopReason.CLOSED)
+        self._emit(SessionClosed(lease_key=self.lease_key, agent=agent))
+        self._line(f"ssh session to lease {self.lease_key} closed; agent {agent.value}")
+        return agent
+
+    # ---- the retry loop ------------------------------------------------------------------
+
+    async def _supervise(self) -> StopReason:
+        """Attempt, classify, back off, until ready-and-closed or a reason to give up."""
+        settings = self.settings
+        backoff = Backoff(settings.backoff_initial, settings.backoff_factor, settings.backoff_cap)
+        phase = Phase.BOOTSTRAP
+        window_start = self._clock()
+        strikes = refusals = 0
+        while True:
+            if phase is Phase.BOOTSTRAP and self.ready.is_set():
+                phase, window_start = self._serving(backoff)
+            deadline = window_start + self._window(phase)
+            self._attempts += 1
+            self._line(
+                f"ssh attempt {self._attempts} to {self.endpoint.user}@{self.target} "
+                f"({phase.value})"
+            )
+            result = await self._attempt(phase, deadline)
+            if result.host_key is not None:
+                return self._give_up(StopReason.HOST_KEY_CHANGED, result, result.host_key)
+            refusals = refusals + 1 if result.outcome is AttemptOutcome.AUTH_FAILED else 0
+            if refusals >= settings.auth_attempts:
+                return self._give_up(StopReason.AUTH_FAILED, result, self._auth_error(result))
+            banner = result.outcome is AttemptOutcome.LOCAL_FAILURE and await ssh_banner(
+                self.endpoint.host, self.endpoint.port, settings.banner_timeout
+            )
+            strikes = strikes_after(
+                strikes, banner=banner, local_failure=result.outcome is AttemptOutcome.LOCAL_FAILURE
+            )
+            if strikes >= settings.local_strikes:
+                return self._give_up(StopReason.LOCAL_PROBLEM, result, self._local_error(result))
+            if result.outcome is AttemptOutcome.AGENT_EXITED and self.ready.is_set():
+                self._attempt_event(result, None, phase)
+                self._stopped(StopReason.AGENT_EXITED, result.detail)
+                return StopReason.AGENT_EXITED
+            if phase is Phase.BOOTSTRAP and self.ready.is_set():
+                phase, window_start = self._serving(backoff)
+                deadline = window_start + self._window(phase)
+            elif phase is Phase.SERVING and result.connected:
+                backoff.reset()  # a connection that worked: start patient again
+                window_start = self._clock()
+                deadline = window_start + self._window(phase)
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return self._give_up(
+                    StopReason.TIMED_OUT, result, self._timeout_error(phase, result)
+                )
+            delay = min(backoff.next_delay(), remaining)
+            self._attempt_event(result, delay, phase)
+            self._line(
+                f"ssh attempt {self._attempts}: {result.outcome.value}: {result.detail}; "
+                f"retrying in {delay:g}s"
+            )
+            await self._sleep(delay)
+
+    def _window(self, phase: Phase) -> float:
+        if phase is Phase.BOOTSTRAP:
+            return self.settings.ready_timeout
+        return self.settings.reconnect_timeout
+
+    def _serving(self, backoff: Backoff) -> tuple[Phase, float]:
+        """Ready was signalled: from now on retries only keep the connection up."""
+        backoff.reset()
+        self._emit(BootstrapReady(lease_key=self.lease_key, attempts=self._attempts))
+        self._line(f"bootstrap of lease {self.lease_key} ready after {self._attempts} attempt(s)")
+        return Phase.SERVING, self._clock()
+
+    async def _attempt(self, phase: Phase, deadline: float) -> AttemptResult:
+        """Connect; then upload and launch (or re-follow) the agent and stream its lines."""
+        try:
+            conn, check = await open_connection(
+                self.endpoint, self.identity, self.pins, self.lease_key, self.settings
+            )
+        except ConnectFailed as failed:
+            return AttemptResult(
+                failed.outcome, self._redact(failed.detail), host_key=failed.host_key
+            )
+        self._conn = conn
+        if check.pinned_now and check.seen is not None:
+            fingerprint = fingerprint_of(check.seen)
+            self._emit(HostKeyPinned(lease_key=self.lease_key, fingerprint=fingerprint))
+            self._line(f"host key {fingerprint} pinned for lease {self.lease_key}")
+        connected = AttemptResult(AttemptOutcome.CONNECTED, "", connected=True)
+        self._attempt_event(connected, None, phase)
+        self._line(f"ssh attempt {self._attempts}: connected to {self.target}")
+        self._connected.set()
+        try:
+            await self._restore_forwards(conn)
+            result = await self._run_node(conn, phase, deadline)
+            return AttemptResult(result.outcome, self._redact(result.detail), connected=True)
+        finally:
+            self._connected.clear()
+            if not self._closing:
+                await self._drop_connection()
+
+    async def _run_node(
+        self, conn: asyncssh.SSHClientConnection, phase: Phase, deadline: float
+    ) -> AttemptResult:
+        plan = self._plan
+        assert plan is not None
+        launch = self._need_launch
+        try:
+            if launch:
+                await upload(conn, plan)
+            command = follow_command(
+                plan, self.positions, self.settings, launch=launch, wait_for_pid=self._launch_sent
+            )
+            process = await conn.create_process(command, encoding=None)
+        except asyncssh.ConnectionLost as error:
+            return AttemptResult(AttemptOutcome.DROPPED, f"connection lost: {error}")
+        except (OSError, asyncssh.Error) as error:
+            return AttemptResult(
+                AttemptOutcome.COMMAND_FAILED,
+                f"cannot set up the agent in {plan.remote_dir}: {one_line_ascii(str(error))}",
+            )
+        self._launch_sent = self._launch_sent or launch
+        try:
+            return await self._stream_until_end(process, phase, deadline)
+        finally:
+            process.close()
+            with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+                async with asyncio.timeout(self.settings.connect_timeout):
+                    await process.wait_closed()
+
+    async def _stream_until_end(
+        self, process: asyncssh.SSHClientProcess[bytes], phase: Phase, deadline: float
+    ) -> AttemptResult:
+        """Deliver the agent's lines until the stream ends; before ready, not past `deadline`."""
+        pump = asyncio.create_task(self._pump(process), name=f"ssh-lines {self.lease_key}")
+        try:
+            while not pump.done():
+                if self.ready.is_set():
+                    await asyncio.wait({pump})
+                    break
+                ready = asyncio.create_task(self.ready.wait())
+                try:
+                    await asyncio.wait(
+                        {pump, ready},
+                        timeout=max(0.0, deadline - self._clock()),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                finally:
+                    ready.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await ready
+                if not pump.done() and not self.ready.is_set():
+                    return AttemptResult(
+                        AttemptOutcome.TIMED_OUT,
+                        f"the agent did not report ready within {self.settings.ready_timeout:g}s",
+                    )
+            return pump.result()
+        finally:
+            if not pump.done():
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pump
+
+    async def _pump(self, process: asyncssh.SSHClientProcess[bytes]) -> AttemptResult:
+        """Frames from the node-side reader to lines, pid and exit events."""
+        try:
+            while True:
+                frame = await read_frame(process.stdout)
+                if frame is None:
+                    break
+                result = self._apply(frame)
+                if result is not None:
+                    return result
+        except FrameError as error:
+            return AttemptResult(AttemptOutcome.COMMAND_FAILED, str(error))
+        except (OSError, asyncssh.Error) as error:
+            self._discard_partials()
+            return AttemptResult(AttemptOutcome.DROPPED, one_line_ascii(str(error)))
+        self._discard_partials()
+        return await self._reader_ended(process)
+
+    def _apply(self, frame: Frame) -> AttemptResult | None:
+        """One frame; a result when it ends the stream (the agent exited)."""
+        if frame.kind is FrameKind.STDOUT:
+            self._stdout.feed(frame.payload, self._on_node_line)
+        elif frame.kind is FrameKind.STDERR:
+            self._stderr.feed(frame.payload, self._on_node_line)
+        elif frame.kind is FrameKind.PID:
+            self._agent_running(int(frame.payload))
+        else:
+            return self._agent_exited(frame.payload)
+        return None
+
+    def _agent_running(self, pid: int) -> None:
+        resumed = not self._need_launch
+        self._need_launch = False
+        if pid != self.agent_pid:
+            self.agent_pid = pid
+            assert self._plan is not None
+            self._emit(
+                AgentStarted(
+                    lease_key=self.lease_key,
+                    pid=pid,
+                    remote_dir=self._plan.remote_dir,
+                    resumed=resumed,
+                )
+            )
+            verb = "followed" if resumed else "started"
+            self._line(f"agent {verb} on lease {self.lease_key}: pid {pid}")
+        if self._started is not None and not self._started.done():
+            self._started.set_result(pid)
+
+    def _agent_exited(self, payload: bytes) -> AttemptResult:
+        self._stdout.flush(self._on_node_line)
+        self._stderr.flush(self._on_node_line)
+        code = int(payload) if payload.strip(b"-").isdigit() else None
+        before_ready = not self.ready.is_set()
+        self._need_launch = before_ready  # before ready: the next attempt starts it again
+        self._emit(AgentExited(lease_key=self.lease_key, exit_code=code, before_ready=before_ready))
+        when = "before ready" if before_ready else "after ready"
+        return AttemptResult(
+            AttemptOutcome.AGENT_EXITED,
+            f"the agent exited {when} with code {'unknown' if code is None else code}",
+        )
+
+    async def _reader_ended(self, process: asyncssh.SSHClientProcess[bytes]) -> AttemptResult:
+        """The reader's channel closed without an exit frame: a drop, or the reader failed."""
+        with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+            async with asyncio.timeout(self.settings.connect_timeout):
+                await process.wait_closed()
+        status = process.exit_status
+        if status is None or status == node_helper.EXIT_OK:
+            return AttemptResult(AttemptOutcome.DROPPED, "the connection to the node was lost")
+        with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+            async with asyncio.timeout(1.0):
+                err = await process.stderr.read(4096)
+        text = one_line_ascii(err.decode("utf-8", "replace")) if err else ""
+        if status == node_helper.EXIT_NO_AGENT:
+            self._need_launch = True
+            return AttemptResult(AttemptOutcome.COMMAND_FAILED, f"no agent running: {text}")
+        return AttemptResult(
+            AttemptOutcome.COMMAND_FAILED, f"the node-side reader exited with {status}: {text}"
+        )
+
+    def _discard_partials(self) -> None:
+        self._stdout.discard_partial()
+        self._stderr.discard_partial()
+
+    # ---- port forwards ------------------------------------------------------------------
+
+    async def _restore_forwards(self, conn: asyncssh.SSHClientConnection) -> None:
+        for forward in self._forwards.all:
+            try:
+                await self._bind(conn, forward)
+            except (OSError, asyncssh.Error) as error:
+                self._line(
+                    f"port forward 127.0.0.1:{forward.local_port} -> node port "
+                    f"{forward.remote_port} not restored: {one_line_ascii(str(error))}"
+                )
+
+    async def _bind(self, conn: asyncssh.SSHClientConnection, forward: Forward) -> int:
+        async with self._forward_lock:
+            if forward.conn is conn and forward.listener is not None:
+                return forward.local_port
+            port = await self._forwards.bind(conn, forward)
+        self._emit(
+            PortForwarded(
+                lease_key=self.lease_key, local_port=port, remote_port=forward.remote_port
+            )
+        )
+        self._line(f"port forward 127.0.0.1:{port} -> node port {forward.remote_port}")
+        return port
+
+    async def _wait_connection(self) -> asyncssh.SSHClientConnection:
+        """The live connection, waiting for a reconnect; raises when the loop has ended."""
+        if self._task is None:
+            raise RuntimeError("start_agent first: the session has no connection")
+        while True:
+            if self._connected.is_set() and self._conn is not None:
+                return self._conn
+            if self._task.done():
+                raise self._failure_or_stop()
+            connected = asyncio.create_task(self._connected.wait())
+            try:
+                await asyncio.wait({connected, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                connected.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await connected
+
+    # ---- teardown -----------------------------------------------------------------------
+
+    async def _end_task(self) -> None:
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    async def _stop_agent(self) -> AgentStop:
+        """`shutdown`, then SIGTERM, then SIGKILL, on the node (through a fresh connection
+        when the session's is down)."""
+        plan = self._plan
+        if plan is None or (not self._launch_sent and self.agent_pid is None):
+            return AgentStop.NOT_STARTED
+        conn = self._conn
+        if conn is None or conn.is_closed():
+            await self._drop_connection()
+            try:
+                conn, _ = await open_connection(
+                    self.endpoint, self.identity, self.pins, self.lease_key, self.settings
+                )
+            except ConnectFailed as failed:
+                self._line(f"cannot reach the node to stop the agent: {failed.detail}")
+                return AgentStop.UNREACHABLE
+            self._conn = conn
+        budget = self.settings.shutdown_grace * 4 + self.settings.connect_timeout
+        try:
+            done = await conn.run(stop_command(plan, self.settings), check=False, timeout=budget)
+        except (OSError, asyncssh.Error, TimeoutError) as error:
+            self._line(f"cannot stop the agent: {one_line_ascii(str(error))}")
+            return AgentStop.UNREACHABLE
+        word = str(done.stdout or "").strip()
+        stop = _STOP_WORDS.get(word)
+        if stop is None:
+            self._line(
+                f"stopping the agent failed (exit {done.exit_status}): "
+                f"{one_line_ascii(str(done.stderr or ''))}"
+            )
+            return AgentStop.UNREACHABLE
+        return stop
+
+    async def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+            with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
+                async with asyncio.timeout(self.settings.connect_timeout):
+                    await conn.wait_closed()
+
+    # ---- outcomes, events, lines ---------------------------------------------------------
+
+    def _give_up(self, reason: StopReason, result: AttemptResult, error: SshError) -> StopReason:
+        self._attempt_event(result, None, None)
+        self.failure = error
+        self._stopped(reason, str(error))
+        self._line(f"ssh bootstrap of lease {self.lease_key} stopped: {error}")
+        return reason
+
+    def _stopped(self, reason: StopReason, detail: str = "") -> None:
+        self.stop_reason = reason
+        self._emit(
+            SessionStopped(
+                lease_key=self.lease_key,
+                reason=reason,
+                detail=one_line_ascii(self._redact(detail), _LINE_CHARS),
+            )
+        )
+
+    def _failure_or_stop(self) -> SshError:
+        if self.failure is not None:
+            return self.failure
+        reason = self.stop_reason or StopReason.CLOSED
+        return SshError(f"ssh session to lease {self.lease_key} ended: {reason.value}")
+
+    def _auth_error(self, result: AttemptResult) -> AuthFailed:
+        return AuthFailed(
+            f"lease {self.lease_key}: {self.endpoint.user}@{self.target} refused our key "
+            f"{self.identity.fingerprint} {self.settings.auth_attempts} times ({result.detail})",
+            fix="check [vastai] ssh_user (MVP_VASTAI_SSH_USER) and that the provider account "
+            f"holds the public key of {self.identity.path}",
+        )
+
+    def _local_error(self, result: AttemptResult) -> LocalSshProblem:
+        return LocalSshProblem(
+            f"lease {self.lease_key}: the node's sshd at {self.target} answers, but our SSH "
+            f"client failed {self.settings.local_strikes} times in a row ({result.detail}); "
+            "no other node would do better",
+            fix="check this machine's SSH setup (ssh-agent, key type, crypto libraries) and "
+            "the asyncssh version",
+        )
+
+    def _timeout_error(self, phase: Phase, result: AttemptResult) -> BootstrapTimedOut:
+        if phase is Phase.BOOTSTRAP:
+            return BootstrapTimedOut(
+                f"lease {self.lease_key}: not ready within {self.settings.ready_timeout:g}s "
+                f"after {self._attempts} attempt(s); last: {result.outcome.value} {result.detail}",
+                fix="raise the ready timeout, or pick another offer (the node may be slow)",
+            )
+        return BootstrapTimedOut(
+            f"lease {self.lease_key}: no connection again within "
+            f"{self.settings.reconnect_timeout:g}s; last: {result.outcome.value} {result.detail}",
+            fix="check the node in the provider's console; tear the lease down if it is gone",
+        )
+
+    def _attempt_event(
+        self, result: AttemptResult, next_try: float | None, phase: Phase | None
+    ) -> None:
+        self._emit(
+            SshAttempt(
+                lease_key=self.lease_key,
+                attempt=self._attempts,
+                target=self.target,
+                outcome=result.outcome,
+                detail=one_line_ascii(self._redact(result.detail), _LINE_CHARS),
+                next_try_s=next_try,
+                phase=phase or (Phase.SERVING if self.ready.is_set() else Phase.BOOTSTRAP),
+            )
+        )
+
+    def _emit(self, event: EngineEvent) -> None:
+        self._sink(_stamped(event, self._wall()))
+
+    def _line(self, text: str) -> None:
+        self._on_provider_line(one_line_ascii(self._redact(text), _LINE_CHARS))
+
+
+def _stamped(event: EngineEvent, at: float) -> EngineEvent:
+    return dataclasses.replace(event, at=at)

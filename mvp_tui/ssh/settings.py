@@ -1,0 +1,46 @@
+"""How patient and how careful the SSH session is; every figure comes from config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SshSettings:
+    """Timing and limits of one node session. Seconds unless named otherwise."""
+
+    backoff_initial: float = 1.0
+    backoff_factor: float = 2.0
+    backoff_cap: float = 30.0
+    ready_timeout: float = 900.0  # from the first attempt to the agent reporting ready
+    reconnect_timeout: float = 300.0  # after ready: from a drop to a working connection again
+    connect_timeout: float = 20.0  # one TCP connect + handshake + login
+    banner_timeout: float = 5.0  # the raw banner probe after a failed handshake
+    local_strikes: int = 2  # banner seen but our side failed this many times in a row: stop
+    auth_attempts: int = 3  # logins refused this many times in a row: stop
+    keepalive_interval: float = 15.0  # SSH keepalives, so a silent dead link is noticed
+    keepalive_count_max: int = 3
+    launch_timeout: float = 30.0  # the node agent writes its pid within this
+    poll_interval: float = 0.02  # how often the node-side reader looks for new log bytes
+    shutdown_grace: float = 10.0  # after `shutdown`, before SIGTERM (and as long again: SIGKILL)
+    max_line_bytes: int = 65536  # a longer line is delivered in pieces of this size
+
+    def __post_init__(self) -> None:
+        for name in (
+            "backoff_initial",
+            "backoff_cap",
+            "ready_timeout",
+            "reconnect_timeout",
+            "connect_timeout",
+            "banner_timeout",
+            "launch_timeout",
+            "poll_interval",
+            "shutdown_grace",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"ssh setting {name} must be > 0, got {getattr(self, name)}")
+        if self.backoff_factor < 1:
+            raise ValueError(f"ssh setting backoff_factor must be >= 1, got {self.backoff_factor}")
+        for name in ("local_strikes", "auth_attempts", "keepalive_count_max", "max_line_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ssh setting {name} must be >= 1, got {getattr(self, name)}")

@@ -1,0 +1,195 @@
+"""NodeSession against a real sshd: launch, lines, retries with back-off, reconnects, teardown."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import stat
+
+import pytest
+
+from mvp_tui.ssh import (
+    AgentExited,
+    AgentStarted,
+    AgentStop,
+    AttemptOutcome,
+    SessionClosed,
+    SshAttempt,
+    SshSettings,
+    StopReason,
+)
+from tests.ssh.conftest import FAST, STANDIN, Harness
+from tests.ssh.sshd import Sshd, cmdline, processes_in, processes_mentioning, running
+
+TOKEN = "tok-9f8e7d6c5b4a"
+
+
+def standin_env(**extra: str) -> dict[str, str]:
+    env = {
+        "MVP_RUN_ID": "r-7f3a",
+        "STANDIN_TOKEN": TOKEN,
+        "STANDIN_TOKEN_EXPECTED_SHA": hashlib.sha256(TOKEN.encode()).hexdigest(),
+    }
+    env.update(extra)
+    return env
+
+
+def numbered(harness: Harness) -> list[str]:
+    return [line for line in harness.stdout() if line.startswith("line ")]
+
+
+async def test_agent_starts_detached_and_its_lines_arrive_in_order(
+    sshd: Sshd, harness: Harness
+) -> None:
+    session = harness.session()
+    env = standin_env(STANDIN_LINES="25")
+    pid = await session.start_agent(STANDIN, env, str(harness.remote_dir))
+    assert pid > 0
+    await harness.wait_for(lambda: bool(harness.of(AgentExited)))
+    assert harness.stdout() == ["token-ok", "ready", *[f"line {n}" for n in range(1, 26)]]
+    assert harness.stderr() == ["err 10", "err 20"]
+    # Positions are the byte counts of the logs: every byte delivered exactly once.
+    assert session.positions.stdout == (harness.remote_dir / "stdout.log").stat().st_size
+    assert session.positions.stderr == (harness.remote_dir / "stderr.log").stat().st_size
+    started = harness.of(AgentStarted)
+    assert [(e.pid, e.remote_dir, e.resumed) for e in started] == [
+        (pid, str(harness.remote_dir), False)
+    ]
+    assert await session.close() is AgentStop.NOT_RUNNING
+
+
+async def test_env_reaches_the_agent_through_a_private_file_never_the_command_line(
+    sshd: Sshd, harness: Harness
+) -> None:
+    session = harness.session()
+    pid = await session.start_agent(STANDIN, standin_env(STANDIN_HOLD="1"), str(harness.remote_dir))
+    await harness.wait_for(lambda: "ready" in harness.stdout())
+    assert "token-ok" in harness.stdout()
+    env_file = harness.remote_dir / "agent.env"
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
+    assert cmdline(pid).endswith(b"\x00standin_agent.py\x00")  # the agent, by its file
+    assert processes_mentioning(TOKEN) == []  # on no command line of the node
+    assert all(TOKEN not in line for line in harness.provider_lines)
+    assert all(TOKEN not in e.to_json() for e in harness.events)
+    assert await session.close() is AgentStop.SHUTDOWN
+    assert not running(pid)
+
+
+async def test_retries_follow_the_backoff_until_sshd_comes_up(
+    stopped_sshd: Sshd, harness: Harness
+) -> None:
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+        if len(delays) == 5:
+            await stopped_sshd.start()
+
+    settings = SshSettings(backoff_initial=1.0, backoff_factor=2.0, backoff_cap=4.0)
+    session = harness.session(settings, sleep=sleep)
+    await session.start_agent(STANDIN, standin_env(), str(harness.remote_dir))
+    # 1 s doubling, capped (here at 4 s to keep the test short): five failed attempts.
+    assert delays == [1.0, 2.0, 4.0, 4.0, 4.0]
+    attempts = harness.of(SshAttempt)
+    assert [(a.attempt, a.outcome, a.next_try_s) for a in attempts[:6]] == [
+        (1, AttemptOutcome.NOT_LISTENING, 1.0),
+        (2, AttemptOutcome.NOT_LISTENING, 2.0),
+        (3, AttemptOutcome.NOT_LISTENING, 4.0),
+        (4, AttemptOutcome.NOT_LISTENING, 4.0),
+        (5, AttemptOutcome.NOT_LISTENING, 4.0),
+        (6, AttemptOutcome.CONNECTED, None),
+    ]
+    assert all(a.target == f"127.0.0.1:{stopped_sshd.port}" for a in attempts)
+    # One provider line announces each attempt, as in the seed.
+    announced = [line for line in harness.provider_lines if line.startswith("ssh attempt ")]
+    assert [line for line in announced if " to root@" in line] == [
+        f"ssh attempt {n} to root@127.0.0.1:{stopped_sshd.port} (bootstrap)" for n in range(1, 7)
+    ]
+    assert "ssh attempt 5: not_listening: no sshd answering yet" in " ".join(harness.provider_lines)
+    assert any(line.endswith("retrying in 4s") for line in harness.provider_lines)
+    await session.close()
+
+
+def test_default_backoff_is_one_second_doubling_to_thirty() -> None:
+    settings = SshSettings()
+    assert (settings.backoff_initial, settings.backoff_factor, settings.backoff_cap) == (
+        1.0,
+        2.0,
+        30.0,
+    )
+
+
+async def test_an_agent_that_exits_before_ready_is_started_again(
+    sshd: Sshd, harness: Harness
+) -> None:
+    session = harness.session()
+    await session.start_agent(
+        STANDIN, standin_env(STANDIN_EXIT_FIRST="1", STANDIN_HOLD="1"), str(harness.remote_dir)
+    )
+    await harness.wait_for(lambda: "ready" in harness.stdout())
+    session.ready.set()
+    exited = harness.of(AgentExited)
+    assert [(e.exit_code, e.before_ready) for e in exited] == [(3, True)]
+    outcomes = [a.outcome for a in harness.of(SshAttempt)]
+    assert outcomes[:3] == [
+        AttemptOutcome.CONNECTED,
+        AttemptOutcome.AGENT_EXITED,
+        AttemptOutcome.CONNECTED,
+    ]
+    started = harness.of(AgentStarted)
+    assert len(started) == 2 and started[0].pid != started[1].pid
+    assert "standin: failing the first run on purpose" in harness.stderr()
+    assert await session.close() is AgentStop.SHUTDOWN
+    assert not running(started[1].pid)
+
+
+async def test_sshd_crash_mid_stream_resumes_lines_without_gap_or_duplicate(
+    sshd: Sshd, harness: Harness
+) -> None:
+    session = harness.session()
+    total = 150
+    await session.start_agent(
+        STANDIN,
+        standin_env(STANDIN_LINES=str(total), STANDIN_DELAY="0.01"),
+        str(harness.remote_dir),
+    )
+    await harness.wait_for(lambda: "ready" in harness.stdout())
+    session.ready.set()
+    await harness.wait_for(lambda: len(numbered(harness)) >= 20)
+    await sshd.crash()
+    await harness.wait_for(
+        lambda: any(a.outcome is AttemptOutcome.DROPPED for a in harness.of(SshAttempt))
+    )
+    seen_at_crash = len(numbered(harness))
+    await sshd.start()
+    assert await asyncio.wait_for(session.wait(), 30) is StopReason.AGENT_EXITED
+    assert numbered(harness) == [f"line {n}" for n in range(1, total + 1)]
+    assert seen_at_crash < total, "the crash should have happened mid-stream"
+    assert harness.stderr() == [f"err {n}" for n in range(10, total + 1, 10)]
+    assert session.positions.stdout == (harness.remote_dir / "stdout.log").stat().st_size
+    connected = [a for a in harness.of(SshAttempt) if a.outcome is AttemptOutcome.CONNECTED]
+    assert len(connected) >= 2
+    assert len(harness.of(AgentStarted)) == 1  # the agent survived the drop: not relaunched
+    await session.close()
+    closed = harness.of(SessionClosed)
+    assert [c.agent for c in closed] == [AgentStop.NOT_RUNNING]
+
+
+@pytest.mark.parametrize("stubborn", [False, True])
+async def test_close_stops_the_agent_and_leaves_no_task_or_process(
+    sshd: Sshd, harness: Harness, stubborn: bool
+) -> None:
+    before = asyncio.all_tasks()
+    env = standin_env(STANDIN_HOLD="1", STANDIN_IGNORE_SHUTDOWN="1" if stubborn else "0")
+    session = harness.session(dataclasses.replace(FAST, shutdown_grace=0.3))
+    pid = await session.start_agent(STANDIN, env, str(harness.remote_dir))
+    await harness.wait_for(lambda: "ready" in harness.stdout())
+    wrapper = int((harness.remote_dir / "wrapper.pid").read_text())
+    assert running(pid) and running(wrapper)
+    assert {pid, wrapper} <= set(processes_in(harness.remote_dir))
+    stop = await session.close()
+    assert stop is (AgentStop.KILLED if stubborn else AgentStop.SHUTDOWN)
+    assert not running(pid) and not running(wrapper)
+    assert asyncio.all_tasks() - before == set()
+    assert processes_in(harness.remote_dir) == []
