@@ -37,9 +37,12 @@ class Answer:
     @classmethod
     def parse(cls, status: int, raw: bytes, content_type: str) -> Answer:
         """Decode `raw` as JSON when it is JSON; keep a bounded, sanitised text either way."""
-        text = clean_line(raw.decode("utf-8", "replace"), _DETAIL_CHARS)
+        # Only the head is ever shown: never run the sanitiser over a 16 MB offer list.
+        head = raw[: _DETAIL_CHARS * 4].decode("utf-8", "replace")
+        text = clean_line(head, _DETAIL_CHARS)
         body: Any = None
-        if raw.strip() and ("json" in content_type or raw.lstrip()[:1] in (b"{", b"[")):
+        looks_json = "json" in content_type or raw[:64].lstrip()[:1] in (b"{", b"[")
+        if raw and not raw.isspace() and looks_json:
             try:
                 body = json.loads(raw)
             except ValueError:

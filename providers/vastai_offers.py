@@ -55,6 +55,10 @@ class MalformedOffer(ValueError):
 
 def _number(row: Mapping[str, Any], key: str, *, required: bool) -> float | None:
     value = row.get(key)
+    if type(value) is float or type(value) is int:  # the common case, fast (bool excluded)
+        if math.isfinite(value):
+            return float(value)
+        raise MalformedOffer(f"field {key!r} is not finite")
     if value is None:
         if required:
             raise MalformedOffer(f"field {key!r} missing")
@@ -69,7 +73,11 @@ def _number(row: Mapping[str, Any], key: str, *, required: bool) -> float | None
 
 def _text(row: Mapping[str, Any], key: str) -> str:
     value = row.get(key)
-    return clean_line(value, _SHORT).strip() if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        return ""
+    if len(value) <= _SHORT and value.isascii() and value.isprintable():
+        return value.strip()  # nothing to sanitise: no escapes, no controls, short
+    return clean_line(value, _SHORT).strip()
 
 
 def _offer_id(row: Mapping[str, Any]) -> str:
