@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 
 from mvp_tui.prompt.events import FaultKind, PromptDone, PromptFault, StreamEvent, TextDelta
-from mvp_tui.prompt.sse import sse_events
+from mvp_tui.prompt.sse import SseParser
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -172,16 +172,23 @@ class PromptClient:
                 if response.status_code >= 400:
                     yield self._http_fault(prompt_id, response.status_code, await response.aread())
                     return
-                async for sse in sse_events(response.aiter_lines()):
+                parser = SseParser()
+                async for line in response.aiter_lines():
+                    sse = parser.feed(line)
+                    if sse is None:
+                        continue
                     if sse.data == "[DONE]":
                         yield tally.done(prompt_id, time.perf_counter())
                         return
-                    tally.events += 1
                     outcome = self._feed(prompt_id, tally, sse.data)
                     if outcome is not None:
                         yield outcome
                         if isinstance(outcome, PromptFault):
                             return
+                last = parser.flush()
+                if last is not None and last.data == "[DONE]":
+                    yield tally.done(prompt_id, time.perf_counter())
+                    return
                 if tally.finish_reason is not None:
                     # A server that ends after the finish chunk without [DONE] still finished.
                     yield tally.done(prompt_id, time.perf_counter())
@@ -249,6 +256,7 @@ class PromptClient:
 
     def _feed(self, prompt_id: int, tally: _Tally, data: str) -> StreamEvent | None:
         """Account one chunk; a `TextDelta` for content, a fault for an error chunk."""
+        tally.events += 1
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:

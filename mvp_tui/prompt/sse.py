@@ -1,13 +1,13 @@
-"""Server-sent events: turn a stream of text lines into (event name, data) pairs.
+"""Server-sent events: turn the lines of a stream into (event name, data) pairs.
 
 Follows the WHATWG rules the OpenAI-compatible servers rely on: `data:` lines accumulate until
 a blank line dispatches them, `:` lines are comments (sse-starlette's pings), and a final
-event without its blank line still counts when the stream ends cleanly.
+event without its blank line still counts when the stream ends cleanly. A plain object fed
+line by line (no generator layer) because it runs once per streamed token.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 
 
@@ -19,24 +19,35 @@ class SseEvent:
     data: str
 
 
-async def sse_events(lines: AsyncIterable[str]) -> AsyncIterator[SseEvent]:
-    """Yield each event of an SSE body given as lines (without their line endings)."""
-    data: list[str] = []
-    event = ""
-    async for line in lines:
+class SseParser:
+    """Feed it lines (without line endings); it returns each event as it completes."""
+
+    __slots__ = ("_data", "_event")
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+        self._event = ""
+
+    def feed(self, line: str) -> SseEvent | None:
+        """Take one line; the event it completes (on a blank line), else None."""
         if not line:
-            if data:
-                yield SseEvent(event or "message", "\n".join(data))
-            data, event = [], ""
-            continue
-        if line.startswith(":"):
-            continue
+            return self.flush()
+        if line[0] == ":":
+            return None
         name, _, value = line.partition(":")
-        if value.startswith(" "):
+        if value[:1] == " ":
             value = value[1:]
         if name == "data":
-            data.append(value)
+            self._data.append(value)
         elif name == "event":
-            event = value
-    if data:
-        yield SseEvent(event or "message", "\n".join(data))
+            self._event = value
+        return None
+
+    def flush(self) -> SseEvent | None:
+        """The pending event, if any (at a blank line or the end of the stream)."""
+        if not self._data:
+            self._event = ""
+            return None
+        event = SseEvent(self._event or "message", "\n".join(self._data))
+        self._data, self._event = [], ""
+        return event

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -31,22 +30,16 @@ from mvp_tui.prompt.rpc import (
     parse_submit_prompt,
     rpc_line,
 )
-from mvp_tui.prompt.sse import SseEvent, sse_events
+from mvp_tui.prompt.sse import SseEvent, SseParser
 
 
-async def lines(*items: str) -> AsyncIterator[str]:
-    for item in items:
-        yield item
-
-
-async def test_sse_joins_data_lines_skips_comments_and_keeps_a_last_unterminated_event() -> None:
-    source = lines(": ping", "data: a", "data:b", "", "event: error", "data: {}", "", "data: end")
-    events = [e async for e in sse_events(source)]
-    assert events == [
-        SseEvent("message", "a\nb"),
-        SseEvent("error", "{}"),
-        SseEvent("message", "end"),
-    ]
+def test_sse_joins_data_lines_skips_comments_and_keeps_a_last_unterminated_event() -> None:
+    parser = SseParser()
+    source = [": ping", "data: a", "data:b", "", "event: error", "data: {}", "", "", "data: end"]
+    events = [e for e in map(parser.feed, source) if e is not None]
+    assert events == [SseEvent("message", "a\nb"), SseEvent("error", "{}")]
+    assert parser.flush() == SseEvent("message", "end")
+    assert parser.flush() is None
 
 
 def test_rpc_addr_accepts_loopback_only() -> None:
