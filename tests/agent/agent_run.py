@@ -42,15 +42,18 @@ class AgentRun:
         self.stdout = bytearray()
         self.stderr = bytearray()
         self._changed = asyncio.Condition()
+        self._ended_stdout = False
         self._readers = [
             asyncio.create_task(self._read_stdout()),
             asyncio.create_task(self._read_stderr()),
         ]
 
     @classmethod
-    async def start(cls, env: Mapping[str, str], agent: Path = AGENT_PATH) -> AgentRun:
+    async def start(
+        cls, env: Mapping[str, str], agent: Path = AGENT_PATH, python: str = sys.executable
+    ) -> AgentRun:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
+            python,
             str(agent),
             env=dict(env),
             stdin=asyncio.subprocess.PIPE,
@@ -72,6 +75,9 @@ class AgentRun:
                 self.non_frames.append(raw)
             async with self._changed:
                 self._changed.notify_all()
+        async with self._changed:
+            self._ended_stdout = True
+            self._changed.notify_all()
 
     async def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -96,7 +102,7 @@ class AgentRun:
         return found
 
     def _ended(self) -> bool:
-        return self._readers[0].done()
+        return self._ended_stdout
 
     async def weights(self, within: float = 30.0) -> dict[str, Any]:
         """The record on mvp.worker.weights (WeightsLoaded or WorkerFatal)."""

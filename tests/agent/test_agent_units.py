@@ -42,7 +42,7 @@ def test_emitter_writes_whole_frame_lines_without_secrets(tmp_path: Path) -> Non
     out = tmp_path / "out"
     fd = os.open(out, os.O_WRONLY | os.O_CREAT)
     try:
-        emitter = node_agent.Emitter(fd, node_agent.Redactor(["s3cr3t-value"]), 7, 3)
+        emitter = node_agent.Emitter(fd, node_agent.Redactor(["s3cr3t-value"]), "r-7", 3)
         emitter.engine_line("token s3cr3t-value leaked?")
         emitter.phase("model", "ready", {"path": "/m/s3cr3t-value.gguf"}, elapsed_ms=5)
     finally:
