@@ -51,6 +51,7 @@ from mvp_tui.providers.vastai_answers import (
     classify_create,
     classify_destroy,
     is_auth_failure,
+    is_instance_gone,
 )
 from mvp_tui.providers.vastai_instances import gone, instance_id, lease_status
 from mvp_tui.providers.vastai_offers import (
@@ -85,7 +86,7 @@ RATE_LIMIT_FIX = (
     "wait a minute and retry; Vast.ai limits calls per endpoint and key, so another tool "
     "using the same key may be polling too fast"
 )
-NETWORK_FIX = "check the network and [vastai] api_url / VASTAI_API_URL, then retry"
+NETWORK_FIX = "check the network and [vastai] api_url / MVP_VASTAI_API_URL, then retry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,7 +386,7 @@ class VastAiProvider:
         answer = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
         if isinstance(answer, NoAnswer):
             raise self._unreachable(answer, action)
-        if answer.status == 404 and not is_auth_failure(answer):
+        if is_instance_gone(answer):
             return gone(instance, self._redact(answer.detail()))
         if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
             raise self._error(answer, action)

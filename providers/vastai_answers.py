@@ -205,19 +205,30 @@ def _classify_ok(answer: Answer) -> CreateResult:
 _INSTANCE_GONE_CODES = {"no_such_instance", "not_found"}
 
 
+def is_instance_gone(answer: Answer) -> bool:
+    """Vast says the instance does not exist: `no_such_instance` / `not_found`, or a 404 in
+    Vast's JSON shape. A 404 that is not JSON (an HTML page from a proxy, or a wrong
+    api_url) proves nothing: calling that "gone" could close a lease that still bills."""
+    if is_auth_failure(answer):
+        return False
+    if answer.error_code in _INSTANCE_GONE_CODES:
+        return True
+    return answer.status == 404 and isinstance(answer.body, dict)
+
+
 def classify_destroy(answer: Answer) -> DestroyResult:
     """What a `DELETE /instances/{id}/` answer (other than 429, which is retried) means.
 
-    200 `success: true` → ACCEPTED (confirm by listing); 404 or `no_such_instance` /
-    `not_found` → GONE, unless the 404 is a bad key (then FAILED: nothing was destroyed);
-    anything else → FAILED, for the walk to retry.
+    200 `success: true` → ACCEPTED (confirm by listing); `is_instance_gone` → GONE (never
+    for a bad key's 404: then FAILED, nothing was destroyed); anything else → FAILED, for
+    the walk to retry.
     """
     detail = answer.detail()
     if is_auth_failure(answer):
         return DestroyResult(
             DestroyOutcome.FAILED, f"{detail} — {AUTH_FIX}", http_status=answer.status
         )
-    if answer.error_code in _INSTANCE_GONE_CODES or answer.status == 404:
+    if is_instance_gone(answer):
         return DestroyResult(DestroyOutcome.GONE, detail, http_status=answer.status)
     if 200 <= answer.status < 300 and answer.success is True:
         return DestroyResult(DestroyOutcome.ACCEPTED, detail, http_status=answer.status)

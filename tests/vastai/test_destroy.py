@@ -42,6 +42,8 @@ async def test_destroy_twice_is_gone(fake: FakeVast, provider: VastAiProvider) -
         (Fault(status=401), DestroyOutcome.FAILED),
         (Fault(status=404, body={"msg": "Invalid user key"}), DestroyOutcome.FAILED),
         (Fault(drop=True), DestroyOutcome.FAILED),
+        # A 404 that is not Vast's JSON (a proxy page, a wrong api_url) proves nothing.
+        (Fault(status=404, body="<html>Not Found</html>"), DestroyOutcome.FAILED),
     ],
     ids=lambda v: v.value if isinstance(v, DestroyOutcome) else f"{v.status}-{v.drop}",
 )

@@ -189,6 +189,14 @@ async def test_get_404_no_such_instance_is_gone(fake: FakeVast, provider: VastAi
     assert (await provider.get("7001")).state is LeaseState.GONE
 
 
+async def test_get_html_404_is_not_gone(fake: FakeVast, provider: VastAiProvider) -> None:
+    """A 404 page from something that is not Vast must not close a lease that bills."""
+    fake.script("show", Fault(status=404, body="<html>Not Found</html>"))
+    with pytest.raises(ProviderError) as info:
+        await provider.get("7001")
+    assert info.value.http_status == 404
+
+
 async def test_get_errors_raise_provider_error(fake: FakeVast, provider: VastAiProvider) -> None:
     fake.script("show", Fault(status=500), Fault(status=200, body="garbage"), Fault(drop=True))
     for expected in ("HTTP 500", "HTTP 200", "RemoteProtocolError"):
