@@ -11,6 +11,7 @@ import contextlib
 import json
 import signal
 import sys
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -115,6 +116,9 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
             code, reason = int(ExitCode.RUN_FAILED), engine.redactor(str(exc))
         except _WalkEnded as ended:
             code, reason = ended.code, ended.reason
+        except ConfigError:
+            await engine.shutdown()
+            raise
         if not keep:
             # Teardown must finish even if a second signal arrives.
             confirmed = await asyncio.shield(engine.shutdown())
@@ -143,6 +147,19 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
             await engine.aclose()
 
 
+async def _until_first(*waits: Coroutine[Any, Any, None]) -> None:
+    """Run the waits together; the first to end (or raise) ends all of them."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class _WalkEnded(Exception):
     def __init__(self, code: int, reason: str) -> None:
         super().__init__(reason)
@@ -152,6 +169,7 @@ class _WalkEnded(Exception):
 
 async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
     """The run's steps; returns True when the lease is deliberately left running."""
+    engine.check_model()
     engine.started()
     billing = engine.provider.info.billing
     if billing and not opts.yes:
@@ -183,8 +201,8 @@ async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
             max_tokens = opts.max_tokens or engine.config.get_int("prompt.max_tokens") or 64
             for text in opts.prompts:
                 queue.submit(text, max_tokens)
-            await queue.drained()
+            await _until_first(queue.drained(), engine.watch_node())
         elif opts.until is None and not opts.down_after:
             await engine.start_prompts(rpc=True)
-            await asyncio.Event().wait()  # serve until a signal
+            await engine.watch_node()  # serve until a signal, or until the node fails
     return False

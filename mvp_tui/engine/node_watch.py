@@ -37,6 +37,7 @@ class NodeWatch:
 
     def __init__(self) -> None:
         self.ready = asyncio.Event()
+        self.failed = asyncio.Event()  # WorkerFatal at any time, before or after ready
         self.loaded: WeightsLoaded | None = None
         self.fatal: WorkerFatal | None = None
 
@@ -54,9 +55,11 @@ class NodeWatch:
                 fix=clean_line(str(record.get("fix") or ""), 300),
             )
             self.ready.set()
+            self.failed.set()
 
     def reset(self) -> None:
         self.ready.clear()
+        self.failed.clear()
         self.loaded = None
         self.fatal = None
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from mvp_tui.config import Config
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import StreamId
@@ -24,6 +24,7 @@ from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.events import DeleteReason
+from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.settings import WalkSettings
@@ -40,20 +41,6 @@ AGENT_REMOTE_DIR = "/tmp/mvp-node"
 
 class RunFailed(Exception):
     """The run cannot go on; the message says why and what to do."""
-
-
-class StoreHostKeyPins:
-    """SSH host-key pins kept in the run record, so re-attach after a restart checks them."""
-
-    def __init__(self, store: RecordStore, run_id: str) -> None:
-        self._store = store
-        self._run_id = run_id
-
-    def get(self, lease_key: str) -> str | None:
-        return self._store.pinned_host_key(self._run_id, lease_key)
-
-    def pin(self, lease_key: str, key_openssh: str) -> None:
-        self._store.pin_host_key(self._run_id, lease_key, key_openssh)
 
 
 class RunEngine:
@@ -116,6 +103,27 @@ class RunEngine:
                 state_dir=str(self.store.run_dir(self.run_id)),
             )
         )
+
+    def check_model(self) -> None:
+        """A local node reads the model from this machine: a wrong path fails here, before
+        any process starts, naming the key and where its value came from."""
+        if self.provider.info.ssh:
+            return
+        path = self.config.get_path("model.gguf_local_path")
+        if path is None:
+            return
+        source = self.config.sources.get("model.gguf_local_path")
+        if not path.is_file():
+            raise ConfigError(
+                f"[model] gguf_local_path = {str(path)!r} (from {source}) does not exist or is "
+                "not a file; point it at a .gguf model file"
+            )
+        with path.open("rb") as handle:
+            if handle.read(4) != b"GGUF":
+                raise ConfigError(
+                    f"[model] gguf_local_path = {str(path)!r} (from {source}) is not a GGUF "
+                    "file; llama.cpp serves .gguf models only"
+                )
 
     # -- offers --------------------------------------------------------------------------------
     async def search_offers(self, limit: int = 64) -> list[Offer]:
@@ -215,7 +223,7 @@ class RunEngine:
         session = NodeSession(
             lease.ssh,
             self._identity,
-            StoreHostKeyPins(self.store, self.run_id),
+            RecordPins(self.store, self.run_id),
             lease.provider_id,
             settings,
             self._sink,
@@ -243,6 +251,14 @@ class RunEngine:
         reason, fix = self.redactor(reason), self.redactor(fix)
         self.emit(NodeFailed(at=self._clock(), run_id=self.run_id, reason=reason, fix=fix))
         return RunFailed(f"{reason}; {fix}" if fix else reason)
+
+    async def watch_node(self) -> None:
+        """Returns only by raising `RunFailed` when the node fails after it was ready."""
+        await self.watch.failed.wait()
+        fatal = self.watch.fatal
+        raise self._node_failed(
+            fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
+        )
 
     # -- prompts -------------------------------------------------------------------------------
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:

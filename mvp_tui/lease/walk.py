@@ -400,7 +400,9 @@ class LeaseWalk:
             except ProviderError as exc:  # transient: keep looking until the deadline
                 last_error = self._clean(str(exc))
             else:
-                if status.state is LeaseState.RUNNING and status.ssh is not None:
+                # A node reached without SSH (a local child process) is ready when it runs.
+                needs_ssh = self.provider.info.ssh
+                if status.state is LeaseState.RUNNING and (status.ssh or not needs_ssh):
                     return status
                 if status.state in _NEVER_READY:
                     detail = self._clean(status.detail)
@@ -427,7 +429,7 @@ class LeaseWalk:
             await s.sleep(s.poll_interval_s)
 
     def _mark_running(self, lease: LeaseRecord, status: LeaseStatus) -> LeaseRecord:
-        assert status.ssh is not None
+        ssh = status.ssh
         now = self.clock()
         lease.state = LeaseRecordState.RUNNING
         lease.running_at = now
@@ -441,10 +443,10 @@ class LeaseWalk:
                 run_id=self.run_id,
                 provider_id=lease.provider_id or "",
                 label=lease.label,
-                host=status.ssh.host,
-                port=status.ssh.port,
-                user=status.ssh.user,
-                via=status.ssh.via,
+                host=ssh.host if ssh else "",
+                port=ssh.port if ssh else 0,
+                user=ssh.user if ssh else "",
+                via=ssh.via if ssh else "none",
                 after_s=round(now - (lease.created_at or now), 3),
                 price_per_hour=lease.price_per_hour,
             )
