@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from mvp_tui.prompt.channel import MVP_ORCH_PROMPT, orch_prompt_records
+from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
     FaultKind,
@@ -19,7 +21,7 @@ from mvp_tui.prompt.events import (
     TextDelta,
 )
 from mvp_tui.prompt.history import PromptHistory
-from mvp_tui.prompt.queue import prompt_cost
+from mvp_tui.prompt.queue import PromptQueue, prompt_cost
 from mvp_tui.prompt.rpc import (
     RpcAddr,
     RpcAddrError,
@@ -31,6 +33,7 @@ from mvp_tui.prompt.rpc import (
     rpc_line,
 )
 from mvp_tui.prompt.sse import SseEvent, SseParser
+from tests.prompt.waiting import WaitingSink
 
 
 def test_sse_joins_data_lines_skips_comments_and_keeps_a_last_unterminated_event() -> None:
@@ -168,3 +171,32 @@ def test_the_prompt_package_never_imports_textual() -> None:
     code = "import sys, mvp_tui.prompt; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_failing_client_factory_faults_that_prompt_and_the_queue_goes_on() -> None:
+    calls: list[int] = []
+
+    def factory() -> PromptClient:
+        calls.append(1)
+        raise RuntimeError("no endpoint yet")
+
+    sink = WaitingSink()
+    queue = PromptQueue(factory, sink)
+    first = queue.submit("a", 4)
+    second = queue.submit("b", 4)
+    fault = await sink.end_of(first)
+    assert isinstance(fault, PromptFault) and fault.fault_kind is FaultKind.CLIENT_ERROR
+    assert "RuntimeError: no endpoint yet" in fault.error
+    assert isinstance(await sink.end_of(second), PromptFault)
+    assert len(calls) == 2
+    await queue.aclose()
+
+
+async def test_closing_the_queue_cancels_what_is_waiting() -> None:
+    sink = WaitingSink()
+    queue = PromptQueue(lambda: PromptClient("http://127.0.0.1:9", "m"), sink)
+    ids = [queue.submit("a", 4), queue.submit("b", 4)]
+    await queue.aclose()
+    ends = [sink.of_prompt(i)[-1] for i in ids]
+    assert all(isinstance(e, PromptCancelled) and not e.was_active for e in ends)
+    await asyncio.wait_for(queue.drained(), 5)
