@@ -36,8 +36,8 @@ class HeadlessRun:
             self.proc.kill()
             await self.proc.wait()
 
-    async def until(self, match: Callable[[Record], bool], timeout: float = 60.0) -> Record:
-        """The first record (already seen or new) matching; fails after `timeout`."""
+    async def until(self, match: Callable[[Record], bool], within: float = 60.0) -> Record:
+        """The first record (already seen or new) matching; fails after `within`."""
         for record in self.records:
             if match(record):
                 return record
@@ -55,12 +55,12 @@ class HeadlessRun:
                 if match(record):
                     return record
 
-        return await asyncio.wait_for(read(), timeout)
+        return await asyncio.wait_for(read(), within)
 
-    async def finish(self, timeout: float = 90.0) -> int:
+    async def finish(self, within: float = 90.0) -> int:
         """Read to the end; the exit code."""
         assert self.proc is not None and self.proc.stdout is not None
-        out, err = await asyncio.wait_for(self.proc.communicate(), timeout)
+        out, err = await asyncio.wait_for(self.proc.communicate(), within)
         self.records.extend(json.loads(line) for line in out.splitlines() if line.strip())
         self.stderr = err.decode()
         assert self.proc.returncode is not None
