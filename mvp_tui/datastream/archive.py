@@ -14,6 +14,7 @@ every `flush_interval_s` seconds (checked on write; call `flush()` on a timer to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -74,6 +75,8 @@ class FrameArchive:
         self._flush_records = max(1, flush_records)
         self._flush_interval_s = flush_interval_s
         self._pending: list[str] = []
+        self.error: ArchiveError | None = None
+        self.lost = 0
         # JSON text of `"source":…,"stream":…,"channel":…,"position":` per (source, channel)
         # with the stream it was made for: the same strings repeat for every frame.
         self._heads: dict[tuple[str, str], tuple[StreamId, str]] = {}
@@ -82,47 +85,69 @@ class FrameArchive:
         """Queue one frame's record; flushes when enough records or time have gathered."""
         stream, channel, position, payload = frame
         cached = self._heads.get((source, channel))
-        head = (
-            cached[1] if cached is not None and cached[0] is stream else self._head(source, frame)
-        )
+        if cached is None or (cached[0] is not stream and cached[0] != stream):
+            cached = self._head(source, frame)
         try:
-            value = '{"encoding":"utf8","value":' + _encode_str(payload.decode()) + "}"
+            value = _encode_str(payload.decode())
+            encoding = "utf8"
         except UnicodeDecodeError:
-            value = '{"encoding":"bytes","value":[' + ",".join(map(str, payload)) + "]}"
+            value = "[" + ",".join(map(str, payload)) + "]"
+            encoding = "bytes"
         now = self._clock()
         end = f',"t":{round(now - self._opened_at, 6)}}}\n' if self._timing else "}\n"
-        self._pending.append(
-            f'{{"arrival_seq":{self.next_seq}{head}{position},"payload":{value}{end}'
+        pending = self._pending
+        pending.append(
+            f'{{"arrival_seq":{self.next_seq}{cached[1]}{position},'
+            f'"payload":{{"encoding":"{encoding}","value":{value}}}{end}'
         )
         self.next_seq += 1
-        if now - self._last_flush >= self._flush_interval_s or (
-            len(self._pending) >= self._flush_records
-        ):
+        if len(pending) >= self._flush_records or now - self._last_flush >= self._flush_interval_s:
             self.flush()
 
-    def _head(self, source: str, frame: Frame) -> str:
-        """JSON text from `,"source"` to `"position":` for frames like this one."""
+    def _head(self, source: str, frame: Frame) -> tuple[StreamId, str]:
+        """JSON text from `,"source"` to `"position":` for frames like this one, cached."""
         head = (
             f',"source":{_encode_str(source)},"stream":{_encode_str(str(frame.stream))},'
             f'"channel":{_encode_str(frame.channel)},"position":'
         )
         if len(self._heads) > 4096:
             self._heads.clear()
-        self._heads[(source, frame.channel)] = (frame.stream, head)
-        return head
+        cached = self._heads[(source, frame.channel)] = (frame.stream, head)
+        return cached
 
     def flush(self) -> None:
-        """Write queued records and flush the file."""
-        if self._pending:
-            self._file.write("".join(self._pending))
-            self._pending.clear()
-        self._file.flush()
+        """Write queued records and flush the file.
+
+        A write error (disk full, I/O error) stops the archive, not the run: `error` then
+        says what happened and the fix, and `lost` counts records that were not written.
+        """
+        pending = self._pending
         self._last_flush = self._clock()
+        if self.error is not None:
+            self.lost += len(pending)
+            pending.clear()
+            return
+        try:
+            if pending:
+                self._file.write("".join(pending))
+            self._file.flush()
+        except OSError as error:
+            self.lost += len(pending)
+            self.error = ArchiveError(
+                f"write frame archive {self.path}: {error.strerror or error}; fix: free disk "
+                "space or point the frame archive elsewhere (frames from here on are not "
+                "archived; the run goes on)"
+            )
+        finally:
+            pending.clear()
 
     def close(self) -> None:
+        """Flush and close; a write error here lands in `error` like any other."""
         if not self._file.closed:
             self.flush()
-            self._file.close()
+            # A buffer that failed to flush is already counted in `lost`.
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     @property
     def closed(self) -> bool:

@@ -84,7 +84,7 @@ class NodeBridge:
         raw = raw.rstrip(b"\r\n")
         if len(raw) > self.max_line_bytes:
             raw = self._cut(raw)
-        if stream is _STDOUT and raw[:1] == b"{" and b'"mvp_frame"' in raw:
+        if stream is _STDOUT and raw.startswith(b"{") and b'"mvp_frame"' in raw:
             frame = self._try_frame(raw)
             if frame is not None:
                 return frame

@@ -26,6 +26,9 @@ FRAME_LINE_VERSION = 1
 FRAME_KEY = "mvp_frame"
 _PREFIX = '{"mvp_frame":1,"channel":"'
 _PAYLOAD_KEY = ',"payload":'
+_PREFIX_LEN = len(_PREFIX)
+_PAYLOAD_KEY_LEN = len(_PAYLOAD_KEY)
+_new_tuple = tuple.__new__
 
 _scan_string: Callable[[str, int], tuple[str, int]] = scanstring
 _scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -57,37 +60,31 @@ def looks_like_frame_line(line: str) -> bool:
 def parse_frame_line(line: str) -> FrameLine:
     """The frame a line carries; FrameLineError when it is not a well-formed frame line.
 
-    Lines in the agent's canonical form take a fast path (no second encode of the payload);
-    other valid JSON frame objects (spaces, key order, extra keys) are accepted too.
+    Lines in the agent's canonical form take a fast path (the payload is scanned once and
+    never re-encoded); other valid JSON frame objects (spaces, key order, extra keys) are
+    accepted too.
     """
     if line.startswith(_PREFIX):
-        fast = _parse_canonical(line)
-        if fast is not None:
-            return fast
+        try:
+            channel, at = _scan_string(line, _PREFIX_LEN)
+            if line.startswith(_PAYLOAD_KEY, at):
+                start = at + _PAYLOAD_KEY_LEN
+                if line.startswith('"', start):
+                    text, end = _scan_string(line, start + 1)
+                    payload = text.encode("utf-8", "surrogatepass")
+                else:
+                    value, end = _scan_value(line, start)
+                    raw = line[start:end]
+                    if " " in raw or "\n" in raw or "\t" in raw or "\r" in raw:
+                        payload = _compact(value)
+                    else:
+                        payload = raw.encode("utf-8", "surrogatepass")
+                if end == len(line) - 1 and line.endswith("}"):
+                    # What FrameLine(channel, payload) does, minus a Python-level call.
+                    return _new_tuple(FrameLine, (channel, payload))
+        except (ValueError, StopIteration):
+            pass
     return _parse_general(line)
-
-
-def _parse_canonical(line: str) -> FrameLine | None:
-    try:
-        channel, at = _scan_string(line, len(_PREFIX))
-        if not line.startswith(_PAYLOAD_KEY, at):
-            return None
-        start = at + len(_PAYLOAD_KEY)
-        if line[start : start + 1] == '"':
-            text, end = _scan_string(line, start + 1)
-            payload = text.encode("utf-8", "surrogatepass")
-        else:
-            value, end = _scan_value(line, start)
-            raw = line[start:end]
-            if " " in raw or "\n" in raw or "\t" in raw or "\r" in raw:
-                payload = _compact(value)
-            else:
-                payload = raw.encode("utf-8", "surrogatepass")
-    except (ValueError, StopIteration):
-        return None
-    if line[end:] != "}":
-        return None
-    return FrameLine(channel, payload)
 
 
 def _parse_general(line: str) -> FrameLine:

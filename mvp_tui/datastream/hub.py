@@ -23,6 +23,8 @@ from mvp_tui.datastream.frame import Frame, StreamId
 if TYPE_CHECKING:
     from mvp_tui.datastream.archive import FrameArchive
 
+_new_tuple = tuple.__new__
+
 DEFAULT_RING_FRAMES = 2000
 DEFAULT_RING_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CHANNELS = 256
@@ -180,7 +182,8 @@ class ChannelHub:
         if type(item) is str:
             state = self._channels.get(item) or self._open(item, now)
             position = state.last_position + 1
-            frame = Frame(stream or self.stream, item, position, payload)
+            # What Frame(...) does, minus a Python-level call: this is the ingest hot path.
+            frame = _new_tuple(Frame, (stream or self.stream, item, position, payload))
         else:
             assert isinstance(item, Frame)
             frame = item

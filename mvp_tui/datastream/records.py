@@ -41,6 +41,17 @@ class StepStatus(enum.Enum):
     DROPPED = "dropped"  # prompt steps only
 
 
+def step_status(status: StepStatus | str) -> StepStatus:
+    """`status` as a StepStatus; ValueError listing the valid words otherwise."""
+    if isinstance(status, StepStatus):
+        return status
+    try:
+        return StepStatus(status)
+    except ValueError:
+        words = ", ".join(s.value for s in StepStatus)
+        raise ValueError(f"status {status!r} is not one of {words}") from None
+
+
 BOOTSTRAP_STATUSES = frozenset({StepStatus.STARTED, StepStatus.READY, StepStatus.FAILED})
 
 
@@ -144,19 +155,23 @@ class OrchestratorEmitter:
         self._redactor = redactor or Redactor()
 
     def emit_bootstrap(
-        self, phase: str, status: StepStatus, detail: Mapping[str, Any] | None = None
+        self, phase: str, status: StepStatus | str, detail: Mapping[str, Any] | None = None
     ) -> Frame:
-        record = bootstrap_record(self.run_id, self.node_id, phase, status, detail or {})
+        """A bootstrap phase `started`, `ready` or `failed`, with its detail."""
+        step = step_status(status)
+        record = bootstrap_record(self.run_id, self.node_id, phase, step, detail or {})
         return self._emit(MVP_ORCH_BOOTSTRAP, record)
 
     def emit_prompt(
         self,
         request_id: int,
         phase: str,
-        status: StepStatus,
+        status: StepStatus | str,
         detail: Mapping[str, Any] | None = None,
     ) -> Frame:
-        record = prompt_record(self.run_id, self.node_id, request_id, phase, status, detail or {})
+        """A prompt step (the seed's statuses include `observed` and `dropped`)."""
+        step = step_status(status)
+        record = prompt_record(self.run_id, self.node_id, request_id, phase, step, detail or {})
         return self._emit(MVP_ORCH_PROMPT, record)
 
     def emit_event(

@@ -161,3 +161,18 @@ def test_missing_archive_and_unwritable_path_are_clear_errors(tmp_path: Path) ->
     blocker.write_text("")
     with pytest.raises(ArchiveError, match="fix: choose a writable path"):
         FrameArchive(blocker / "frames.jsonl")
+
+
+def test_a_full_disk_stops_the_archive_not_the_run() -> None:
+    full = Path("/dev/full")
+    if not full.exists():
+        pytest.skip("/dev/full is Linux-only")
+    archive = FrameArchive(full, flush_records=2)
+    hub = ChannelHub(archive=archive)
+    for i in range(5):
+        hub.publish("c", b"%d" % i)
+    archive.close()
+    assert hub.snapshot().channels[0].count == 5
+    assert archive.error is not None
+    assert "/dev/full" in str(archive.error) and "fix:" in str(archive.error)
+    assert archive.lost == 5

@@ -233,3 +233,18 @@ def test_run_id_defaults_to_the_stream_lifetime_and_can_be_given(hub: ChannelHub
 def test_unknown_stream_kind_is_a_clear_error(bridge: NodeBridge) -> None:
     with pytest.raises(ValueError, match="stdout, stderr, provider"):
         bridge.feed_line("stdin", b"x")
+
+
+def test_the_node_agents_own_encoder_writes_the_same_lines(bridge: NodeBridge) -> None:
+    """The agent copies the encoder (it must stay stdlib-only): both must agree exactly."""
+    from mvp_tui import node_agent
+
+    for channel, payload in [
+        ("mvp.node.3.agent", {"type": "NodeAgentPhase", "phase": "probe", "gpu": "RTX λ"}),
+        ("mvp.node.3.engine", "llama_model_loader: \x1b[1mloaded\x1b[0m"),
+        ("mvp.worker.weights", {"type": "WeightsLoaded", "detail": [1, None, True]}),
+    ]:
+        line = node_agent.frame_line(channel, payload)
+        assert line == encode_frame_line(channel, payload)
+        frame = bridge.feed_line("stdout", line.encode() + b"\n")
+        assert frame.channel == channel

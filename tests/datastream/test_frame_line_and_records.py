@@ -84,6 +84,10 @@ def test_emit_bootstrap_writes_the_seeds_record_on_the_bootstrap_channel() -> No
     }
     with pytest.raises(ValueError, match="started, ready or failed"):
         emitter.emit_bootstrap("config", StepStatus.OBSERVED)
+    words = emitter.emit_bootstrap("engine_health", "failed", {"error": "503"})
+    assert json.loads(words.payload)["status"] == "failed"
+    with pytest.raises(ValueError, match="'done' is not one of started, ready"):
+        emitter.emit_bootstrap("config", "done")
 
 
 def test_prompt_event_and_log_records_match_the_seed() -> None:
