@@ -26,7 +26,14 @@ from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import node_helper
-from mvp_tui.ssh.agent_launch import AgentPlan, follow_command, make_plan, stop_command, upload
+from mvp_tui.ssh.agent_launch import (
+    AgentPlan,
+    UploadMethod,
+    follow_command,
+    make_plan,
+    stop_command,
+    upload,
+)
 from mvp_tui.ssh.backoff import Backoff, Clock, Sleep
 from mvp_tui.ssh.banner import ssh_banner, strikes_after
 from mvp_tui.ssh.connect import ConnectFailed, open_connection
@@ -313,8 +320,8 @@ class NodeSession:
         assert plan is not None
         launch = self._need_launch
         try:
-            if launch:
-                await upload(conn, plan)
+            if launch and await upload(conn, plan) is UploadMethod.EXEC:
+                self._line("the node's sshd offers no sftp subsystem: files sent through `cat`")
             command = follow_command(
                 plan, self.positions, self.settings, launch=launch, wait_for_pid=self._launch_sent
             )

@@ -12,7 +12,14 @@ import pytest
 from mvp_tui.providers.base import SshEndpoint
 
 from mvp_tui.events import EngineEvent
-from mvp_tui.ssh import MemoryPins, NodeSession, SshIdentity, SshSettings, load_identity
+from mvp_tui.ssh import (
+    HostKeyPins,
+    MemoryPins,
+    NodeSession,
+    SshIdentity,
+    SshSettings,
+    load_identity,
+)
 from tests.ssh.sshd import Sshd, sshd_executable, write_key
 
 STANDIN = Path(__file__).with_name("standin_agent.py")
@@ -37,7 +44,7 @@ class Harness:
         self.sshd = sshd
         self.identity = identity
         self.remote_dir = remote_dir
-        self.pins = MemoryPins()
+        self.pins: HostKeyPins = MemoryPins()
         self.events: list[EngineEvent] = []
         self.lines: list[tuple[str, bytes]] = []
         self.provider_lines: list[str] = []
