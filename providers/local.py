@@ -158,7 +158,7 @@ class LocalProvider:
         lease = self._leases.get(provider_id)
         if lease is None:
             return None
-        return await lease.agent.proc.wait()
+        return await lease.agent.wait_exited()
 
     async def aclose(self) -> None:
         """Stops every node still running: closing the provider never leaves a child."""

@@ -110,6 +110,8 @@ class AgentProcess:
         self.pgid = proc.pid  # start_new_session: the agent leads its own group
         self.started_at = time.time()
         self._on_line = on_line
+        self._exited = asyncio.Event()
+        self._exit_watch = asyncio.create_task(self._watch_exit(), name=f"agent-{self.pid}-exit")
         assert proc.stdout is not None and proc.stderr is not None
         self._pumps = [
             asyncio.create_task(self._pump(proc.stdout, "stdout"), name=f"agent-{self.pid}-out"),
@@ -139,6 +141,32 @@ class AgentProcess:
 
     @property
     def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def _watch_exit(self) -> None:
+        """Sets `_exited` when the agent process ends. `Process.wait()` alone is not
+        enough: it also waits for every holder of the agent's pipes (a leftover child)."""
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            await self.proc.wait()
+            self._exited.set()
+            return
+        loop = asyncio.get_running_loop()
+        loop.add_reader(pidfd, self._exited.set)
+        try:
+            await self._exited.wait()
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    async def wait_exited(self) -> int | None:
+        """The agent's exit status once it has ended (None while the loop has not yet
+        reaped it, which follows at once)."""
+        await self._exited.wait()
+        if self.proc.returncode is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), 1.0)
         return self.proc.returncode
 
     async def _pump(self, stream: asyncio.StreamReader, kind: str) -> None:
@@ -181,7 +209,7 @@ class AgentProcess:
     async def _wait(self, seconds: float) -> bool:
         """True when the agent exited within `seconds`."""
         try:
-            await asyncio.wait_for(asyncio.shield(self.proc.wait()), seconds)
+            await asyncio.wait_for(self._exited.wait(), seconds)
         except TimeoutError:
             return False
         return True
@@ -197,7 +225,7 @@ class AgentProcess:
     async def stop(self, shutdown_timeout: float, kill_timeout: float) -> StopReport:
         """Stops the agent and everything in its group; all output is delivered on return."""
         how = StopHow.ALREADY_EXITED
-        if self.proc.returncode is None:
+        if not self._exited.is_set() and self.proc.returncode is None:
             how = StopHow.SHUTDOWN
             await self._send_shutdown()
             if not await self._wait(shutdown_timeout):
@@ -206,7 +234,7 @@ class AgentProcess:
                 if not await self._wait(kill_timeout):
                     how = StopHow.KILLED
                     _signal_group(self.pgid, signal.SIGKILL)
-                    await self.proc.wait()
+                    await self._exited.wait()
         stragglers = len(group_members(self.pgid))
         if stragglers:
             _signal_group(self.pgid, signal.SIGKILL)
@@ -214,10 +242,10 @@ class AgentProcess:
             self.proc.stdin.close()
         await self._drain_pumps(kill_timeout)
         _LIVE_GROUPS.pop(self.pgid, None)
-        return StopReport(how, self.proc.returncode, stragglers)
+        return StopReport(how, await self.wait_exited(), stragglers)
 
     async def _drain_pumps(self, seconds: float) -> None:
-        done, pending = await asyncio.wait(self._pumps, timeout=seconds)
+        done, pending = await asyncio.wait([*self._pumps, self._exit_watch], timeout=seconds)
         for task in pending:
             task.cancel()
         for task in done:

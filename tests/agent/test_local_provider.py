@@ -48,6 +48,13 @@ class Lines:
         found = [p for ch, p in self.frames if ch == "mvp.worker.weights"]
         return found[0] if found else None
 
+    async def wait_first_payload(self, within: float = 30.0) -> Any:
+        async with asyncio.timeout(within):
+            while not self.frames:
+                self._arrived.clear()
+                await self._arrived.wait()
+        return self.frames[0][1]
+
     async def wait_weights(self, within: float = 30.0) -> Any:
         async with asyncio.timeout(within):
             while self.weights() is None:
@@ -196,3 +203,47 @@ async def test_no_child_outlives_the_app(tiny_model: Path, ending: str) -> None:
         if app.returncode is None:
             app.kill()
             await app.wait()
+
+
+STAND_IN_AGENT = """
+import json, os, signal, subprocess, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+print(json.dumps({"mvp_frame": 1, "channel": "mvp.node.1.agent", "payload": child.pid}), flush=True)
+for line in sys.stdin:
+    if line.strip() == "shutdown" and os.environ["STAND_IN"] == "leaves-child":
+        sys.exit(0)
+signal.pause()
+"""
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "how", "stragglers"),
+    [("stubborn", "killed", 0), ("leaves-child", "shutdown", 1)],
+)
+async def test_destroy_escalates_and_sweeps_the_group(
+    tmp_path: Path, tiny_model: Path, behaviour: str, how: str, stragglers: int
+) -> None:
+    """An agent that ignores shutdown and SIGTERM is killed with its group; one that exits
+    but leaves a process in its group has that process killed too."""
+    stand_in = tmp_path / "agent.py"
+    stand_in.write_text(STAND_IN_AGENT)
+    lines = Lines()
+    # The stubborn one must run out of patience fast; the other gets time to obey.
+    patience = 0.3 if behaviour == "stubborn" else 20.0
+    provider = LocalProvider(
+        agent_path=stand_in, on_line=lines, shutdown_timeout=patience, kill_timeout=patience
+    )
+    offer = (await provider.search_offers(SelectionPolicy()))[0]
+    env = {"MVP_GGUF_LOCAL_PATH": str(tiny_model), "STAND_IN": behaviour}
+    created = await provider.create(offer, _request(env))
+    assert created.provider_id
+    child_pid = await lines.wait_first_payload()
+    agent_pid = int(created.provider_id.removeprefix("local-"))
+    assert alive(child_pid)
+    destroyed = await provider.destroy(created.provider_id)
+    assert destroyed.outcome is DestroyOutcome.ACCEPTED
+    assert f"agent {how}" in destroyed.detail
+    assert (f"{stragglers} leftover" in destroyed.detail) == bool(stragglers)
+    assert not alive(agent_pid) and not alive(child_pid)
+    assert group_members(agent_pid) == []
