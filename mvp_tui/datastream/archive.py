@@ -15,14 +15,14 @@ every `flush_interval_s` seconds (checked on write; call `flush()` on a timer to
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple, NoReturn
 
 from mvp_tui.datastream.frame import Frame, StreamId
 
@@ -36,9 +36,9 @@ class ArchiveError(ValueError):
     """An archive that cannot be opened or read, naming the file (and line) and the fix."""
 
 
-@dataclass(frozen=True, slots=True)
-class ArchiveRecord:
-    """One archive line read back: the frame and how it arrived."""
+class ArchiveRecord(NamedTuple):
+    """One archive line read back: the frame and how it arrived (a NamedTuple, like Frame,
+    as replay and seek build one per line)."""
 
     arrival_seq: int
     source: str
@@ -206,16 +206,45 @@ def parse_record(line: str) -> ArchiveRecord:
         raise ValueError(f"invalid JSON: {error.msg} at column {error.colno}") from None
     if not isinstance(data, dict):
         raise ValueError("a record is a JSON object")
-    seq = _field(data, "arrival_seq", int)
-    source = _field(data, "source", str)
-    stream = StreamId.parse(_field(data, "stream", str))
-    channel = _field(data, "channel", str)
-    position = _field(data, "position", int)
-    payload = _payload(_field(data, "payload", dict))
+    get = data.get
+    seq, source, stream = get("arrival_seq"), get("source"), get("stream")
+    channel, position, payload = get("channel"), get("position"), get("payload")
+    if not (
+        type(seq) is int
+        and type(source) is str
+        and type(stream) is str
+        and type(channel) is str
+        and type(position) is int
+        and type(payload) is dict
+    ):
+        _explain(data)  # raises, naming the first bad field
     t = data.get("t")
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
         raise ValueError(f"'t' is {t!r}, not a number of seconds")
-    return ArchiveRecord(seq, source, Frame(stream, channel, position, payload), t)
+    frame = Frame(_stream_id(stream), channel, position, _payload(payload))
+    return ArchiveRecord(seq, source, frame, t)
+
+
+_KINDS: dict[str, type[Any]] = {
+    "arrival_seq": int,
+    "source": str,
+    "stream": str,
+    "channel": str,
+    "position": int,
+    "payload": dict,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _stream_id(text: str) -> StreamId:
+    """StreamId.parse, remembered: an archive holds a handful of streams."""
+    return StreamId.parse(text)
+
+
+def _explain(data: dict[str, Any]) -> NoReturn:
+    for key, kind in _KINDS.items():
+        _field(data, key, kind)
+    raise ValueError("a record field has an unexpected type")
 
 
 def _field(data: dict[str, Any], key: str, kind: type[Any]) -> Any:

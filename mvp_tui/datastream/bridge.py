@@ -90,6 +90,10 @@ class NodeBridge:
                 return frame
         return self._log(stream, raw)
 
+    def on_line(self, kind: str, raw: bytes) -> None:
+        """`feed_line` shaped as a line handler: `LocalProvider(on_line=bridge.on_line)`."""
+        self.feed_line(kind, raw)
+
     def feed_provider_line(self, text: str) -> Frame:
         """A line about the node from the provider side (SSH attempts, API answers)."""
         raw = text.encode("utf-8", "replace")

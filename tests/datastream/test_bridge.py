@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,13 @@ def test_plain_lines_become_the_seeds_log_records(bridge: NodeBridge) -> None:
     assert out.payload == (
         b'{"line":{"run_id":77,"node_id":3,"stream":"Stdout","line":"downloading model"}}'
     )
+
+
+def test_on_line_is_feed_line_as_a_line_handler(bridge: NodeBridge, hub: ChannelHub) -> None:
+    handler: Callable[[str, bytes], None] = bridge.on_line  # the local provider's LineHandler
+    handler("stdout", encode_frame_line("mvp.node.3.agent", {"p": 1}).encode())
+    handler("stderr", b"oops")
+    assert hub.channels() == ["mvp.node.3.agent", STDERR]
 
 
 def test_provider_lines_go_to_the_provider_channel(bridge: NodeBridge) -> None:
