@@ -52,21 +52,27 @@ wait $agent
 record {node_helper.EXIT_CODE} $?
 """
 
-# $1 run dir, $2 agent file name, then the reader's arguments. The agent starts detached
-# (its own session when setsid exists) while the reader starts: their start-ups overlap.
+# $1 run dir, $2 agent file name, then the reader's arguments. The channel opens while the
+# files are uploaded and waits for a `go` line on stdin (sent once they are in place), so
+# the node's session start-up overlaps the upload. The agent then starts detached (its own
+# session when setsid exists) while the reader starts: their start-ups overlap too. The
+# reader runs with `python3 -S`: it needs the standard library only, and skipping
+# site-packages cuts its start-up.
+GO_LINE = b"go\n"
 _LAUNCH_AND_FOLLOW = f"""\
+read go && [ "$go" = go ] || exit 4
 cd "$1" || exit 3
 rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
 agent=$2
 shift 2
 (command -v setsid >/dev/null 2>&1 && exec setsid sh {RUN_NAME} "$agent"
  exec sh {RUN_NAME} "$agent") </dev/null >/dev/null 2>&1 &
-exec python3 {HELPER_NAME} follow . "$@"
+exec python3 -S {HELPER_NAME} follow . "$@"
 """
 _FOLLOW = f"""\
 cd "$1" || exit 3
 shift 2
-exec python3 {HELPER_NAME} follow . "$@"
+exec python3 -S {HELPER_NAME} follow . "$@"
 """
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -210,5 +216,12 @@ def follow_command(
 
 def stop_command(plan: AgentPlan, settings: SshSettings) -> str:
     return shlex.join(
-        ["python3", plan.remote(HELPER_NAME), "stop", plan.remote_dir, str(settings.shutdown_grace)]
+        [
+            "python3",
+            "-S",
+            plan.remote(HELPER_NAME),
+            "stop",
+            plan.remote_dir,
+            str(settings.shutdown_grace),
+        ]
     )

@@ -38,6 +38,7 @@ class StopReason(enum.Enum):
     AUTH_FAILED = "auth_failed"
     LOCAL_PROBLEM = "local_problem"
     TIMED_OUT = "timed_out"
+    INTERNAL_ERROR = "internal_error"  # a bug ended the loop; `failure` says which
 
 
 class AgentStop(enum.Enum):

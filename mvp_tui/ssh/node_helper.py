@@ -37,6 +37,7 @@ FRAME_STDOUT = b"o"
 FRAME_STDERR = b"e"
 FRAME_EXIT = b"x"
 HEADER = struct.Struct(">cI")
+FIRST_POLL = 0.002  # seconds; idle looks double from here up to the POLL argument
 CHUNK = 65536
 
 EXIT_OK = 0
@@ -136,7 +137,7 @@ def follow(argv: list[str]) -> int:
         if time.monotonic() > deadline:
             sys.stderr.write(f"no agent pid in {directory} within {launch_timeout}s\n")
             return EXIT_NO_AGENT
-        if stdin_closed(0.005):
+        if stdin_closed(FIRST_POLL):
             return EXIT_OK
         pid = read_int(AGENT_PID)
     try:
@@ -146,17 +147,20 @@ def follow(argv: list[str]) -> int:
             Tail(STDOUT_LOG, int(out_pos), FRAME_STDOUT),
             Tail(STDERR_LOG, int(err_pos), FRAME_STDERR),
         ]
+        wait = FIRST_POLL
         while True:
             ended = agent_ended()
             moved = [tail.pump(send) for tail in tails]
             if any(moved):
+                wait = FIRST_POLL  # output comes in bursts: look again soon
                 continue
             if ended:
                 code = read_int(EXIT_CODE)
                 send(FRAME_EXIT, b"" if code is None else str(code).encode())
                 return EXIT_OK
-            if stdin_closed(float(poll)):
+            if stdin_closed(wait):
                 return EXIT_OK
+            wait = min(wait * 2, float(poll))
     except BrokenPipeError:
         return EXIT_OK
 

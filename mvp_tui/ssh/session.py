@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import node_helper
 from mvp_tui.ssh.agent_launch import (
+    GO_LINE,
     AgentPlan,
     UploadMethod,
     follow_command,
@@ -76,6 +78,7 @@ from mvp_tui.untrusted import one_line_ascii
 ProviderLineCallback = Callable[[str], object]
 """Receives one line per attempt and step (routed to `...logs.node.<N>.provider`)."""
 
+_log = logging.getLogger(__name__)
 _STOP_WORDS = {stop.value: stop for stop in AgentStop}
 _LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
 
@@ -220,6 +223,20 @@ class NodeSession:
     # ---- the retry loop ------------------------------------------------------------------
 
     async def _supervise(self) -> StopReason:
+        """The retry loop, ended visibly (never silently) should a bug break it."""
+        try:
+            return await self._retry()
+        except Exception as error:
+            _log.exception("ssh session to lease %s failed", self.lease_key)
+            self.failure = SshError(
+                f"ssh session to lease {self.lease_key} failed: {type(error).__name__}: "
+                f"{one_line_ascii(str(error))}",
+                fix="this is a bug in mvp-tui; the log has the traceback",
+            )
+            self._stopped(StopReason.INTERNAL_ERROR, str(self.failure))
+            return StopReason.INTERNAL_ERROR
+
+    async def _retry(self) -> StopReason:
         """Attempt, classify, back off, until ready-and-closed or a reason to give up."""
         settings = self.settings
         backoff = Backoff(settings.backoff_initial, settings.backoff_factor, settings.backoff_cap)
@@ -319,13 +336,11 @@ class NodeSession:
         plan = self._plan
         assert plan is not None
         launch = self._need_launch
+        command = follow_command(
+            plan, self.positions, self.settings, launch=launch, wait_for_pid=self._launch_sent
+        )
         try:
-            if launch and await upload(conn, plan) is UploadMethod.EXEC:
-                self._line("the node's sshd offers no sftp subsystem: files sent through `cat`")
-            command = follow_command(
-                plan, self.positions, self.settings, launch=launch, wait_for_pid=self._launch_sent
-            )
-            process = await conn.create_process(command, encoding=None)
+            process = await self._open_reader(conn, plan, command, launch)
         except asyncssh.ConnectionLost as error:
             return AttemptResult(AttemptOutcome.DROPPED, f"connection lost: {error}")
         except (OSError, asyncssh.Error) as error:
@@ -341,6 +356,26 @@ class NodeSession:
             with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
                 async with asyncio.timeout(self.settings.connect_timeout):
                     await process.wait_closed()
+
+    async def _open_reader(
+        self, conn: asyncssh.SSHClientConnection, plan: AgentPlan, command: str, launch: bool
+    ) -> asyncssh.SSHClientProcess[bytes]:
+        """The node-side reader's channel; when launching, opened while the files upload."""
+        if not launch:
+            return await conn.create_process(command, encoding=None)
+        opening = asyncio.ensure_future(conn.create_process(command, encoding=None))
+        try:
+            method = await upload(conn, plan)
+        except BaseException:
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError, asyncssh.Error):
+                (await opening).close()
+            raise
+        process = await opening
+        if method is UploadMethod.EXEC:
+            self._line("the node's sshd offers no sftp subsystem: files sent through `cat`")
+        process.stdin.write(GO_LINE)
+        return process
 
     async def _stream_until_end(
         self, process: asyncssh.SSHClientProcess[bytes], phase: Phase, deadline: float

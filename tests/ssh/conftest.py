@@ -9,9 +9,9 @@ from typing import Any
 
 import asyncssh
 import pytest
-from mvp_tui.providers.base import SshEndpoint
 
 from mvp_tui.events import EngineEvent
+from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.ssh import (
     HostKeyPins,
     MemoryPins,

@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from mvp_tui.providers.base import SshEndpoint
 
+from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.ssh import AgentStop, AttemptOutcome, PortForwarded, SessionClosed, SshAttempt
 from tests.ssh.conftest import FAST, STANDIN, Harness
 from tests.ssh.sshd import Sshd, free_port, processes_in, running

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import asyncssh
 import pytest
-from mvp_tui.providers.base import SshEndpoint
 
+from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.ssh import (
     AttemptOutcome,
     AuthFailed,
