@@ -55,7 +55,11 @@ class AgentStop(enum.Enum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SshAttempt(EngineEvent):
-    """One SSH attempt to a lease's node, and what came of it."""
+    """One SSH attempt to a lease's node, and what came of it.
+
+    An attempt that logs in reports twice: CONNECTED, then how its connection ended (with
+    the next try), so the dashboard shows a live connection as such.
+    """
 
     lease_key: str
     attempt: int

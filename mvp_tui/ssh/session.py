@@ -323,16 +323,14 @@ class NodeSession:
         self._connected.set()
         try:
             await self._restore_forwards(conn)
-            result = await self._run_node(conn, phase, deadline)
+            result = await self._run_node(conn, deadline)
             return AttemptResult(result.outcome, self._redact(result.detail), connected=True)
         finally:
             self._connected.clear()
             if not self._closing:
                 await self._drop_connection()
 
-    async def _run_node(
-        self, conn: asyncssh.SSHClientConnection, phase: Phase, deadline: float
-    ) -> AttemptResult:
+    async def _run_node(self, conn: asyncssh.SSHClientConnection, deadline: float) -> AttemptResult:
         plan = self._plan
         assert plan is not None
         launch = self._need_launch
@@ -350,7 +348,7 @@ class NodeSession:
             )
         self._launch_sent = self._launch_sent or launch
         try:
-            return await self._stream_until_end(process, phase, deadline)
+            return await self._stream_until_end(process, deadline)
         finally:
             process.close()
             with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
@@ -378,7 +376,7 @@ class NodeSession:
         return process
 
     async def _stream_until_end(
-        self, process: asyncssh.SSHClientProcess[bytes], phase: Phase, deadline: float
+        self, process: asyncssh.SSHClientProcess[bytes], deadline: float
     ) -> AttemptResult:
         """Deliver the agent's lines until the stream ends; before ready, not past `deadline`."""
         pump = asyncio.create_task(self._pump(process), name=f"ssh-lines {self.lease_key}")

@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import hashlib
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,10 @@ from mvp_tui.ssh import (
     AgentStarted,
     AgentStop,
     AttemptOutcome,
+    BootstrapReady,
+    BootstrapTimedOut,
+    LogPositions,
+    Phase,
     SessionClosed,
     SshAttempt,
     SshSettings,
@@ -193,3 +198,52 @@ async def test_close_stops_the_agent_and_leaves_no_task_or_process(
     assert not running(pid) and not running(wrapper)
     assert asyncio.all_tasks() - before == set()
     assert processes_in(harness.remote_dir) == []
+
+
+async def test_after_ready_a_node_that_stays_gone_ends_the_loop_at_the_reconnect_timeout(
+    sshd: Sshd, harness: Harness
+) -> None:
+    settings = dataclasses.replace(FAST, reconnect_timeout=1.0)
+    session = harness.session(settings)
+    await session.start_agent(STANDIN, standin_env(STANDIN_HOLD="1"), str(harness.remote_dir))
+    await harness.wait_for(lambda: "ready" in harness.stdout())
+    session.ready.set()
+    await sshd.crash()
+    assert await asyncio.wait_for(session.wait(), 15) is StopReason.TIMED_OUT
+    assert session.failure is not None and "no connection again within 1s" in str(session.failure)
+    attempts = harness.of(SshAttempt)
+    assert {a.phase for a in attempts[1:]} == {Phase.SERVING}
+    assert attempts[-1].next_try_s is None  # the last one says no further try
+    assert [e.attempts for e in harness.of(BootstrapReady)] == [1]
+    await session.close(shutdown_agent=False)
+    await sshd.start()  # clean up the "node": stop the agent through a new session
+    cleanup = harness.session()
+    await cleanup.start_agent(STANDIN, {}, str(harness.remote_dir), resume=session.positions)
+    assert await cleanup.close() is AgentStop.SHUTDOWN
+
+
+async def test_a_setup_that_fails_on_the_node_is_retried_then_named_at_the_timeout(
+    sshd: Sshd, harness: Harness, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    session = harness.session(dataclasses.replace(FAST, ready_timeout=1.0))
+    with pytest.raises(BootstrapTimedOut) as timed_out:
+        await session.start_agent(STANDIN, {}, str(blocker / "run"))
+    outcomes = [a.outcome for a in harness.of(SshAttempt)]
+    assert outcomes.count(AttemptOutcome.COMMAND_FAILED) >= 2  # retried, with back-off
+    assert str(blocker / "run") in str(timed_out.value)
+    await session.close()
+
+
+async def test_resume_where_no_agent_runs_starts_one(sshd: Sshd, harness: Harness) -> None:
+    session = harness.session()
+    pid = await session.start_agent(
+        STANDIN, standin_env(STANDIN_LINES="3"), str(harness.remote_dir), resume=LogPositions()
+    )
+    await harness.wait_for(lambda: "line 3" in harness.stdout())
+    outcomes = [a.outcome for a in harness.of(SshAttempt)]
+    assert outcomes[:2] == [AttemptOutcome.CONNECTED, AttemptOutcome.COMMAND_FAILED]
+    assert "no agent running" in harness.of(SshAttempt)[1].detail
+    assert [e.pid for e in harness.of(AgentStarted)] == [pid]
+    await session.close()
