@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mvp_tui import node_agent
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -30,8 +31,6 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.local_node import AgentProcess, LineHandler
-
-from mvp_tui import node_agent
 from mvp_tui.untrusted import one_line_ascii
 
 AGENT_PATH = Path(node_agent.__file__)

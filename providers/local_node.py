@@ -76,6 +76,26 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+async def pid_exited(pid: int) -> bool:
+    """Wait until process `pid` has ended, woken by its pidfd (any process, not only our
+    children). False when pidfds are unavailable here and nothing was awaited."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except (AttributeError, OSError):
+        return False
+    loop = asyncio.get_running_loop()
+    ended = asyncio.Event()
+    loop.add_reader(pidfd, ended.set)
+    try:
+        await ended.wait()
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    return True
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     """Signal a process group; False when it has no members left."""
     try:
@@ -146,19 +166,9 @@ class AgentProcess:
     async def _watch_exit(self) -> None:
         """Sets `_exited` when the agent process ends. `Process.wait()` alone is not
         enough: it also waits for every holder of the agent's pipes (a leftover child)."""
-        try:
-            pidfd = os.pidfd_open(self.pid)
-        except (AttributeError, OSError):
+        if not await pid_exited(self.pid):
             await self.proc.wait()
-            self._exited.set()
-            return
-        loop = asyncio.get_running_loop()
-        loop.add_reader(pidfd, self._exited.set)
-        try:
-            await self._exited.wait()
-        finally:
-            loop.remove_reader(pidfd)
-            os.close(pidfd)
+        self._exited.set()
 
     async def wait_exited(self) -> int | None:
         """The agent's exit status once it has ended (None while the loop has not yet
@@ -235,14 +245,23 @@ class AgentProcess:
                     how = StopHow.KILLED
                     _signal_group(self.pgid, signal.SIGKILL)
                     await self._exited.wait()
+                    await self._group_gone(kill_timeout)
         stragglers = len(group_members(self.pgid))
         if stragglers:
             _signal_group(self.pgid, signal.SIGKILL)
+            await self._group_gone(kill_timeout)
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         await self._drain_pumps(kill_timeout)
         _LIVE_GROUPS.pop(self.pgid, None)
         return StopReport(how, await self.wait_exited(), stragglers)
+
+    async def _group_gone(self, seconds: float) -> None:
+        """Wait (bounded) until every process of the group has died: a SIGKILLed process
+        takes a moment to become a zombie, and "destroyed" must mean nothing runs."""
+        waits = [pid_exited(pid) for pid in group_members(self.pgid)]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*waits), seconds)
 
     async def _drain_pumps(self, seconds: float) -> None:
         done, pending = await asyncio.wait([*self._pumps, self._exit_watch], timeout=seconds)

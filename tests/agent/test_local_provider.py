@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from mvp_tui.providers.base import (
     CreateRequest,
     DestroyOutcome,
@@ -23,7 +24,6 @@ from mvp_tui.providers.base import (
 )
 from mvp_tui.providers.local import LocalProvider
 from mvp_tui.providers.local_node import group_members
-
 from tests.agent.procs import alive, wait_gone
 
 HERE = Path(__file__).parent
