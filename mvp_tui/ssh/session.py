@@ -167,7 +167,8 @@ class NodeSession:
         With `resume` (re-attach after a restart), the agent already running in `remote_dir`
         is followed from those positions; it is launched only if none runs there. The retry
         loop keeps running after this returns; failures that end it raise here when they
-        come first, else they are `failure` and a `SessionStopped` event.
+        come first, else they are `failure` and a `SessionStopped` event. Whatever happens
+        (even if this call is cancelled), `close()` ends the loop and stops the agent.
         """
         if self._task is not None:
             raise RuntimeError("start_agent may be called once per session")

@@ -168,3 +168,25 @@ async def test_upload_reports_which_way_it_went(sshd: Sshd, harness: Harness) ->
     finally:
         conn.close()
         await conn.wait_closed()
+
+
+def test_the_ssh_package_never_imports_textual() -> None:
+    import sys
+
+    code = "import sys, mvp_tui.ssh; print('textual' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_node_helper_is_standard_library_only() -> None:
+    """It runs on the node with `python3 -S`: nothing but the standard library to import."""
+    import sys
+
+    from mvp_tui.ssh import node_helper
+
+    out = subprocess.run(
+        [sys.executable, "-S", "-I", node_helper.__file__, "nonsense"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2 and "usage" in out.stderr
