@@ -131,6 +131,7 @@ class AgentProcess:
         self.started_at = time.time()
         self._on_line = on_line
         self._exited = asyncio.Event()
+        self.stragglers_killed = 0
         self._exit_watch = asyncio.create_task(self._watch_exit(), name=f"agent-{self.pid}-exit")
         assert proc.stdout is not None and proc.stderr is not None
         self._pumps = [
@@ -168,7 +169,18 @@ class AgentProcess:
         enough: it also waits for every holder of the agent's pipes (a leftover child)."""
         if not await pid_exited(self.pid):
             await self.proc.wait()
+        self.stragglers_killed = await self._sweep_group()
         self._exited.set()
+
+    async def _sweep_group(self) -> int:
+        """Kill what is left in the agent's group the moment the agent ends (its engine, if
+        the agent died without stopping it), while the group id cannot have been reused;
+        returns how many processes were left."""
+        members = group_members(self.pgid)
+        if members:
+            _signal_group(self.pgid, signal.SIGKILL)
+            await self._group_gone(EXIT_SWEEP_S)
+        return len(members)
 
     async def wait_exited(self) -> int | None:
         """The agent's exit status once it has ended (None while the loop has not yet
@@ -245,16 +257,11 @@ class AgentProcess:
                     how = StopHow.KILLED
                     _signal_group(self.pgid, signal.SIGKILL)
                     await self._exited.wait()
-                    await self._group_gone(kill_timeout)
-        stragglers = len(group_members(self.pgid))
-        if stragglers:
-            _signal_group(self.pgid, signal.SIGKILL)
-            await self._group_gone(kill_timeout)
         if self.proc.stdin is not None:
             self.proc.stdin.close()
         await self._drain_pumps(kill_timeout)
         _LIVE_GROUPS.pop(self.pgid, None)
-        return StopReport(how, await self.wait_exited(), stragglers)
+        return StopReport(how, await self.wait_exited(), self.stragglers_killed)
 
     async def _group_gone(self, seconds: float) -> None:
         """Wait (bounded) until every process of the group has died: a SIGKILLed process
@@ -264,7 +271,7 @@ class AgentProcess:
             await asyncio.wait_for(asyncio.gather(*waits), seconds)
 
     async def _drain_pumps(self, seconds: float) -> None:
-        done, pending = await asyncio.wait([*self._pumps, self._exit_watch], timeout=seconds)
+        done, pending = await asyncio.wait(self._pumps, timeout=seconds)
         for task in pending:
             task.cancel()
         for task in done:

@@ -218,11 +218,11 @@ signal.pause()
 
 
 @pytest.mark.parametrize(
-    ("behaviour", "how", "stragglers"),
-    [("stubborn", "killed", 0), ("leaves-child", "shutdown", 1)],
+    ("behaviour", "how"),
+    [("stubborn", "killed"), ("leaves-child", "shutdown")],
 )
 async def test_destroy_escalates_and_sweeps_the_group(
-    tmp_path: Path, tiny_model: Path, behaviour: str, how: str, stragglers: int
+    tmp_path: Path, tiny_model: Path, behaviour: str, how: str
 ) -> None:
     """An agent that ignores shutdown and SIGTERM is killed with its group; one that exits
     but leaves a process in its group has that process killed too."""
@@ -244,6 +244,26 @@ async def test_destroy_escalates_and_sweeps_the_group(
     destroyed = await provider.destroy(created.provider_id)
     assert destroyed.outcome is DestroyOutcome.ACCEPTED
     assert f"agent {how}" in destroyed.detail
-    assert (f"{stragglers} leftover" in destroyed.detail) == bool(stragglers)
+    if behaviour == "leaves-child":
+        assert "1 leftover process(es) killed" in destroyed.detail
     assert not alive(agent_pid) and not alive(child_pid)
     assert group_members(agent_pid) == []
+
+
+@pytest.mark.usefixtures("real_engine")
+async def test_agent_killed_takes_its_engine_with_it(tiny_model: Path) -> None:
+    lines = Lines()
+    provider = LocalProvider(on_line=lines)
+    offer = (await provider.search_offers(SelectionPolicy()))[0]
+    created = await provider.create(offer, _request(_model_env(tiny_model)))
+    assert created.provider_id
+    try:
+        engine_pid = (await lines.wait_weights())["engine_pid"]
+        os.kill(int(created.provider_id.removeprefix("local-")), signal.SIGKILL)
+        code = await asyncio.wait_for(provider.wait_exited(created.provider_id), 30)
+        assert code == -signal.SIGKILL
+        await wait_gone(engine_pid, 10)
+        assert not alive(engine_pid)
+        assert (await provider.get(created.provider_id)).state is LeaseState.DEAD
+    finally:
+        await provider.aclose()
