@@ -16,10 +16,11 @@ from pathlib import Path
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
-from mvp_tui.datastream.frame import StreamId
+from mvp_tui.datastream.frame import StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.node_watch import NodeWatch
+from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
 from mvp_tui.events import EngineEvent, EventSink
@@ -59,7 +60,6 @@ class RunEngine:
         settings_override: Callable[[WalkSettings], WalkSettings] | None = None,
     ) -> None:
         self.config = config
-        self._sink = sink
         self._clock = clock
         self._environ = dict(os.environ if environ is None else environ)
         self.redactor = Redactor([*config.secret_values(), self._environ.get("HF_TOKEN", "")])
@@ -67,12 +67,19 @@ class RunEngine:
         self.node_id = config.get_int("runtime.node_id") or 1
         archive_path = config.get_path("observability.datastream_frame_log")
         self.hub = hub or ChannelHub(
-            stream=StreamId("mvp-orchestrator", 0),
+            stream=StreamId("mvp-orchestrator", run_number(self.run_id)),
             archive=FrameArchive(archive_path) if archive_path else None,
         )
         self.bridge = NodeBridge(
-            self.hub, self.node_id, StreamId(f"node-{self.node_id}", 0), redactor=self.redactor
+            self.hub,
+            self.node_id,
+            node_stream(run_number(self.run_id), self.node_id),
+            redactor=self.redactor,
         )
+        self._sink = OrchTap(
+            sink, self.hub, run_id=self.run_id, node_id=self.node_id, redactor=self.redactor
+        )
+        self._flusher: asyncio.Task[None] | None = None
         self.watch = NodeWatch()
         self.hub.listeners.append(self.watch)
         self.store = RecordStore(config.state_dir)
@@ -87,13 +94,21 @@ class RunEngine:
         self._ssh_public_key: str | None = None
 
     def _on_node_line(self, kind: str, line: bytes) -> None:
-        self.bridge.feed_line(kind, line)
+        self.bridge.on_line(kind, line)
+
+    async def _flush_archive(self) -> None:
+        # The archive buffers; a quiet run must still reach the disk about once a second.
+        while True:
+            await asyncio.sleep(1.0)
+            self.hub.flush()
 
     # -- events --------------------------------------------------------------------------------
     def emit(self, event: EngineEvent) -> None:
         self._sink(event)
 
     def started(self) -> None:
+        if self.hub.archive is not None and self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_archive())
         self.emit(
             RunStarted(
                 at=self._clock(),
@@ -316,6 +331,9 @@ class RunEngine:
         return confirmed
 
     async def aclose(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
         self.hub.flush()
         if self.hub.archive is not None:
             self.hub.archive.close()

@@ -56,6 +56,22 @@ async def test_local_run_streams_a_prompt_and_leaves_no_process(
     deltas = "".join(e["text"] for e in run.events("text_delta"))
     assert deltas == done["final_text"]
     assert run.events("lease_deleted") and run.events("run_finished")[-1]["exit_code"] == 0
+    phases = [
+        (f["payload"]["phase"], f["payload"]["status"]) for f in run.frames("mvp.orch.bootstrap")
+    ]
+    for step in [
+        ("config", "ready"),
+        ("offers", "ready"),
+        ("lease", "started"),
+        ("lease", "ready"),
+        ("weights", "ready"),
+        ("teardown", "started"),
+        ("teardown", "ready"),
+    ]:
+        assert step in phases, (step, phases)
+    assert phases.index(("lease", "ready")) < phases.index(("weights", "ready"))
+    prompt_phases = {f["payload"]["phase"] for f in run.frames("mvp.orch.prompt")}
+    assert prompt_phases, "prompt steps are recorded on mvp.orch.prompt"
     pids = _pids(run)
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)
     # The archive kept every frame that was printed: same channels, same counts.
