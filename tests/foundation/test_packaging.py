@@ -55,6 +55,12 @@ def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
     assert "mvp_tui/widgets/pane.py" in names
     assert "mvp_tui/themes/__init__.py" in names
     assert "mvp_tui/themes/app.tcss" in names
+    # Every package of the source tree is in the wheel (setuptools lists them by hand).
+    for init in REPO.glob("mvp_tui/**/__init__.py"):
+        rel = init.relative_to(REPO).as_posix()
+        assert rel in names, f"{rel} missing from the wheel: add it to [tool.setuptools] packages"
+    assert "mvp_tui/ssh/node_helper.py" in names
+    assert "mvp_tui/node_agent.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "mvp-tui = mvp_tui.cli:main" in text
