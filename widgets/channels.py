@@ -1,16 +1,149 @@
-"""The Channels pane: every datastream channel with its frame count and rate."""
+"""The Channels pane: every datastream channel with its frame count, rate and last position.
+
+It polls the hub (every `POLL_S`, and only reads a snapshot when `hub.version` moved, or
+once a second while rates decay), never a message per frame. Enter opens the channel's log.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widget import Widget
+from textual.widgets import DataTable
+
+from mvp_tui.datastream import ChannelHub, ChannelStats, HubSnapshot
+from mvp_tui.widgets.channel_log import ChannelLogScreen
 from mvp_tui.widgets.pane import Pane
+
+POLL_S = 0.2
+RATE_REFRESH_S = 1.0
+_COLUMNS = (("channel", "channel"), ("frames", "frames"), ("rate", "rate"), ("last", "last"))
+
+
+def rate_text(rate: float) -> str:
+    return f"{rate:,.0f}/s" if rate >= 10 else f"{rate:.1f}/s"
 
 
 class ChannelsPane(Pane):
+    """Channels of the run's hub; `attach_hub` starts the polling."""
+
     TITLE = "Channels"
     EMPTY_TEXT = (
         "Datastream channels (bootstrap phases, node logs, weights) appear here with "
         "frame counts and rates once a node starts. Enter opens a channel's log."
     )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open_log", "open log", id="channels-open"),
+    ]
 
-    def __init__(self, *, id: str | None = "channels-pane") -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        id: str | None = "channels-pane",
+    ) -> None:
         super().__init__(id=id)
+        self.hub: ChannelHub | None = None
+        self._clock = clock
+        self._version = -1
+        self._epoch = -1
+        self._last_read = 0.0
+        self._snapshot: HubSnapshot | None = None
+
+    def compose_content(self) -> ComposeResult:
+        yield DataTable(id="channels-table", cursor_type="row")
+
+    def on_mount(self) -> None:
+        table = self.table
+        table.display = False
+        for label, key in _COLUMNS:
+            table.add_column(Text(label, justify="left" if key == "channel" else "right"), key=key)
+        self.set_interval(POLL_S, self.poll)
+
+    @property
+    def table(self) -> DataTable[Text]:
+        return self.query_one("#channels-table", DataTable)
+
+    def focus_target(self) -> Widget | None:
+        return self.table
+
+    # -- the API the app uses ------------------------------------------------------------
+    def attach_hub(self, hub: ChannelHub) -> None:
+        """Show this hub's channels (the run's); polling starts at once."""
+        self.hub = hub
+        self._version = -1
+        self.poll()
+
+    def poll(self) -> None:
+        """Read the hub when it changed (or rates may have decayed) and update the table."""
+        hub = self.hub
+        if hub is None or not self.screen.is_current:
+            return  # nothing to show, or covered by a modal or the channel log
+        now = self._clock()
+        stale_rates = (
+            self._snapshot is not None
+            and now - self._last_read >= RATE_REFRESH_S
+            and any(c.rate > 0 for c in self._snapshot.channels)
+        )
+        if hub.version == self._version and not stale_rates:
+            return
+        self._version, self._last_read = hub.version, now
+        self.show(hub.snapshot())
+
+    def show(self, snapshot: HubSnapshot) -> None:
+        """Bring the table in line with `snapshot`, keyed by channel name."""
+        table = self.table
+        self._snapshot = snapshot
+        with self.app.batch_update():
+            if snapshot.epoch != self._epoch:
+                self._epoch = snapshot.epoch
+                table.clear()
+            for stats in snapshot.channels:
+                cells = _cells(stats)
+                if stats.channel in table.rows:
+                    for (_, key), cell in zip(_COLUMNS[1:], cells[1:], strict=True):
+                        table.update_cell(stats.channel, key, cell)
+                else:
+                    table.add_row(*cells, key=stats.channel)
+        has_rows = bool(snapshot.channels)
+        table.display = has_rows
+        self.set_empty(not has_rows)
+        total = sum(c.count for c in snapshot.channels)
+        self.border_subtitle = f"{len(snapshot.channels)} channels · {total:,} frames"
+        self.refresh_bindings()
+
+    # -- keys ----------------------------------------------------------------------------
+    def selected_channel(self) -> str | None:
+        table = self.table
+        if not table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return row_key.value
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_log":
+            return True if self.selected_channel() else None
+        return True
+
+    def action_open_log(self) -> None:
+        channel = self.selected_channel()
+        if channel is not None and self.hub is not None:
+            self.app.push_screen(ChannelLogScreen(self.hub, channel))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_log()
+
+
+def _cells(stats: ChannelStats) -> list[Text]:
+    return [
+        Text(stats.channel),
+        Text(f"{stats.count:,}", justify="right"),
+        Text(rate_text(stats.rate), justify="right"),
+        Text(f"{stats.last_position:,}", justify="right"),
+    ]

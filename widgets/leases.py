@@ -1,17 +1,225 @@
-"""The Leases pane: each create attempt and its answer, then every lease with spend."""
+"""The Leases pane: each create attempt and its answer, then every lease with uptime and spend.
+
+Fed by `handle_event` (lease-walk events only; others are ignored). Uptime and spend tick
+every second from the events' times and an injectable clock; `ctrl+d` on the selected lease
+asks (focus on Cancel) and then posts `TeardownRequested`.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from datetime import tzinfo
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import DataTable, Static
+
+from mvp_tui.events import EngineEvent
+from mvp_tui.widgets.confirm import Choice, ConfirmScreen
+from mvp_tui.widgets.leases_model import (
+    LeasesModel,
+    LeaseState,
+    LeaseView,
+    Tone,
+    clock_text,
+    uptime_text,
+)
 from mvp_tui.widgets.pane import Pane
+
+LEASE_COLUMNS = ("", "lease", "GPU", "state", "uptime", "$/h", "spend")
+_STATE_CLASS = {
+    LeaseState.PENDING: "leases--pending",
+    LeaseState.RUNNING: "leases--live",
+    LeaseState.NOT_READY: "leases--fail",
+    LeaseState.DELETING: "leases--pending",
+    LeaseState.DELETED: "leases--muted",
+    LeaseState.UNCONFIRMED: "leases--fail",
+}
+_TONE_CLASS = {
+    Tone.PLAIN: "",
+    Tone.PENDING: "leases--pending",
+    Tone.OK: "leases--ok",
+    Tone.WARN: "leases--warn",
+    Tone.FAIL: "leases--fail",
+    Tone.MUTED: "leases--muted",
+}
 
 
 class LeasesPane(Pane):
+    """Attempts as they happen, then the run's leases; the selected one can be torn down."""
+
     TITLE = "Leases"
     EMPTY_TEXT = (
         "Each lease attempt appears here as it happens (created, unavailable, adopted, "
         "deleted), then every live lease with its uptime and spend. Pick an offer and "
         "press Enter to start."
     )
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "leases--ok",
+        "leases--warn",
+        "leases--fail",
+        "leases--pending",
+        "leases--muted",
+        "leases--live",
+        "leases--spend",
+        "leases--time",
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+d", "teardown", "teardown", id="teardown"),
+    ]
 
-    def __init__(self, *, id: str | None = "leases-pane") -> None:
+    class TeardownRequested(Message):
+        """Destroy this lease (the user confirmed)."""
+
+        def __init__(self, provider_id: str) -> None:
+            super().__init__()
+            self.provider_id = provider_id
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        tz: tzinfo | None = None,
+        id: str | None = "leases-pane",
+    ) -> None:
         super().__init__(id=id)
+        self.model = LeasesModel()
+        self._clock = clock
+        self._tz = tz
+        self._shown: frozenset[str] = frozenset()
+
+    def compose_content(self) -> ComposeResult:
+        with VerticalScroll(id="leases-history"):
+            yield Static(id="leases-lines")
+        yield DataTable(id="leases-table", cursor_type="row", show_header=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#leases-history").display = False
+        table = self.table
+        table.display = False
+        for name in LEASE_COLUMNS:
+            table.add_column(name, key=name or "mark")
+        self.query_one("#leases-history", VerticalScroll).anchor()
+        self.set_interval(1.0, self.tick)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_all())
+
+    @property
+    def table(self) -> DataTable[Text]:
+        return self.query_one("#leases-table", DataTable)
+
+    def focus_target(self) -> Widget | None:
+        return self.table
+
+    # -- the API the app uses ------------------------------------------------------------
+    def handle_event(self, event: EngineEvent) -> None:
+        if self.model.apply(event):
+            self._render_all()
+
+    def tick(self) -> None:
+        """Advance uptime and spend of leases that may still bill (every second)."""
+        now = self._clock()
+        for lease in self.model.leases.values():
+            if lease.state.may_bill and lease.provider_id in self._shown:
+                self.table.update_cell(lease.provider_id, "uptime", self._uptime(lease, now))
+                self.table.update_cell(lease.provider_id, "spend", self._spend(lease, now))
+
+    def selected(self) -> LeaseView | None:
+        table = self.table
+        if not table.row_count:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return self.model.leases.get(row_key.value or "")
+
+    # -- rendering -----------------------------------------------------------------------
+    def _style(self, name: str) -> Style | str:
+        return self.get_component_rich_style(name) if name else ""
+
+    def _render_all(self) -> None:
+        has_lines = bool(self.model.history)
+        self.set_empty(not has_lines and not self.model.leases)
+        history = self.query_one("#leases-history", VerticalScroll)
+        history.display = has_lines
+        self.query_one("#leases-lines", Static).update(self._history_text())
+        self._render_leases()
+
+    def _history_text(self) -> Text:
+        text = Text()
+        time_style = self._style("leases--time")
+        for index, line in enumerate(self.model.history):
+            if index:
+                text.append("\n")
+            text.append(clock_text(line.at, self._tz), style=time_style)
+            for part, tone in line.parts:
+                text.append("  " if part[:1] != "→" else " ")
+                text.append(part, style=self._style(_TONE_CLASS[tone]))
+        return text
+
+    def _render_leases(self) -> None:
+        table = self.table
+        selected = self.selected()
+        now = self._clock()
+        with self.app.batch_update():
+            table.clear()
+            for lease in self.model.leases.values():
+                table.add_row(*self._cells(lease, now), key=lease.provider_id)
+            if selected is not None and selected.provider_id in self.model.leases:
+                table.move_cursor(row=table.get_row_index(selected.provider_id), animate=False)
+        self._shown = frozenset(self.model.leases)
+        table.display = bool(self.model.leases)
+        self.refresh_bindings()
+
+    def _cells(self, lease: LeaseView, now: float) -> list[Text]:
+        state_style = self._style(_STATE_CLASS[lease.state])
+        live = lease.state is LeaseState.RUNNING
+        return [
+            Text("▶" if live else "·", style=state_style),
+            Text(lease.provider_id),
+            Text(lease.gpu),
+            Text(lease.state.value, style=state_style),
+            self._uptime(lease, now),
+            Text(f"${lease.price_per_hour:.2f}/h", justify="right"),
+            self._spend(lease, now),
+        ]
+
+    def _uptime(self, lease: LeaseView, now: float) -> Text:
+        return Text(uptime_text(lease.uptime_s(now)), justify="right")
+
+    def _spend(self, lease: LeaseView, now: float) -> Text:
+        return Text(f"${lease.spend(now):.3f}", style=self._style("leases--spend"), justify="right")
+
+    # -- keys ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "teardown":
+            lease = self.selected()
+            return True if lease is not None and lease.state.may_bill else None
+        return True
+
+    def action_teardown(self) -> None:
+        lease = self.selected()
+        if lease is None or not lease.state.may_bill:
+            return
+        provider_id = lease.provider_id
+        spend = lease.spend(self._clock())
+        self.app.push_screen(
+            ConfirmScreen(
+                f"Tear down lease {provider_id}?",
+                f"{lease.gpu or 'lease'} at ${lease.price_per_hour:.2f}/h, spent about "
+                f"${spend:.3f} so far. The node agent is stopped, the lease destroyed, and the "
+                "provider asked until it confirms the lease is gone.",
+                [Choice("cancel", "Cancel"), Choice("destroy", "Tear down", "error")],
+                focus="cancel",
+                cancel_value="cancel",
+            ),
+            lambda choice: self._on_teardown_choice(provider_id, choice),
+        )
+
+    def _on_teardown_choice(self, provider_id: str, choice: str | None) -> None:
+        if choice == "destroy":
+            self.post_message(self.TeardownRequested(provider_id))

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import Static
+
+from mvp_tui.events import EngineEvent
 
 
 class Pane(Vertical, can_focus=True):
@@ -34,3 +40,28 @@ class Pane(Vertical, can_focus=True):
     def set_empty(self, empty: bool) -> None:
         """Show the empty-state text only while the pane has nothing else to show."""
         self.query_one(".empty", Static).display = empty
+
+    def handle_event(self, event: EngineEvent) -> None:
+        """Take one engine event; the app sends every event to every pane. Default: ignore."""
+
+    def focus_target(self) -> Widget | None:
+        """The child that should hold focus when the pane is focused (None: the pane)."""
+        return None
+
+    def _content_target(self) -> Widget | None:
+        target = self.focus_target()
+        return target if target is not None and target.display and target.focusable else None
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        """Focus the pane's content when it has some (its keys work at once), else the pane."""
+        target = self._content_target()
+        if target is not None:
+            target.focus(scroll_visible)
+            return self
+        return super().focus(scroll_visible)
+
+    def on_focus(self, event: events.Focus) -> None:
+        # Focus that reached the pane another way (auto-focus, a click): hand it on.
+        target = self._content_target()
+        if target is not None:
+            target.focus()

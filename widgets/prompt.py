@@ -1,17 +1,334 @@
-"""The Prompt pane: a live prompt box streaming tokens from the node's model."""
+"""The Prompt pane: an input with history, the answer streamed as markdown, live figures.
+
+The engine's prompt events arrive through `handle_event`. Deltas are gathered and handed to
+Textual's `MarkdownStream` by one pump task, which appends (never re-renders the whole
+answer) and coalesces when tokens come faster than the screen; the answer's scroll is
+anchored to the bottom. Answer text is untrusted: cleaned by `safe_answer`, rendered as
+markdown with link opening off, never as Rich markup.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Input, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
+from mvp_tui.events import EngineEvent
+from mvp_tui.prompt.display import safe_answer, summary
+from mvp_tui.prompt.events import (
+    PromptCancelled,
+    PromptDone,
+    PromptFault,
+    PromptQueued,
+    PromptRpcListening,
+    PromptSource,
+    PromptStarted,
+    TextDelta,
+)
+from mvp_tui.prompt.history import PromptHistory
+from mvp_tui.ssh.events import PortForwarded
+from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.pane import Pane
+
+POLL_S = 0.25
+QUESTION_CHARS = 400
+
+
+class PromptInput(Input):
+    """The prompt box; Up/Down walk the history like a shell."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "older", "older prompt", show=False, id="prompt-history-older"),
+        Binding("down", "newer", "newer prompt", show=False, id="prompt-history-newer"),
+    ]
+
+    def __init__(self, history: PromptHistory, *, id: str | None = None) -> None:
+        super().__init__(
+            placeholder="ask the model…  (Enter sends, Up/Down history, Esc cancels)", id=id
+        )
+        self.history = history
+
+    def action_older(self) -> None:
+        text = self.history.older(self.value)
+        if text is not None:
+            self.value = text
+            self.cursor_position = len(text)
+
+    def action_newer(self) -> None:
+        text = self.history.newer()
+        if text is not None:
+            self.value = text
+            self.cursor_position = len(text)
+
+
+@dataclass(slots=True)
+class _Live:
+    """The prompt on screen while it streams."""
+
+    prompt_id: int
+    started_at: float
+    first_at: float | None = None
+    last_at: float | None = None
+    deltas: int = 0
 
 
 class PromptPane(Pane):
+    """Ask the served model; `PromptSubmitted` / `PromptCancelRequested` go to the app."""
+
     TITLE = "Prompt"
     EMPTY_TEXT = (
         "Tokens stream here from the model served on the node, with tok/s and TTFT. Lease"
         " a node first (Enter on an offer); the prompt box opens when the engine is "
         "ready."
     )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_prompt", "cancel", id="prompt-cancel"),
+    ]
+
+    class PromptSubmitted(Message):
+        """Send this prompt to the model."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class PromptCancelRequested(Message):
+        """Cancel the prompt that is streaming (the engine decides which one)."""
 
     def __init__(self, *, id: str | None = "prompt-pane") -> None:
         super().__init__(id=id)
+        self.history = PromptHistory()
+        self.hub: ChannelHub | None = None
+        self.ready = False
+        self.model_name = ""
+        self.openai_endpoint = ""
+        self.rpc_endpoint = ""
+        self.live: _Live | None = None
+        self.waiting: set[int] = set()
+        self._sent: deque[str] = deque(maxlen=64)  # texts submitted, not yet queued
+        self._questions: dict[int, str] = {}
+        self._pending: list[str] = []
+        self._reset = False
+        self._wake = asyncio.Event()
+        self._stream: MarkdownStream | None = None
+        self._version = -1
+        self._weights_position = -1
+
+    def compose_content(self) -> ComposeResult:
+        yield Static(id="prompt-question")
+        with VerticalScroll(id="prompt-answer"):
+            yield Markdown(id="prompt-markdown", open_links=False)
+        yield Static(id="prompt-stats")
+        yield PromptInput(self.history, id="prompt-input")
+
+    def on_mount(self) -> None:
+        for selector in ("#prompt-question", "#prompt-answer", "#prompt-stats", "#prompt-input"):
+            self.query_one(selector).display = False
+        self.query_one("#prompt-answer", VerticalScroll).anchor()
+        self.run_worker(self._pump(), group="prompt-stream", name="markdown pump")
+        self.set_interval(POLL_S, self.poll)
+
+    @property
+    def input(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    def focus_target(self) -> Widget | None:
+        return self.input
+
+    # -- the API the app uses ------------------------------------------------------------
+    def set_ready(self, model_name: str | None = None) -> None:
+        """Open the prompt box (the engine answers); optionally name the model."""
+        if model_name:
+            self.model_name = clean_line(model_name, 60)
+        self.ready = True
+        self.set_empty(False)
+        self.input.display = True
+        self._update_subtitle()
+
+    def attach_hub(self, hub: ChannelHub) -> None:
+        """Learn the model and readiness from `mvp.worker.weights` frames on this hub."""
+        self.hub = hub
+        self._version, self._weights_position = -1, -1
+        self.poll()
+
+    def poll(self) -> None:
+        hub = self.hub
+        if hub is None or hub.version == self._version:
+            return
+        self._version = hub.version
+        tail = hub.tail(MVP_WORKER_WEIGHTS, self._weights_position)
+        for frame in tail.frames:
+            try:
+                record = json.loads(frame.payload)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("type") == "WeightsLoaded":
+                model = record.get("model_id")
+                self.set_ready(model if isinstance(model, str) else None)
+        if tail.last_position >= 0:
+            self._weights_position = tail.last_position
+
+    def handle_event(self, event: EngineEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._delta(event)
+        elif isinstance(event, PromptQueued):
+            self._queued(event)
+        elif isinstance(event, PromptStarted):
+            self._started(event)
+        elif isinstance(event, PromptDone | PromptFault | PromptCancelled):
+            self._ended(event)
+        elif isinstance(event, PortForwarded):
+            self.openai_endpoint = f"127.0.0.1:{event.local_port}"
+            self._update_subtitle()
+        elif isinstance(event, PromptRpcListening):
+            self.rpc_endpoint = f"{clean_line(event.host, 64)}:{event.port}"
+            self._update_subtitle()
+
+    # -- prompt life ---------------------------------------------------------------------
+    def _queued(self, event: PromptQueued) -> None:
+        if event.source is PromptSource.PANE and self._sent:
+            self._questions[event.prompt_id] = self._sent.popleft()
+        else:
+            via = " via the prompt RPC" if event.source is PromptSource.RPC else ""
+            self._questions[event.prompt_id] = f"(a {event.text_chars}-char prompt{via})"
+        self.waiting.add(event.prompt_id)
+        if not self.ready:
+            self.set_ready()
+        self._show_stats()
+
+    def _started(self, event: PromptStarted) -> None:
+        self.waiting.discard(event.prompt_id)
+        self.live = _Live(event.prompt_id, event.at)
+        question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
+        self._show_question(question)
+        self._reset, self._pending = True, []
+        self._wake.set()
+        self.query_one("#prompt-answer").display = True
+        self.query_one("#prompt-stats", Static).set_class(False, "-fault")
+        self._show_stats()
+
+    def _delta(self, event: TextDelta) -> None:
+        live = self.live
+        if live is None or event.prompt_id != live.prompt_id:
+            return
+        live.deltas += 1
+        live.first_at = live.first_at if live.first_at is not None else event.at
+        live.last_at = event.at
+        self._pending.append(safe_answer(event.text))
+        self._wake.set()
+        if live.deltas % 8 == 1:
+            self._show_stats()
+
+    def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
+        self.waiting.discard(event.prompt_id)
+        self._questions.pop(event.prompt_id, None)
+        stats = self.query_one("#prompt-stats", Static)
+        current = self.live is not None and self.live.prompt_id == event.prompt_id
+        if not current:
+            self._show_stats()
+            return
+        self.live = None
+        if isinstance(event, PromptDone):
+            stats.set_class(False, "-fault")
+            stats.update(Text(summary(event) + self._queue_note()))
+        elif isinstance(event, PromptFault):
+            stats.set_class(True, "-fault")
+            stats.update(Text(_fault_text(event) + self._queue_note()))
+        else:
+            stats.set_class(False, "-fault")
+            stats.update(Text("cancelled" + self._queue_note()))
+        stats.display = True
+
+    def _queue_note(self) -> str:
+        return f" · {len(self.waiting)} waiting" if self.waiting else ""
+
+    def _show_question(self, question: str) -> None:
+        widget = self.query_one("#prompt-question", Static)
+        widget.update(Text("> " + one_line_ascii(question, QUESTION_CHARS)))
+        widget.display = True
+
+    def _show_stats(self) -> None:
+        stats = self.query_one("#prompt-stats", Static)
+        live = self.live
+        if live is None:
+            if self.waiting:
+                stats.update(Text(f"{len(self.waiting)} waiting"))
+                stats.display = True
+            return
+        parts = [f"{live.deltas} tok"]
+        if live.first_at is not None and live.last_at is not None and live.deltas > 1:
+            span = live.last_at - live.first_at
+            if span > 0:
+                parts.append(f"{(live.deltas - 1) / span:,.0f} tok/s")
+        if live.first_at is not None:
+            parts.append(f"TTFT {(live.first_at - live.started_at) * 1000:.0f} ms")
+        else:
+            parts.append("waiting for the first token")
+        stats.update(Text(" · ".join(parts) + self._queue_note()))
+        stats.display = True
+
+    def _update_subtitle(self) -> None:
+        parts = [self.model_name] if self.model_name else []
+        if self.openai_endpoint:
+            parts.append(f"also on {self.openai_endpoint} (OpenAI)")
+        if self.rpc_endpoint:
+            parts.append(f"rpc {self.rpc_endpoint}")
+        self.border_subtitle = " · ".join(parts)
+
+    async def _pump(self) -> None:
+        """Hand gathered deltas to the markdown stream; restart it for each new prompt."""
+        markdown = self.query_one("#prompt-markdown", Markdown)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._reset:
+                self._reset = False
+                if self._stream is not None:
+                    await self._stream.stop()
+                await markdown.update("")
+                self._stream = Markdown.get_stream(markdown)
+            if self._pending and self._stream is not None:
+                text, self._pending = "".join(self._pending), []
+                await self._stream.write(text)
+
+    # -- keys ----------------------------------------------------------------------------
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "prompt-input":
+            return
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            return
+        self.history.add(text)
+        self._sent.append(text)
+        self.input.value = ""
+        self.post_message(self.PromptSubmitted(text))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_prompt":
+            return True if (self.live is not None or self.waiting) else None
+        return True
+
+    def action_cancel_prompt(self) -> None:
+        self.post_message(self.PromptCancelRequested())
+
+
+def _fault_text(event: PromptFault) -> str:
+    what = event.code or event.fault_kind.value
+    status = f" ({event.http_status})" if event.http_status is not None else ""
+    text = f"✗ {what}{status}: {one_line_ascii(event.error, 200)}"
+    if event.fix:
+        text += f" — fix: {one_line_ascii(event.fix, 120)}"
+    return text

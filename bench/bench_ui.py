@@ -1,0 +1,151 @@
+"""UI figures: Offers pane keystroke-to-repaint at 10,000 offers, and responsiveness of a
+channel log while 50,000 lines/s stream into it. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/bench_ui.py [--offers 10000] [--rate 50000] [--seconds 3]
+
+Runs the real widgets headless (Textual's test driver) at 160x48. "Repaint" means the key
+was handled and the app went idle again, which includes the compositor's screen update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+from mvp_tui.datastream import ChannelHub
+from mvp_tui.widgets.channel_log import ChannelLogScreen
+from mvp_tui.widgets.offers import OffersPane
+from tests.widgets.data import many_offers
+from tests.widgets.harness import Harness
+
+SIZE = (160, 48)
+
+
+def ms(values: list[float]) -> str:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    median = statistics.median(ordered) * 1000
+    return f"median {median:6.1f} ms  p95 {p95 * 1000:6.1f} ms  (n={len(values)})"
+
+
+async def timed_keys(pilot: Pilot[None], keys: list[str]) -> list[float]:
+    out = []
+    for key in keys:
+        start = time.perf_counter()
+        await pilot.press(key)
+        await pilot.pause()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+async def bench_offers(count: int) -> None:
+    app = Harness(lambda: [OffersPane(provider="vastai")])
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(OffersPane)
+        offers = many_offers(count)
+        start = time.perf_counter()
+        pane.set_offers(offers)
+        await pilot.pause()
+        loaded_ms = (time.perf_counter() - start) * 1000
+        print(f"offers: {count:,} offers loaded and painted in {loaded_ms:.0f} ms")
+        pane.focus()
+        await pilot.pause()
+        print(f"  no-op key (baseline)      {ms(await timed_keys(pilot, ['x'] * 10))}")
+        print(f"  cursor down               {ms(await timed_keys(pilot, ['down'] * 10))}")
+        print(f"  s (sort cycle)            {ms(await timed_keys(pilot, ['s'] * 15))}")
+        await pilot.press("slash")
+        typing = await timed_keys(pilot, list("4090") + ["backspace"] * 4 + list("texas"))
+        print(f"  filter keystroke          {ms(typing)}")
+        print(f"  Esc (filter cleared)      {ms(await timed_keys(pilot, ['escape']))}")
+        refresh = []
+        for step in range(1, 6):
+            # A poll's answer: the same offers, every price moved a little.
+            fresh = [
+                replace(o, price_per_hour=o.price_per_hour * (1 + step / 1000)) for o in offers
+            ]
+            start = time.perf_counter()
+            pane.set_offers(fresh)
+            await pilot.pause()
+            refresh.append(time.perf_counter() - start)
+        print(f"  refresh, prices changed   {ms(refresh)}")
+
+
+async def bench_stream(rate: int, seconds: float) -> None:
+    hub = ChannelHub()
+    channel = "mvp.provisioning.logs.node.1.stdout"
+    app = Harness(lambda: [Static("under")])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = ChannelLogScreen(hub, channel)
+        await app.push_screen(screen)
+        await pilot.pause()
+        stop = asyncio.Event()
+        published = 0
+
+        async def produce() -> None:
+            nonlocal published
+            loop = asyncio.get_running_loop()
+            begin = loop.time()
+            batch = max(1, rate // 100)
+            while not stop.is_set():
+                due = int((loop.time() - begin) * rate)
+                while published < due:
+                    for _ in range(min(batch, due - published)):
+                        hub.publish(
+                            channel, b"llama server: decode token batch ok t=%d" % published
+                        )
+                        published += 1
+                await asyncio.sleep(0.005)
+
+        producer = asyncio.create_task(produce())
+        latencies = []
+        begin = time.perf_counter()
+        keys = ["up", "f"]
+        index = 0
+        while time.perf_counter() - begin < seconds:
+            key = keys[index % 2]
+            index += 1
+            want = key == "f"  # `up` stops following, `f` resumes it
+            start = time.perf_counter()
+            app.simulate_key(key)  # what the terminal driver posts for a key press
+            while screen.following is not want:  # noqa: ASYNC110 - a benchmark's probe
+                await asyncio.sleep(0.001)
+            latencies.append(time.perf_counter() - start)
+            await asyncio.sleep(0.05)
+        stop.set()
+        await producer
+        elapsed = time.perf_counter() - begin
+        screen.action_follow()
+        await pilot.pause()
+        print(
+            f"stream: {published:,} lines in {elapsed:.1f} s ({published / elapsed:,.0f}/s offered)"
+        )
+        print(f"  key press handled         {ms(latencies)}")
+        print(
+            f"  frames counted {hub.snapshot().channels[0].count:,} · written to view "
+            f"{screen.written:,} · dropped from view {screen.skipped:,} (counted, shown as a "
+            f"'… N not shown' line) · log lines kept {len(screen.log_widget.lines):,}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--offers", type=int, default=10_000)
+    parser.add_argument("--rate", type=int, default=50_000)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args()
+    asyncio.run(bench_offers(args.offers))
+    asyncio.run(bench_stream(args.rate, args.seconds))
+
+
+if __name__ == "__main__":
+    main()

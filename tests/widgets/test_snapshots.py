@@ -1,0 +1,151 @@
+"""The panes that matter as SVG snapshots: fixed size, data, clocks (UTC) and theme."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import Markdown
+
+from mvp_tui.datastream import ChannelHub
+from mvp_tui.prompt.events import PromptQueued, PromptRpcListening, PromptStarted, TextDelta
+from mvp_tui.ssh.events import PortForwarded
+from mvp_tui.widgets.bootstrap import BootstrapPane
+from mvp_tui.widgets.channels import ChannelsPane
+from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
+from mvp_tui.widgets.leases import LeasesPane
+from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.prompt import PromptPane
+from tests.widgets.data import (
+    T0,
+    fixed_clock,
+    many_offers,
+    replay_into,
+    small_offers,
+    ssh_events,
+    wait_until,
+    walk_events,
+    write_archive,
+)
+from tests.widgets.harness import Harness
+
+BIG = (160, 48)
+SMALL = (100, 30)
+RunBefore = Callable[[Pilot[None]], Awaitable[None]]
+ANSWER = [
+    "The walk ",
+    "looks the instance up ",
+    "**by its label** ",
+    "before trying anything ",
+    "else,\n\n",
+    "- so a lost answer ",
+    "never becomes ",
+    "a second bill\n",
+    "- and a ",
+]
+
+
+def panes() -> list[Widget]:
+    return [
+        OffersPane(provider="vastai"),
+        BootstrapPane(clock=fixed_clock(T0 + 95)),
+        LeasesPane(clock=fixed_clock(T0 + 95), tz=UTC),
+        ChannelsPane(clock=fixed_clock(0.0)),
+        PromptPane(),
+    ]
+
+
+def offers_with_picks_sort_filter() -> RunBefore:
+    async def run_before(pilot: Pilot[None]) -> None:
+        pane = pilot.app.query_one(OffersPane)
+        pane.set_offers([*small_offers(), *many_offers(60)])
+        pane.focus()
+        await pilot.press("s")  # $/GB·h
+        await pilot.press("slash", *"4090", "enter")
+        await pilot.press("down", "space", "down", "down", "space", "up")
+        await pilot.pause()
+
+    return run_before
+
+
+def dashboard(archive: Path) -> RunBefore:
+    """Every pane mid-run: offers picked, the walk done, bootstrap, channels, a streaming
+    answer, all from fixed events and a replayed archive."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        app = pilot.app
+        hub = ChannelHub(clock=lambda: 0.0)
+        await replay_into(archive, hub)
+        offers = app.query_one(OffersPane)
+        offers.set_offers(small_offers())
+        offers.focus()
+        await pilot.press("down", "space", "down", "space")
+        for event in [*walk_events(), *ssh_events()]:
+            app.query_one(LeasesPane).handle_event(event)
+            app.query_one(BootstrapPane).handle_event(event)
+        app.query_one(BootstrapPane).attach_hub(hub)
+        app.query_one(ChannelsPane).attach_hub(hub)
+        prompt = app.query_one(PromptPane)
+        prompt.attach_hub(hub)
+        await pilot.pause()
+        prompt.focus()
+        await pilot.press(*"what does the walk do when an answer is lost?", "enter")
+        for event in (
+            PortForwarded(at=T0 + 90, lease_key="7003", local_port=18080, remote_port=18081),
+            PromptRpcListening(at=T0 + 90, host="127.0.0.1", port=19777),
+            PromptQueued(at=T0 + 91, prompt_id=1, text_chars=50, max_tokens=128, position=0),
+            PromptStarted(at=T0 + 91, prompt_id=1),
+        ):
+            prompt.handle_event(event)
+        for i, word in enumerate(ANSWER):
+            prompt.handle_event(TextDelta(at=T0 + 91.18 + i * 0.009, prompt_id=1, text=word))
+        markdown = prompt.query_one("#prompt-markdown", Markdown)
+        await wait_until(pilot, lambda: markdown.source.endswith("- and a "))
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    return write_archive(tmp_path / "run.jsonl")
+
+
+def test_offers_table_with_picks_sort_and_filter(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = Harness(lambda: [OffersPane(provider="vastai")])
+    assert snap_compare(app, terminal_size=BIG, run_before=offers_with_picks_sort_filter())
+
+
+def test_lease_confirm_modal(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = Harness(panes, layout="grid")
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        limits = LeaseLimits(max_price_per_hour=0.5, max_spend_usd=5.0, max_hours=2.0)
+        pilot.app.push_screen(LeaseConfirmScreen(small_offers()[:3], limits, provider="vastai"))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+def test_leases_pane_mid_walk(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    app = Harness(lambda: [LeasesPane(clock=fixed_clock(T0 + 95), tz=UTC)])
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        pane = pilot.app.query_one(LeasesPane)
+        for event in walk_events()[:-2]:  # 7003 created, still pending
+            pane.handle_event(event)
+        pane.focus()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x48", "100x30"])
+def test_dashboard_mid_run(snap_compare, archive: Path, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
+    """Channels pane, bootstrap, leases and the prompt pane mid-stream, replayed."""
+    app = Harness(panes, layout="grid")
+    assert snap_compare(app, terminal_size=size, run_before=dashboard(archive))

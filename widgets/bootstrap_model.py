@@ -1,0 +1,305 @@
+"""The Bootstrap checklist as pure data: the run's stages from lease to a healthy engine.
+
+Fed two ways: engine events (lease running, SSH attempts, host key, agent) through `apply`,
+and datastream records (the orchestrator's `mvp.orch.bootstrap` phases, the node agent's
+`mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) through `record`.
+Every status reads without colour: ✓ done, ● in progress, ○ not yet, ✗ failed, plus words.
+Record fields come from the node: untrusted, so only typed values are used and every text
+is cleaned to one line of ASCII.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mvp_tui.events import EngineEvent
+from mvp_tui.lease.events import LeasePending, LeaseRunning
+from mvp_tui.ssh.events import AgentExited, AgentStarted, AttemptOutcome, HostKeyPinned, SshAttempt
+from mvp_tui.untrusted import one_line_ascii
+
+DETAIL_CHARS = 72
+EXTRA_PHASES_KEPT = 8
+
+
+class Status(enum.Enum):
+    PENDING = "○"
+    ACTIVE = "●"
+    DONE = "✓"
+    FAILED = "✗"
+
+
+class StageId(enum.Enum):
+    """The fixed stages, in order; the value is the stage's name on screen."""
+
+    LEASE = "lease running"
+    SSH = "ssh"
+    HOST_KEY = "host key"
+    AGENT = "agent started"
+    MODEL = "model"
+    ENGINE = "engine healthy"
+
+
+@dataclass(slots=True)
+class Stage:
+    """One checklist row; times are event/record times (Unix seconds)."""
+
+    name: str
+    status: Status = Status.PENDING
+    detail: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+    progress: float | None = None  # 0..1 while a download runs
+
+    def start(self, at: float) -> None:
+        if self.status is Status.PENDING:
+            self.status = Status.ACTIVE
+        if self.started_at is None:
+            self.started_at = at
+
+    def finish(self, at: float, status: Status, detail: str) -> None:
+        if self.started_at is None:
+            self.started_at = at
+        self.status, self.ended_at, self.detail = status, at, detail
+        self.progress = None
+
+    def seconds(self, now: float) -> float | None:
+        """How long it took, or has been running; None before it starts."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else now
+        return max(0.0, end - self.started_at)
+
+
+def _text(value: object, limit: int = DETAIL_CHARS) -> str:
+    return one_line_ascii(value, limit) if isinstance(value, str) else ""
+
+
+def _num(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def size_text(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} GB"
+
+
+class BootstrapModel:
+    """The checklist of the current lease; a new lease starts it afresh."""
+
+    def __init__(self) -> None:
+        self.lease_id: str | None = None
+        self.stages: dict[StageId, Stage] = {}
+        self.extra: dict[str, Stage] = {}  # orchestrator phases not in the fixed list
+        self.reset()
+
+    def reset(self) -> None:
+        self.stages = {sid: Stage(sid.value) for sid in StageId}
+        self.extra = {}
+
+    @property
+    def started(self) -> bool:
+        return any(s.status is not Status.PENDING for s in self.rows())
+
+    def rows(self) -> list[Stage]:
+        return [*self.extra.values(), *self.stages.values()]
+
+    # -- events ---------------------------------------------------------------------------
+    def apply(self, event: EngineEvent) -> bool:
+        handler = _EVENT_HANDLERS.get(type(event))
+        if handler is None:
+            return False
+        handler(self, event)
+        return True
+
+    def _pending(self, e: LeasePending) -> None:
+        self._switch_lease(e.provider_id)
+        stage = self.stages[StageId.LEASE]
+        stage.start(e.at - e.waited_s)
+        stage.detail = f"{_text(e.provider_id, 24)} {_text(e.raw_state, 24) or 'pending'}"
+
+    def _running(self, e: LeaseRunning) -> None:
+        self._switch_lease(e.provider_id)
+        stage = self.stages[StageId.LEASE]
+        detail = f"{_text(e.host, 40)}:{e.port} {_text(e.via, 8)}"
+        stage.started_at = e.at - e.after_s
+        stage.finish(e.at, Status.DONE, detail)
+
+    def _switch_lease(self, provider_id: str) -> None:
+        if self.lease_id is not None and provider_id != self.lease_id:
+            self.reset()
+        self.lease_id = provider_id
+
+    def _ssh(self, e: SshAttempt) -> None:
+        stage = self.stages[StageId.SSH]
+        stage.name = f"ssh attempt {e.attempt}"
+        target = _text(e.target, 48)
+        if e.outcome is AttemptOutcome.CONNECTED:
+            stage.finish(e.at, Status.DONE, f"connected {target}")
+            return
+        stage.start(e.at)
+        what = e.outcome.value.replace("_", " ")
+        detail = f"{target} {what}"
+        if e.detail:
+            detail += f": {_text(e.detail, 40)}"
+        if e.next_try_s is None:
+            stage.finish(e.at, Status.FAILED, f"{detail}; no further try")
+        else:
+            stage.detail = f"{detail} · next try in {e.next_try_s:.0f} s"
+
+    def _host_key(self, e: HostKeyPinned) -> None:
+        self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} pinned")
+
+    def _agent(self, e: AgentStarted) -> None:
+        resumed = " (re-attached)" if e.resumed else ""
+        self.stages[StageId.AGENT].finish(e.at, Status.DONE, f"pid {e.pid}{resumed}")
+
+    def _agent_exited(self, e: AgentExited) -> None:
+        if e.before_ready:
+            code = "?" if e.exit_code is None else str(e.exit_code)
+            self.stages[StageId.ENGINE].finish(
+                e.at, Status.FAILED, f"agent exited (code {code}) before ready"
+            )
+
+    # -- datastream records ---------------------------------------------------------------
+    def record(self, channel: str, payload: bytes, at: float) -> bool:
+        """One frame's record; `at` is used when the record has no time of its own."""
+        try:
+            value = json.loads(payload)
+        except ValueError:
+            return False
+        if not isinstance(value, dict):
+            return False
+        when = _num(value.get("at")) or at
+        kind = value.get("type")
+        if kind == "OrchBootstrap":
+            return self._orch_phase(value, when)
+        if kind == "NodeAgentPhase":
+            return self._agent_phase(value, when)
+        if kind == "NodeAgentProgress":
+            return self._agent_progress(value, when)
+        if kind == "WeightsLoaded":
+            return self._weights_loaded(value, when)
+        if kind == "WorkerFatal":
+            reason = _text(value.get("reason")) or "the node cannot serve"
+            self.stages[StageId.ENGINE].finish(when, Status.FAILED, reason)
+            return True
+        return False
+
+    def _phase_stage(self, phase: str) -> Stage | None:
+        if phase == "model":
+            return self.stages[StageId.MODEL]
+        if phase in ("engine_start", "engine_health"):
+            return self.stages[StageId.ENGINE]
+        return None
+
+    def _finish_by_status(self, stage: Stage, status: str, when: float, detail: str) -> None:
+        if status == "started":
+            stage.start(when)
+        elif status == "ready":
+            stage.finish(when, Status.DONE, detail or stage.detail)
+        elif status == "failed":
+            stage.finish(when, Status.FAILED, detail or "failed")
+
+    def _orch_phase(self, value: Mapping[str, Any], when: float) -> bool:
+        phase = _text(value.get("phase"), 32)
+        status = _text(value.get("status"), 16)
+        if not phase:
+            return False
+        detail = _detail_text(value.get("detail"))
+        stage = self._phase_stage(phase)
+        if stage is None:
+            stage = self.extra.get(phase)
+            if stage is None:
+                if len(self.extra) >= EXTRA_PHASES_KEPT:
+                    self.extra.pop(next(iter(self.extra)))
+                stage = self.extra[phase] = Stage(phase.replace("_", " "))
+        self._finish_by_status(stage, status, when, detail)
+        return True
+
+    def _agent_phase(self, value: Mapping[str, Any], when: float) -> bool:
+        phase = _text(value.get("phase"), 32)
+        stage = self._phase_stage(phase)
+        if stage is None:
+            return False
+        status = _text(value.get("status"), 16)
+        detail = _model_detail(value.get("detail")) if phase == "model" else ""
+        if phase == "engine_start" and status == "ready":
+            stage.start(when)  # started is not healthy: wait for engine_health/WeightsLoaded
+            stage.detail = "engine started, loading"
+            return True
+        if status == "failed":
+            detail = _detail_text(value.get("detail"))
+        self._finish_by_status(stage, status, when, detail)
+        return True
+
+    def _agent_progress(self, value: Mapping[str, Any], when: float) -> bool:
+        phase = _text(value.get("phase"), 32)
+        stage = self._phase_stage(phase)
+        if stage is None or stage.status in (Status.DONE, Status.FAILED):
+            return False
+        stage.start(when)
+        state = _text(value.get("state"), 24)
+        if phase == "model":
+            done, total = _num(value.get("bytes_done")), _num(value.get("bytes_total"))
+            rate = _num(value.get("rate_bps"))
+            parts = [state or "downloading"]
+            if done is not None and total:
+                stage.progress = min(1.0, done / total)
+                parts.append(f"{size_text(done)} of {size_text(total)}")
+            elif done is not None:
+                parts.append(size_text(done))
+            if rate:
+                parts.append(f"{size_text(rate)}/s")
+            stage.detail = " ".join(parts)
+        else:
+            stage.detail = f"{state or 'waiting'}"
+        return True
+
+    def _weights_loaded(self, value: Mapping[str, Any], when: float) -> bool:
+        model = _text(value.get("model_id"), 40) or "model"
+        port = _num(value.get("port"))
+        load_ms = _num(value.get("load_ms"))
+        detail = model + (f" on :{port:.0f}" if port else "")
+        if load_ms is not None:
+            detail += f", loaded in {load_ms / 1000:.1f} s"
+        self.stages[StageId.ENGINE].finish(when, Status.DONE, detail)
+        return True
+
+
+def _detail_text(detail: object) -> str:
+    """A phase's detail as one short line: its reason or error, else compact JSON."""
+    if isinstance(detail, dict):
+        for key in ("reason", "error", "message"):
+            if isinstance(detail.get(key), str):
+                return _text(detail[key])
+        return _text(json.dumps(detail, separators=(",", ":"), default=str))
+    return _text(detail) if isinstance(detail, str) else ""
+
+
+def _model_detail(detail: object) -> str:
+    if not isinstance(detail, dict):
+        return ""
+    if detail.get("cached") is True:
+        return "cached"
+    size = _num(detail.get("bytes"))
+    source = _text(detail.get("source"), 16)
+    return " ".join(p for p in (source, size_text(size) if size else "") if p)
+
+
+_EVENT_HANDLERS: dict[type[EngineEvent], Callable[[BootstrapModel, Any], None]] = {
+    LeasePending: BootstrapModel._pending,
+    LeaseRunning: BootstrapModel._running,
+    SshAttempt: BootstrapModel._ssh,
+    HostKeyPinned: BootstrapModel._host_key,
+    AgentStarted: BootstrapModel._agent,
+    AgentExited: BootstrapModel._agent_exited,
+}

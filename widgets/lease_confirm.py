@@ -1,0 +1,136 @@
+"""The confirm before anything bills: the offers in the order they will be tried, the limits,
+and what happens when a step fails. Focus starts on Cancel; it returns True to lease."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from mvp_tui.providers.base import Offer
+from mvp_tui.untrusted import clean_line
+
+if TYPE_CHECKING:
+    from mvp_tui.config import Config
+
+ON_FAILURE = (
+    "If an offer is gone or refused, the next one is tried. A lease that does not become "
+    "ready is destroyed, and the provider must confirm it is gone before the next offer is "
+    "tried. If the run fails, everything it created is destroyed and each destroy confirmed; "
+    "a destroy that cannot be confirmed is reported (exit code 3), never assumed."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseLimits:
+    """The run's spending limits ([limits] in the config); None means not set."""
+
+    max_price_per_hour: float | None = None
+    max_spend_usd: float | None = None
+    max_hours: float | None = None
+
+    @classmethod
+    def from_config(cls, config: Config) -> LeaseLimits:
+        return cls(
+            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+            max_spend_usd=config.get_float("limits.max_spend_usd"),
+            max_hours=config.get_float("limits.max_hours"),
+        )
+
+    def lines(self) -> list[tuple[str, str, bool]]:
+        """(name, value, set) per limit, for the modal."""
+
+        def money(value: float | None, unit: str) -> str:
+            return f"${value:.2f}{unit}" if value is not None else "not set"
+
+        hours = f"{self.max_hours:g} h" if self.max_hours is not None else "not set"
+        return [
+            ("max $/h", money(self.max_price_per_hour, "/h"), self.max_price_per_hour is not None),
+            ("max spend", money(self.max_spend_usd, ""), self.max_spend_usd is not None),
+            ("max hours", hours, self.max_hours is not None),
+        ]
+
+
+def offers_table(offers: Sequence[Offer]) -> Table:
+    """The fallback order as a table; provider text as plain Text, sanitised."""
+    table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
+    for name, justify in (
+        ("#", "right"),
+        ("offer", "left"),
+        ("GPU", "left"),
+        ("VRAM", "right"),
+        ("$/h", "right"),
+        ("where", "left"),
+    ):
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for position, offer in enumerate(offers, start=1):
+        table.add_row(
+            Text(f"{position}"),
+            Text(clean_line(offer.offer_id, 24)),
+            Text(f"{clean_line(offer.gpu_name, 32)} ×{offer.num_gpus}"),
+            Text(f"{offer.vram_gib_total:.0f} GB"),
+            Text(f"{offer.price_per_hour:.3f}"),
+            Text(clean_line(offer.location, 32)),
+        )
+    return table
+
+
+class LeaseConfirmScreen(ModalScreen[bool]):
+    """Returns True to lease, False (Cancel, Esc) not to."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel", id="lease-confirm-cancel"),
+        Binding("left", "app.focus_previous", "previous", show=False, id="lease-confirm-left"),
+        Binding("right", "app.focus_next", "next", show=False, id="lease-confirm-right"),
+    ]
+
+    def __init__(self, offers: Sequence[Offer], limits: LeaseLimits, *, provider: str) -> None:
+        super().__init__()
+        self.offers = tuple(offers)
+        self.limits = limits
+        self.provider = provider
+
+    def compose(self) -> ComposeResult:
+        count = len(self.offers)
+        title = (
+            f"Lease on {self.provider}: 1 offer"
+            if count == 1
+            else f"Lease on {self.provider}: {count} offers, tried in this order"
+        )
+        with Vertical(id="lease-confirm"):
+            yield Static(Text(title), classes="confirm-title")
+            yield Static(offers_table(self.offers), id="lease-confirm-offers")
+            yield Static(self._limits_text(), id="lease-confirm-limits")
+            yield Static(Text(ON_FAILURE), id="lease-confirm-failure")
+            with Horizontal():
+                yield Button("Cancel", id="lease-cancel")
+                yield Button("Lease", id="lease-go", variant="warning")
+
+    def _limits_text(self) -> Text:
+        text = Text("limits  ")
+        for index, (name, value, is_set) in enumerate(self.limits.lines()):
+            if index:
+                text.append(" · ")
+            text.append(f"{name} ")
+            text.append(value, style="bold" if is_set else "italic")
+        if not any(is_set for _, _, is_set in self.limits.lines()):
+            text.append("  (no limit set: only the provider's balance stops the spend)")
+        return text
+
+    def on_mount(self) -> None:
+        self.query_one("#lease-cancel", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "lease-go")
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)

@@ -1,0 +1,326 @@
+"""What the Leases pane shows, as pure data built from lease-walk events (no Textual here).
+
+Two parts: a bounded history with one line per create attempt (later answers about the same
+attempt or lease extend its line: "unavailable → next", "ambiguous (500) → reconciled:
+adopted 7002", "not ready → deleted"), and every lease the run made with its state, uptime
+and estimated spend. Event texts from providers are sanitised before they are kept.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from typing import Any
+
+from mvp_tui.events import EngineEvent
+from mvp_tui.lease.events import (
+    AttemptAnswered,
+    AttemptStarted,
+    LeaseDeleted,
+    LeaseDeleteUnconfirmed,
+    LeaseDeleting,
+    LeaseNotReady,
+    LeasePending,
+    LeaseRunning,
+    OfferSkipped,
+    Reconciled,
+    ReconcileStarted,
+    Sweep,
+    WalkFailed,
+)
+from mvp_tui.lease.spend import spend_usd
+from mvp_tui.untrusted import one_line_ascii
+
+HISTORY_LINES = 200
+LEASES_KEPT = 20
+DETAIL_CHARS = 80
+
+
+class Tone(enum.Enum):
+    """How a piece of a line reads; the pane maps each to a theme colour class."""
+
+    PLAIN = "plain"
+    PENDING = "pending"
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+    MUTED = "muted"
+
+
+class LeaseState(enum.Enum):
+    """A lease as the pane shows it; the words are what the user reads."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    NOT_READY = "not ready"
+    DELETING = "deleting"
+    DELETED = "deleted"
+    UNCONFIRMED = "delete unconfirmed"
+
+    @property
+    def may_bill(self) -> bool:
+        return self is not LeaseState.DELETED
+
+
+@dataclass(slots=True)
+class HistoryLine:
+    """One attempt (or walk-level note): a time, then pieces appended as answers come."""
+
+    at: float
+    parts: list[tuple[str, Tone]]
+    label: str | None = None
+    provider_id: str | None = None
+
+    def add(self, text: str, tone: Tone) -> None:
+        self.parts.append((text, tone))
+
+
+@dataclass(slots=True)
+class LeaseView:
+    """One lease the run made."""
+
+    provider_id: str
+    gpu: str = ""
+    price_per_hour: float = 0.0
+    created_at: float | None = None
+    state: LeaseState = LeaseState.PENDING
+    final_uptime_s: float | None = None
+    final_spend_usd: float | None = None
+    endpoint: str = ""
+
+    def uptime_s(self, now: float) -> float:
+        if self.final_uptime_s is not None:
+            return self.final_uptime_s
+        return max(0.0, now - self.created_at) if self.created_at is not None else 0.0
+
+    def spend(self, now: float) -> float:
+        if self.final_spend_usd is not None:
+            return self.final_spend_usd
+        return spend_usd(self.price_per_hour, self.uptime_s(now))
+
+
+@dataclass(slots=True)
+class _Attempt:
+    gpu: str
+    price_per_hour: float
+
+
+def _detail(text: str) -> str:
+    return one_line_ascii(text, DETAIL_CHARS)
+
+
+def clock_text(at: float, tz: tzinfo | None) -> str:
+    """HH:MM:SS of an event time, in `tz` (None: local time)."""
+    return datetime.fromtimestamp(at, tz).strftime("%H:%M:%S")
+
+
+def uptime_text(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+@dataclass
+class LeasesModel:
+    """Folds lease events into history lines and lease views; `apply` says if anything changed."""
+
+    history: deque[HistoryLine] = field(default_factory=lambda: deque(maxlen=HISTORY_LINES))
+    leases: dict[str, LeaseView] = field(default_factory=dict)
+    _by_label: dict[str, HistoryLine] = field(default_factory=dict)
+    _by_lease: dict[str, HistoryLine] = field(default_factory=dict)
+    _attempts: dict[str, _Attempt] = field(default_factory=dict)
+
+    def apply(self, event: EngineEvent) -> bool:
+        handler = _HANDLERS.get(type(event))
+        if handler is None:
+            return False
+        handler(self, event)
+        return True
+
+    # -- lines ------------------------------------------------------------------------------
+    def _new_line(
+        self, at: float, *parts: tuple[str, Tone], label: str | None = None
+    ) -> HistoryLine:
+        if len(self.history) == self.history.maxlen:
+            gone = self.history[0]
+            if gone.label is not None:
+                self._by_label.pop(gone.label, None)
+            if gone.provider_id is not None:
+                self._by_lease.pop(gone.provider_id, None)
+        line = HistoryLine(at, list(parts), label=label)
+        self.history.append(line)
+        if label is not None:
+            self._by_label[label] = line
+        return line
+
+    def _lease_line(self, at: float, provider_id: str) -> HistoryLine:
+        line = self._by_lease.get(provider_id)
+        if line is None:
+            line = self._new_line(at, (f"lease {provider_id}", Tone.PLAIN))
+            self._link(line, provider_id)
+        return line
+
+    def _link(self, line: HistoryLine, provider_id: str) -> None:
+        line.provider_id = provider_id
+        self._by_lease[provider_id] = line
+
+    def _lease(self, provider_id: str) -> LeaseView:
+        lease = self.leases.get(provider_id)
+        if lease is None:
+            lease = self.leases[provider_id] = LeaseView(provider_id)
+            self._trim_leases()
+        return lease
+
+    def _trim_leases(self) -> None:
+        while len(self.leases) > LEASES_KEPT:
+            done = [k for k, v in self.leases.items() if not v.state.may_bill]
+            if not done:
+                return  # never forget a lease that may still bill
+            del self.leases[done[0]]
+
+    # -- events -----------------------------------------------------------------------------
+    def _started(self, e: AttemptStarted) -> None:
+        gpu = _detail(e.gpu_name)
+        self._attempts[e.label] = _Attempt(gpu, e.price_per_hour)
+        self._new_line(
+            e.at,
+            (f"offer {_detail(e.offer_id)}  {gpu} ${e.price_per_hour:.3f}/h", Tone.PLAIN),
+            ("creating…", Tone.PENDING),
+            label=e.label,
+        )
+
+    def _answered(self, e: AttemptAnswered) -> None:
+        line = self._by_label.get(e.label) or self._new_line(
+            e.at, (f"offer {_detail(e.offer_id)}", Tone.PLAIN), label=e.label
+        )
+        _drop_pending(line)
+        status = f" ({e.http_status})" if e.http_status is not None else ""
+        detail = f": {_detail(e.detail)}" if e.detail else ""
+        outcome = e.outcome
+        if outcome == "created" and e.provider_id:
+            pid = _detail(e.provider_id)
+            line.add(f"created {pid}", Tone.OK)
+            self._link(line, pid)
+            lease = self._lease(pid)
+            attempt = self._attempts.get(e.label)
+            if attempt is not None:
+                lease.gpu, lease.price_per_hour = attempt.gpu, attempt.price_per_hour
+            lease.created_at = e.at
+        elif outcome in ("unavailable", "forbidden"):
+            line.add(f"{outcome}{status}{detail} → next", Tone.WARN)
+        elif outcome == "ambiguous":
+            line.add(f"ambiguous{status}", Tone.WARN)
+            line.add("→ reconciling…", Tone.PENDING)
+        else:
+            line.add(f"{outcome}{status}{detail} → stop", Tone.FAIL)
+
+    def _reconcile_started(self, e: ReconcileStarted) -> None:
+        line = self._by_label.get(e.label)
+        if line is not None and not any(t == "→ reconciling…" for t, _ in line.parts):
+            line.add("→ reconciling…", Tone.PENDING)
+
+    def _reconciled(self, e: Reconciled) -> None:
+        line = self._by_label.get(e.label) or self._new_line(
+            e.at, (f"attempt {_detail(e.label)}", Tone.PLAIN), label=e.label
+        )
+        _drop_pending(line)
+        if e.adopted_id:
+            pid = _detail(e.adopted_id)
+            line.add(f"→ reconciled: adopted {pid}", Tone.OK)
+            self._link(line, pid)
+            lease = self._lease(pid)
+            attempt = self._attempts.get(e.label)
+            if attempt is not None:
+                lease.gpu, lease.price_per_hour = attempt.gpu, attempt.price_per_hour
+            lease.created_at = lease.created_at or e.at
+        else:
+            line.add("→ reconciled: none found → next", Tone.WARN)
+        if e.destroyed:
+            line.add(f"{len(e.destroyed)} duplicate(s) destroyed", Tone.MUTED)
+        if e.unconfirmed:
+            ids = ", ".join(_detail(i) for i in e.unconfirmed)
+            line.add(f"duplicate delete unconfirmed: {ids} may bill", Tone.FAIL)
+
+    def _pending(self, e: LeasePending) -> None:
+        self._lease(e.provider_id)  # shown as pending until it runs
+
+    def _running(self, e: LeaseRunning) -> None:
+        lease = self._lease(e.provider_id)
+        lease.state = LeaseState.RUNNING
+        lease.price_per_hour = e.price_per_hour or lease.price_per_hour
+        if lease.created_at is None:
+            lease.created_at = e.at - e.after_s
+        lease.endpoint = f"{_detail(e.host)}:{e.port} {_detail(e.via)}"
+        self._lease_line(e.at, e.provider_id).add(f"→ running after {e.after_s:.1f} s", Tone.OK)
+
+    def _not_ready(self, e: LeaseNotReady) -> None:
+        self._lease(e.provider_id).state = LeaseState.NOT_READY
+        self._lease_line(e.at, e.provider_id).add(f"→ not ready: {_detail(e.reason)}", Tone.FAIL)
+
+    def _deleting(self, e: LeaseDeleting) -> None:
+        self._lease(e.provider_id).state = LeaseState.DELETING
+        line = self._lease_line(e.at, e.provider_id)
+        line.add(f"→ deleting ({e.reason.value.replace('_', ' ')})…", Tone.PENDING)
+
+    def _deleted(self, e: LeaseDeleted) -> None:
+        lease = self._lease(e.provider_id)
+        lease.state = LeaseState.DELETED
+        lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
+        line = self._lease_line(e.at, e.provider_id)
+        _drop_pending(line)
+        line.add(f"→ deleted (${e.spend_usd:.3f})", Tone.OK)
+        self._trim_leases()
+
+    def _unconfirmed(self, e: LeaseDeleteUnconfirmed) -> None:
+        self._lease(e.provider_id).state = LeaseState.UNCONFIRMED
+        line = self._lease_line(e.at, e.provider_id)
+        _drop_pending(line)
+        line.add(f"→ delete UNCONFIRMED, may still bill: {_detail(e.reason)}", Tone.FAIL)
+
+    def _skipped(self, e: OfferSkipped) -> None:
+        self._new_line(
+            e.at, (f"offer {_detail(e.offer_id)}  skipped: {_detail(e.reason)}", Tone.MUTED)
+        )
+
+    def _walk_failed(self, e: WalkFailed) -> None:
+        what = e.failure.value.replace("_", " ")
+        self._new_line(
+            e.at,
+            (f"no lease ({what}) after {e.attempts} attempt(s): {_detail(e.reason)}", Tone.FAIL),
+        )
+
+    def _sweep(self, e: Sweep) -> None:
+        if not e.listed:
+            self._new_line(e.at, (f"sweep {_detail(e.prefix)}: could not list", Tone.FAIL))
+            return
+        text = f"sweep {_detail(e.prefix)}: found {len(e.found)}, destroyed {len(e.destroyed)}"
+        tone = Tone.MUTED
+        if e.unconfirmed:
+            text += f", UNCONFIRMED {len(e.unconfirmed)}"
+            tone = Tone.FAIL
+        self._new_line(e.at, (text, tone))
+
+
+def _drop_pending(line: HistoryLine) -> None:
+    """An answer replaces the "…in progress" piece it answers."""
+    if line.parts and line.parts[-1][1] is Tone.PENDING:
+        line.parts.pop()
+
+
+_HANDLERS: dict[type[EngineEvent], Callable[[LeasesModel, Any], None]] = {
+    AttemptStarted: LeasesModel._started,
+    AttemptAnswered: LeasesModel._answered,
+    ReconcileStarted: LeasesModel._reconcile_started,
+    Reconciled: LeasesModel._reconciled,
+    LeasePending: LeasesModel._pending,
+    LeaseRunning: LeasesModel._running,
+    LeaseNotReady: LeasesModel._not_ready,
+    LeaseDeleting: LeasesModel._deleting,
+    LeaseDeleted: LeasesModel._deleted,
+    LeaseDeleteUnconfirmed: LeasesModel._unconfirmed,
+    OfferSkipped: LeasesModel._skipped,
+    WalkFailed: LeasesModel._walk_failed,
+    Sweep: LeasesModel._sweep,
+}
