@@ -139,6 +139,15 @@ KEYS: tuple[KeySpec, ...] = (
         flag="--layer-end-exclusive",
         minimum=1,
     ),
+    _k(
+        "runtime",
+        "node_python",
+        Kind.STR,
+        "python3",
+        "Python interpreter that runs the node agent on the node",
+        env=("MVP_NODE_PYTHON",),
+        flag="--node-python",
+    ),
     # [provider]
     _k(
         "provider",

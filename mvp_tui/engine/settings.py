@@ -49,6 +49,8 @@ def node_env(
         env["MVP_GGUF_FILE"] = config.get_str("model.gguf_file") or ""
         if revision := config.get_str("model.gguf_revision"):
             env["MVP_GGUF_REVISION"] = revision
+    if (python := config.get_str("runtime.node_python")) and python != "python3":
+        env["MVP_NODE_PYTHON"] = python
     if tokenizer := config.get_path("model.tokenizer_local_path"):
         env["MVP_TOKENIZER_LOCAL_PATH"] = str(tokenizer)
     if (max_context := config.get_int("model.max_context")) is not None:

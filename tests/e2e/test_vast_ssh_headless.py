@@ -1,0 +1,102 @@
+"""A rented node end to end, headless: the fake Vast API leases an "instance" whose SSH
+endpoint is a real OpenSSH sshd on loopback; the engine uploads the node agent over SFTP,
+the agent serves the tiny model with llama.cpp's server, prompts stream through the SSH port
+forward, and teardown leaves no process and nothing billing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from tests.agent.procs import alive
+from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.test_vast_headless import cli
+from tests.fakes.vastai_server import FakeVast
+from tests.ssh.sshd import Sshd, sshd_executable, write_key
+
+KEY = "fake-vast-key-0123456789"
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[tuple[Sshd, Path]]:
+    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
+    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
+    sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
+    await sshd.start()
+    try:
+        yield sshd, client
+    finally:
+        await sshd.stop()
+
+
+async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
+    node: tuple[Sshd, Path], tiny_gguf: Path, tmp_path: Path
+) -> None:
+    sshd, client = node
+    with FakeVast(api_key=KEY) as fake:
+        fake.add_offer(dph_total=0.40)
+        fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
+        env = {
+            "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
+            "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+            "MVP_NODE_PYTHON": sys.executable,  # the "node" is this machine, engine in our venv
+            "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+        }  # fmt: skip
+        args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello node",
+                "--max-tokens", "12", "--down-after"]  # fmt: skip
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            code = await run.finish(within=180)
+        assert code == 0, run.stderr
+        assert fake.billing() == []
+    (running,) = run.events("lease_running")
+    assert running["port"] == sshd.port and running["via"] == "direct"
+    assert run.events("host_key_pinned")[0]["fingerprint"] == sshd.fingerprint
+    (ready,) = run.events("node_ready")
+    assert ready["local_url"].startswith("http://127.0.0.1:")
+    assert run.events("port_forwarded")
+    (done,) = run.events("prompt_done")
+    assert done["tokens_generated"] >= 1
+    weights = [f["payload"] for f in run.frames("mvp.worker.weights")]
+    assert weights[0]["type"] == "WeightsLoaded"
+    assert not alive(weights[0]["engine_pid"])
+    (started,) = run.events("agent_started")
+    assert not alive(started["pid"])
+    assert run.events("lease_deleted")
+    record_text = "".join(p.read_text() for p in (tmp_path / "state").rglob("*.json"))
+    assert KEY not in record_text and KEY not in run.stderr
+
+
+async def test_until_ready_leaves_the_rented_node_serving_for_down(
+    node: tuple[Sshd, Path], tiny_gguf: Path, tmp_path: Path
+) -> None:
+    sshd, client = node
+    with FakeVast(api_key=KEY) as fake:
+        fake.add_offer(dph_total=0.40)
+        fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
+        env = {
+            "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
+            "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+            "MVP_NODE_PYTHON": sys.executable,
+        }  # fmt: skip
+        async with HeadlessRun(["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)],
+                               tmp_path / "state", env=env) as run:  # fmt: skip
+            code = await run.finish(within=180)
+        assert code == 0, run.stderr
+        assert len(fake.billing()) == 1
+        await run.until(event("node_ready"))
+        engine_pid = run.frames("mvp.worker.weights")[0]["payload"]["engine_pid"]
+        assert alive(engine_pid), "the node keeps serving after the command exits"
+        result = cli(
+            "down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(tmp_path / "state")}
+        )
+        assert result.returncode == 0, result.stderr
+        assert fake.billing() == []
+    # Destroying a rented machine ends everything on it; here the "node" is this machine,
+    # so stop what the agent left running, as the provider's destroy would.
+    os.kill(engine_pid, signal.SIGTERM)
