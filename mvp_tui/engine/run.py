@@ -36,6 +36,7 @@ from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
+from mvp_tui.ssh.errors import SshError
 
 AGENT_REMOTE_DIR = "/tmp/mvp-node"
 
@@ -197,20 +198,28 @@ class RunEngine:
         """Start the node agent (over SSH for rented nodes) and wait for its engine."""
         lease = self._require_lease()
         timeout = timeout_s or self.config.get_float("ssh.ready_timeout_secs") or 600.0
-        if self.provider.info.ssh:
-            await self._start_remote_agent(lease)
         try:
-            await asyncio.wait_for(self.watch.ready.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                if self.provider.info.ssh:
+                    await self._start_remote_agent(lease)
+                    await self._until_ready_or_session_ends()
+                else:
+                    await self.watch.ready.wait()
         except TimeoutError:
             raise self._node_failed(
                 f"the node's engine was not ready within {timeout:g} s",
                 "raise [ssh] ready_timeout_secs, or read the node's channels for why",
             ) from None
+        except SshError as exc:
+            raise self._node_failed(exc.message, exc.fix) from None
         if self.watch.fatal is not None:
             raise self._node_failed(self.watch.fatal.reason, self.watch.fatal.fix)
         loaded = self.watch.loaded
         assert loaded is not None
-        self.local_url = await self._local_url(loaded.base_url, loaded.port)
+        try:
+            self.local_url = await self._local_url(loaded.base_url, loaded.port)
+        except SshError as exc:
+            raise self._node_failed(exc.message, exc.fix) from None
         ready = NodeReady(
             at=self._clock(),
             run_id=self.run_id,
@@ -221,6 +230,27 @@ class RunEngine:
         )
         self.emit(ready)
         return ready
+
+    async def _until_ready_or_session_ends(self) -> None:
+        """The SSH retry loop gives up (host key changed, auth, timeout) or the engine
+        reports: whichever comes first."""
+        from mvp_tui.ssh.session import NodeSession
+
+        assert isinstance(self._session, NodeSession)
+        session = self._session
+        ready = asyncio.ensure_future(self.watch.ready.wait())
+        ended = asyncio.ensure_future(session.wait())
+        try:
+            await asyncio.wait({ready, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (ready, ended):
+                task.cancel()
+            await asyncio.gather(ready, ended, return_exceptions=True)
+        if not self.watch.ready.is_set():
+            failure = session.failure
+            raise failure if failure is not None else SshError(
+                f"the SSH session to lease {session.lease_key} ended before the node was ready"
+            )
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
