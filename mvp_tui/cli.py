@@ -173,10 +173,14 @@ def _run_config(config: Config) -> int:
 
 
 def _run_dashboard(config: Config) -> int:
+    from mvp_tui.engine.run import RunEngine
     from mvp_tui.tui.app import MvpApp
+    from mvp_tui.tui.engine_port import ForwardingSink
 
-    app = MvpApp(config)
-    app.run()
+    sink = ForwardingSink()
+    engine = RunEngine(config, sink)
+    app = MvpApp(config, engine=engine, sink=sink)
+    app.run()  # the app closes the engine when it unmounts
     return int(app.return_code or 0)
 
 

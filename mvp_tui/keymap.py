@@ -28,6 +28,14 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
+    KeyBinding("interrupt", "ctrl+c", "quit_app", "quit", show=False),
 )
 
-BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS)
+# Bindings of the panes and modals (widgets/), remappable by id like the app's own.
+WIDGET_BINDING_IDS: frozenset[str] = frozenset({
+    "offers-sort", "offers-sort-reverse", "offers-pick", "offers-clear-filter", "filter-clear",
+    "channels-open", "channel-log-back", "channel-log-follow", "prompt-cancel",
+    "prompt-history-older", "prompt-history-newer", "lease-confirm-cancel",
+})  # fmt: skip
+
+BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS) | WIDGET_BINDING_IDS

@@ -1,24 +1,42 @@
-"""The one full-screen dashboard: five panes, a status bar and a footer of keys."""
+"""The one full-screen dashboard: five panes, a status bar and a footer of keys.
+
+The app drives a `RunEngine` through workers in the "engine" group and hears from it only
+through engine events (turned into `EngineMessage`s), which it hands to every pane.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
 from datetime import datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widget import Widget
 from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
 
 from mvp_tui.config import Config
 from mvp_tui.config.toml_file import write_key
+from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
+from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
+from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
+from mvp_tui.tui.live_leases import LiveLeases
+from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
 from mvp_tui.widgets.help_screen import HelpScreen
+from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
 from mvp_tui.widgets.pane import Pane
@@ -27,18 +45,19 @@ from mvp_tui.widgets.status_bar import RunSummary, StatusBar
 
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
 PANE_ORDER = ("offers-pane", "bootstrap-pane", "leases-pane", "channels-pane", "prompt-pane")
+ENGINE_ERRORS = (RunFailed, ProviderError, SshError, OSError)
 
 
 def _binding(spec: KeyBinding) -> Binding:
-    # Pane cycling must win over any focused widget's own use of Tab.
-    priority = spec.id in {"next-pane", "previous-pane"}
+    # Pane cycling and quitting must win over any focused widget's own use of the key.
+    priority = spec.id in {"next-pane", "previous-pane", "interrupt"}
     return Binding(
         spec.keys, spec.action, spec.description, show=spec.show, id=spec.id, priority=priority
     )
 
 
 class MvpApp(App[int]):
-    """The dashboard. It knows the engine only through the events it is sent."""
+    """The dashboard. Without an engine it is the bare shell (tests, `--help` screenshots)."""
 
     CSS_PATH = str(APP_CSS_PATH)
     TITLE = "mvp-tui"
@@ -49,16 +68,35 @@ class MvpApp(App[int]):
         config: Config,
         *,
         clock: Callable[[], datetime] = datetime.now,
+        engine: RunEngine | None = None,
+        sink: ForwardingSink | None = None,
+        hub: ChannelHub | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self._clock = clock
+        self._wall = wall
+        self.engine = engine
+        self._sink = sink
+        self.hub = engine.hub if engine is not None else hub
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = config.get_str("ui.theme") or THEMES[0].name
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
-        self.live_leases = 0
+        self.leases = LiveLeases()
+        self._busy = False  # a lease or teardown is in flight
+        self._quitting = False
+
+    @property
+    def live_leases(self) -> int:
+        return self.leases.count
+
+    @live_leases.setter
+    def live_leases(self, count: int) -> None:
+        # Tests and the quit path set this directly for a shell without an engine.
+        self.leases.forced = count
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # Textual themes of its own lack our semantic variables: fall back to the dark values.
@@ -67,25 +105,166 @@ class MvpApp(App[int]):
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
         yield OffersPane(provider=self.config.provider)
-        yield BootstrapPane()
-        yield LeasesPane()
+        yield BootstrapPane(clock=self._wall)
+        yield LeasesPane(clock=self._wall)
         yield ChannelsPane()
         yield PromptPane()
         yield Footer()
 
     def on_mount(self) -> None:
-        bar = self.query_one(StatusBar)
-        cap = self.config.get_float("limits.max_spend_usd")
-        bar.summary = RunSummary(
-            run_id=self.config.get_str("runtime.run_id"),
-            provider=self.config.provider,
-            profile=self.config.profile,
-            cap_usd=cap,
-        )
+        self._update_summary()
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self.query_one("#offers-pane", Pane).focus()
+        if self.hub is not None:
+            self.query_one(BootstrapPane).attach_hub(self.hub)
+            self.query_one(ChannelsPane).attach_hub(self.hub)
+            self.query_one(PromptPane).attach_hub(self.hub)
+        if self.engine is not None:
+            if self._sink is not None:
+                self._sink.connect(self._post_engine_event)
+            self.set_interval(1.0, self._update_summary)
+            self._run(self._start(), "start")
 
-    # -- panes -------------------------------------------------------------------------
+    def _post_engine_event(self, event: EngineEvent) -> None:
+        self.post_message(EngineMessage(event))
+
+    async def on_unmount(self) -> None:
+        if self.engine is not None:
+            await self.engine.aclose()
+
+    # -- engine events ---------------------------------------------------------------------
+    @on(EngineMessage)
+    def _on_engine_event(self, message: EngineMessage) -> None:
+        event = message.event
+        for pane in self.query(Pane):
+            pane.handle_event(event)
+        self.leases.handle(event)
+        if isinstance(event, NodeReady):
+            self.query_one(PromptPane).set_ready(event.model_id)
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        engine = self.engine
+        now = self._wall()
+        self.query_one(StatusBar).summary = RunSummary(
+            run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
+            provider=self.config.provider,
+            profile=self.config.profile,
+            live_leases=self.live_leases,
+            price_per_hour=self.leases.price_per_hour(),
+            spent_usd=self.leases.spent_usd(now),
+            cap_usd=self.config.get_float("limits.max_spend_usd"),
+        )
+        self.refresh_bindings()
+
+    # -- engine work ---------------------------------------------------------------------------
+    def _run(self, work: Coroutine[Any, Any, object], name: str) -> Worker[object]:
+        return self.run_worker(work, name=name, group="engine", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        # One place for engine failures: say what failed and the fix, never a traceback.
+        worker = event.worker
+        if worker.group != "engine" or event.state is not WorkerState.ERROR:
+            return
+        error = worker.error
+        self._busy = False
+        if isinstance(error, ENGINE_ERRORS):
+            text = self.engine.redactor(str(error)) if self.engine else str(error)
+        else:
+            text = f"unexpected {type(error).__name__}: {error}"
+        self.notify(clean_line(text, 600), title=f"{worker.name} failed", severity="error",
+                    timeout=15)  # fmt: skip
+
+    async def _start(self) -> None:
+        assert self.engine is not None
+        self.engine.started()
+        await self._search()
+
+    async def _search(self) -> None:
+        assert self.engine is not None
+        offers = await self.engine.search_offers()
+        self.query_one(OffersPane).set_offers(offers)
+
+    def action_search_offers(self) -> None:
+        self._run(self._search(), "offer search")
+
+    @on(OffersPane.LeaseRequested)
+    def _lease_requested(self, message: OffersPane.LeaseRequested) -> None:
+        if self.engine is None or self._busy or self.live_leases:
+            self.notify("a lease is already running or in progress", severity="warning")
+            return
+        offers = message.offers
+        if not self.engine.provider.info.billing:
+            self._start_lease(offers)
+            return
+        confirm = LeaseConfirmScreen(
+            offers, LeaseLimits.from_config(self.config), provider=self.config.provider
+        )
+        self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
+
+    def _start_lease(self, offers: tuple[Offer, ...]) -> None:
+        self._busy = True
+        self._run(self._lease(offers), "lease")
+
+    async def _lease(self, offers: tuple[Offer, ...]) -> None:
+        engine = self.engine
+        assert engine is not None
+        try:
+            await engine.prepare_ssh_identity()
+            result = await engine.lease(offers)
+            if not result.ok:
+                self.notify(clean_line(engine.redactor(result.reason), 600),
+                            title="lease failed", severity="error", timeout=15)  # fmt: skip
+                return
+            try:
+                await engine.bring_up()
+            except RunFailed:
+                await engine.shutdown()  # nothing is left billing for a node that cannot serve
+                raise
+            await engine.start_prompts(rpc=True)
+            self._run(self._watch_node(), "node watch")
+        finally:
+            self._busy = False
+
+    async def _watch_node(self) -> None:
+        assert self.engine is not None
+        try:
+            await self.engine.watch_node()
+        except RunFailed:
+            await self.engine.shutdown()
+            raise
+
+    @on(PromptPane.PromptSubmitted)
+    def _prompt(self, message: PromptPane.PromptSubmitted) -> None:
+        prompts = self.engine.prompts if self.engine is not None else None
+        if prompts is None:
+            self.notify("the node is not serving yet", severity="warning")
+            return
+        prompts.submit(message.text, self.config.get_int("prompt.max_tokens") or 64)
+
+    @on(PromptPane.PromptCancelRequested)
+    def _cancel_prompt(self) -> None:
+        if self.engine is not None and self.engine.prompts is not None:
+            self.engine.prompts.cancel()
+
+    @on(LeasesPane.TeardownRequested)
+    def _teardown_requested(self, message: LeasesPane.TeardownRequested) -> None:
+        self._run(self._teardown(), "teardown")
+
+    async def _teardown(self) -> bool:
+        if self.engine is None:
+            return True
+        self._busy = True
+        try:
+            confirmed = await self.engine.shutdown()
+        finally:
+            self._busy = False
+        if not confirmed:
+            self.notify("teardown NOT confirmed: the lease may still bill; see `mvp-tui ls`",
+                        severity="error", timeout=30)  # fmt: skip
+        return confirmed
+
+    # -- panes ---------------------------------------------------------------------------
     def _panes(self) -> list[Pane]:
         return [self.query_one(f"#{pane_id}", Pane) for pane_id in PANE_ORDER]
 
@@ -116,37 +295,40 @@ class MvpApp(App[int]):
         self.push_screen(HelpScreen(list(APP_BINDINGS), dict(self.config.ui_keys)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Keys that need offers, a lease or an engine are shown dimmed until they make sense.
-        if action in {"filter", "lease", "search_offers"}:
-            return None
+        # Keys that need an engine or a lease are shown dimmed until they make sense.
+        if action == "search_offers":
+            return True if self.engine is not None and not self._busy else None
+        if action == "filter":
+            return True if self.engine is not None else None
         if action == "teardown":
-            return True if self.live_leases else None
+            return True if self.live_leases and not self._busy else None
         return True
 
-    def action_filter(self) -> None:  # enabled once offers are listed
-        pass
+    def action_filter(self) -> None:
+        offers = self.query_one(OffersPane)
+        offers.focus()
+        offers.action_filter()
 
-    def action_lease(self) -> None:  # enabled once offers are listed
-        pass
-
-    def action_search_offers(self) -> None:  # enabled once a provider is wired
-        pass
-
-    def action_teardown(self) -> None:  # enabled while a lease is live
-        pass
+    def action_teardown(self) -> None:
+        self.query_one(LeasesPane).focus()
+        self.query_one(LeasesPane).action_teardown()
 
     def action_toggle_theme(self) -> None:
         self.theme = "mvp-light" if self.theme == "mvp-dark" else "mvp-dark"
 
     def action_quit_app(self) -> None:
-        if not self.live_leases:
+        if not self.live_leases and not self._busy:
             self.exit(0)
             return
+        if self._quitting:
+            return
+        self._quitting = True
+        what = f"{self.live_leases} lease(s)" if self.live_leases else "A lease in progress"
         self.push_screen(
             ConfirmScreen(
                 "Quit with leases live?",
-                f"{self.live_leases} lease(s) may be billing. Destroy them (confirmed by the "
-                "provider), keep them running (see `mvp-tui ls` / `mvp-tui down`), or cancel.",
+                f"{what} may be billing. Destroy them (confirmed by the provider), keep them "
+                "running (see `mvp-tui ls` / `mvp-tui down`), or cancel.",
                 [
                     Choice("cancel", "Cancel"),
                     Choice("keep", "Keep running", "warning"),
@@ -159,10 +341,25 @@ class MvpApp(App[int]):
         )
 
     def _on_quit_choice(self, choice: str | None) -> None:
+        self._quitting = False
         if choice == "keep":
             self.exit(3)
         elif choice == "destroy":
-            self.exit(0)
+            if self.engine is None:
+                self.exit(0)
+                return
+            self._destroy_and_exit()
+
+    @work(group="engine", name="teardown on quit", exit_on_error=False)
+    async def _destroy_and_exit(self) -> None:
+        self.notify("tearing down before quitting…", timeout=60)
+        # A walk in flight is cancelled: it destroys what it created, confirmed, then stops.
+        walking = [w for w in self.workers if w.name in ("lease", "node watch") and w.is_running]
+        for worker in walking:
+            worker.cancel()
+        await asyncio.gather(*(worker.wait() for worker in walking), return_exceptions=True)
+        confirmed = await self._teardown()
+        self.exit(0 if confirmed else 3)
 
     # -- config write-back -----------------------------------------------------------------
     def _persist_theme(self, theme: object) -> None:
@@ -174,3 +371,4 @@ class MvpApp(App[int]):
             write_key(path, "ui", "theme", name)
         except OSError as exc:
             self.notify(f"could not save [ui] theme to {path}: {exc.strerror}", severity="warning")
+
