@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mvp_tui.widgets.help_screen import HelpScreen
-from mvp_tui.widgets.pane import Pane
 from textual.widgets import Static
 
 from mvp_tui.tui.app import PANE_ORDER
+from mvp_tui.widgets.help_screen import HelpScreen
+from mvp_tui.widgets.pane import Pane
 from tests.tui.apps import make_app
 
 TITLES = ["Offers", "Leases", "Bootstrap", "Channels", "Prompt"]
