@@ -129,7 +129,10 @@ class BootstrapModel:
     def _running(self, e: LeaseRunning) -> None:
         self._switch_lease(e.provider_id)
         stage = self.stages[StageId.LEASE]
-        detail = f"{_text(e.host, 40)}:{e.port} {_text(e.via, 8)}"
+        if e.host:
+            detail = f"{_text(e.host, 40)}:{e.port} {_text(e.via, 8)}"
+        else:
+            detail = f"{_text(e.provider_id, 24)} on this machine (no SSH)"
         stage.started_at = e.at - e.after_s
         stage.finish(e.at, Status.DONE, detail)
 
@@ -215,6 +218,12 @@ class BootstrapModel:
         if not phase:
             return False
         detail = _detail_text(value.get("detail"))
+        fixed = _ORCH_FIXED.get(phase)
+        if fixed is not None:
+            # Engine events already drive this row; the phase only adds a failure's reason.
+            if status == "failed":
+                self._finish_by_status(self.stages[fixed], status, when, detail)
+            return True
         stage = self._phase_stage(phase)
         if stage is None:
             stage = self.extra.get(phase)
@@ -275,13 +284,22 @@ class BootstrapModel:
         return True
 
 
+# Orchestrator phases that a fixed row already shows from engine events.
+_ORCH_FIXED = {"lease": StageId.LEASE, "ssh": StageId.SSH, "weights": StageId.ENGINE}
+
+
 def _detail_text(detail: object) -> str:
-    """A phase's detail as one short line: its reason or error, else compact JSON."""
+    """A phase's detail as one short line: its reason or error, else `key value` pairs."""
     if isinstance(detail, dict):
         for key in ("reason", "error", "message"):
             if isinstance(detail.get(key), str):
                 return _text(detail[key])
-        return _text(json.dumps(detail, separators=(",", ":"), default=str))
+        pairs = (
+            f"{key} {value if isinstance(value, str | int | float) else json.dumps(value)}"
+            for key, value in detail.items()
+            if value not in (None, "")
+        )
+        return _text(" · ".join(pairs))
     return _text(detail) if isinstance(detail, str) else ""
 
 

@@ -25,6 +25,7 @@ from textual.widgets import Input, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
+from mvp_tui.engine.events import NodeReady
 from mvp_tui.events import EngineEvent
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
@@ -189,6 +190,9 @@ class PromptPane(Pane):
             self._started(event)
         elif isinstance(event, PromptDone | PromptFault | PromptCancelled):
             self._ended(event)
+        elif isinstance(event, NodeReady):
+            self.openai_endpoint = clean_line(event.local_url.removeprefix("http://"), 64)
+            self._update_subtitle()
         elif isinstance(event, PortForwarded):
             self.openai_endpoint = f"127.0.0.1:{event.local_port}"
             self._update_subtitle()
