@@ -24,10 +24,11 @@ from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease.events import DeleteReason
+from mvp_tui.lease.events import DeleteReason, LeaseRunning
 from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.records import LeaseRecord, RecordStore
+from mvp_tui.lease.restart import DownReport, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.teardown import teardown
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
@@ -37,6 +38,7 @@ from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.errors import SshError
+from mvp_tui.ssh.logtail import LogPositions
 
 AGENT_REMOTE_DIR = "/tmp/mvp-node"
 
@@ -93,6 +95,7 @@ class RunEngine:
         self._rpc: PromptRpcServer | None = None
         self._session: object | None = None  # mvp_tui.ssh.session.NodeSession for SSH nodes
         self._ssh_public_key: str | None = None
+        self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
 
     def _on_node_line(self, kind: str, line: bytes) -> None:
         self.bridge.on_line(kind, line)
@@ -193,6 +196,55 @@ class RunEngine:
             for key, value in self.config.values.items()
         }
 
+    # -- after a restart ------------------------------------------------------------------------
+    async def earlier_leases(self) -> list[OpenLease]:
+        """Leases of earlier runs of this provider that may still exist (the provider is
+        asked; those it confirms gone are closed in their records)."""
+        found = await reconcile_open_runs(self.provider, self.store, self._clock)
+        return [o for o in found if o.exists is not False and o.run_id != self.run_id]
+
+    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
+        """Tear down, confirmed, every lease of these earlier runs."""
+        reports = [
+            await down(self.provider, self.store, run_id, self._sink, self.walk_settings(),
+                       self._clock)
+            for run_id in dict.fromkeys(run_ids)
+        ]  # fmt: skip
+        return DownReport(
+            tuple(ref for r in reports for ref in r.confirmed),
+            tuple(ref for r in reports for ref in r.unconfirmed),
+            tuple(x for r in reports for x in r.skipped_runs),
+            tuple(x for r in reports for x in r.errors),
+        )
+
+    def adopt(self, earlier: OpenLease) -> None:
+        """Continue an earlier run's running lease: this engine takes over its run id and
+        record, so bring-up re-attaches to the agent already on the node (host key pinned
+        in that record) instead of renting anew."""
+        if self.lease_record is not None:
+            raise RunFailed("this run already holds a lease; tear it down before re-attaching")
+        self.run_id = earlier.run_id
+        self.node_env = node_env(self.config, self.run_id, self._environ)
+        self.lease_record = earlier.lease
+        self._resume = LogPositions(0, 0)
+        lease, ssh = earlier.lease, earlier.lease.ssh
+        # Announced like a fresh lease, dated from when it first ran, so spend and the
+        # quit guard count it from the start.
+        self.emit(
+            LeaseRunning(
+                at=lease.running_at or self._clock(),
+                run_id=self.run_id,
+                provider_id=lease.provider_id or "",
+                label=lease.label,
+                host=ssh.host if ssh else "",
+                port=ssh.port if ssh else 0,
+                user=ssh.user if ssh else "",
+                via=ssh.via if ssh else "none",
+                after_s=0.0,
+                price_per_hour=lease.price_per_hour,
+            )
+        )
+
     # -- the node ------------------------------------------------------------------------------
     async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
         """Start the node agent (over SSH for rented nodes) and wait for its engine."""
@@ -248,8 +300,12 @@ class RunEngine:
             await asyncio.gather(ready, ended, return_exceptions=True)
         if not self.watch.ready.is_set():
             failure = session.failure
-            raise failure if failure is not None else SshError(
-                f"the SSH session to lease {session.lease_key} ended before the node was ready"
+            raise (
+                failure
+                if failure is not None
+                else SshError(
+                    f"the SSH session to lease {session.lease_key} ended before the node was ready"
+                )
             )
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
@@ -279,7 +335,7 @@ class RunEngine:
         )
         self._session = session
         remote_dir = f"{AGENT_REMOTE_DIR}/{self.run_id}"
-        await session.start_agent(AGENT_PATH, self.node_env, remote_dir)
+        await session.start_agent(AGENT_PATH, self.node_env, remote_dir, resume=self._resume)
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:

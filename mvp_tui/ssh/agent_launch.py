@@ -45,7 +45,8 @@ record {node_helper.WRAPPER_PID} $$
 set -a
 . ./{ENV_NAME}
 set +a
-"${{MVP_NODE_PYTHON:-python3}}" "$1" <> {node_helper.CONTROL} >> {node_helper.STDOUT_LOG} 2>> {node_helper.STDERR_LOG} &
+"${{MVP_NODE_PYTHON:-python3}}" "$1" <> {node_helper.CONTROL} \\
+    >> {node_helper.STDOUT_LOG} 2>> {node_helper.STDERR_LOG} &
 agent=$!
 record {node_helper.AGENT_PID} $agent
 wait $agent

@@ -178,7 +178,60 @@ class MvpApp(App[int]):
     async def _start(self) -> None:
         assert self.engine is not None
         self.engine.started()
+        await self._offer_earlier_leases()
         await self._search()
+
+    async def _offer_earlier_leases(self) -> None:
+        """Restart safety: leases recorded by earlier runs that still exist are shown at
+        once, to tear down, re-attach, or keep (never forgotten, never silent)."""
+        engine = self.engine
+        assert engine is not None
+        earlier = await engine.earlier_leases()
+        if not earlier:
+            return
+        lines = [
+            f"  run {o.run_id}: {o.lease.provider_id or o.lease.label} {o.lease.gpu_name} "
+            f"${o.lease.price_per_hour:.3f}/h "
+            f"({'exists' if o.exists else 'the provider did not answer'})"
+            for o in earlier
+        ]
+        choices = [Choice("keep", "Keep for later"), Choice("teardown", "Tear down", "error")]
+        can_attach = (
+            len(earlier) == 1 and engine.provider.info.ssh and earlier[0].exists is True
+            and earlier[0].lease.ssh is not None
+        )  # fmt: skip
+        if can_attach:
+            choices.insert(1, Choice("reattach", "Re-attach", "primary"))
+        screen = ConfirmScreen(
+            f"{len(earlier)} lease(s) from earlier runs may still bill",
+            "\n".join(clean_line(line, 200) for line in lines)
+            + "\n\nTear them down (confirmed by the provider), re-attach, or keep them for "
+            "`mvp-tui down` later.",
+            choices,
+            focus="teardown",
+            cancel_value="keep",
+        )
+        choice = await self.push_screen_wait(screen)
+        if choice == "teardown":
+            report = await engine.down_earlier([o.run_id for o in earlier])
+            if not report.ok:
+                self.notify("some earlier leases are NOT confirmed gone; see `mvp-tui ls`",
+                            severity="error", timeout=30)  # fmt: skip
+        elif choice == "reattach":
+            engine.adopt(earlier[0])
+            self._busy = True
+            self._run(self._reattach(), "re-attach")
+
+    async def _reattach(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        try:
+            await engine.prepare_ssh_identity()
+            await engine.bring_up()
+            await engine.start_prompts(rpc=True)
+            self._run(self._watch_node(), "node watch")
+        finally:
+            self._busy = False
 
     async def _search(self) -> None:
         assert self.engine is not None
@@ -371,4 +424,3 @@ class MvpApp(App[int]):
             write_key(path, "ui", "theme", name)
         except OSError as exc:
             self.notify(f"could not save [ui] theme to {path}: {exc.strerror}", severity="warning")
-
