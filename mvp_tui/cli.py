@@ -37,10 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "down": ("down", "tear down the leases of a run (RUN or --all), confirmed by the provider"),
     "ls": ("ls", "list runs with leases that may still exist"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
-}
-# Commands reserved in the CLI surface whose work lands in later steps; each says so plainly.
-RESERVED: dict[str, str] = {
-    "replay": "open the dashboard on a datastream archive (read-only)",
+    "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),
 }
 
 
@@ -140,10 +137,6 @@ def build_parser() -> argparse.ArgumentParser:
         )
         _command_module(module).add_arguments(sub)
         _add_config_flags(sub)
-    for name, summary in RESERVED.items():
-        sub = commands.add_parser(name, help=f"{summary} [not built yet]")
-        _add_config_flags(sub)
-        sub.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
 
 
@@ -196,11 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         return _error(str(exc))
     command: str | None = args.command
-    if command in RESERVED:
-        return _error(
-            f"`mvp-tui {command}` is reserved ({RESERVED[command]}) but not built yet; "
-            "nothing was done"
-        )
     if command in COMMANDS:
         module = _command_module(COMMANDS[command][0])
         try:

@@ -29,6 +29,12 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
     KeyBinding("interrupt", "ctrl+c", "quit_app", "quit", show=False),
+    # Replay mode only (`mvp-tui replay FILE`); hidden otherwise.
+    KeyBinding("replay-pause", "p", "replay_pause", "replay: pause/resume"),
+    KeyBinding("replay-back", "comma", "replay_seek(-1)", "replay: back 10%"),
+    KeyBinding("replay-forward", "full_stop", "replay_seek(1)", "replay: forward 10%"),
+    KeyBinding("replay-faster", "plus", "replay_speed(2.0)", "replay: faster"),
+    KeyBinding("replay-slower", "minus", "replay_speed(0.5)", "replay: slower"),
 )
 
 # Bindings of the panes and modals (widgets/), remappable by id like the app's own.

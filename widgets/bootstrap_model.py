@@ -53,6 +53,7 @@ class Stage:
     started_at: float | None = None
     ended_at: float | None = None
     progress: float | None = None  # 0..1 while a download runs
+    from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
 
     def start(self, at: float) -> None:
         if self.status is Status.PENDING:
@@ -123,12 +124,14 @@ class BootstrapModel:
     def _pending(self, e: LeasePending) -> None:
         self._switch_lease(e.provider_id)
         stage = self.stages[StageId.LEASE]
+        stage.from_phase = False
         stage.start(e.at - e.waited_s)
         stage.detail = f"{_text(e.provider_id, 24)} {_text(e.raw_state, 24) or 'pending'}"
 
     def _running(self, e: LeaseRunning) -> None:
         self._switch_lease(e.provider_id)
         stage = self.stages[StageId.LEASE]
+        stage.from_phase = False
         if e.host:
             detail = f"{_text(e.host, 40)}:{e.port} {_text(e.via, 8)}"
         else:
@@ -143,6 +146,7 @@ class BootstrapModel:
 
     def _ssh(self, e: SshAttempt) -> None:
         stage = self.stages[StageId.SSH]
+        stage.from_phase = False
         stage.name = f"ssh attempt {e.attempt}"
         target = _text(e.target, 48)
         if e.outcome is AttemptOutcome.CONNECTED:
@@ -220,9 +224,12 @@ class BootstrapModel:
         detail = _detail_text(value.get("detail"))
         fixed = _ORCH_FIXED.get(phase)
         if fixed is not None:
-            # Engine events already drive this row; the phase only adds a failure's reason.
-            if status == "failed":
-                self._finish_by_status(self.stages[fixed], status, when, detail)
+            # Engine events drive this row when there are any (a live run); a replay has
+            # frames only, and then the phase drives it. A failure's reason always shows.
+            row = self.stages[fixed]
+            if status == "failed" or row.status is Status.PENDING or row.from_phase:
+                row.from_phase = True
+                self._finish_by_status(row, status, when, detail)
             return True
         stage = self._phase_stage(phase)
         if stage is None:
@@ -281,6 +288,7 @@ class BootstrapModel:
         if load_ms is not None:
             detail += f", loaded in {load_ms / 1000:.1f} s"
         self.stages[StageId.ENGINE].finish(when, Status.DONE, detail)
+        self.stages[StageId.ENGINE].from_phase = False
         return True
 
 
@@ -299,7 +307,7 @@ def _detail_text(detail: object) -> str:
             for key, value in detail.items()
             if value not in (None, "")
         )
-        return _text(" · ".join(pairs))
+        return _text(", ".join(pairs))
     return _text(detail) if isinstance(detail, str) else ""
 
 

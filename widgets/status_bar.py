@@ -22,6 +22,7 @@ class RunSummary:
     price_per_hour: float = 0.0
     spent_usd: float = 0.0
     cap_usd: float | None = None
+    replay: str | None = None  # "replay FILE · 2.0× · frame 120/400 · paused" in replay mode
 
     def with_spend(self, price_per_hour: float, spent_usd: float, live: int) -> RunSummary:
         return replace(self, price_per_hour=price_per_hour, spent_usd=spent_usd, live_leases=live)
@@ -41,6 +42,11 @@ class StatusBar(Widget):
 
     def render(self) -> Text:
         s = self.summary
+        if s.replay is not None:
+            text = Text()
+            text.append(" mvp-tui ", style="bold reverse")
+            text.append(f"  {s.replay} · read-only: no provider is called")
+            return text
         live = "no lease live" if s.live_leases == 0 else f"{s.live_leases} lease(s) live"
         text = Text()
         text.append(" mvp-tui ", style="bold reverse")

@@ -84,8 +84,12 @@ class ReplaySource:
         self.idle.clear()
         self._wake.set()
 
-    async def feed(self, hub: ChannelHub) -> int:
-        """Publish the archive into `hub` until its end; returns how many records it has."""
+    async def feed(self, hub: ChannelHub, *, hold_at_end: bool = False) -> int:
+        """Publish the archive into `hub` until its end; returns how many records it has.
+
+        With `hold_at_end` (the dashboard), reaching the end waits (`idle` set) for a seek
+        instead of returning, so the viewer can still go back.
+        """
         self._restart(hub)
         while True:
             if self._seek_to is not None:
@@ -97,7 +101,12 @@ class ReplaySource:
             record = self._next()
             if record is None:
                 self.finished = True
-                return self.index
+                if not hold_at_end:
+                    return self.index
+                await self._wait_for_wake()
+                if self._seek_to is not None and self._seek_to < self.index:
+                    self.finished = False
+                continue
             delay = self._delay(record)
             if delay > 0:
                 await self._sleep(delay)

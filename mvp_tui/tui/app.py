@@ -31,6 +31,7 @@ from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
+from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
@@ -71,12 +72,14 @@ class MvpApp(App[int]):
         engine: RunEngine | None = None,
         sink: ForwardingSink | None = None,
         hub: ChannelHub | None = None,
+        replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self._clock = clock
         self._wall = wall
         self.engine = engine
+        self.replay = replay
         self._sink = sink
         self.hub = engine.hub if engine is not None else hub
         super().__init__()
@@ -119,6 +122,9 @@ class MvpApp(App[int]):
             self.query_one(BootstrapPane).attach_hub(self.hub)
             self.query_one(ChannelsPane).attach_hub(self.hub)
             self.query_one(PromptPane).attach_hub(self.hub)
+        if self.replay is not None:
+            self.set_interval(0.25, self._update_summary)
+            self.run_worker(self.replay.feed(), name="replay", group="replay")
         if self.engine is not None:
             if self._sink is not None:
                 self._sink.connect(self._post_engine_event)
@@ -146,6 +152,10 @@ class MvpApp(App[int]):
     def _update_summary(self) -> None:
         engine = self.engine
         now = self._wall()
+        if self.replay is not None:
+            self.query_one(StatusBar).summary = RunSummary(replay=self.replay.describe())
+            self.refresh_bindings()
+            return
         self.query_one(StatusBar).summary = RunSummary(
             run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
             provider=self.config.provider,
@@ -349,6 +359,8 @@ class MvpApp(App[int]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Keys that need an engine or a lease are shown dimmed until they make sense.
+        if action.startswith("replay_"):
+            return self.replay is not None
         if action == "search_offers":
             return True if self.engine is not None and not self._busy else None
         if action == "filter":
@@ -365,6 +377,21 @@ class MvpApp(App[int]):
     def action_teardown(self) -> None:
         self.query_one(LeasesPane).focus()
         self.query_one(LeasesPane).action_teardown()
+
+    def action_replay_pause(self) -> None:
+        if self.replay is not None:
+            self.replay.toggle_pause()
+            self._update_summary()
+
+    def action_replay_seek(self, direction: int) -> None:
+        if self.replay is not None:
+            self.replay.seek_step(direction)
+            self._update_summary()
+
+    def action_replay_speed(self, factor: float) -> None:
+        if self.replay is not None:
+            self.replay.scale_speed(factor)
+            self._update_summary()
 
     def action_toggle_theme(self) -> None:
         self.theme = "mvp-light" if self.theme == "mvp-dark" else "mvp-dark"

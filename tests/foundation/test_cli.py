@@ -8,9 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from mvp_tui.cli import RESERVED
+from mvp_tui.cli import COMMANDS
 
 
 def run(
@@ -37,7 +35,7 @@ def test_version() -> None:
 def test_help_documents_commands_and_exit_codes() -> None:
     result = run("--help")
     assert result.returncode == 0
-    for command in ("config", *RESERVED):
+    for command in ("config", *COMMANDS):
         assert command in result.stdout
     for line in (
         "0  success",
@@ -49,12 +47,15 @@ def test_help_documents_commands_and_exit_codes() -> None:
     assert "--vastai-disk-gb" in result.stdout
 
 
-@pytest.mark.parametrize("command", sorted(RESERVED))
-def test_reserved_commands_say_so_and_exit_2(command: str) -> None:
-    result = run(command)
+def test_replay_of_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("replay", str(tmp_path / "nope.jsonl"))
     assert result.returncode == 2
-    assert "not built yet" in result.stderr
-    assert result.stdout == ""
+    assert "does not exist" in result.stderr and "--datastream-frame-log" in result.stderr
+
+
+def test_down_needs_a_run_or_all() -> None:
+    result = run("down")
+    assert result.returncode == 2 and "RUN id or --all" in result.stderr
 
 
 def test_bad_config_value_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
