@@ -32,6 +32,10 @@ def _key_label(keys: str) -> str:
         "enter": "Enter",
         "tab": "Tab",
         "shift+tab": "Shift+Tab",
+        "comma": ",",
+        "full_stop": ".",
+        "plus": "+",
+        "minus": "-",
     }
     return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 
