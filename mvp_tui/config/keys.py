@@ -445,7 +445,7 @@ KEYS: tuple[KeySpec, ...] = (
         "confirm_lease",
         Kind.BOOL,
         True,
-        "ask before renting; false skips it only headless with --yes",
+        "ask before renting; the dashboard always asks, headless runs need --yes",
         env=("MVP_VASTAI_CONFIRM_LEASE",),
         flag="--vastai-confirm-lease",
         scope=V,

@@ -150,3 +150,17 @@ async def test_rpc_serves_a_socket_client_and_an_overlong_prompt_faults(
     assert ends == [(1, "fault"), (2, "done")], lines
     fault = next(line for line in lines if line["type"] == "fault")
     assert "context" in json.dumps(fault).lower()
+
+
+async def test_no_model_and_no_network_fails_early_naming_the_key(tmp_path: Path) -> None:
+    # Nothing listens on this loopback port: the hub download fails at once, as offline.
+    env = {"MVP_HF_ENDPOINT": "http://127.0.0.1:9", "MVP_DOWNLOAD_RETRIES": "0",
+           "MVP_MODEL_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+    async with HeadlessRun(["--rpc-bind", "127.0.0.1:0"], tmp_path / "state", env=env) as run:
+        code = await run.finish()
+    assert code == 1
+    (fatal,) = [f["payload"] for f in run.frames("mvp.worker.weights")]
+    assert fatal["type"] == "WorkerFatal" and "gguf_local_path" in fatal["fix"]
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "[model] gguf_local_path" in lines[0], run.stderr
+    assert run.events("lease_deleted")

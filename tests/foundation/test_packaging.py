@@ -66,6 +66,28 @@ def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
     assert "mvp-tui = mvp_tui.cli:main" in text
 
 
+def test_the_installed_wheel_imports_its_subpackages(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _tracked_copy(src)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
+         "--target", str(tmp_path / "site"), str(src)],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    site = tmp_path / "site"
+    assert not (site / "providers").exists() and not (site / "widgets").exists()
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "import mvp_tui, mvp_tui.providers.base, mvp_tui.widgets.pane, mvp_tui.themes\n"
+        "import mvp_tui.ssh.node_helper, mvp_tui.tui.app\n"
+        "print(mvp_tui.__file__); print(mvp_tui.themes.APP_CSS_PATH.is_file())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True,
+                            text=True, check=True, timeout=120)  # fmt: skip
+    where, css = result.stdout.split()
+    assert where.startswith(str(site)) and css == "True"
+
+
 def test_engine_and_providers_never_import_textual() -> None:
     code = (
         "import sys, importlib, pkgutil\n"
