@@ -285,6 +285,8 @@ class FakeVast:
         # Shape of GET /ssh/: "list" (what SkyPilot sees) or "wrapped" ({"ssh_keys": [...]}).
         self.ssh_list_shape = "list"
         self.user_id = 424242
+        # The fake's wall clock for instance start dates; tests that need fixed output set it.
+        self.clock: Callable[[], float] = time.time
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._offers: dict[int, dict[str, Any]] = {}
@@ -480,7 +482,7 @@ class FakeVast:
             "compute_cap": offer.get("compute_cap"),
             "driver_version": offer.get("driver_version"),
             "jupyter_token": "a" * 64,
-            "start_date": time.time(),
+            "start_date": self.clock(),
             "end_date": offer.get("end_date"),
             "uptime_mins": None,
             "volume_info": None,
