@@ -23,11 +23,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mvp_tui.providers.base import Offer, SelectionPolicy  # noqa: E402
-from mvp_tui.providers.vastai import VastAiProvider  # noqa: E402
-
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
+from mvp_tui.providers.base import Offer, SelectionPolicy  # noqa: E402
+from mvp_tui.providers.vastai import VastAiProvider  # noqa: E402
 from tests.fakes.vastai_server import FakeVast, Fault  # noqa: E402
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -60,7 +61,6 @@ from mvp_tui.providers.vastai_offers import (
     build_search_query,
     read_offers,
 )
-
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 

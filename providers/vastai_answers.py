@@ -18,7 +18,6 @@ from mvp_tui.providers.base import (
     DestroyResult,
     Outcome,
 )
-
 from mvp_tui.untrusted import clean_line
 
 _DETAIL_CHARS = 300

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from mvp_tui.providers.base import LeaseState, LeaseStatus, SshEndpoint
-
 from mvp_tui.untrusted import clean_line
 
 _PENDING = {"created", "loading", "rebooting", "restarting", "scheduling", "unknown"}

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.providers.base import Offer, SelectionPolicy
-
 from mvp_tui.untrusted import clean_line
 
 PROVIDER_NAME = "vastai"

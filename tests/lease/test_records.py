@@ -5,7 +5,6 @@ import os
 from pathlib import Path
 
 import pytest
-from mvp_tui.providers.base import SshEndpoint
 
 from mvp_tui.lease import (
     AttemptOutcome,
@@ -16,6 +15,7 @@ from mvp_tui.lease import (
     RecordStore,
 )
 from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.providers.base import SshEndpoint
 
 
 def _filled(store: RecordStore, run_id: str = "r-0a1b") -> None:

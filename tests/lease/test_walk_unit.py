@@ -7,7 +7,6 @@ import asyncio
 import json
 
 import pytest
-from mvp_tui.providers.base import CreateRequest, Offer, Outcome
 
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import (
@@ -18,6 +17,7 @@ from mvp_tui.lease import (
     WalkFailure,
 )
 from mvp_tui.lease import events as ev
+from mvp_tui.providers.base import CreateRequest, Offer, Outcome
 from mvp_tui.secrets import Redactor
 from tests.lease.conftest import WaitingSink, fast_settings
 from tests.lease.scripted import ScriptedProvider, Step, offer

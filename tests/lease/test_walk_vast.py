@@ -15,8 +15,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from mvp_tui.providers.base import Offer, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
 
 from mvp_tui.events import EngineEvent, RecordingSink
 from mvp_tui.lease import (
@@ -29,6 +27,8 @@ from mvp_tui.lease import (
     teardown,
 )
 from mvp_tui.lease import events as ev
+from mvp_tui.providers.base import Offer, SelectionPolicy
+from mvp_tui.providers.vastai import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.lease.conftest import fast_settings
 

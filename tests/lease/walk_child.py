@@ -10,11 +10,10 @@ import asyncio
 import os
 import sys
 
-from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
-
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkSettings
+from mvp_tui.providers.base import SelectionPolicy
+from mvp_tui.providers.vastai import VastAiProvider
 
 
 def _print(event: EngineEvent) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from mvp_tui.providers.base import CreateRequest, LeaseState, SelectionPolicy
 from mvp_tui.providers.vastai import VastAiProvider
-
 from tests.fakes.vastai_server import FakeVast
 from tests.peers import missing_peer
 

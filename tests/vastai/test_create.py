@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import pytest
+
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -15,7 +16,6 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.vastai import VastAiProvider
-
 from tests.fakes.vastai_server import FakeVast, Fault
 
 REQUEST = CreateRequest(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from mvp_tui.providers.base import (
     CreateRequest,
     LeaseState,
@@ -13,7 +14,6 @@ from mvp_tui.providers.base import (
     SshEndpoint,
 )
 from mvp_tui.providers.vastai import VastAiProvider
-
 from tests.fakes.vastai_server import FakeVast, Fault
 
 

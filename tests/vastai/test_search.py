@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from mvp_tui.providers.base import Offer, ProviderError, SelectionPolicy
 from mvp_tui.providers.vastai import VastAiProvider
-
 from tests.fakes.vastai_server import FakeVast, Fault
 
 

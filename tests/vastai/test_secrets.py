@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+
 from mvp_tui.providers.base import (
     CreateRequest,
     Offer,
@@ -14,7 +15,6 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.vastai import VastAiProvider
-
 from tests.fakes.vastai_server import FakeVast, Fault
 
 KEY = "vast-SECRET-key-4f9c2e7b1a0d5e6f"
