@@ -199,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         None: _run_dashboard,
         "config": _run_config,
     }
-    return handlers[command](config)
+    try:
+        return handlers[command](config)
+    except ConfigError as exc:
+        return _error(str(exc))
 
 
 def entry() -> None:

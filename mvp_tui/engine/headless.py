@@ -11,7 +11,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -147,17 +147,20 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
             await engine.aclose()
 
 
-async def _until_first(*waits: Coroutine[Any, Any, None]) -> None:
-    """Run the waits together; the first to end (or raise) ends all of them."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
+async def _until_first(*waits: Awaitable[Any]) -> None:
+    """Run the waits together; the first to end (or raise) ends the others. A shared future
+    (the limit guard) is waited on, never cancelled here."""
+    owned = [w for w in waits if not isinstance(w, asyncio.Future)]
+    tasks = [w if isinstance(w, asyncio.Future) else asyncio.ensure_future(w) for w in waits]
+    mine = [t for t, w in zip(tasks, waits, strict=True) if w in owned]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             task.result()
     finally:
-        for task in tasks:
+        for task in mine:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*mine, return_exceptions=True)
 
 
 class _WalkEnded(Exception):
@@ -189,11 +192,23 @@ async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
         raise _WalkEnded(int(code), engine.redactor(result.reason))
     # Local nodes are child processes: they never outlive this command.
     can_keep = engine.provider.info.ssh and not opts.down_after
+    limits = asyncio.ensure_future(engine.guard_limits())
+    try:
+        return await _serve(engine, opts, can_keep, limits)
+    finally:
+        limits.cancel()
+        await asyncio.gather(limits, return_exceptions=True)
+
+
+async def _serve(
+    engine: RunEngine, opts: UpOptions, can_keep: bool, limits: asyncio.Future[None]
+) -> bool:
+    """From a running lease to the end the options ask for; a reached limit ends it early."""
     if opts.until == "leased":
         if can_keep:
             return True
     else:
-        await engine.bring_up()
+        await _until_first(engine.bring_up(), limits)
         if opts.until == "ready" and can_keep and not opts.prompts:
             return True
         if opts.prompts:
@@ -201,8 +216,9 @@ async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
             max_tokens = opts.max_tokens or engine.config.get_int("prompt.max_tokens") or 64
             for text in opts.prompts:
                 queue.submit(text, max_tokens)
-            await _until_first(queue.drained(), engine.watch_node())
+            await _until_first(queue.drained(), engine.watch_node(), limits)
         elif opts.until is None and not opts.down_after:
             await engine.start_prompts(rpc=True)
-            await engine.watch_node()  # serve until a signal, or until the node fails
+            # Serve until a signal, the node fails, or a limit is reached.
+            await _until_first(engine.watch_node(), limits)
     return False

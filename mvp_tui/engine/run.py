@@ -19,6 +19,7 @@ from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
+from mvp_tui.engine.limits import LimitReached, Limits, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
@@ -352,6 +353,34 @@ class RunEngine:
         reason, fix = self.redactor(reason), self.redactor(fix)
         self.emit(NodeFailed(at=self._clock(), run_id=self.run_id, reason=reason, fix=fix))
         return RunFailed(f"{reason}; {fix}" if fix else reason)
+
+    async def guard_limits(self) -> None:
+        """Returns only by raising `RunFailed` when `[limits] max_spend_usd` or `max_hours`
+        is reached (the caller tears down); waits forever when neither is set."""
+        limits = Limits(
+            max_spend_usd=self.config.get_float("limits.max_spend_usd"),
+            max_hours=self.config.get_float("limits.max_hours"),
+        )
+        if not limits.any:
+            await asyncio.Event().wait()
+        lease, (limit, value, reached) = await watch_limits(
+            limits, lambda: self.lease_record, self._clock
+        )
+        self.emit(
+            LimitReached(
+                at=self._clock(),
+                run_id=self.run_id,
+                provider_id=lease.provider_id or "",
+                limit=limit,
+                value=value,
+                reached=round(reached, 6),
+            )
+        )
+        unit = "USD" if limit == "max_spend_usd" else "hours"
+        raise RunFailed(
+            f"[limits] {limit} = {value:g} reached ({reached:.4g} {unit}): tearing down; "
+            f"raise [limits] {limit} to run longer"
+        )
 
     async def watch_node(self) -> None:
         """Returns only by raising `RunFailed` when the node fails after it was ready."""

@@ -19,7 +19,7 @@ from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from mvp_tui.config import Config
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.toml_file import write_key
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeReady
@@ -85,7 +85,14 @@ class MvpApp(App[int]):
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
-        self.theme = config.get_str("ui.theme") or THEMES[0].name
+        theme = config.get_str("ui.theme") or THEMES[0].name
+        if theme not in self.available_themes:
+            known = ", ".join(sorted(self.available_themes))
+            raise ConfigError(
+                f"[ui] theme = {theme!r} (from {config.sources.get('ui.theme')}) is not a "
+                f"theme; use one of: {known}"
+            )
+        self.theme = theme
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
         self.leases = LiveLeases()
@@ -237,6 +244,7 @@ class MvpApp(App[int]):
         assert engine is not None
         try:
             await engine.prepare_ssh_identity()
+            self._run(self._guard_limits(), "limits")
             await engine.bring_up()
             await engine.start_prompts(rpc=True)
             self._run(self._watch_node(), "node watch")
@@ -279,6 +287,7 @@ class MvpApp(App[int]):
                 self.notify(clean_line(engine.redactor(result.reason), 600),
                             title="lease failed", severity="error", timeout=15)  # fmt: skip
                 return
+            self._run(self._guard_limits(), "limits")
             try:
                 await engine.bring_up()
             except RunFailed:
@@ -288,6 +297,16 @@ class MvpApp(App[int]):
             self._run(self._watch_node(), "node watch")
         finally:
             self._busy = False
+
+    async def _guard_limits(self) -> None:
+        assert self.engine is not None
+        try:
+            await self.engine.guard_limits()
+        except RunFailed:
+            for worker in [w for w in self.workers if w.name in ("lease", "re-attach")]:
+                worker.cancel()
+            await self._teardown()
+            raise
 
     async def _watch_node(self) -> None:
         assert self.engine is not None

@@ -147,3 +147,16 @@ async def test_sigint_during_the_walk_destroys_what_was_leased(
     assert code == 1
     assert run.events("lease_deleted")
     assert fake.billing() == []
+
+
+def test_spend_limit_tears_the_lease_down(vast_env: dict[str, str], fake: FakeVast) -> None:
+    # $0.30/h → spend grows ~0.0001 $/s: a cap of $0.00005 is reached within a second.
+    env = {**vast_env, "MVP_MAX_SPEND_USD": "0.00005"}
+    up = cli("up", "--headless", "--yes", "--until", "ready", env=env)
+    assert up.returncode == 1, up.stderr
+    records = [json.loads(line) for line in up.stdout.splitlines()]
+    (limit,) = [r for r in records if r["event"] == "limit_reached"]
+    assert limit["limit"] == "max_spend_usd" and limit["reached"] >= 0.00005
+    assert "[limits] max_spend_usd" in up.stderr
+    assert [r["event"] for r in records].count("lease_deleted") == 1
+    assert fake.billing() == []

@@ -88,3 +88,16 @@ def test_console_script_is_installed() -> None:
     assert script is not None
     result = subprocess.run([script, "--version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
+
+
+def test_unknown_theme_is_a_config_error() -> None:
+    result = run(env={"MVP_UI_THEME": "neon"})
+    assert result.returncode == 2
+    assert "[ui] theme = 'neon' (from env MVP_UI_THEME)" in result.stderr
+    assert "mvp-light" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_dashboard_for_vastai_without_a_key_exits_2_before_the_screen() -> None:
+    result = run("--provider", "vastai")
+    assert result.returncode == 2
+    assert "[vastai] api_key is required" in result.stderr
