@@ -1,10 +1,9 @@
 """The Offers pane: every offer, filtered and sorted, picked by keyboard into a fallback order.
 
-The table is a keyed view of `OffersModel` (Dolphie's way): row key = offer id, and every
-change (a refresh, a sort, a filter, a pick) is a diff applied inside `batch_update` with
-`update_cell` / `add_row` / `remove_row` and the table's own `sort`, with the cursor put back
-on the same offer by key. Large diffs (a filter that hides thousands) rebuild instead, since
-removing rows one by one is quadratic in the table.
+The table is a virtual view of `OffersModel`: it holds the model's ordered list of offer ids
+and paints only the rows on screen, asking the model for each one by key. Every change (a
+refresh, a sort, a filter, a pick) hands the table the new key list, and the cursor is put
+back on the same offer by key. Nothing is capped: all matching offers are rows.
 """
 
 from __future__ import annotations
@@ -12,69 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rich.style import Style
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import DataTable, Input
-from textual.widgets.data_table import ColumnKey
+from textual.widgets import Input
 
 from mvp_tui.providers.base import Offer
 from mvp_tui.widgets.filter_bar import FilterBar
-from mvp_tui.widgets.offers_model import COLUMNS, Column, OfferRow, OffersModel
+from mvp_tui.widgets.offers_model import OffersModel
+from mvp_tui.widgets.offers_table import OffersTable
 from mvp_tui.widgets.pane import Pane
-
-# Above this many removals a diff clears and re-adds instead (remove_row is O(rows)).
-REBUILD_ABOVE_REMOVALS = 64
-_STYLED_COLUMNS = (Column.PICK, Column.PRICE, Column.PER_GIB)
-
-
-class KeyedCell(Text):
-    """A cell that knows its row's key, so the table's own `sort` can order by the model."""
-
-    __slots__ = ("row_key",)
-
-    def __init__(self, text: str, row_key: str, *, style: Style | str = "") -> None:
-        super().__init__(text, style=style, end="", no_wrap=True)
-        self.row_key = row_key
-
-
-class OffersTable(DataTable[Text]):
-    """The offers grid; colours for picked and cheap rows come from the theme via CSS."""
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "offers-table--cheap",
-        "offers-table--picked",
-    }
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False)
-        for column in COLUMNS:
-            self.add_column(
-                Text(column.value, justify="right" if column.numeric else "left"), key=column.value
-            )
-
-    def cursor_key(self) -> str | None:
-        """The offer id under the cursor, or None on an empty table."""
-        if not self.row_count:
-            return None
-        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
-        return row_key.value
-
-    def cells(self, row: OfferRow) -> list[Text]:
-        """The row's renderables: provider text as plain `Text` (never markup)."""
-        cheap = self.get_component_rich_style("offers-table--cheap") if row.cheap else ""
-        picked = self.get_component_rich_style("offers-table--picked") if row.picked else ""
-        out: list[Text] = [KeyedCell(row.cells[0], row.key, style=picked)]
-        for column, text in zip(COLUMNS[1:], row.cells[1:], strict=True):
-            style = cheap if column in (Column.PRICE, Column.PER_GIB) else ""
-            cell = Text(text, style=style, end="", no_wrap=True)
-            if column.numeric:
-                cell.justify = "right"
-            out.append(cell)
-        return out
 
 
 class OffersPane(Pane):
@@ -104,12 +51,11 @@ class OffersPane(Pane):
     def __init__(self, *, provider: str, id: str | None = "offers-pane") -> None:
         self.provider = provider
         self.model = OffersModel()
-        self._shown: dict[str, OfferRow] = {}
-        self._order: list[str] = []
         # The offer the cursor was on when a filter hid it: it comes back with the offer,
         # unless the user has moved the cursor since (then `_placed` differs).
         self._hidden_key: str | None = None
         self._placed: str | None = None
+        self._keys_state: tuple[bool, bool] | None = None  # what `check_action` last saw
         super().__init__(id=id)
 
     def empty_text(self) -> str:
@@ -125,7 +71,6 @@ class OffersPane(Pane):
         self.query_one(FilterBar).display = False
         self.query_one(OffersTable).display = False
         self.border_subtitle = ""
-        self.app.theme_changed_signal.subscribe(self, self._restyle)
 
     @property
     def table(self) -> OffersTable:
@@ -141,91 +86,30 @@ class OffersPane(Pane):
         self.refresh_view()
 
     def refresh_view(self) -> None:
-        """Bring the table in line with the model by key, keeping the cursor's offer."""
+        """Hand the table the model's current rows, keeping the cursor on its offer."""
         table = self.table
         focus_was_pane = self.app.focused is self
         key = table.cursor_key()
         if key != self._placed:
             self._hidden_key = None  # the user moved: that is where the cursor belongs now
-        rows = self.model.rows()
-        if self._hidden_key is not None and any(r.key == self._hidden_key for r in rows):
-            key, self._hidden_key = self._hidden_key, None
-        with self.app.batch_update():
-            if self._needs_rebuild(rows):
-                self._rebuild(rows)
-            else:
-                self._apply_diff(rows)
-            self._restore_cursor(key)
-        if key is not None and key not in self._shown:
+        table.set_rows(self.model.view(), self.model.row, self.model.widths())
+        if self._hidden_key is not None and table.move_cursor_to_key(self._hidden_key):
+            self._hidden_key = None
+        elif key is not None and not table.move_cursor_to_key(key):
+            # Filtered out: the cursor keeps its place; the offer gets it back when it returns.
             self._hidden_key = self._hidden_key or key
+            table.scroll_cursor_visible()
         self._placed = table.cursor_key()
         has_rows = self.model.total > 0
         self.set_empty(not has_rows)
         table.display = has_rows
         self.border_subtitle = self.model.subtitle(self.provider) if has_rows else ""
-        self.refresh_bindings()
+        keys_state = (has_rows, bool(self.model.filter_text))
+        if keys_state != self._keys_state:  # the footer redraws only when a key changes
+            self._keys_state = keys_state
+            self.refresh_bindings()
         if focus_was_pane and has_rows:
             table.focus()
-
-    def _needs_rebuild(self, rows: list[OfferRow]) -> bool:
-        if not self._shown:
-            return True
-        keep = {row.key for row in rows}
-        removed = sum(1 for key in self._order if key not in keep)
-        return removed > REBUILD_ABOVE_REMOVALS
-
-    def _rebuild(self, rows: list[OfferRow]) -> None:
-        table = self.table
-        table.clear()
-        for row in rows:
-            table.add_row(*table.cells(row), key=row.key)
-        self._remember(rows)
-
-    def _apply_diff(self, rows: list[OfferRow]) -> None:
-        table = self.table
-        keep = {row.key for row in rows}
-        order = [key for key in self._order if key in keep]
-        for key in self._order:
-            if key not in keep:
-                table.remove_row(key)
-        for row in rows:
-            old = self._shown.get(row.key)
-            if old is None:
-                table.add_row(*table.cells(row), key=row.key)
-                order.append(row.key)
-            elif old != row:
-                self._update_row(old, row)
-        wanted = [row.key for row in rows]
-        if order != wanted:
-            rank = {key: index for index, key in enumerate(wanted)}
-            table.sort(Column.PICK.value, key=lambda cell: rank[cell.row_key])
-        self._remember(rows)
-
-    def _update_row(self, old: OfferRow, new: OfferRow) -> None:
-        table = self.table
-        cells = table.cells(new)
-        restyled = (old.cheap, old.picked) != (new.cheap, new.picked)
-        for index, column in enumerate(COLUMNS):
-            if old.cells[index] != new.cells[index] or (restyled and column in _STYLED_COLUMNS):
-                cell = cells[index]
-                # Re-measuring a column costs a pass over all its cells: only when it grows.
-                grows = cell.cell_len > table.columns[ColumnKey(column.value)].content_width
-                table.update_cell(new.key, column.value, cell, update_width=grows)
-
-    def _remember(self, rows: list[OfferRow]) -> None:
-        self._shown = {row.key: row for row in rows}
-        self._order = [row.key for row in rows]
-
-    def _restore_cursor(self, key: str | None) -> None:
-        table = self.table
-        if key is not None and key in self._shown:
-            table.move_cursor(row=table.get_row_index(key), animate=False, scroll=True)
-
-    def _restyle(self, _theme: object) -> None:
-        # Cell styles are resolved from the theme when a cell is made: remake them all.
-        if self._shown:
-            self._shown = {}
-            self.refresh_view()
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -262,8 +146,8 @@ class OffersPane(Pane):
         if offers:
             self.post_message(self.LeaseRequested(offers))
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        # The table's own Enter (select_cursor) means "lease" here.
+    def on_offers_table_row_selected(self, event: OffersTable.RowSelected) -> None:
+        # A click on the highlighted row selects it, as Enter does: "lease" here.
         event.stop()
         self.action_lease()
 

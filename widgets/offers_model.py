@@ -1,8 +1,9 @@
 """What the Offers pane shows, as pure data: filter, sort, the ordered pick list, row texts.
 
-No Textual here. The pane is a keyed view of this model: it asks for `rows()` (in order, row
-key = offer id) and diffs them against what the table shows. Sorting and filtering work on
-the offers' raw values; only `rows()` formats them. Provider text (GPU name, location) is
+No Textual here. The pane's virtual table asks for `view()` (every matching offer id, in
+order) and for `row(id)` only for the rows it paints, so 10,000 offers cost a sort and a
+filter over precomputed keys, not 10,000 formatted rows. Sorting and filtering work on the
+offers' raw values; only `row()` formats them. Provider text (GPU name, location) is
 sanitised here once, so neither the filter nor the table ever sees an escape sequence.
 """
 
@@ -12,15 +13,14 @@ import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
+
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
 GPU_NAME_CHARS = 40
 LOCATION_CHARS = 32
 CHEAP_FRACTION = 0.1  # the cheapest tenth by $/GB·h is marked "cheap"
-# The table shows the best this many matches: nobody pages through 10,000 machines, and a
-# table row costs far more than a model row. The subtitle says when more match.
-MAX_ROWS = 200
 
 
 class SortKey(enum.Enum):
@@ -37,21 +37,17 @@ class SortKey(enum.Enum):
         """Cheapest first for prices, biggest/best first for the rest."""
         return self in (SortKey.PRICE, SortKey.PER_GIB)
 
+    @property
+    def column(self) -> Column:
+        """The column whose raw values this sort orders by."""
+        return _SORT_COLUMNS[self]
+
     def value_of(self, offer: Offer) -> float:
-        return _SORT_VALUES[self](offer)
+        return _NUMBERS[self.column].value(offer)
 
     def next(self) -> SortKey:
         members = list(SortKey)
         return members[(members.index(self) + 1) % len(members)]
-
-
-_SORT_VALUES: dict[SortKey, Callable[[Offer], float]] = {
-    SortKey.PRICE: lambda o: o.price_per_hour,
-    SortKey.PER_GIB: lambda o: o.price_per_gib_vram_hour,
-    SortKey.VRAM: lambda o: o.vram_gib_total,
-    SortKey.RELIABILITY: lambda o: o.reliability,
-    SortKey.DOWN: lambda o: o.down_mbps,
-}
 
 
 class Column(enum.Enum):
@@ -74,6 +70,35 @@ class Column(enum.Enum):
 
 
 COLUMNS: tuple[Column, ...] = tuple(Column)
+_SORT_COLUMNS: dict[SortKey, Column] = {
+    SortKey.PRICE: Column.PRICE,
+    SortKey.PER_GIB: Column.PER_GIB,
+    SortKey.VRAM: Column.VRAM,
+    SortKey.RELIABILITY: Column.RELIABILITY,
+    SortKey.DOWN: Column.DOWN,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NumberFormat:
+    """How a numeric column reads its raw value and formats it (one place for both)."""
+
+    value: Callable[[Offer], float]
+    spec: str  # a `str.format` template
+
+    def text(self, offer: Offer) -> str:
+        return self.spec.format(self.value(offer))
+
+
+_NUMBERS: dict[Column, NumberFormat] = {
+    Column.N: NumberFormat(lambda o: o.num_gpus, "{}"),
+    Column.VRAM: NumberFormat(lambda o: o.vram_gib_total, "{:.0f} GB"),
+    Column.PRICE: NumberFormat(lambda o: o.price_per_hour, "{:.3f}"),
+    Column.PER_GIB: NumberFormat(lambda o: o.price_per_gib_vram_hour, "{:.4f}"),
+    Column.RELIABILITY: NumberFormat(lambda o: o.reliability, "{:.3f}"),
+    Column.DOWN: NumberFormat(lambda o: o.down_mbps, "{:,.0f}"),
+    Column.UP: NumberFormat(lambda o: o.up_mbps, "{:,.0f}"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,29 +113,36 @@ class OfferRow:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    """An offer with its sanitised, formatted texts, made once per refresh."""
+    """An offer with its sanitised provider texts."""
 
     offer: Offer
-    haystack: str  # lower-cased text the filter matches
-    cells: tuple[str, ...]  # every column but the pick
+    gpu: str
+    location: str
 
 
-def _entry(offer: Offer) -> _Entry:
-    """Sanitise and format one offer (once per refresh, not per render)."""
-    gpu = clean_line(offer.gpu_name, GPU_NAME_CHARS)
-    location = clean_line(offer.location, LOCATION_CHARS)
-    cells = (
-        gpu,
-        f"{offer.num_gpus}",
-        f"{offer.vram_gib_total:.0f} GB",
-        f"{offer.price_per_hour:.3f}",
-        f"{offer.price_per_gib_vram_hour:.4f}",
-        f"{offer.reliability:.3f}",
-        f"{offer.down_mbps:,.0f}",
-        f"{offer.up_mbps:,.0f}",
-        location,
-    )
-    return _Entry(offer, f"{gpu} {location}".lower(), cells)
+class _Cleaner:
+    """`clean_line` remembered per raw text: a refresh repeats a few GPU names and places."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, int], str] = {}
+
+    def __call__(self, text: str, max_chars: int) -> str:
+        key = (text, max_chars)
+        cleaned = self._seen.get(key)
+        if cleaned is None:
+            cleaned = self._seen[key] = clean_line(text, max_chars)
+        return cleaned
+
+
+def _entries(offers: Iterable[Offer]) -> dict[str, _Entry]:
+    """Sanitise each offer's provider text once per refresh (formatting waits for `row`)."""
+    clean = _Cleaner()
+    out: dict[str, _Entry] = {}
+    for offer in offers:
+        gpu = clean(offer.gpu_name, GPU_NAME_CHARS)
+        location = clean(offer.location, LOCATION_CHARS)
+        out[offer.offer_id] = _Entry(offer, gpu, location)
+    return out
 
 
 class OffersModel:
@@ -118,29 +150,37 @@ class OffersModel:
 
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
+        self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
+        self._by_id: list[str] = []  # every id in id order: the sorts' tie order
+        # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
+        self._values: dict[Column, list[float]] = {}
         self._cheap_limit = 0.0
         self.filter_text = ""
         self.sort_key = SortKey.PRICE
         self.ascending = SortKey.PRICE.ascending_first
         self._picks: list[str] = []
         self._view: list[str] | None = None  # cached ordered, filtered ids
+        # The last view made and what from: a longer filter in the same sort narrows it.
+        self._last: tuple[tuple[SortKey, bool, str], list[str]] | None = None
         self._orders: dict[tuple[SortKey, bool], list[str]] = {}  # every id, per sort
-        self._rows: dict[str, OfferRow] = {}  # unpicked rows, made on first use
+        self._rows: dict[str, OfferRow] = {}  # unpicked rows, made on first paint
+        self._widths: tuple[int, ...] | None = None
 
     # -- input ----------------------------------------------------------------------------
     def set_offers(self, offers: Iterable[Offer]) -> None:
         """Replace the offers (a refresh); picks of offers that are gone are dropped."""
-        self._entries = {o.offer_id: _entry(o) for o in offers}
+        self._entries = _entries(offers)
+        self._haystacks = {k: f"{e.gpu} {e.location}".lower() for k, e in self._entries.items()}
+        self._by_id = sorted(self._entries)
+        offers_by_id = [self._entries[key].offer for key in self._by_id]
+        self._values = {c: list(map(f.value, offers_by_id)) for c, f in _NUMBERS.items()}
         self._picks = [key for key in self._picks if key in self._entries]
-        per_gib = sorted(
-            e.offer.price_per_gib_vram_hour
-            for e in self._entries.values()
-            if e.offer.price_per_gib_vram_hour > 0
-        )
+        per_gib = sorted(value for value in self._values[Column.PER_GIB] if value > 0)
         self._cheap_limit = per_gib[int(len(per_gib) * CHEAP_FRACTION)] if per_gib else 0.0
-        self._view = None
+        self._view = self._last = None
         self._orders = {}
         self._rows = {}
+        self._widths = None
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
@@ -177,33 +217,43 @@ class OffersModel:
         return entry.offer if entry else None
 
     def view(self) -> list[str]:
-        """Every offer id that matches the filter, sorted (ties by id: a stable order)."""
+        """Every offer id that matches the filter, sorted (ties by id: a stable order).
+
+        Each word of the filter must appear in the GPU name or the place. Typing narrows:
+        when the filter only grew, the last view is filtered again instead of every offer.
+        """
         if self._view is None:
+            text = self.filter_text.lower()
+            basis = (self.sort_key, self.ascending, text)
             order = self._order()
-            words = self.filter_text.lower().split()
-            if words:
-                entries = self._entries
-                order = [k for k in order if all(w in entries[k].haystack for w in words)]
+            if self._last is not None:
+                (sort_key, ascending, last_text), last_view = self._last
+                if (sort_key, ascending) == basis[:2] and text.startswith(last_text):
+                    order = last_view
+            haystacks = self._haystacks
+            for word in text.split():
+                order = [k for k in order if word in haystacks[k]]
             self._view = order
+            self._last = (basis, order)
         return self._view
 
     def _order(self) -> list[str]:
-        """All ids in the current sort; kept per sort so cycling back costs nothing."""
+        """All ids in the current sort; kept per sort so cycling back costs nothing.
+
+        A stable sort of positions in the id-ordered list by the precomputed values: ties
+        keep id order in both directions (`reverse=True` keeps sort stability).
+        """
         sort = (self.sort_key, self.ascending)
         if sort not in self._orders:
-            value = _SORT_VALUES[self.sort_key]
-            sign = 1.0 if self.ascending else -1.0
-            self._orders[sort] = sorted(
-                self._entries, key=lambda k: (sign * value(self._entries[k].offer), k)
+            values = self._values[self.sort_key.column]
+            positions = sorted(
+                range(len(values)), key=values.__getitem__, reverse=not self.ascending
             )
+            self._orders[sort] = list(map(self._by_id.__getitem__, positions))
         return self._orders[sort]
 
-    def rows(self) -> list[OfferRow]:
-        """The rows the table shows, in order: the first `MAX_ROWS` of the view."""
-        row = self.row
-        return [row(key) for key in self.view()[:MAX_ROWS]]
-
     def row(self, offer_id: str) -> OfferRow:
+        """The row's texts and flags (formatted on first use, i.e. when it is painted)."""
         if offer_id in self._picks:
             return self._make_row(offer_id, self._picks.index(offer_id) + 1)
         cached = self._rows.get(offer_id)
@@ -213,9 +263,42 @@ class OffersModel:
 
     def _make_row(self, offer_id: str, pick: int | None) -> OfferRow:
         entry = self._entries[offer_id]
-        per_gib = entry.offer.price_per_gib_vram_hour
+        offer = entry.offer
+        per_gib = offer.price_per_gib_vram_hour
         cheap = 0 < per_gib <= self._cheap_limit
-        return OfferRow(offer_id, (f"{pick}" if pick else "", *entry.cells), cheap, bool(pick))
+        cells = [f"{pick}" if pick else ""]
+        for column in COLUMNS[1:]:
+            if column is Column.GPU:
+                cells.append(entry.gpu)
+            elif column is Column.WHERE:
+                cells.append(entry.location)
+            else:
+                cells.append(_NUMBERS[column].text(offer))
+        return OfferRow(offer_id, tuple(cells), cheap, bool(pick))
+
+    def widths(self) -> tuple[int, ...]:
+        """Each column's width in cells, wide enough for its header and every offer's text.
+
+        Text columns measure their distinct values; numeric ones format only their smallest
+        and largest value (a format's width grows with the magnitude), so this stays cheap.
+        """
+        if self._widths is None:
+            entries = self._entries.values()
+            out: list[int] = []
+            for column in COLUMNS:
+                width = cell_len(column.value)
+                if column is Column.PICK:
+                    width = max(width, len(str(len(self._entries))))
+                elif column is Column.GPU:
+                    width = max([width, *(cell_len(t) for t in {e.gpu for e in entries})])
+                elif column is Column.WHERE:
+                    width = max([width, *(cell_len(t) for t in {e.location for e in entries})])
+                elif entries:
+                    values, spec = self._values[column], _NUMBERS[column].spec
+                    width = max(width, *(len(spec.format(v)) for v in (min(values), max(values))))
+                out.append(width)
+            self._widths = tuple(out)
+        return self._widths
 
     def chosen(self, highlighted: str | None) -> tuple[Offer, ...]:
         """What Enter leases: the picks in order, or else the highlighted offer."""
@@ -225,9 +308,7 @@ class OffersModel:
     def subtitle(self, provider: str) -> str:
         """`vastai · 214 match · sort $/h ↑ · filter '4090' · 2 picked` for the border."""
         arrow = "↑" if self.ascending else "↓"
-        matches = len(self.view())
-        shown = f" (best {MAX_ROWS})" if matches > MAX_ROWS else ""
-        parts = [provider, f"{matches} match{shown}", f"sort {self.sort_key.value} {arrow}"]
+        parts = [provider, f"{len(self.view())} match", f"sort {self.sort_key.value} {arrow}"]
         if self.filter_text:
             parts.append(f"filter '{clean_line(self.filter_text, 40)}'")
         if self._picks:
