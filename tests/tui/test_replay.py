@@ -31,8 +31,9 @@ async def test_replay_reproduces_the_archive_channel_counts(tmp_path: Path) -> N
         counts = {s.channel: s.count for s in control.hub.snapshot().channels}
         assert counts == dict(expected)
         assert app.engine is None  # read-only: no provider exists to call
-        summary = app.query_one(StatusBar).summary.replay or ""
-        assert f"frame {control.total}/{control.total}" in summary
+        assert f"frame {control.total}/{control.total}" in control.describe()
+        app._update_summary()  # the status bar shows the same line (it refreshes 4x a second)
+        assert app.query_one(StatusBar).summary.replay == control.describe()
 
 
 async def test_pause_and_seek_back_by_keys(tmp_path: Path) -> None:
