@@ -45,11 +45,11 @@ class JsonLines:
 
     def __init__(self, out: TextIO, redactor: Redactor) -> None:
         self._out = out
-        self._redact = redactor
+        self.redact = redactor
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str)
-        self._out.write(self._redact(line) + "\n")
+        self._out.write(self.redact(line) + "\n")
         self._out.flush()
 
     def event(self, event: EngineEvent) -> None:
@@ -90,7 +90,7 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
     """Run one headless `up`; returns the exit code of the CLI surface."""
     printer = JsonLines(out, Redactor(config.secret_values()))
     engine = RunEngine(config, printer.event)
-    printer._redact = engine.redactor
+    printer.redact = engine.redactor  # the run's redactor knows every secret it holds
     engine.hub.listeners.append(printer.frame)
     main = asyncio.current_task()
     loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
@@ -40,6 +41,9 @@ from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.ssh.logtail import LogPositions
+
+if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
+    from mvp_tui.ssh.session import NodeSession
 
 AGENT_REMOTE_DIR = "/tmp/mvp-node"
 
@@ -94,7 +98,7 @@ class RunEngine:
         self.local_url: str | None = None
         self.prompts: PromptQueue | None = None
         self._rpc: PromptRpcServer | None = None
-        self._session: object | None = None  # mvp_tui.ssh.session.NodeSession for SSH nodes
+        self._session: NodeSession | None = None  # SSH nodes only
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
 
@@ -287,10 +291,8 @@ class RunEngine:
     async def _until_ready_or_session_ends(self) -> None:
         """The SSH retry loop gives up (host key changed, auth, timeout) or the engine
         reports: whichever comes first."""
-        from mvp_tui.ssh.session import NodeSession
-
-        assert isinstance(self._session, NodeSession)
         session = self._session
+        assert session is not None
         ready = asyncio.ensure_future(self.watch.ready.wait())
         ended = asyncio.ensure_future(session.wait())
         try:
@@ -341,9 +343,7 @@ class RunEngine:
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
             return node_base_url
-        from mvp_tui.ssh.session import NodeSession
-
-        assert isinstance(self._session, NodeSession)
+        assert self._session is not None
         local_port = await self._session.forward(
             port, self.config.get_int("prompt.openai_port") or 0
         )
@@ -423,9 +423,6 @@ class RunEngine:
             await self.prompts.aclose()
             self.prompts = None
         if self._session is not None:
-            from mvp_tui.ssh.session import NodeSession
-
-            assert isinstance(self._session, NodeSession)
             await self._session.close(shutdown_agent=True)
             self._session = None
         lease = self.lease_record

@@ -85,14 +85,14 @@ class MvpApp(App[int]):
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
-        theme = config.get_str("ui.theme") or THEMES[0].name
-        if theme not in self.available_themes:
+        theme_name = config.get_str("ui.theme") or THEMES[0].name
+        if theme_name not in self.available_themes:
             known = ", ".join(sorted(self.available_themes))
             raise ConfigError(
-                f"[ui] theme = {theme!r} (from {config.sources.get('ui.theme')}) is not a "
-                f"theme; use one of: {known}"
+                f"[ui] theme = {theme_name!r} (from {config.sources.get('ui.theme')}) is not "
+                f"a theme; use one of: {known}"
             )
-        self.theme = theme
+        self.theme = theme_name
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
         self.leases = LiveLeases()
