@@ -85,6 +85,18 @@ async def test_q_with_a_live_lease_asks_and_focus_starts_on_destroy() -> None:
         assert app.is_running  # cancel keeps the app open
 
 
+async def test_ctrl_c_with_a_live_lease_asks_too() -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.live_leases = 1
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.screen.focused is not None and app.screen.focused.id == "choice-destroy"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running
+
+
 async def test_theme_switch_is_written_back_keeping_comments(tmp_path: Path) -> None:
     app = make_app(tmp=tmp_path, toml='# mine\n[ui]\n# keep me\ntheme = "mvp-dark"\n')
     async with app.run_test(size=(160, 48)) as pilot:
