@@ -102,6 +102,10 @@ class RunEngine:
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
 
+    def _sink_line(self, text: str) -> None:
+        """One of the engine's own lines on the node's provider channel."""
+        self.bridge.feed_provider_line(self.redactor(text))
+
     def _on_node_line(self, kind: str, line: bytes) -> None:
         self.bridge.on_line(kind, line)
 
@@ -423,8 +427,14 @@ class RunEngine:
             await self.prompts.aclose()
             self.prompts = None
         if self._session is not None:
-            await self._session.close(shutdown_agent=True)
-            self._session = None
+            session, self._session = self._session, None
+            # The lease is destroyed next, which ends the agent anyway: a node that cannot
+            # be reached must not hold the teardown up.
+            limit = session.settings.connect_timeout + 2 * session.settings.shutdown_grace + 5
+            try:
+                await asyncio.wait_for(session.close(shutdown_agent=True), limit)
+            except TimeoutError:
+                self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
         lease = self.lease_record
         if lease is None or lease.provider_id is None or not lease.may_bill:
             return True

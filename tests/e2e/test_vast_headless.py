@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,8 +23,18 @@ KEY = "fake-vast-key-0123456789"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeVast]:
+def closed_port() -> Iterator[int]:
+    """A loopback port held bound but not listening: connections to it are refused, and no
+    other test's server can take it meanwhile."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture
+def fake(closed_port: int) -> Iterator[FakeVast]:
     with FakeVast(api_key=KEY, loading_polls=1) as server:
+        server.ssh_endpoint = ("127.0.0.1", closed_port, True)
         server.add_offer(dph_total=0.50, gpu_name="RTX 4090")
         server.add_offer(dph_total=0.30, gpu_name="RTX 3090")
         server.add_offer(dph_total=2.50, gpu_name="H100 SXM")
