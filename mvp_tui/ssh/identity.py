@@ -23,8 +23,9 @@ from mvp_tui.ssh.errors import IdentityError
 DEFAULT_IDENTITY = "~/.ssh/id_ed25519"
 CONFIG_KEY = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
 
-_OPENSSH_BEGIN = "-----BEGIN OPENSSH PRIVATE KEY-----"
-_OPENSSH_END = "-----END OPENSSH PRIVATE KEY-----"
+_OPENSSH_LABEL = "OPENSSH PRIVATE KEY"  # the PEM label of an OpenSSH key file
+_OPENSSH_BEGIN = f"-----BEGIN {_OPENSSH_LABEL}-----"
+_OPENSSH_END = f"-----END {_OPENSSH_LABEL}-----"
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
 
 

@@ -54,7 +54,7 @@ def test_rpc_addr_accepts_loopback_only() -> None:
     ):
         parse_rpc_addr("0.0.0.0:19777")
     with pytest.raises(RpcAddrError, match=r"MVP_PROMPT_RPC_BIND.*fix: set MVP_PROMPT_RPC_BIND"):
-        parse_rpc_addr("10.1.2.3:19777", "MVP_PROMPT_RPC_BIND")
+        parse_rpc_addr("203.0.113.7:19777", "MVP_PROMPT_RPC_BIND")
     with pytest.raises(RpcAddrError, match="port 'x' is not a number"):
         parse_rpc_addr("127.0.0.1:x")
     with pytest.raises(RpcAddrError, match="out of range"):

