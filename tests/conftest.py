@@ -9,3 +9,6 @@ os.environ.pop("NO_COLOR", None)
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 # The official vastai CLI must never phone home from tests.
 os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"
+
+# The "rented node" (a real sshd on loopback) used by the end-to-end and dashboard tests.
+from tests.e2e.node import node  # noqa: F401

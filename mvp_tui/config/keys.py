@@ -148,6 +148,15 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_NODE_PYTHON",),
         flag="--node-python",
     ),
+    _k(
+        "runtime",
+        "node_dir",
+        Kind.STR,
+        "/tmp/mvp-node",
+        "directory on the node for the agent, its logs and env file (one subdirectory per run)",
+        env=("MVP_NODE_DIR",),
+        flag="--node-dir",
+    ),
     # [provider]
     _k(
         "provider",

@@ -341,7 +341,8 @@ class RunEngine:
             redactor=self.redactor,
         )
         self._session = session
-        remote_dir = f"{AGENT_REMOTE_DIR}/{self.run_id}"
+        base = (self.config.get_str("runtime.node_dir") or AGENT_REMOTE_DIR).rstrip("/")
+        remote_dir = f"{base}/{self.run_id}"
         await session.start_agent(AGENT_PATH, self.node_env, remote_dir, resume=self._resume)
 
     async def _local_url(self, node_base_url: str, port: int) -> str:

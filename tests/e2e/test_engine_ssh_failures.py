@@ -4,7 +4,6 @@ confirmed, and the reason names what went wrong."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
@@ -15,22 +14,10 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.ssh.events import HostKeyPinned
+from tests.e2e.node import Node
 from tests.fakes.vastai_server import FakeVast
-from tests.ssh.sshd import Sshd, sshd_executable, write_key
 
 KEY = "fake-vast-key-0123456789"
-
-
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[tuple[Sshd, Path]]:
-    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
-    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
-    sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
-    await sshd.start()
-    try:
-        yield sshd, client
-    finally:
-        await sshd.stop()
 
 
 def _engine(
@@ -40,6 +27,7 @@ def _engine(
         "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url,
         "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
         "MVP_NODE_PYTHON": sys.executable, "MVP_STATE_DIR": str(tmp_path / "state"),
+        "MVP_NODE_DIR": str(tmp_path / "node"),
         "MVP_GGUF_LOCAL_PATH": str(model), "MVP_SSH_RETRY_INITIAL_SECS": "0.1",
         "MVP_SSH_READY_TIMEOUT_SECS": "60",
     }  # fmt: skip
@@ -48,9 +36,9 @@ def _engine(
 
 
 async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
-    node: tuple[Sshd, Path], tiny_gguf: Path, tmp_path: Path
+    node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     sink = RecordingSink()
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
@@ -77,9 +65,9 @@ async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
 
 
 async def test_a_model_missing_on_the_node_is_worker_fatal_and_torn_down(
-    node: tuple[Sshd, Path], tmp_path: Path
+    node: Node, tmp_path: Path
 ) -> None:
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     sink = RecordingSink()
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)

@@ -8,37 +8,21 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import asyncssh
-import pytest
 
 from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.node import Node
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
-from tests.ssh.sshd import Sshd, sshd_executable, write_key
 
 KEY = "fake-vast-key-0123456789"
 
 
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[tuple[Sshd, Path]]:
-    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
-    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
-    sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
-    await sshd.start()
-    try:
-        yield sshd, client
-    finally:
-        await sshd.stop()
-
-
 async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
-    node: tuple[Sshd, Path], tiny_gguf: Path, tmp_path: Path
+    node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
@@ -46,6 +30,7 @@ async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
             "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
             "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
             "MVP_NODE_PYTHON": sys.executable,  # the "node" is this machine, engine in our venv
+            "MVP_NODE_DIR": str(node.node_dir),
             "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
         }  # fmt: skip
         args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello node",
@@ -73,16 +58,16 @@ async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
 
 
 async def test_until_ready_leaves_the_rented_node_serving_for_down(
-    node: tuple[Sshd, Path], tiny_gguf: Path, tmp_path: Path
+    node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
         env = {
             "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
             "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-            "MVP_NODE_PYTHON": sys.executable,
+            "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
         }  # fmt: skip
         async with HeadlessRun(["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)],
                                tmp_path / "state", env=env) as run:  # fmt: skip

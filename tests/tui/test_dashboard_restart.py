@@ -4,11 +4,8 @@ them down, re-attach, or keep them; nothing is forgotten, nothing is silent."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import asyncssh
-import pytest
 from textual.widgets import Button
 
 from mvp_tui.engine.events import NodeReady, OffersListed
@@ -17,24 +14,12 @@ from mvp_tui.prompt.events import PromptDone
 from mvp_tui.widgets.confirm import ConfirmScreen
 from mvp_tui.widgets.prompt import PromptPane
 from tests.agent.procs import alive
+from tests.e2e.node import Node
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
 from tests.prompt.engine import require_engine
-from tests.ssh.sshd import Sshd, sshd_executable, write_key
 from tests.tui.test_dashboard_run import KEY, dashboard, is_
-
-
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[tuple[Sshd, Path]]:
-    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
-    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
-    sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
-    await sshd.start()
-    try:
-        yield sshd, client
-    finally:
-        await sshd.stop()
 
 
 def _env(fake: FakeVast, client: Path, tmp_path: Path) -> dict[str, str]:
@@ -42,14 +27,15 @@ def _env(fake: FakeVast, client: Path, tmp_path: Path) -> dict[str, str]:
         "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url,
         "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
         "MVP_NODE_PYTHON": sys.executable, "MVP_STATE_DIR": str(tmp_path / "state"),
+        "MVP_NODE_DIR": str(tmp_path / "node"),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2", "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
     }  # fmt: skip
 
 
 async def test_an_earlier_lease_is_offered_for_teardown_on_start(
-    node: tuple[Sshd, Path], tmp_path: Path
+    node: Node, tmp_path: Path
 ) -> None:
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
@@ -72,10 +58,10 @@ async def test_an_earlier_lease_is_offered_for_teardown_on_start(
 
 
 async def test_reattach_follows_the_running_agent_and_serves_prompts(
-    node: tuple[Sshd, Path], tmp_path: Path
+    node: Node, tmp_path: Path
 ) -> None:
     require_engine()
-    sshd, client = node
+    sshd, client = node.sshd, node.client_key
     model = write_tiny_gguf(tmp_path / "tiny.gguf")
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)

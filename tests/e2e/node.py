@@ -1,0 +1,54 @@
+"""A "rented node" for end-to-end tests: a real OpenSSH sshd on loopback that trusts a fresh
+client key, with the agent's directory under the test's tmp dir. Whatever a test leaves
+running there (agent, engine) is stopped afterwards, even when the test failed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from tests.ssh.sshd import Sshd, sshd_executable, write_key
+
+
+@dataclass(frozen=True)
+class Node:
+    sshd: Sshd
+    client_key: Path
+    node_dir: Path  # MVP_NODE_DIR for the run
+
+    @property
+    def port(self) -> int:
+        return self.sshd.port
+
+
+def processes_under(directory: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "cwd").startswith(str(directory)):
+                    found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
+    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
+    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
+    sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
+    node_dir = tmp_path / "node"
+    await sshd.start()
+    try:
+        yield Node(sshd, client, node_dir)
+    finally:
+        await sshd.stop()
+        for pid in processes_under(node_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
