@@ -54,6 +54,7 @@ class ChannelsPane(Pane):
         self._epoch = -1
         self._last_read = 0.0
         self._snapshot: HubSnapshot | None = None
+        self._fitted_width = 0
 
     def compose_content(self) -> ComposeResult:
         yield DataTable(id="channels-table", cursor_type="row")
@@ -103,11 +104,15 @@ class ChannelsPane(Pane):
             if snapshot.epoch != self._epoch:
                 self._epoch = snapshot.epoch
                 table.clear()
+            width = self._name_width()
+            refit = width != self._fitted_width
+            self._fitted_width = width
             for stats in snapshot.channels:
-                cells = _cells(stats)
+                cells = _cells(stats, width)
                 if stats.channel in table.rows:
-                    for (_, key), cell in zip(_COLUMNS[1:], cells[1:], strict=True):
-                        table.update_cell(stats.channel, key, cell)
+                    start = 0 if refit else 1
+                    for (_, key), cell in zip(_COLUMNS[start:], cells[start:], strict=True):
+                        table.update_cell(stats.channel, key, cell, update_width=refit)
                 else:
                     table.add_row(*cells, key=stats.channel)
         has_rows = bool(snapshot.channels)
@@ -116,6 +121,13 @@ class ChannelsPane(Pane):
         total = sum(c.count for c in snapshot.channels)
         self.border_subtitle = f"{len(snapshot.channels)} channels · {total:,} frames"
         self.refresh_bindings()
+
+    def _name_width(self) -> int:
+        return max(12, self.content_size.width - NUMBERS_WIDTH)
+
+    def on_resize(self) -> None:
+        if self._snapshot is not None and self._name_width() != self._fitted_width:
+            self.show(self._snapshot)
 
     # -- keys ----------------------------------------------------------------------------
     def selected_channel(self) -> str | None:
@@ -140,9 +152,22 @@ class ChannelsPane(Pane):
         self.action_open_log()
 
 
-def _cells(stats: ChannelStats) -> list[Text]:
+# Room the number columns take (frames, rate, last, with cell padding and the scrollbar).
+NUMBERS_WIDTH = 30
+
+
+def fit_name(name: str, width: int) -> str:
+    """A channel name cut in the middle to `width`, keeping its start and its distinctive
+    end (node number and stream): the counts beside it must stay on screen."""
+    if len(name) <= width or width < 8:
+        return name
+    tail = (width - 1) * 2 // 3
+    return name[: width - 1 - tail] + "…" + name[-tail:]
+
+
+def _cells(stats: ChannelStats, name_width: int = 10_000) -> list[Text]:
     return [
-        Text(stats.channel),
+        Text(fit_name(stats.channel, name_width), no_wrap=True),
         Text(f"{stats.count:,}", justify="right"),
         Text(rate_text(stats.rate), justify="right"),
         Text(f"{stats.last_position:,}", justify="right"),
