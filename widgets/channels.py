@@ -153,7 +153,7 @@ class ChannelsPane(Pane):
 
 
 # Room the number columns take (frames, rate, last, with cell padding and the scrollbar).
-NUMBERS_WIDTH = 30
+NUMBERS_WIDTH = 24
 
 
 def fit_name(name: str, width: int) -> str:
