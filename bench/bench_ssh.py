@@ -2,8 +2,8 @@
 
 Against a real OpenSSH sshd on 127.0.0.1, in the same run and alternating:
 - raw: asyncssh connect + exec `python3 agent.py` in a prepared directory, first stdout line;
-- session: NodeSession.start_agent (pinned host key, agent, helper and env file shipped in
-  the launch channel, detached launch, log reader) until its first `on_node_line` call.
+- session: NodeSession.start_agent (pinned host key, SFTP upload of agent, helper and env
+  file, detached launch, log reader) until its first `on_node_line` call.
 Prints the medians of N runs each and their ratio (target < 1.2x).
 
 Run: .venv/bin/python bench/bench_ssh.py [--runs 15]

@@ -1,29 +1,30 @@
-"""Ship the node agent to the node in the channel that starts it; follow and stop it.
+"""Put the node agent on the node and build the commands that start, follow and stop it.
 
-One exec channel does the launch: its command runs a few lines of Python (`BOOT`) that read
-the node helper from the channel's stdin and run it; the helper reads the run directory's
-files after it (the agent, itself, `run.sh`, and the agent's env as a shell file), writes
-each with mode 600, starts the agent detached and streams its logs back on the same channel.
-So env values never appear on a command line (sshd drops `env=` by default, and a command
-line is visible to every user of the node), the node needs no SFTP subsystem, and nothing
-waits on a round trip between opening the channel and the agent starting. The commands only
-name the directory, positions, timings and sizes, each shell-quoted.
+Over SFTP the run directory receives the agent file, the node helper, `run.sh` and the
+agent's env as a shell file with mode 600, so env values never appear on a command line
+(sshd drops `env=` by default, and a command line is visible to every user of the node).
+The commands only name the directory, positions and timings, each shell-quoted, and run
+under `sh -c` whatever the user's login shell is.
 
-`run.sh` is the agent's parent on the node: started detached (its own session, SIGHUP
-ignored), it sources the env, runs the agent with the helper's interpreter (the `python3` the
-login environment names, or MVP_NODE_PYTHON), stdin on the control fifo (opened read-write,
-so the agent never sees EOF between writers) and stdout/stderr appended to log files,
-records the agent's pid, waits, and records its exit code.
+`run.sh` is the agent's parent on the node: started detached (setsid, SIGHUP ignored), it
+sources the env, runs `python3 AGENT` with stdin on the control fifo (opened read-write, so
+the agent never sees EOF between writers) and stdout/stderr appended to log files, records
+the agent's pid, waits, and records its exit code. The reader (`node_helper.py follow`)
+starts at the same time, so the two Python start-ups overlap.
 """
 
 from __future__ import annotations
 
-import functools
+import asyncio
+import contextlib
+import enum
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+import asyncssh
 
 from mvp_tui.ssh import node_helper
 from mvp_tui.ssh.errors import AgentFileError
@@ -31,20 +32,20 @@ from mvp_tui.ssh.logtail import LogPositions
 from mvp_tui.ssh.settings import SshSettings
 
 HELPER_NAME = "mvp_node_helper.py"
-RUN_NAME = node_helper.RUN_NAME
+RUN_NAME = "run.sh"
 ENV_NAME = "agent.env"
 
 RUN_SH = f"""\
 #!/bin/sh
-# mvp-tui: the node agent's parent, started detached by {HELPER_NAME} launch.
-# Usage (in the run directory): sh {RUN_NAME} AGENT [PYTHON]
+# mvp-tui: the node agent's parent. Usage (in the run directory): sh run.sh AGENT
 record() {{ echo "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"; }}
 trap '' HUP
+record {node_helper.WRAPPER_PID} $$
 [ -p {node_helper.CONTROL} ] || mkfifo -m 600 {node_helper.CONTROL}
 set -a
 . ./{ENV_NAME}
 set +a
-"${{MVP_NODE_PYTHON:-${{2:-python3}}}}" "$1" <> {node_helper.CONTROL} \\
+"${{MVP_NODE_PYTHON:-python3}}" "$1" <> {node_helper.CONTROL} \\
     >> {node_helper.STDOUT_LOG} 2>> {node_helper.STDERR_LOG} &
 agent=$!
 record {node_helper.AGENT_PID} $agent
@@ -52,13 +53,23 @@ wait $agent
 record {node_helper.EXIT_CODE} $?
 """
 
-# `python3 -S -c BOOT SIZE launch ...`: read SIZE bytes of helper source from stdin and run
-# it as the main module with the arguments after SIZE (the rest of stdin is its to read).
-# `-S` skips site-packages: the helper needs the standard library only, and starts faster.
-BOOT = (
-    "import sys;s=sys.stdin.buffer.read(int(sys.argv[1]));sys.argv=sys.argv[1:];"
-    "exec(compile(s,'mvp_node_helper.py','exec'),{'__name__':'__main__'})"
-)
+# $1 run dir, $2 agent file name, then the reader's arguments. The channel opens while the
+# files are uploaded and waits for a `go` line on stdin (sent once they are in place), so
+# the node's session start-up overlaps the upload. The agent then starts detached (its own
+# session when setsid exists) while the reader starts: their start-ups overlap too. The
+# reader runs with `python3 -S`: it needs the standard library only, and skipping
+# site-packages cuts its start-up.
+GO_LINE = b"go\n"
+_LAUNCH_AND_FOLLOW = f"""\
+read go && [ "$go" = go ] || exit 4
+cd "$1" || exit 3
+rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
+agent=$2
+shift 2
+(command -v setsid >/dev/null 2>&1 && exec setsid sh {RUN_NAME} "$agent"
+ exec sh {RUN_NAME} "$agent") </dev/null >/dev/null 2>&1 &
+exec python3 -S {HELPER_NAME} follow . "$@"
+"""
 _FOLLOW = f"""\
 cd "$1" || exit 3
 shift 2
@@ -110,27 +121,37 @@ def make_plan(agent_path: str | Path, env: Mapping[str, str], remote_dir: str) -
     return AgentPlan(agent_path=path, remote_dir=remote_dir, env=dict(env))
 
 
-def launch_stream(plan: AgentPlan) -> bytes:
-    """What the launch channel's stdin carries: the helper, then the run directory's files."""
-    helper = helper_source()
-    files = {
+class UploadMethod(enum.Enum):
+    SFTP = "sftp"
+    EXEC = "exec"  # the node's sshd has no sftp subsystem: files go through `cat`
+
+
+async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadMethod:
+    """Create the run directory and put the agent, the helper and the env file in it.
+
+    SFTP first; a node whose sshd offers no sftp subsystem gets the same files through a
+    plain command reading stdin (with umask 077), so no image is left out.
+    """
+    files = _files(plan)
+    try:
+        sftp_cm = conn.start_sftp_client()
+        async with sftp_cm as sftp:
+            await sftp.makedirs(plan.remote_dir, exist_ok=True)
+            await asyncio.gather(*(_sftp_write(sftp, plan, n, d) for n, d in files.items()))
+        return UploadMethod.SFTP
+    except asyncssh.ChannelOpenError:
+        pass
+    await asyncio.gather(*(_exec_write(conn, plan, n, d) for n, d in files.items()))
+    return UploadMethod.EXEC
+
+
+def _files(plan: AgentPlan) -> dict[str, bytes]:
+    return {
         plan.agent_name: plan.agent_path.read_bytes(),
-        HELPER_NAME: helper,
+        HELPER_NAME: Path(node_helper.__file__).read_bytes(),
         RUN_NAME: RUN_SH.encode("ascii"),
         ENV_NAME: env_file(plan.env).encode("utf-8"),
     }
-    records = [helper]
-    for name, data in files.items():
-        encoded = name.encode("utf-8")
-        records += [node_helper.RECORD.pack(len(encoded), len(data)), encoded, data]
-    records.append(node_helper.RECORD.pack(0, 0))
-    return b"".join(records)
-
-
-@functools.cache
-def helper_source() -> bytes:
-    """The node helper's source, as shipped to the node."""
-    return Path(node_helper.__file__).read_bytes()
 
 
 def env_file(env: Mapping[str, str]) -> str:
@@ -142,6 +163,27 @@ def _sh_quote(value: str) -> str:
     return "'" + value.replace("'", "'\\''") + "'"
 
 
+async def _sftp_write(sftp: asyncssh.SFTPClient, plan: AgentPlan, name: str, data: bytes) -> None:
+    """One file, created with mode 600 (an older copy is removed, not reused)."""
+    path = plan.remote(name)
+    with contextlib.suppress(asyncssh.SFTPNoSuchFile):
+        await sftp.remove(path)
+    attrs = asyncssh.SFTPAttrs(permissions=0o600)
+    async with sftp.open(path, "wb", attrs=attrs) as out:
+        await out.write(data)
+    await sftp.chmod(path, 0o600)
+
+
+_EXEC_WRITE = 'umask 077 && mkdir -p "$1" && cat > "$1/.$2.tmp" && mv -f "$1/.$2.tmp" "$1/$2"'
+
+
+async def _exec_write(
+    conn: asyncssh.SSHClientConnection, plan: AgentPlan, name: str, data: bytes
+) -> None:
+    command = shlex.join(["sh", "-c", _EXEC_WRITE, "sh", plan.remote_dir, name])
+    await conn.run(command, input=data, encoding=None, check=True)
+
+
 def follow_command(
     plan: AgentPlan,
     positions: LogPositions,
@@ -150,35 +192,27 @@ def follow_command(
     launch: bool,
     wait_for_pid: bool = True,
 ) -> str:
-    """The node-side reader from `positions`; with `launch`, the agent starts first (its
-    files, `launch_stream(plan)`, go to the channel's stdin).
+    """The node-side reader from `positions`; with `launch`, the agent starts alongside.
 
     Without `wait_for_pid` the reader gives up at once when no agent was ever started in the
     directory (re-attach after a restart), instead of waiting for a launch in progress.
     """
+    script = _LAUNCH_AND_FOLLOW if launch else _FOLLOW
     pid_wait = settings.launch_timeout if launch or wait_for_pid else 0.0
-    reader_args = [
-        str(positions.stdout),
-        str(positions.stderr),
-        str(settings.poll_interval),
-        str(pid_wait),
-    ]
-    if launch:
-        size = str(len(helper_source()))
-        return shlex.join(
-            [
-                "python3",
-                "-S",
-                "-c",
-                BOOT,
-                size,
-                "launch",
-                plan.remote_dir,
-                plan.agent_name,
-                *reader_args,
-            ]
-        )
-    return shlex.join(["sh", "-c", _FOLLOW, "sh", plan.remote_dir, plan.agent_name, *reader_args])
+    return shlex.join(
+        [
+            "sh",
+            "-c",
+            script,
+            "sh",
+            plan.remote_dir,
+            plan.agent_name,
+            str(positions.stdout),
+            str(positions.stderr),
+            str(settings.poll_interval),
+            str(pid_wait),
+        ]
+    )
 
 
 def stop_command(plan: AgentPlan, settings: SshSettings) -> str:

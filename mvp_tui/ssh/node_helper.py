@@ -1,16 +1,9 @@
-"""Runs ON THE NODE (with `python3 -S`): launch, follow and stop the agent.
+"""Runs ON THE NODE (uploaded next to the agent, run with python3): follow and stop the agent.
 
 Standard library only and Python 3.8-compatible, since the node image owes us nothing but
-`python3`; it imports as little as it can, since its start-up is on the path to the first
-line. The agent itself runs under `run.sh` (see agent_launch.py), which records the files
-named below. Three modes:
+`python3`. The agent itself is started by `run.sh` (see agent_launch.py), which records the
+files named below. Two modes:
 
-- `launch DIR AGENT OUT_POS ERR_POS POLL LAUNCH_TIMEOUT`: reads the run directory's files
-  from stdin (records: 2-byte name length, 4-byte data length, big-endian, then name and
-  data; a zero name length ends them), writes each with mode 600 (replaced atomically, so
-  an older copy's mode is never reused), starts `sh run.sh AGENT PYTHON` detached (its own
-  session), then follows as below. PYTHON is this interpreter: the one `python3` named here,
-  found without a second lookup (MVP_NODE_PYTHON in the env still wins).
 - `follow DIR OUT_POS ERR_POS POLL LAUNCH_TIMEOUT`: streams both logs from the given byte
   positions as frames on stdout (kind byte, 4-byte big-endian length, payload): `p` agent
   pid, `o` stdout bytes, `e` stderr bytes, `x` exit code (empty: unknown) once the agent
@@ -22,16 +15,15 @@ named below. Three modes:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import signal
 import struct
 import sys
 import time
-
-TYPE_CHECKING = False  # typing costs the node milliseconds of start-up: for mypy only
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import BinaryIO
+from collections.abc import Callable
+from typing import BinaryIO
 
 CONTROL = "control"
 STDOUT_LOG = "stdout.log"
@@ -39,22 +31,18 @@ STDERR_LOG = "stderr.log"
 AGENT_PID = "agent.pid"
 WRAPPER_PID = "wrapper.pid"
 EXIT_CODE = "exit_code"
-RUN_NAME = "run.sh"
 
 FRAME_PID = b"p"
 FRAME_STDOUT = b"o"
 FRAME_STDERR = b"e"
 FRAME_EXIT = b"x"
 HEADER = struct.Struct(">cI")
-RECORD = struct.Struct(">HI")  # a file in the launch stream: name length, data length
 FIRST_POLL = 0.002  # seconds; idle looks double from here up to the POLL argument
-EAGER = 1.0  # seconds: until the first output, look every FIRST_POLL (no doubling)
 CHUNK = 65536
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_NO_AGENT = 3  # the agent did not start (no pid within the launch timeout)
-EXIT_SETUP = 5  # the run directory or its files could not be written
 
 
 def write_atomic(name: str, text: str) -> None:
@@ -70,13 +58,6 @@ def read_int(name: str) -> int | None:
             return int(src.read().strip())
     except (OSError, ValueError):
         return None
-
-
-def remove(name: str) -> None:
-    try:  # noqa: SIM105 - contextlib would add milliseconds to the helper's start-up
-        os.remove(name)
-    except FileNotFoundError:
-        pass
 
 
 def pid_running(pid: int) -> bool:
@@ -166,15 +147,11 @@ def follow(argv: list[str]) -> int:
             Tail(STDOUT_LOG, int(out_pos), FRAME_STDOUT),
             Tail(STDERR_LOG, int(err_pos), FRAME_STDERR),
         ]
-        # A starting agent's first line is the one someone waits for: look often until
-        # it comes (for a bounded time), then back off while idle.
-        eager_until = time.monotonic() + EAGER
         wait = FIRST_POLL
         while True:
             ended = agent_ended()
             moved = [tail.pump(send) for tail in tails]
             if any(moved):
-                eager_until = 0.0
                 wait = FIRST_POLL  # output comes in bursts: look again soon
                 continue
             if ended:
@@ -183,89 +160,9 @@ def follow(argv: list[str]) -> int:
                 return EXIT_OK
             if stdin_closed(wait):
                 return EXIT_OK
-            if time.monotonic() >= eager_until:
-                wait = min(wait * 2, float(poll))
+            wait = min(wait * 2, float(poll))
     except BrokenPipeError:
         return EXIT_OK
-
-
-def read_exactly(stream: BinaryIO, size: int) -> bytes:
-    data = stream.read(size)
-    if len(data) != size:
-        raise EOFError(f"the launch stream ended early ({len(data)} of {size} bytes)")
-    return data
-
-
-def receive_files(stream: BinaryIO) -> list[str]:
-    """Write the launch stream's files here, each with mode 600; their names."""
-    names: list[str] = []
-    while True:
-        name_size, data_size = RECORD.unpack(read_exactly(stream, RECORD.size))
-        if not name_size:
-            return names
-        name = read_exactly(stream, name_size).decode("utf-8")
-        if os.path.basename(name) != name or name in (".", "..") or name.startswith("."):
-            raise ValueError(f"refusing file name {name!r} in the launch stream")
-        put_private(name, read_exactly(stream, data_size))
-        names.append(name)
-
-
-def put_private(name: str, data: bytes) -> None:
-    """`name` holding `data`, mode 600, replaced atomically (never an older copy's mode)."""
-    tmp = "." + name + ".tmp"
-    remove(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    os.replace(tmp, name)
-
-
-def spawn_detached(argv: list[str]) -> int:
-    """Start `argv` in its own session, stdio on /dev/null, signals at their defaults; its pid."""
-    pid = os.fork()
-    if pid:
-        return pid
-    try:  # the child: nothing here may return into the caller's code
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(null, fd)
-        # Python ignores SIGPIPE (and SIGXFSZ); an exec'd program would inherit that.
-        import signal
-
-        for name in ("SIGPIPE", "SIGXFSZ"):
-            if hasattr(signal, name):
-                signal.signal(getattr(signal, name), signal.SIG_DFL)
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-
-
-def launch(argv: list[str]) -> int:
-    """Unpack the run directory from stdin, start the agent detached, follow it."""
-    directory, agent = argv[:2]
-    try:
-        os.umask(0o077)
-        os.makedirs(directory, exist_ok=True)
-        os.chdir(directory)
-        names = receive_files(sys.stdin.buffer)
-        if agent not in names or RUN_NAME not in names:
-            raise ValueError(f"the launch stream lacks {agent} or {RUN_NAME}")
-        for name in (AGENT_PID, WRAPPER_PID, EXIT_CODE):
-            remove(name)
-        if not os.path.exists(CONTROL):
-            os.mkfifo(CONTROL, 0o600)
-    except (OSError, ValueError, EOFError) as error:
-        sys.stderr.write(f"cannot set up the agent in {directory}: {error}\n")
-        return EXIT_SETUP
-    wrapper = spawn_detached(["sh", RUN_NAME, agent, sys.executable or "python3"])
-    write_atomic(WRAPPER_PID, str(wrapper))
-    return follow([".", *argv[2:]])
 
 
 def wait_gone(pid: int, within: float) -> bool:
@@ -277,16 +174,7 @@ def wait_gone(pid: int, within: float) -> bool:
     return True
 
 
-def signal_agent(pid: int, signum: int) -> None:
-    try:  # noqa: SIM105 - as in remove()
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
-
-
 def stop(directory: str, grace: float) -> str:
-    import signal
-
     os.chdir(directory)
     pid = read_int(AGENT_PID)
     if pid is None:
@@ -304,10 +192,12 @@ def stop(directory: str, grace: float) -> str:
     verdict = "shutdown"
     if not wait_gone(pid, grace):
         verdict = "terminated"
-        signal_agent(pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
         if not wait_gone(pid, grace):
             verdict = "killed"
-            signal_agent(pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
             wait_gone(pid, grace)
     wrapper = read_int(WRAPPER_PID)
     if wrapper is not None:
@@ -317,14 +207,12 @@ def stop(directory: str, grace: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 7 and args[0] == "launch":
-        return launch(args[1:])
     if len(args) == 6 and args[0] == "follow":
         return follow(args[1:])
     if len(args) == 3 and args[0] == "stop":
         sys.stdout.write(stop(args[1], float(args[2])) + "\n")
         return EXIT_OK
-    sys.stderr.write("usage: node_helper.py launch|follow|stop ...\n")
+    sys.stderr.write("usage: node_helper.py follow|stop ...\n")
     return EXIT_USAGE
 
 

@@ -28,11 +28,13 @@ from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import node_helper
 from mvp_tui.ssh.agent_launch import (
+    GO_LINE,
     AgentPlan,
+    UploadMethod,
     follow_command,
-    launch_stream,
     make_plan,
     stop_command,
+    upload,
 )
 from mvp_tui.ssh.backoff import Backoff, Clock, Sleep
 from mvp_tui.ssh.banner import ssh_banner, strikes_after
@@ -242,7 +244,6 @@ class NodeSession:
         phase = Phase.BOOTSTRAP
         window_start = self._clock()
         strikes = refusals = 0
-        telling: AttemptResult | None = None  # the last attempt that did not just time out
         while True:
             if phase is Phase.BOOTSTRAP and self.ready.is_set():
                 phase, window_start = self._serving(backoff)
@@ -253,8 +254,6 @@ class NodeSession:
                 f"({phase.value})"
             )
             result = await self._attempt(phase, deadline)
-            if result.outcome is not AttemptOutcome.TIMED_OUT:
-                telling = result  # a timeout cutting an attempt short says less than this
             if result.host_key is not None:
                 return self._give_up(StopReason.HOST_KEY_CHANGED, result, result.host_key)
             refusals = refusals + 1 if result.outcome is AttemptOutcome.AUTH_FAILED else 0
@@ -282,7 +281,7 @@ class NodeSession:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 return self._give_up(
-                    StopReason.TIMED_OUT, result, self._timeout_error(phase, result, telling)
+                    StopReason.TIMED_OUT, result, self._timeout_error(phase, result)
                 )
             delay = min(backoff.next_delay(), remaining)
             self._attempt_event(result, delay, phase)
@@ -360,12 +359,21 @@ class NodeSession:
     async def _open_reader(
         self, conn: asyncssh.SSHClientConnection, plan: AgentPlan, command: str, launch: bool
     ) -> asyncssh.SSHClientProcess[bytes]:
-        """The node-side reader's channel; when launching, the run directory's files go
-        down its stdin at once (no round trip between the channel opening and the agent)."""
-        stream = launch_stream(plan) if launch else b""
-        process = await conn.create_process(command, encoding=None)
-        if stream:
-            process.stdin.write(stream)
+        """The node-side reader's channel; when launching, opened while the files upload."""
+        if not launch:
+            return await conn.create_process(command, encoding=None)
+        opening = asyncio.ensure_future(conn.create_process(command, encoding=None))
+        try:
+            method = await upload(conn, plan)
+        except BaseException:
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, OSError, asyncssh.Error):
+                (await opening).close()
+            raise
+        process = await opening
+        if method is UploadMethod.EXEC:
+            self._line("the node's sshd offers no sftp subsystem: files sent through `cat`")
+        process.stdin.write(GO_LINE)
         return process
 
     async def _stream_until_end(
@@ -622,17 +630,11 @@ class NodeSession:
             "the asyncssh version",
         )
 
-    def _timeout_error(
-        self, phase: Phase, result: AttemptResult, telling: AttemptResult | None
-    ) -> BootstrapTimedOut:
+    def _timeout_error(self, phase: Phase, result: AttemptResult) -> BootstrapTimedOut:
         if phase is Phase.BOOTSTRAP:
-            before = ""
-            if telling is not None and telling is not result:
-                before = f"; before: {telling.outcome.value} {telling.detail}"
             return BootstrapTimedOut(
                 f"lease {self.lease_key}: not ready within {self.settings.ready_timeout:g}s "
-                f"after {self._attempts} attempt(s); last: {result.outcome.value} {result.detail}"
-                f"{before}",
+                f"after {self._attempts} attempt(s); last: {result.outcome.value} {result.detail}",
                 fix="raise the ready timeout, or pick another offer (the node may be slow)",
             )
         return BootstrapTimedOut(

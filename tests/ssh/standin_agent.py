@@ -1,4 +1,4 @@
-"""Stand-in for the node agent in the SSH tests (shipped in the launch channel, run with python3).
+"""Stand-in for the node agent in the SSH tests (uploaded over SFTP, run with python3).
 
 Behaviour from its env (which arrives through the env file, never the command line):
 - STANDIN_LINES: print `line 1` .. `line N` on stdout, each written in two pieces so the

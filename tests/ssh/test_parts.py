@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from mvp_tui.ssh import AgentFileError, AttemptOutcome, Phase, SshAttempt, SshSettings
-from mvp_tui.ssh.agent_launch import env_file, follow_command, make_plan
+from mvp_tui.ssh.agent_launch import env_file, follow_command, make_plan, upload
 from mvp_tui.ssh.backoff import Backoff
 from mvp_tui.ssh.logtail import LineAssembler, LogPositions
 from tests.ssh.conftest import STANDIN, Harness
@@ -150,49 +149,25 @@ async def test_a_node_without_sftp_gets_the_files_through_a_command(
         await harness.wait_for(lambda: "line 3" in harness.stdout())
         assert (harness.remote_dir / "agent.env").stat().st_mode & 0o777 == 0o600
         assert (harness.remote_dir / "standin_agent.py").read_bytes() == STANDIN.read_bytes()
+        assert any("no sftp subsystem" in line for line in harness.provider_lines)
         await session.close()
     finally:
         await bare.stop()
 
 
-def test_the_launch_stream_unpacks_exactly_and_refuses_paths(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from mvp_tui.ssh import node_helper
-    from mvp_tui.ssh.agent_launch import helper_source, launch_stream
+async def test_upload_reports_which_way_it_went(sshd: Sshd, harness: Harness) -> None:
+    from mvp_tui.ssh.agent_launch import UploadMethod
+    from mvp_tui.ssh.connect import open_connection
 
-    plan = make_plan(STANDIN, {"MVP_TOKEN": "s3cret"}, "/unused")
-    stream = launch_stream(plan)
-    helper = helper_source()
-    assert stream.startswith(helper)  # what BOOT reads and runs first
-    monkeypatch.chdir(tmp_path)
-    names = node_helper.receive_files(io.BytesIO(stream[len(helper) :] + b"left for the reader"))
-    assert names == ["standin_agent.py", "mvp_node_helper.py", "run.sh", "agent.env"]
-    assert (tmp_path / "standin_agent.py").read_bytes() == STANDIN.read_bytes()
-    assert (tmp_path / "mvp_node_helper.py").read_bytes() == helper
-    assert (tmp_path / "agent.env").read_text() == "MVP_TOKEN='s3cret'\n"
-    evil = node_helper.RECORD.pack(7, 1) + b"../evil" + b"x"
-    with pytest.raises(ValueError, match=r"refusing file name '\.\./evil'"):
-        node_helper.receive_files(io.BytesIO(evil))
-    assert not (tmp_path.parent / "evil").exists()
-    with pytest.raises(EOFError, match="ended early"):
-        node_helper.receive_files(io.BytesIO(stream[len(helper) : -20]))
-
-
-def test_a_launch_that_cannot_write_its_directory_says_where(tmp_path: Path) -> None:
-    import sys
-
-    from mvp_tui.ssh import node_helper
-    from mvp_tui.ssh.agent_launch import helper_source
-
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    helper = tmp_path / "helper.py"
-    helper.write_bytes(helper_source())
-    args = ["launch", str(blocker / "run"), "agent.py", "0", "0", "0.02", "1"]
-    out = subprocess.run([sys.executable, "-S", str(helper), *args], capture_output=True)
-    assert out.returncode == node_helper.EXIT_SETUP
-    assert f"cannot set up the agent in {blocker / 'run'}" in out.stderr.decode()
+    conn, _ = await open_connection(
+        harness.endpoint, harness.identity, harness.pins, "vastai:1", SshSettings()
+    )
+    try:
+        plan = make_plan(STANDIN, {}, str(harness.remote_dir))
+        assert await upload(conn, plan) is UploadMethod.SFTP
+    finally:
+        conn.close()
+        await conn.wait_closed()
 
 
 def test_the_ssh_package_never_imports_textual() -> None:
