@@ -244,10 +244,7 @@ class MvpApp(App[int]):
         assert engine is not None
         try:
             await engine.prepare_ssh_identity()
-            self._run(self._guard_limits(), "limits")
-            await engine.bring_up()
-            await engine.start_prompts(rpc=True)
-            self._run(self._watch_node(), "node watch")
+            await self._serve_lease()
         finally:
             self._busy = False
 
@@ -287,16 +284,23 @@ class MvpApp(App[int]):
                 self.notify(clean_line(engine.redactor(result.reason), 600),
                             title="lease failed", severity="error", timeout=15)  # fmt: skip
                 return
-            self._run(self._guard_limits(), "limits")
-            try:
-                await engine.bring_up()
-            except RunFailed:
-                await engine.shutdown()  # nothing is left billing for a node that cannot serve
-                raise
-            await engine.start_prompts(rpc=True)
-            self._run(self._watch_node(), "node watch")
+            await self._serve_lease()
         finally:
             self._busy = False
+
+    async def _serve_lease(self) -> None:
+        """From a held lease (new or re-attached) to prompts: limits guarded, node up,
+        node watched. A node that cannot serve is torn down: nothing bills for nothing."""
+        engine = self.engine
+        assert engine is not None
+        self._run(self._guard_limits(), "limits")
+        try:
+            await engine.bring_up()
+        except RunFailed:
+            await engine.shutdown()
+            raise
+        await engine.start_prompts(rpc=True)
+        self._run(self._watch_node(), "node watch")
 
     async def _guard_limits(self) -> None:
         assert self.engine is not None
