@@ -15,17 +15,42 @@ Nothing else is ever written to stdout; diagnostics go to stderr. Channels:
 - `mvp.node.<N>.engine`: the engine's log, one frame per line, control characters and
   escape sequences removed, length bounded.
 
-Phases: config, probe (environment and GPUs), model (local file or Hugging Face download,
-resumable), engine_start, engine_health (503 "loading" is progress), watch (until shutdown
-or the engine dies), shutdown. `shutdown` on stdin, SIGTERM/SIGINT, or a line `shutdown`
-written to the control fifo (MVP_CONTROL_FIFO) stops the engine and exits 0.
-Exit codes: 0 stopped on request, 1 the node failed (WorkerFatal), 2 bad configuration.
+Phases: config, watchdog (the dead-man's switch's verdict, below; only when configured),
+probe (environment and GPUs), model (local file or Hugging Face download, resumable),
+engine_start, engine_health (503 "loading" is progress), watch (until shutdown or the engine
+dies), shutdown. `shutdown` on stdin, SIGTERM/SIGINT, or a line `shutdown` written to the
+control fifo (MVP_CONTROL_FIFO) stops the engine and exits 0.
+Exit codes: 0 stopped on request (or by the switch), 1 the node failed (WorkerFatal),
+2 bad configuration.
 
 Values of HF_TOKEN and of any environment variable whose name holds KEY, TOKEN, SECRET or
-PASSWORD never appear in anything it prints, and are not passed on to the engine.
+PASSWORD never appear in anything it prints, and are not passed on to the engine; nor does
+the instance key the switch reads from the provider's env file.
 
-TODO(dead-man): a deadline that destroys the lease through the provider API when the
-dashboard goes silent is out of scope here for now.
+The dead-man's switch bounds the node's bill when no dashboard does. Inputs (all optional):
+MVP_WATCHDOG_PROVIDER (else MVP_NODE_PROVIDER): vastai | runpod | local | docker;
+MVP_LEASE_STARTED_AT (unix s) and MVP_MAX_HOURS (fractional: 0.01 = 36 s) give the
+deadline; MVP_IDLE_TEARDOWN_MINS the silence limit; MVP_VASTAI_API_URL /
+MVP_RUNPOD_API_URL the API base; MVP_NODE_PROVIDER_ENV_FILE (default /proc/1/environ) where
+the instance's own credentials are read when the agent's environment lacks them (an agent
+started over SSH does not see PID 1's environment): CONTAINER_ID + CONTAINER_API_KEY on
+Vast, RUNPOD_POD_ID + RUNPOD_API_KEY on RunPod. Never the account key.
+- Verdict, right after config: a `watchdog` phase `ready` {provider, instance_id,
+  deadline_at, idle_teardown_mins, armed, ...} once a harmless authenticated read of the
+  instance's own record worked (Vast: GET /api/v0/instances/{id}/; RunPod: GET /pods/{id}),
+  or `failed` with a one-line `reason` naming the fix. A failed verdict does not stop the
+  agent: the dashboard decides ([limits] require_node_watchdog).
+- Control lines (stdin or the control fifo): `heartbeat` resets the silence timer, `detach`
+  disarms the silence switch (the deadline stays), `attach` re-arms it (and counts as a
+  heartbeat). The silence timer starts when the agent starts.
+- Firing (deadline passed, or silence while armed): a `watchdog` phase `started` {trigger:
+  deadline | idle}, the engine stops cleanly, then on vastai/runpod the agent DELETEs its own
+  instance with back-off (capped at 30 s) until the instance-scoped GET says it is gone, and
+  writes `watchdog` `ready` {destroyed: true, trigger}; it never gives up (each failure is a
+  notice). On local/docker nodes the engine and the agent end instead (`ready` {destroyed:
+  false, ended: true}); exit code 0 either way. MVP_WATCHDOG_RETRY_INITIAL_S (default 1)
+  is the first retry pause, for tests.
+The switch lives in this process: a fatal node error that ends the agent ends it too.
 """
 
 from __future__ import annotations
@@ -85,9 +110,14 @@ _ESCAPES = re.compile(
 _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
 
 
-def clean_text(text: str, max_chars: int = ENGINE_LINE_MAX) -> str:
-    """Untrusted text made safe to forward: no escapes or controls, bounded length."""
+def clean_text(
+    text: str, max_chars: int = ENGINE_LINE_MAX, *, redact: Callable[[str], str] | None = None
+) -> str:
+    """Untrusted text made safe to forward: no escapes or controls, secrets redacted (with
+    `redact`), then bounded length — in that order, so a cut never shows a secret's prefix."""
     text = _CONTROLS.sub("", _ESCAPES.sub("", text))
+    if redact is not None:
+        text = redact(text)
     if len(text) > max_chars:
         text = f"{text[:max_chars]} … [cut {len(text) - max_chars} chars]"
     return text
@@ -117,6 +147,12 @@ class Redactor:
 
     def __init__(self, secrets: list[str]) -> None:
         self._secrets = sorted(set(secrets), key=len, reverse=True)
+
+    def add(self, secret: str) -> None:
+        """One more value to hide (read after start, e.g. an instance key from a file)."""
+        if len(secret) >= MIN_SECRET_LEN and secret not in self._secrets:
+            # A new list, swapped in whole: other threads keep iterating the old one.
+            self._secrets = sorted({*self._secrets, secret}, key=len, reverse=True)
 
     def text(self, text: str) -> str:
         for secret in self._secrets:
@@ -200,6 +236,10 @@ class Emitter:
 
     def engine_line(self, text: str) -> None:
         self.frame(self.engine_channel, text)
+
+    def redact(self, text: str) -> str:
+        """`text` with the node's secrets replaced (for text cut before it is emitted)."""
+        return self._redact.text(text)
 
     def stderr(self, text: str) -> None:
         """A diagnostic for humans reading the node's stderr log (never a frame)."""
@@ -353,7 +393,12 @@ class PhaseFailed(Exception):
 
 
 def read_commands(
-    fd: int, source: str, control: Control, emitter: Emitter, eof_means_shutdown: bool = False
+    fd: int,
+    source: str,
+    control: Control,
+    emitter: Emitter,
+    eof_means_shutdown: bool = False,
+    watchdog: Watchdog | None = None,
 ) -> None:
     """Thread body: command lines from stdin or the control fifo (held open read-write, so
     writers coming and going never produce EOF). Raw reads: no Python buffer lock that a
@@ -370,17 +415,23 @@ def read_commands(
         pending += chunk
         while b"\n" in pending:
             raw, pending = pending.split(b"\n", 1)
-            _handle_command(raw, source, control, emitter)
+            _handle_command(raw, source, control, emitter, watchdog)
     if eof_means_shutdown:
         control.request_stop(source + " closed")
 
 
-def _handle_command(raw: bytes, source: str, control: Control, emitter: Emitter) -> None:
+def _handle_command(
+    raw: bytes, source: str, control: Control, emitter: Emitter, watchdog: Watchdog | None = None
+) -> None:
     command = raw.decode("utf-8", "replace").strip()
     if not command:
         return
-    if command.lower() == "shutdown":
+    word = command.lower()
+    if word == "shutdown":
         control.request_stop(source)
+    elif word in WATCHDOG_WORDS:
+        if watchdog is not None:
+            watchdog.command(word, source)
     else:
         emitter.notice(f"ignored unknown command on {source}: {clean_text(command, 80)}")
 
@@ -823,7 +874,8 @@ class Engine:
     def _forward_log(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         for raw in iter(self.proc.stdout.readline, b""):
-            text = clean_text(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            text = clean_text(line, redact=self.emitter.redact)  # redacted before it is cut
             self.last_lines.append(text)
             self.emitter.engine_line(text)
 
@@ -877,6 +929,640 @@ def probe_ready(url: str) -> tuple[str, int | None]:
 
 
 # ---------------------------------------------------------------------------------------
+# The dead-man's switch: deadline and silence, proven at start, destroying its own instance
+
+WATCHDOG_PHASE = "watchdog"
+WATCHDOG_WORDS = ("heartbeat", "detach", "attach")
+API_PROVIDERS = ("vastai", "runpod")
+LOCAL_PROVIDERS = ("local", "docker")
+DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
+DEFAULT_RUNPOD_API_URL = "https://rest.runpod.io/v1"
+DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
+WATCHDOG_USER_AGENT = "mvp-node/1 (dead-man switch)"
+WATCHDOG_HTTP_TIMEOUT_S = 10.0
+WATCHDOG_RETRY_CAP_S = 30.0
+WATCHDOG_WAIT_CAP_S = 30.0  # the timer thread looks again at least this often (clock jumps)
+VERDICT_ATTEMPTS = 4
+VAST_RATE_LIMIT_WAIT_S = 3.0  # Vast's 429s carry no Retry-After; its destroy threshold is 3.0
+REQUIRE_HINT = "or set [limits] require_node_watchdog = false to rent without the node switch"
+_CREDENTIAL_NAMES = {
+    "vastai": ("CONTAINER_ID", "CONTAINER_API_KEY"),
+    "runpod": ("RUNPOD_POD_ID", "RUNPOD_API_KEY"),
+}
+_MISSING_KEY_HINTS = {
+    "vastai": "this image does not expose Vast's instance key; use a Vast image that does",
+    "runpod": "this pod does not expose its pod-scoped key; use a RunPod template that does",
+}
+
+
+class WatchdogSettings:
+    """The switch's inputs. Never raises: a bad value becomes `problem`, which the verdict
+    reports as `failed` (the agent keeps serving; the dashboard decides)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.problem: str | None = None
+        explicit = env.get("MVP_WATCHDOG_PROVIDER", "").strip().lower()
+        provider = explicit or env.get("MVP_NODE_PROVIDER", "").strip().lower()
+        self.max_hours = self._number(env, "MVP_MAX_HOURS", "hours, e.g. 0.5")
+        self.idle_mins = self._number(env, "MVP_IDLE_TEARDOWN_MINS", "minutes, e.g. 20")
+        self.lease_started_at = self._number(env, "MVP_LEASE_STARTED_AT", "unix seconds")
+        self.retry_initial_s = self._number(env, "MVP_WATCHDOG_RETRY_INITIAL_S", "seconds") or 1.0
+        self.enabled = bool(provider) or self.max_hours > 0 or self.idle_mins > 0
+        self.enabled = self.enabled or self.problem is not None
+        if self.enabled and not provider:
+            provider = "local"
+        if provider and provider not in API_PROVIDERS + LOCAL_PROVIDERS and not self.problem:
+            name = "MVP_WATCHDOG_PROVIDER" if explicit else "MVP_NODE_PROVIDER"
+            self.problem = (
+                f"{name}={clean_text(provider, 40)!r} is not a provider the node switch knows; "
+                "expected vastai, runpod, local or docker"
+            )
+        self.provider = provider
+        if provider == "runpod":
+            raw_url = env.get("MVP_RUNPOD_API_URL", "").strip() or DEFAULT_RUNPOD_API_URL
+        else:
+            raw_url = env.get("MVP_VASTAI_API_URL", "").strip() or DEFAULT_VASTAI_API_URL
+        self.api_url = raw_url.rstrip("/")
+        self.env_file = env.get("MVP_NODE_PROVIDER_ENV_FILE", "").strip()
+        self.env_file = self.env_file or DEFAULT_PROVIDER_ENV_FILE
+
+    def _number(self, env: Mapping[str, str], key: str, unit: str) -> float:
+        raw = env.get(key, "").strip()
+        if not raw:
+            return 0.0
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if value != value or value in (float("inf"), float("-inf")) or value < 0:
+            if self.problem is None:
+                self.problem = (
+                    f"{key}={clean_text(raw, 40)!r} is not a number ≥ 0 ({unit}); the node "
+                    "switch cannot enforce it"
+                )
+            return 0.0
+        return value
+
+
+class Credentials:
+    """The instance's own id and key (the key is secret: redacted, never printed)."""
+
+    def __init__(self, provider: str, instance_id: str, key: str, source: str) -> None:
+        self.provider = provider
+        self.instance_id = instance_id
+        self.key = key
+        self.source = source
+
+
+def read_env_file(path: str) -> tuple[dict[str, str], str | None]:
+    """A NUL-separated environ file (like /proc/1/environ): (variables, why unreadable)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return {}, "not found"
+    except OSError as exc:
+        return {}, f"unreadable: {exc.strerror or exc}"
+    found: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.decode("utf-8", "replace").partition("=")
+        if sep and name:
+            found[name.strip()] = value
+    return found, None
+
+
+def resolve_credentials(
+    provider: str, env: Mapping[str, str], env_file: str
+) -> tuple[Credentials | None, str]:
+    """The instance's credentials from the agent's environment, else the env file; else
+    (None, a one-line reason that names the variable and the fix)."""
+    id_name, key_name = _CREDENTIAL_NAMES[provider]
+    loaded: list[tuple[dict[str, str], str | None]] = []
+
+    def from_file() -> dict[str, str]:
+        if not loaded:
+            loaded.append(read_env_file(env_file))
+        return loaded[0][0]
+
+    def lookup(name: str) -> tuple[str, str]:
+        value = env.get(name, "").strip()
+        if value:
+            return value, "agent env"
+        value = from_file().get(name, "").strip()
+        return (value, env_file) if value else ("", "")
+
+    key, key_source = lookup(key_name)
+    instance_id, id_source = lookup(id_name)
+    if not instance_id and provider == "vastai":
+        label, id_source = lookup("VAST_CONTAINERLABEL")  # "C.<id>", as Vast's boot uses it
+        instance_id = label[2:] if label.startswith("C.") else ""
+    where = f"agent env, {env_file}"
+    if loaded and loaded[0][1]:
+        where += f" ({loaded[0][1]})"
+    hint = f"{_MISSING_KEY_HINTS[provider]}, {REQUIRE_HINT}"
+    if not key:
+        return None, f"no {key_name} in the node environment (read: {where}): {hint}"
+    if not instance_id:
+        return None, f"no {id_name} in the node environment (read: {where}): {hint}"
+    if provider == "vastai" and not instance_id.isdigit():
+        return None, (
+            f"{id_name}={clean_text(instance_id, 40)!r} (from {id_source}) is not a Vast "
+            f"instance number; {REQUIRE_HINT}"
+        )
+    return Credentials(provider, instance_id, key, key_source), ""
+
+
+class ApiAnswer:
+    """One provider API answer: HTTP status (None: no answer), parsed body, transport error."""
+
+    def __init__(self, status: int | None, body: Any, error: str = "") -> None:
+        self.status = status
+        self.body = body
+        self.error = error
+
+    @property
+    def transient(self) -> bool:
+        return self.status is None or self.status in (408, 429) or self.status >= 500
+
+    def field(self, name: str) -> Any:
+        return self.body.get(name) if isinstance(self.body, dict) else None
+
+    def describe(self) -> str:
+        if self.status is None:
+            return f"no answer ({self.error})"
+        text = ""
+        if isinstance(self.body, dict):
+            parts = [self.body.get(k) for k in ("error", "msg", "title", "detail", "message")]
+            text = " ".join(str(p) for p in parts if p)
+        elif isinstance(self.body, str):
+            text = self.body
+        text = clean_text(text.replace("\n", " ").strip(), 160)
+        return f"HTTP {self.status}" + (f" {text}" if text else "")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """The instance key is never carried to wherever a redirect points."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        return None
+
+
+def api_request(
+    method: str, url: str, key: str, body: Any = None, timeout: float = WATCHDOG_HTTP_TIMEOUT_S
+) -> ApiAnswer:
+    """One authenticated JSON call (Bearer key, our own User-Agent); never raises."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json",
+        "User-Agent": WATCHDOG_USER_AGENT,
+    }
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
+    opener = urllib.request.build_opener(_NoRedirects())
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            status, raw = response.status, response.read(1 << 20)
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+        try:
+            raw = exc.read(1 << 20)
+        except (OSError, http.client.HTTPException):
+            raw = b""
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        text = str(reason)
+        if "CERTIFICATE" in text.upper() or "SSL" in type(reason).__name__.upper():
+            text = f"TLS failure: {text} (the node may lack CA certificates)"
+        return ApiAnswer(None, None, clean_text(text, 200))
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return ApiAnswer(None, None, clean_text(f"{_name(exc)}: {exc}", 200))
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed: Any = json.loads(text) if text.strip() else None
+    except ValueError:
+        parsed = text
+    return ApiAnswer(status, parsed)
+
+
+class InstanceApi:
+    """The three calls the switch makes for its own instance, and how to read the answers."""
+
+    name = ""
+
+    def __init__(self, base_url: str, creds: Credentials) -> None:
+        self.base_url = base_url
+        self.creds = creds
+
+    def read(self) -> ApiAnswer:
+        raise NotImplementedError
+
+    def delete(self) -> ApiAnswer:
+        raise NotImplementedError
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        raise NotImplementedError
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        raise NotImplementedError
+
+    def delete_accepted(self, answer: ApiAnswer) -> bool:
+        return answer.status in (200, 202, 204) and answer.field("success") is not False
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        return answer.status in (401, 403)
+
+    def refusal_text(self, answer: ApiAnswer, doing: str) -> str:
+        return (
+            f"{self.name} refused the instance key ({answer.describe()}) {doing}: this node "
+            f"cannot destroy itself; {REQUIRE_HINT}"
+        )
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return 0.0
+
+
+class VastInstanceApi(InstanceApi):
+    """Vast v0, as the official client calls it for one instance (ours research/vastai.md)."""
+
+    name = "Vast"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/api/v0/instances/{self.creds.instance_id}/"
+
+    def read(self) -> ApiAnswer:
+        return api_request("GET", self.url + "?owner=me", self.creds.key)
+
+    def delete(self) -> ApiAnswer:
+        return api_request("DELETE", self.url, self.creds.key, body={})
+
+    def _row(self, answer: ApiAnswer) -> Any:
+        return answer.field("instances") if answer.status == 200 else None
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        row = self._row(answer)
+        return isinstance(row, dict) and str(row.get("id")) == self.creds.instance_id
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        if answer.status == 200:
+            return (
+                isinstance(answer.body, dict)
+                and "instances" in answer.body
+                and (answer.body["instances"] is None)
+            )
+        # A 404 is "gone" only in Vast's own shape; a 404 auth_error is a bad key.
+        return answer.status == 404 and answer.field("error") in ("no_such_instance", "not_found")
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        auth_404 = answer.status == 404 and (
+            answer.field("error") == "auth_error" or "Invalid user key" in str(answer.body)
+        )
+        return answer.status in (401, 403) or auth_404
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return VAST_RATE_LIMIT_WAIT_S if answer.status == 429 else 0.0
+
+
+class RunPodInstanceApi(InstanceApi):
+    """RunPod REST (v1 by default): GET / DELETE /pods/{id} with the pod-scoped key."""
+
+    name = "RunPod"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/pods/{urllib.parse.quote(self.creds.instance_id, safe='')}"
+
+    def read(self) -> ApiAnswer:
+        return api_request("GET", self.url, self.creds.key)
+
+    def delete(self) -> ApiAnswer:
+        return api_request("DELETE", self.url, self.creds.key)
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        return answer.status == 200 and str(answer.field("id")) == self.creds.instance_id
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        # RunPod's own error shapes only (v1 {error, status}, v2 problem+json {title, status,
+        # detail}): an HTML 404 from a wrong base URL is not "deleted".
+        body = answer.body
+        shaped = (
+            isinstance(body, dict) and "status" in body and ("error" in body or "title" in body)
+        )
+        return answer.status == 404 and shaped
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        return answer.status in (401, 403) and not self._cloudflare(answer)
+
+    def _cloudflare(self, answer: ApiAnswer) -> bool:
+        return answer.status == 403 and "error code: 1010" in str(answer.body)
+
+    def refusal_text(self, answer: ApiAnswer, doing: str) -> str:
+        return (
+            f"RunPod refused the pod-scoped RUNPOD_API_KEY ({answer.describe()}) {doing}: this "
+            "pod cannot destroy itself (an open risk: RunPod pod keys have been seen refused "
+            f"with HTTP 403 on self-delete); {REQUIRE_HINT}"
+        )
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return 0.0
+
+
+def instance_api(settings: WatchdogSettings, creds: Credentials) -> InstanceApi:
+    if creds.provider == "runpod":
+        return RunPodInstanceApi(settings.api_url, creds)
+    return VastInstanceApi(settings.api_url, creds)
+
+
+class Watchdog:
+    """The node's own dead-man's switch. A timer thread watches the deadline and the
+    silence; when one passes it asks the agent to stop (the `Control` inbox), and the main
+    thread, once the engine is stopped, calls `finish` to destroy the instance (or, on a
+    local/docker node, just end). Control lines arrive from the command readers."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        settings: WatchdogSettings,
+        emitter: Emitter,
+        control: Control,
+        redactor: Redactor,
+    ) -> None:
+        self.env = env
+        self.settings = settings
+        self.emitter = emitter
+        self.control = control
+        self.redactor = redactor
+        self.started_wall = time.time()
+        self.deadline_at: float | None = None
+        if settings.max_hours > 0:
+            start = settings.lease_started_at or self.started_wall
+            self.deadline_at = start + settings.max_hours * 3600.0
+        self.idle_s = settings.idle_mins * 60.0 if settings.idle_mins > 0 else None
+        self.fired: str | None = None
+        self.verdict: str | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
+        self._last_heard = time.monotonic()  # the silence timer starts with the agent
+        self._silence_armed = self.idle_s is not None
+        self._creds: Credentials | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    @property
+    def provider(self) -> str:
+        return self.settings.provider
+
+    @property
+    def uses_api(self) -> bool:
+        return self.provider in API_PROVIDERS
+
+    # -- any thread
+
+    def start(self) -> None:
+        """Start the timer thread when there is something to enforce."""
+        if self.enabled and (self.deadline_at is not None or self.idle_s is not None):
+            self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
+            self._thread.start()
+
+    def command(self, word: str, source: str) -> None:
+        """`heartbeat`, `detach` or `attach`, heard on `source`."""
+        with self._lock:
+            if word == "detach":
+                self._silence_armed = False
+            elif word == "attach":
+                self._silence_armed = self.idle_s is not None
+            self._last_heard = time.monotonic()
+            armed = self._silence_armed
+        self._wake.set()
+        if word != "heartbeat":
+            self.emitter.progress(
+                WATCHDOG_PHASE,
+                state="detached" if word == "detach" else "attached",
+                source=source,
+                idle_armed=armed,
+                deadline_at=_rounded(self.deadline_at),
+                idle_teardown_mins=self.settings.idle_mins or None,
+            )
+
+    def close(self) -> str | None:
+        """No firing from now on (the agent is stopping); the trigger if it already fired."""
+        with self._lock:
+            self._closed = True
+            fired = self.fired
+        self._wake.set()
+        return fired
+
+    # -- the verdict (main thread, right after config)
+
+    def report_verdict(self) -> None:
+        if not self.enabled:
+            return
+        if self.control.stop_requested:
+            raise Interrupted()
+        started = time.monotonic()
+        reason = self.settings.problem
+        detail: dict[str, Any] = {}
+        if reason is None and self.uses_api:
+            try:
+                reason, detail = self._prove()
+            except Interrupted:
+                failed = self._detail()
+                failed.update(reason="interrupted by shutdown", armed=False)
+                self.emitter.phase(WATCHDOG_PHASE, "failed", failed, _ms_since(started))
+                raise
+        base = self._detail()
+        if reason is not None:
+            self.verdict = "failed"
+            base.update(reason=clean_text(reason, 600), armed=False)
+            self.emitter.phase(WATCHDOG_PHASE, "failed", base, _ms_since(started))
+            self.emitter.stderr(f"mvp-node: dead-man's switch verdict failed: {reason}")
+            return
+        self.verdict = "ready"
+        base.update(detail)
+        base["armed"] = self.deadline_at is not None or self._silence_armed
+        base["action"] = "destroy" if self.uses_api else "end"
+        self.emitter.phase(WATCHDOG_PHASE, "ready", base, _ms_since(started))
+
+    def _detail(self) -> dict[str, Any]:
+        creds = self._creds
+        return {
+            "provider": self.provider,
+            "instance_id": creds.instance_id if creds is not None else None,
+            "deadline_at": _rounded(self.deadline_at),
+            "idle_teardown_mins": self.settings.idle_mins or None,
+            "idle_armed": self._silence_armed,
+        }
+
+    def _credentials(self) -> tuple[Credentials | None, str]:
+        if self._creds is not None:
+            return self._creds, ""
+        creds, why = resolve_credentials(self.provider, self.env, self.settings.env_file)
+        if creds is not None:
+            self.redactor.add(creds.key)  # before anything could print it
+            self._creds = creds
+        return creds, why
+
+    def _prove(self) -> tuple[str | None, dict[str, Any]]:
+        """(None, detail) when a harmless authenticated read of our own instance worked,
+        else (reason, {})."""
+        creds, why = self._credentials()
+        if creds is None:
+            return why, {}
+        api = instance_api(self.settings, creds)
+        doing = f"reading {api.name} instance {creds.instance_id} at {self.settings.api_url}"
+        delay = self.settings.retry_initial_s
+        answer = api.read()
+        tries = 1
+        while answer.transient and tries < VERDICT_ATTEMPTS:
+            self._pause_interruptibly(
+                max(min(delay, WATCHDOG_RETRY_CAP_S), api.retry_floor(answer))
+            )
+            delay *= 2
+            answer = api.read()
+            tries += 1
+        if api.shows_self(answer):
+            detail = {"proof": "read", "credentials": creds.source, "api_url": api.base_url}
+            return None, detail
+        if api.refused(answer):
+            return api.refusal_text(answer, doing), {}
+        if answer.transient:
+            return (
+                f"cannot reach the {api.name} API to prove the switch ({answer.describe()} "
+                f"after {tries} tries, {doing}): the node needs outbound HTTPS to it; "
+                f"{REQUIRE_HINT}"
+            ), {}
+        if api.is_gone(answer) or answer.status == 200:
+            return (
+                f"{api.name} does not show instance {creds.instance_id} to its own key "
+                f"({answer.describe()}): the instance id in the node environment is not "
+                f"this machine's; {REQUIRE_HINT}"
+            ), {}
+        return f"unexpected answer {doing}: {answer.describe()}; {REQUIRE_HINT}", {}
+
+    def _pause_interruptibly(self, seconds: float) -> None:
+        """A retry pause during the verdict that a shutdown ends (no engine runs yet, so
+        taking events from the inbox loses nothing)."""
+        deadline = time.monotonic() + seconds
+        while not self.control.stop_requested:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.control.wait(left)
+        raise Interrupted()
+
+    # -- the timer thread
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+            trigger, wait = self._due()
+            if trigger is not None:
+                self._fire(trigger)
+                return
+            self._wake.wait(wait)
+            self._wake.clear()  # state is re-read after this, so no wake-up is lost
+
+    def _due(self) -> tuple[str | None, float]:
+        """The trigger that has passed, else how long to wait before looking again."""
+        waits = [WATCHDOG_WAIT_CAP_S]
+        if self.deadline_at is not None:
+            left = self.deadline_at - time.time()
+            if left <= 0:
+                return "deadline", 0.0
+            waits.append(left)
+        with self._lock:
+            armed, last = self._silence_armed, self._last_heard
+        if armed and self.idle_s is not None:
+            left = last + self.idle_s - time.monotonic()
+            if left <= 0:
+                return "idle", 0.0
+            waits.append(left)
+        return None, max(min(waits), 0.001)
+
+    def _fire(self, trigger: str) -> None:
+        with self._lock:
+            if self._closed or self.control.stop_requested:
+                return  # a shutdown is already under way: the dashboard is in charge
+            self.fired = trigger
+            silent_s = time.monotonic() - self._last_heard
+        detail = self._detail()
+        detail.update(trigger=trigger, silent_s=round(silent_s, 3))
+        detail["action"] = "destroy" if self.uses_api else "end"
+        self.emitter.phase(WATCHDOG_PHASE, "started", detail)
+        self.emitter.stderr(f"mvp-node: dead-man's switch fired ({trigger}); stopping the engine")
+        self.control.request_stop(f"watchdog {trigger}")
+
+    # -- after the engine stopped (main thread)
+
+    def finish(self, trigger: str) -> None:
+        """Destroy our own instance until the provider confirms it is gone (never gives up),
+        or on a local/docker node just record the end."""
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        started = time.monotonic()
+        if not self.uses_api:
+            detail = self._detail()
+            detail.update(trigger=trigger, destroyed=False, ended=True)
+            self.emitter.phase(WATCHDOG_PHASE, "ready", detail, _ms_since(started))
+            return
+        attempts = self._destroy_until_gone()
+        detail = self._detail()
+        detail.update(trigger=trigger, destroyed=True, attempts=attempts)
+        self.emitter.phase(WATCHDOG_PHASE, "ready", detail, _ms_since(started))
+
+    def _destroy_until_gone(self) -> int:
+        delay = self.settings.retry_initial_s
+        attempt = 0
+        while True:
+            attempt += 1
+            floor = 0.0
+            creds, why = self._credentials()
+            if creds is None:
+                problem = f"cannot destroy: {why}"
+            else:
+                api = instance_api(self.settings, creds)
+                what = f"{api.name} instance {creds.instance_id}"
+                answer = api.delete()
+                floor = api.retry_floor(answer)
+                if api.delete_accepted(answer) or api.is_gone(answer):
+                    check = api.read()
+                    if api.is_gone(check):
+                        return attempt
+                    floor = api.retry_floor(check)
+                    problem = f"{what} still shows after its destroy ({check.describe()})"
+                elif api.refused(answer):
+                    problem = api.refusal_text(answer, f"destroying {what}")
+                else:
+                    problem = f"destroy of {what} failed: {answer.describe()}"
+            wait = max(min(delay, WATCHDOG_RETRY_CAP_S), floor)
+            self.emitter.notice(
+                f"dead-man's switch: attempt {attempt}: {clean_text(problem, 600)}; "
+                f"retrying in {wait:g} s"
+            )
+            time.sleep(wait)
+            delay = min(delay * 2, WATCHDOG_RETRY_CAP_S)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+# ---------------------------------------------------------------------------------------
 # The agent
 
 
@@ -884,18 +1570,26 @@ class Agent:
     """Runs the phases top to bottom and always leaves no engine behind."""
 
     def __init__(
-        self, env: Mapping[str, str], settings: Settings, emitter: Emitter, control: Control
+        self,
+        env: Mapping[str, str],
+        settings: Settings,
+        emitter: Emitter,
+        control: Control,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.env = env
         self.settings = settings
         self.emitter = emitter
         self.control = control
+        self.watchdog = watchdog
         self.engine: Engine | None = None
 
     def run(self) -> int:
         s = self.settings
         try:
             self._phase("config", lambda: s.summary(self.env))
+            if self.watchdog is not None:
+                self.watchdog.report_verdict()
             self._phase("probe", lambda: probe_environment(s.cache_dir))
             model = self._phase_value("model", self._resolve_model)
             self._phase("engine_start", lambda: self._start_engine(model))
@@ -940,6 +1634,7 @@ class Agent:
         return value
 
     def fail(self, failure: PhaseFailed) -> int:
+        trigger = self.watchdog.close() if self.watchdog is not None else None
         self.emitter.weights(
             "WorkerFatal",
             reason=failure.reason,
@@ -948,6 +1643,8 @@ class Agent:
             **failure.detail,
         )
         self.stop_engine()
+        if trigger is not None and self.watchdog is not None:
+            self.watchdog.finish(trigger)  # the switch fired first: it still destroys
         self.emitter.phase(
             "agent_exit", "failed", {"exit_code": failure.exit_code, "reason": failure.reason}
         )
@@ -1088,11 +1785,14 @@ class Agent:
                 return self.fail(failure)
 
     def _shutdown(self) -> int:
+        trigger = self.watchdog.close() if self.watchdog is not None else None
         source = self.control.stop_source or "request"
         self.emitter.phase("shutdown", "started", {"source": source})
         started = time.monotonic()
         detail = self.stop_engine()
         self.emitter.phase("shutdown", "ready", detail, _ms_since(started))
+        if trigger is not None and self.watchdog is not None:
+            self.watchdog.finish(trigger)  # after the engine stopped: destroy, or just end
         self.emitter.phase("agent_exit", "ready", {"exit_code": EXIT_OK, "source": source})
         return EXIT_OK
 
@@ -1138,21 +1838,26 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
     control = Control()
     if threading.current_thread() is threading.main_thread():
         _install_signal_handlers(control)
-    _start_thread(read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown)
+    watchdog = Watchdog(env, WatchdogSettings(env), emitter, control, redactor)
+    watchdog.start()  # the deadline and the silence count from the agent's start
+    _start_thread(
+        read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown, watchdog
+    )
     fifo: tuple[int, bool] | None = None
-    agent = Agent(env, settings, emitter, control)
+    agent = Agent(env, settings, emitter, control, watchdog)
     try:
         if settings.control_fifo:
             try:
                 fifo = open_control_fifo(settings.control_fifo)
             except (ConfigError, OSError) as exc:
                 return agent.fail(PhaseFailed(str(exc), exit_code=EXIT_CONFIG))
-            _start_thread(read_commands, fifo[0], "fifo", control, emitter)
+            _start_thread(read_commands, fifo[0], "fifo", control, emitter, False, watchdog)
         return agent.run()
     except Exception as exc:  # a bug: report it as a fatal node error, never hang
         emitter.stderr(f"mvp-node: internal error: {exc!r}")
         return agent.fail(PhaseFailed(f"internal error in mvp-node: {_name(exc)}: {exc}"))
     finally:
+        watchdog.close()
         agent.stop_engine()
         if fifo is not None and fifo[1]:
             _unlink_quietly(settings.control_fifo)

@@ -1,13 +1,24 @@
-"""Text from providers and nodes is untrusted: make it safe to show and to log.
+"""Text from providers, nodes and archives is untrusted: make it safe to show and to log.
 
-Terminal escape sequences (CSI, OSC, DCS, …) and control characters are removed, overlong
-text is cut with a visible marker, and invalid UTF-8 is replaced for display. Rich markup is
-never interpreted: callers render the result with `rich.text.Text(...)`, never as markup.
+This module is the one place that does it. Terminal escape sequences (CSI, OSC, DCS, SOS, PM,
+APC, their 8-bit C1 forms, two-byte escapes, a lone ESC) and control characters (C0 but tab,
+DEL, C1) are removed; known secrets are redacted; and only then is overlong text cut, with a
+visible marker, so a secret straddling the limit never keeps a visible prefix. Invalid UTF-8
+is replaced for display.
+
+Rich / Textual markup is never interpreted: callers render the result with
+`rich.text.Text(...)` (or `Content(...)`, `markup=False`), never as a markup string. A widget
+property that parses a plain `str` as markup (a border title or subtitle, a toast without
+`markup=False`, a Rich `Table` cell) gets a `Text`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+Redact = Callable[[str], str]
+"""Replaces secrets in text (a `mvp_tui.secrets.Redactor` is one)."""
 
 # ESC-introduced sequences: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC (ESC ] ... BEL or ST),
 # and two-byte escapes; plus the 8-bit C1 forms of CSI and OSC.
@@ -26,26 +37,74 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
 
 DEFAULT_MAX_CHARS = 4096
 CUT_MARKER = " … [cut {n} chars]"
+# Text dropped before the end of a head read from a longer input (see `clean_bytes`): a
+# secret cut by that read must go whole, as no redactor can recognise half of it.
+SECRET_MARGIN_CHARS = 256
 
 
-def clean_line(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """One line of untrusted text, safe to print: no escapes, no controls, bounded length."""
-    text = _ESCAPES.sub("", text)
-    text = _CONTROLS.sub("", text)
-    if len(text) > max_chars:
-        cut = len(text) - max_chars
-        text = text[:max_chars] + CUT_MARKER.format(n=cut)
-    return text
+def strip_escapes(text: str) -> str:
+    """`text` without escape sequences and control characters (tab kept); not cut."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
-def clean_bytes(data: bytes, max_chars: int = DEFAULT_MAX_CHARS) -> str:
-    """Like `clean_line` for raw bytes: invalid UTF-8 is shown as U+FFFD."""
-    return clean_line(data.decode("utf-8", "replace"), max_chars)
+def cut(text: str, max_chars: int, *, more: int = 0) -> str:
+    """`text` bounded to `max_chars`, with a marker saying how much was cut.
+
+    `more` counts characters already dropped before `text` reached here.
+    """
+    if len(text) <= max_chars and not more:
+        return text
+    kept = text[:max_chars]
+    return kept + CUT_MARKER.format(n=len(text) - len(kept) + more)
 
 
-def one_line_ascii(text: str, max_chars: int = 240) -> str:
-    """A verdict line: printable ASCII only, whitespace folded, bounded (the seed's rule)."""
-    text = clean_line(text, max_chars * 4)
+def clean_line(
+    text: str, max_chars: int = DEFAULT_MAX_CHARS, *, redact: Redact | None = None
+) -> str:
+    """One line of untrusted text, safe to print: no escapes or controls, secrets redacted
+    (with `redact`), then cut to `max_chars` — in that order."""
+    text = strip_escapes(text)
+    if redact is not None:
+        text = redact(text)
+    return cut(text, max_chars)
+
+
+def clean_lines(
+    text: str, max_line_chars: int = DEFAULT_MAX_CHARS, *, redact: Redact | None = None
+) -> str:
+    """Untrusted text of several lines: each line cleaned as by `clean_line` (a CR goes with
+    the other controls), newlines kept."""
+    return "\n".join(clean_line(line, max_line_chars, redact=redact) for line in text.split("\n"))
+
+
+def clean_bytes(
+    data: bytes,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    *,
+    redact: Redact | None = None,
+    scan_bytes: int | None = None,
+) -> str:
+    """Like `clean_line` for raw bytes: invalid UTF-8 is shown as U+FFFD.
+
+    With `scan_bytes`, only that head of a longer `data` is read (never run the sanitiser
+    over a 16 MB body); the head's last `SECRET_MARGIN_CHARS` are dropped too, so a secret
+    cut by the read is not shown in part.
+    """
+    if scan_bytes is None or len(data) <= scan_bytes:
+        return clean_line(data.decode("utf-8", "replace"), max_chars, redact=redact)
+    head = data[:scan_bytes].decode("utf-8", "replace")
+    kept = head[: max(0, len(head) - SECRET_MARGIN_CHARS)]
+    text = strip_escapes(kept)
+    if redact is not None:
+        text = redact(text)
+    dropped = len(data) - len(kept.encode("utf-8", "replace"))
+    return cut(text, max_chars, more=max(1, dropped))
+
+
+def one_line_ascii(text: str, max_chars: int = 240, *, redact: Redact | None = None) -> str:
+    """A verdict line: printable ASCII only, whitespace folded, secrets redacted (with
+    `redact`) before anything is cut, bounded (the seed's rule)."""
+    text = clean_line(text, max_chars * 4, redact=redact)
     folded = " ".join(text.split())
     ascii_only = "".join(c if 32 <= ord(c) < 127 else "?" for c in folded)
     if len(ascii_only) > max_chars:

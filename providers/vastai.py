@@ -280,6 +280,7 @@ class VastAiProvider:
                 response.status_code,
                 response.content,
                 response.headers.get("content-type", ""),
+                redact=self._redact,  # before any text of it is cut
             )
             if answer.status != 429 or attempt >= self._retries:
                 return answer
@@ -298,7 +299,7 @@ class VastAiProvider:
         kind = type(exc).__name__
         if isinstance(exc, httpx.TimeoutException):
             return f"no answer within {self._timeout_s:g} s ({kind})"
-        text = self._redact(clean_line(str(exc), 200)) or "no detail"
+        text = clean_line(str(exc), 200, redact=self._redact) or "no detail"
         return f"{kind}: {text}"
 
     def _error(self, answer: Answer, action: str) -> ProviderError:
@@ -345,7 +346,7 @@ class VastAiProvider:
         if not 200 <= answer.status < 300:
             raise self._error(answer, action)
         try:
-            page = read_offers(answer.body, policy)
+            page = read_offers(answer.body, policy, redact=self._redact)
         except MalformedOffer as exc:
             raise ProviderError(
                 f"Vast.ai answered the offer search with no offer list ({exc}; "
@@ -404,7 +405,7 @@ class VastAiProvider:
                 f"Vast.ai answered {action} with another instance's row",
                 fix="retry; if it persists, report it to Vast.ai support",
             )
-        status = lease_status(row, user=self._ssh_user, provider_id=instance)
+        status = lease_status(row, user=self._ssh_user, provider_id=instance, redact=self._redact)
         return self._redacted(status)
 
     async def list_by_label(self, prefix: str) -> list[LeaseStatus]:
@@ -432,7 +433,8 @@ class VastAiProvider:
                     continue
                 label = row.get("label")
                 if isinstance(label, str) and label.startswith(prefix):
-                    found.append(self._redacted(lease_status(row, user=self._ssh_user)))
+                    status = lease_status(row, user=self._ssh_user, redact=self._redact)
+                    found.append(self._redacted(status))
             token = answer.body.get("next_token")
             if not isinstance(token, str) or not token:
                 return found
@@ -512,7 +514,7 @@ class VastAiProvider:
             raise self._error(answer, "checking the API key")
         credit = answer.body.get("credit")
         return VastAccount(
-            user_id=clean_line(str(answer.body.get("id", "")), 40),
+            user_id=clean_line(str(answer.body.get("id", "")), 40, redact=self._redact),
             credit=float(credit)
             if isinstance(credit, int | float) and not isinstance(credit, bool)
             else None,

@@ -9,7 +9,7 @@ Every classification lives here, in one place, with the reference's evidence bes
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.providers.base import (
@@ -18,27 +18,41 @@ from mvp_tui.providers.base import (
     DestroyResult,
     Outcome,
 )
-from mvp_tui.untrusted import clean_line
+from mvp_tui.untrusted import Redact, clean_bytes, clean_line
 
 _DETAIL_CHARS = 300
+# Only this head of a body is ever shown: never run the sanitiser over a 16 MB offer list.
+_HEAD_BYTES = _DETAIL_CHARS * 4 + 1024
+
+
+def _unchanged(text: str) -> str:
+    return text
+
 
 AUTH_FIX = "check [vastai] api_key / VASTAI_API_KEY (create a key at console.vast.ai → Keys)"
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """One HTTP answer: its status, its JSON body (None when not JSON) and sanitised text."""
+    """One HTTP answer: its status, its JSON body (None when not JSON) and sanitised text.
+
+    Every text taken from it (`text`, `message`, `error_code`, `detail()`) is sanitised,
+    redacted with `redact` and only then cut, so a secret Vast echoes back never shows a
+    prefix at a cut.
+    """
 
     status: int
     body: Any
     text: str
+    redact: Redact = field(default=_unchanged, repr=False, compare=False)
 
     @classmethod
-    def parse(cls, status: int, raw: bytes, content_type: str) -> Answer:
+    def parse(
+        cls, status: int, raw: bytes, content_type: str, *, redact: Redact | None = None
+    ) -> Answer:
         """Decode `raw` as JSON when it is JSON; keep a bounded, sanitised text either way."""
-        # Only the head is ever shown: never run the sanitiser over a 16 MB offer list.
-        head = raw[: _DETAIL_CHARS * 4].decode("utf-8", "replace")
-        text = clean_line(head, _DETAIL_CHARS)
+        redact = redact or _unchanged
+        text = clean_bytes(raw, _DETAIL_CHARS, redact=redact, scan_bytes=_HEAD_BYTES)
         body: Any = None
         looks_json = "json" in content_type or raw[:64].lstrip()[:1] in (b"{", b"[")
         if raw and not raw.isspace() and looks_json:
@@ -46,12 +60,12 @@ class Answer:
                 body = json.loads(raw)
             except ValueError:
                 body = None
-        return cls(status=status, body=body, text=text)
+        return cls(status=status, body=body, text=text, redact=redact)
 
     @property
     def error_code(self) -> str:
         code = self.body.get("error") if isinstance(self.body, dict) else None
-        return clean_line(code, 80) if isinstance(code, str) else ""
+        return clean_line(code, 80, redact=self.redact) if isinstance(code, str) else ""
 
     @property
     def message(self) -> str:
@@ -60,7 +74,7 @@ class Answer:
             for key in ("msg", "detail", "message"):
                 value = self.body.get(key)
                 if isinstance(value, str) and value.strip():
-                    return clean_line(value, _DETAIL_CHARS)
+                    return clean_line(value, _DETAIL_CHARS, redact=self.redact)
         return self.text
 
     @property

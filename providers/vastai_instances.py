@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mvp_tui.providers.base import LeaseState, LeaseStatus, SshEndpoint
-from mvp_tui.untrusted import clean_line
+from mvp_tui.untrusted import Redact, clean_line
 
 _PENDING = {"created", "loading", "rebooting", "restarting", "scheduling", "unknown"}
 _STOPPED = {"stopped", "frozen", "paused"}
@@ -24,9 +24,9 @@ _HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-:]*$")
 _DETAIL_CHARS = 300
 
 
-def _text(row: Mapping[str, Any], key: str, limit: int = 200) -> str:
+def _text(row: Mapping[str, Any], key: str, limit: int = 200, redact: Redact | None = None) -> str:
     value = row.get(key)
-    return clean_line(value, limit).strip() if isinstance(value, str) else ""
+    return clean_line(value, limit, redact=redact).strip() if isinstance(value, str) else ""
 
 
 def _number(value: Any) -> float | None:
@@ -105,21 +105,27 @@ def instance_id(row: Mapping[str, Any]) -> str | None:
 
 
 def lease_status(
-    row: Mapping[str, Any], *, user: str, provider_id: str | None = None
+    row: Mapping[str, Any],
+    *,
+    user: str,
+    provider_id: str | None = None,
+    redact: Redact | None = None,
 ) -> LeaseStatus:
-    """One instance row as a `LeaseStatus`; `ssh` is set only while it is running."""
+    """One instance row as a `LeaseStatus`; `ssh` is set only while it is running.
+
+    Texts (label, state, status message) are redacted with `redact` before they are cut."""
     state = lease_state(row)
     actual = row.get("actual_status")
     label = row.get("label")
     return LeaseStatus(
         provider_id=provider_id or instance_id(row) or "",
-        label=clean_line(label, 1024) if isinstance(label, str) else None,
+        label=clean_line(label, 1024, redact=redact) if isinstance(label, str) else None,
         state=state,
-        raw_state=clean_line(actual, 40) if isinstance(actual, str) else "null",
+        raw_state=clean_line(actual, 40, redact=redact) if isinstance(actual, str) else "null",
         ssh=ssh_endpoint(row, user) if state is LeaseState.RUNNING else None,
         price_per_hour=_number(row.get("dph_total")),
         started_at=_number(row.get("start_date")),
-        detail=_text(row, "status_msg", _DETAIL_CHARS),
+        detail=_text(row, "status_msg", _DETAIL_CHARS, redact),
     )
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.providers.base import Offer, SelectionPolicy
-from mvp_tui.untrusted import clean_line
+from mvp_tui.untrusted import Redact, clean_line
 
 PROVIDER_NAME = "vastai"
 # Short provider strings (names, places) are cut well below clean_line's default.
@@ -70,13 +70,14 @@ def _number(row: Mapping[str, Any], key: str, *, required: bool) -> float | None
     return number
 
 
-def _text(row: Mapping[str, Any], key: str) -> str:
+def _text(row: Mapping[str, Any], key: str, redact: Redact | None = None) -> str:
     value = row.get(key)
     if not isinstance(value, str):
         return ""
     if len(value) <= _SHORT and value.isascii() and value.isprintable():
-        return value.strip()  # nothing to sanitise: no escapes, no controls, short
-    return clean_line(value, _SHORT).strip()
+        # Nothing to sanitise or cut: no escapes, no controls, short.
+        return (redact(value) if redact is not None else value).strip()
+    return clean_line(value, _SHORT, redact=redact).strip()  # redacted before it is cut
 
 
 def _offer_id(row: Mapping[str, Any]) -> str:
@@ -86,12 +87,14 @@ def _offer_id(row: Mapping[str, Any]) -> str:
     return str(value)
 
 
-def normalise_offer(row: Any) -> Offer:
-    """One bundles row as an `Offer`; raises `MalformedOffer` naming the bad field."""
+def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
+    """One bundles row as an `Offer`; raises `MalformedOffer` naming the bad field.
+
+    Its texts are sanitised and, with `redact`, redacted before they are cut."""
     if not isinstance(row, Mapping):
         raise MalformedOffer("row is not a JSON object")
     offer_id = _offer_id(row)
-    gpu_name = _text(row, "gpu_name")
+    gpu_name = _text(row, "gpu_name", redact)
     if not gpu_name:
         raise MalformedOffer("field 'gpu_name' missing or empty")
     num_gpus = _number(row, "num_gpus", required=True)
@@ -118,13 +121,13 @@ def normalise_offer(row: Any) -> Offer:
         reliability=reliability if reliability is not None else 0.0,
         down_mbps=_number(row, "inet_down", required=False) or 0.0,
         up_mbps=_number(row, "inet_up", required=False) or 0.0,
-        location=_text(row, "geolocation"),
+        location=_text(row, "geolocation", redact),
         cuda_max=_number(row, "cuda_max_good", required=False),
         host_id=str(host_id)
         if isinstance(host_id, int) and not isinstance(host_id, bool)
         else None,
         verified=row.get("verification") == "verified",
-        cpu=_text(row, "cpu_name"),
+        cpu=_text(row, "cpu_name", redact),
         ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,
     )
 
@@ -159,17 +162,18 @@ class OfferPage:
     skipped: list[str] = field(default_factory=list)
 
 
-def _row_name(index: int, row: Any) -> str:
+def _row_name(index: int, row: Any, redact: Redact | None = None) -> str:
     raw = row.get("id") if isinstance(row, Mapping) else None
-    shown = clean_line(str(raw), 40) if raw is not None else "?"
+    shown = clean_line(str(raw), 40, redact=redact) if raw is not None else "?"
     return f"offer row {index} (id {shown})"
 
 
-def read_offers(answer: Any, policy: SelectionPolicy) -> OfferPage:
+def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None = None) -> OfferPage:
     """Normalise a bundles answer (`{"offers": [...]}`) and re-apply `policy` client-side.
 
     Raises `MalformedOffer` only when the answer as a whole is not an offer list; bad rows
-    are skipped with their reason kept.
+    are skipped with their reason kept. With `redact`, provider texts are redacted before
+    they are cut.
     """
     rows = answer.get("offers") if isinstance(answer, Mapping) else None
     if not isinstance(rows, list):
@@ -177,16 +181,16 @@ def read_offers(answer: Any, policy: SelectionPolicy) -> OfferPage:
     page = OfferPage()
     for index, row in enumerate(rows):
         try:
-            offer = normalise_offer(row)
+            offer = normalise_offer(row, redact)
         except MalformedOffer as exc:
-            page.skipped.append(f"{_row_name(index, row)}: malformed: {exc}")
+            page.skipped.append(f"{_row_name(index, row, redact)}: malformed: {exc}")
             continue
         if row.get("rentable") is False:
-            page.skipped.append(f"{_row_name(index, row)}: outside policy: not rentable")
+            page.skipped.append(f"{_row_name(index, row, redact)}: outside policy: not rentable")
             continue
         why = policy_violation(offer, policy)
         if why is not None:
-            page.skipped.append(f"{_row_name(index, row)}: outside policy: {why}")
+            page.skipped.append(f"{_row_name(index, row, redact)}: outside policy: {why}")
             continue
         page.offers.append(offer)
     page.offers.sort(key=lambda o: (o.price_per_hour, int(o.offer_id)))

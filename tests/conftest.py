@@ -12,3 +12,6 @@ os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"
 
 # The "rented node" (a real sshd on loopback) used by the end-to-end and dashboard tests.
 from tests.e2e.node import node  # noqa: F401
+
+# The fault matrix's results table (tests/faults/): collected here, in the xdist controller.
+from tests.faults.matrix import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401

@@ -19,6 +19,7 @@ from textual.widgets import Static
 
 from mvp_tui.datastream import MVP_ORCH_BOOTSTRAP, MVP_WORKER_WEIGHTS, ChannelHub
 from mvp_tui.events import EngineEvent
+from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
 from mvp_tui.widgets.pane import Pane
 
@@ -119,7 +120,8 @@ class BootstrapPane(Pane):
         self.set_empty(not started)
         body = self.query_one("#bootstrap-list", Static)
         body.display = started
-        self.border_subtitle = f"lease {self.model.lease_id}" if self.model.lease_id else ""
+        lease_id = self.model.lease_id
+        self.border_subtitle = Text(f"lease {clean_line(lease_id, 40)}") if lease_id else ""
         if started:
             body.update(self.checklist_text())
 

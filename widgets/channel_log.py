@@ -20,11 +20,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log, Static
 
 from mvp_tui.datastream import ChannelHub, display_text
+from mvp_tui.untrusted import clean_line
 
 FLUSH_EVERY_S = 0.1
 MAX_LINES = 5000
 FLUSH_LINES = 1000  # at most this many new lines per batch; older ones are counted as skipped
 LINE_CHARS = 2000
+NAME_CHARS = 200
 
 
 class FollowLog(Log):
@@ -97,7 +99,7 @@ class ChannelLogScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="channel-log-head"):
-            yield Static(Text(self.channel), id="channel-log-name")
+            yield Static(Text(clean_line(self.channel, NAME_CHARS)), id="channel-log-name")
             yield Static(id="channel-log-state")
         yield FollowLog(max_lines=self.max_lines, auto_scroll=False, id="channel-log")
         yield Footer()

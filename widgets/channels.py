@@ -17,10 +17,12 @@ from textual.widget import Widget
 from textual.widgets import DataTable
 
 from mvp_tui.datastream import ChannelHub, ChannelStats, HubSnapshot
+from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.channel_log import ChannelLogScreen
 from mvp_tui.widgets.pane import Pane
 
 POLL_S = 0.2
+CHANNEL_CHARS = 200  # a channel name longer than this is cut (names are checked to ≤ 128)
 RATE_REFRESH_S = 1.0
 _COLUMNS = (("channel", "channel"), ("frames", "frames"), ("rate", "rate"), ("last", "last"))
 
@@ -119,7 +121,7 @@ class ChannelsPane(Pane):
         table.display = has_rows
         self.set_empty(not has_rows)
         total = sum(c.count for c in snapshot.channels)
-        self.border_subtitle = f"{len(snapshot.channels)} channels · {total:,} frames"
+        self.border_subtitle = Text(f"{len(snapshot.channels)} channels · {total:,} frames")
         self.refresh_bindings()
 
     def _name_width(self) -> int:
@@ -167,7 +169,7 @@ def fit_name(name: str, width: int) -> str:
 
 def _cells(stats: ChannelStats, name_width: int = 10_000) -> list[Text]:
     return [
-        Text(fit_name(stats.channel, name_width), no_wrap=True),
+        Text(fit_name(clean_line(stats.channel, CHANNEL_CHARS), name_width), no_wrap=True),
         Text(f"{stats.count:,}", justify="right"),
         Text(rate_text(stats.rate), justify="right"),
         Text(f"{stats.last_position:,}", justify="right"),

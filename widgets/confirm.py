@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from mvp_tui.untrusted import clean_line, clean_lines
+
 CONFIRM_CSS = """
 ConfirmScreen { align: center middle; }
 ConfirmScreen > Vertical {
@@ -30,8 +32,16 @@ class Choice:
     variant: str = "default"  # Textual button variant
 
 
+TITLE_CHARS = 200
+BODY_LINE_CHARS = 1000
+
+
 class ConfirmScreen(ModalScreen[str]):
-    """Returns the chosen `Choice.value`; Esc returns `cancel_value`."""
+    """Returns the chosen `Choice.value`; Esc returns `cancel_value`.
+
+    Title and body may quote provider text (lease ids, GPU names, errors): both are cleaned
+    here and shown as plain text, never markup.
+    """
 
     DEFAULT_CSS = CONFIRM_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,8 +62,8 @@ class ConfirmScreen(ModalScreen[str]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self._title), classes="confirm-title")
-            yield Static(Text(self._body))
+            yield Static(Text(clean_line(self._title, TITLE_CHARS)), classes="confirm-title")
+            yield Static(Text(clean_lines(self._body, BODY_LINE_CHARS)))
             with Horizontal():
                 for choice in self._choices:
                     yield Button(choice.label, id=f"choice-{choice.value}", variant=choice.variant)  # type: ignore[arg-type]

@@ -62,9 +62,10 @@ class HelpScreen(ModalScreen[None]):
         table = Table(box=None, expand=True, show_edge=False, pad_edge=False)
         table.add_column("key", style="bold", no_wrap=True)
         table.add_column("does")
-        table.add_column("id ([ui.keys])", style="dim", no_wrap=True)
+        # Text, not strings: a Rich table reads a string as markup ("[ui.keys]" would vanish).
+        table.add_column(Text("id ([ui.keys])"), style="dim", no_wrap=True)
         for row in self.rows():
-            table.add_row(*row)
+            table.add_row(*(Text(cell) for cell in row))
         with Vertical():
             yield Static(Text("Keys", style="bold"))
             yield Static(table, id="help-table")

@@ -156,6 +156,7 @@ class LeasesModel:
         return line
 
     def _lease_line(self, at: float, provider_id: str) -> HistoryLine:
+        provider_id = _detail(provider_id)  # provider text: every key is the cleaned id
         line = self._by_lease.get(provider_id)
         if line is None:
             line = self._new_line(at, (f"lease {provider_id}", Tone.PLAIN))
@@ -167,6 +168,7 @@ class LeasesModel:
         self._by_lease[provider_id] = line
 
     def _lease(self, provider_id: str) -> LeaseView:
+        provider_id = _detail(provider_id)
         lease = self.leases.get(provider_id)
         if lease is None:
             lease = self.leases[provider_id] = LeaseView(provider_id)

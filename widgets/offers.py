@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -103,7 +104,7 @@ class OffersPane(Pane):
         has_rows = self.model.total > 0
         self.set_empty(not has_rows)
         table.display = has_rows
-        self.border_subtitle = self.model.subtitle(self.provider) if has_rows else ""
+        self.border_subtitle = Text(self.model.subtitle(self.provider)) if has_rows else ""
         keys_state = (has_rows, bool(self.model.filter_text))
         if keys_state != self._keys_state:  # the footer redraws only when a key changes
             self._keys_state = keys_state

@@ -289,7 +289,7 @@ class PromptPane(Pane):
             parts.append(f"also on {self.openai_endpoint} (OpenAI)")
         if self.rpc_endpoint:
             parts.append(f"rpc {self.rpc_endpoint}")
-        self.border_subtitle = " · ".join(parts)
+        self.border_subtitle = Text(" · ".join(parts))
 
     async def _pump(self) -> None:
         """Hand gathered deltas to the markdown stream; restart it for each new prompt."""
@@ -330,7 +330,7 @@ class PromptPane(Pane):
 
 
 def _fault_text(event: PromptFault) -> str:
-    what = event.code or event.fault_kind.value
+    what = one_line_ascii(event.code, 60) if event.code else event.fault_kind.value
     status = f" ({event.http_status})" if event.http_status is not None else ""
     text = f"✗ {what}{status}: {one_line_ascii(event.error, 200)}"
     if event.fix:

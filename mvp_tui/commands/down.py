@@ -6,19 +6,21 @@ import argparse
 import asyncio
 import sys
 
-from mvp_tui.config import Config
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.headless import JsonLines
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import walk_settings
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.lease.records import RecordStore
-from mvp_tui.lease.restart import DownReport, down
+from mvp_tui.lease.records import RecordError, RecordStore, RunRecord
+from mvp_tui.lease.restart import DownReport, LeaseRef, down
 from mvp_tui.secrets import Redactor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", metavar="RUN", help="the run id (see `mvp-tui ls`)")
-    parser.add_argument("--all", action="store_true", help="every open run of this provider")
+    parser.add_argument(
+        "--all", action="store_true", help="every open run, whichever provider it rented on"
+    )
     parser.add_argument("--yes", action="store_true", help="do not ask before destroying")
 
 
@@ -30,13 +32,63 @@ def _confirm(what: str) -> bool:
 
 
 async def _down(config: Config, run_id: str | None) -> DownReport:
-    provider = build_provider(config)
+    """Tear down every open lease of `run_id` (or of every open run), each through the
+    provider its record names — whatever provider this configuration selects."""
+    store = RecordStore(config.state_dir)
+    errors: list[str] = []
+    if run_id is not None:
+        try:
+            runs = [store.load(run_id)]
+        except RecordError as exc:
+            return DownReport((), (), (), (str(exc),))
+    else:
+        scan = store.scan()
+        errors.extend(str(e) for e in scan.errors)
+        runs = [r for r in scan.runs if r.is_open]
+    by_provider: dict[str, list[RunRecord]] = {}
+    for record in runs:
+        by_provider.setdefault(record.provider, []).append(record)
     printer = JsonLines(sys.stdout, Redactor(config.secret_values()))
+    reports = [DownReport((), (), (), tuple(errors))]
+    for kind, records in by_provider.items():
+        reports.append(await _down_provider(config, kind, records, store, printer))
+    return DownReport(
+        tuple(ref for r in reports for ref in r.confirmed),
+        tuple(ref for r in reports for ref in r.unconfirmed),
+        (),
+        tuple(e for r in reports for e in r.errors),
+    )
+
+
+async def _down_provider(
+    config: Config, kind: str, records: list[RunRecord], store: RecordStore, printer: JsonLines
+) -> DownReport:
     try:
-        settings = walk_settings(config, env={}, ssh_public_key=None)
-        return await down(provider, RecordStore(config.state_dir), run_id, printer.event, settings)
+        own = config.for_provider(kind)
+        provider = build_provider(own)
+    except ConfigError as exc:
+        why = f"cannot reach {kind} to tear it down: {exc}"
+        left = tuple(
+            LeaseRef(r.run_id, lease.provider_id, lease.label, why)
+            for r in records
+            for lease in r.open_leases()
+        )
+        return DownReport((), left, (), ())
+    printer.redact = Redactor([*config.secret_values(), *own.secret_values()])
+    try:
+        settings = walk_settings(own, env={}, ssh_public_key=None)
+        reports = [
+            await down(provider, store, record.run_id, printer.event, settings)
+            for record in records
+        ]
     finally:
         await provider.aclose()
+    return DownReport(
+        tuple(ref for r in reports for ref in r.confirmed),
+        tuple(ref for r in reports for ref in r.unconfirmed),
+        (),
+        tuple(e for r in reports for e in r.errors),
+    )
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
@@ -55,12 +107,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"deleted {ref.provider_id} ({ref.label}) of run {ref.run_id}", file=sys.stderr)
     for ref in report.unconfirmed:
         print(
-            f"NOT CONFIRMED {ref.provider_id or ref.label} of run {ref.run_id}: {ref.reason}",
-            file=sys.stderr,
-        )
-    for run_id in report.skipped_runs:
-        print(
-            f"skipped run {run_id}: it belongs to another provider (pass --provider)",
+            f"NOT CONFIRMED: lease {ref.provider_id or ref.label} of run {ref.run_id} may still "
+            f"bill: {ref.reason}",
             file=sys.stderr,
         )
     for error in report.errors:

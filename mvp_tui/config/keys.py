@@ -640,6 +640,27 @@ KEYS: tuple[KeySpec, ...] = (
         flag="--max-hours",
         minimum=0,
     ),
+    _k(
+        "limits",
+        "idle_teardown_mins",
+        Kind.FLOAT,
+        None,
+        "the node destroys its own lease after this many minutes without a heartbeat from an "
+        "attached run (unset = 20 on billing providers; 0 = off)",
+        env=("MVP_IDLE_TEARDOWN_MINS",),
+        flag="--idle-teardown-mins",
+        minimum=0,
+    ),
+    _k(
+        "limits",
+        "require_node_watchdog",
+        Kind.BOOL,
+        True,
+        "stop the run and destroy the lease when the node's dead-man's switch cannot prove it "
+        "can destroy its own instance",
+        env=("MVP_REQUIRE_NODE_WATCHDOG",),
+        flag="--require-node-watchdog",
+    ),
     # [ui]
     _k(
         "ui",

@@ -7,7 +7,7 @@ stray bad `MVP_VASTAI_*` variable never stops a local run (the seed's rule).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,18 @@ class Config:
     ui_keys: dict[str, str]
     file: Path | None
     unused: dict[str, Source]  # keys set for a provider that is not selected
+    # The same layers loaded again with another provider selected (for `down --all`, whose
+    # recorded leases may belong to any provider).
+    reload_for: Callable[[str], Config] | None = field(default=None, repr=False, compare=False)
+
+    def for_provider(self, kind: str) -> Config:
+        """This configuration with `kind` as the provider: the same file, env and flags, so
+        its keys (the API key above all) come from where they would for `up`."""
+        if kind == self.provider:
+            return self
+        if self.reload_for is None:
+            raise ConfigError(f"cannot configure provider {kind!r} from here")
+        return self.reload_for(kind)
 
     def __getitem__(self, dotted: str) -> object:
         return self.values[dotted]
@@ -170,12 +182,19 @@ def load_config(
     for spec in in_scope:
         if spec.dotted not in values:
             take(spec)
+
+    def reload_for(kind: str) -> Config:
+        dest = flag_dest(by_dotted["provider.kind"])
+        chosen = {**flags, dest: (kind, "run record's provider")}
+        return load_config(flags=chosen, env=env, paths=paths)
+
     return Config(
         values=values,
         sources=sources,
         ui_keys=dict(toml.ui_keys) if toml else {},
         file=toml.path if toml else None,
         unused=unused,
+        reload_for=reload_for,
     )
 
 

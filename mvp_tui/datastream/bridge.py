@@ -138,7 +138,15 @@ class NodeBridge:
         )
 
     def _cut(self, raw: bytes) -> bytes:
-        """The first `max_line_bytes` of `raw` (on a UTF-8 boundary) and a cut marker."""
+        """The first `max_line_bytes` of `raw` (on a UTF-8 boundary) and a cut marker.
+
+        Secrets are redacted first: a secret straddling the limit must not keep its prefix.
+        """
+        if self._redactor is not None and self._redactor:
+            text = self._redactor(raw.decode("utf-8", "surrogateescape"))
+            raw = text.encode("utf-8", "surrogateescape")
+            if len(raw) <= self.max_line_bytes:
+                return raw
         end = self.max_line_bytes
         while end > 0 and end > self.max_line_bytes - 3 and (raw[end] & 0xC0) == 0x80:
             end -= 1

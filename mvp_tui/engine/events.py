@@ -48,3 +48,11 @@ class RunFinished(EngineEvent):
     exit_code: int
     reason: str = ""
     leases_left: tuple[str, ...] = ()  # provider ids that may still bill
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStateChanged(EngineEvent):
+    """The run controller moved on: idle, leasing, bringing up, serving, tearing down, ended."""
+
+    run_id: str
+    state: str

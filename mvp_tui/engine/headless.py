@@ -1,7 +1,8 @@
 """`mvp-tui up --headless`: the run engine without a screen, one JSON object per line.
 
 Every engine event and every datastream frame is printed as it happens (stdout), human hints
-go to stderr. SIGINT/SIGTERM tear down what the run leased, confirmed, before exiting.
+go to stderr. SIGINT, SIGTERM and SIGHUP tear down what the run leased, confirmed, before
+exiting; the run's lifecycle is the `RunController`'s, this module only drives and prints.
 """
 
 from __future__ import annotations
@@ -11,13 +12,20 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.display import display_text
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.engine.controller import (
+    Plan,
+    PlanEnd,
+    RunAborted,
+    RunController,
+    RunState,
+    StopResult,
+)
 from mvp_tui.engine.events import RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import EngineEvent
@@ -86,92 +94,103 @@ def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
     return [by_id[i] for i in opts.offer_ids]
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> int:
     """Run one headless `up`; returns the exit code of the CLI surface."""
     printer = JsonLines(out, Redactor(config.secret_values()))
     engine = RunEngine(config, printer.event)
     printer.redact = engine.redactor  # the run's redactor knows every secret it holds
     engine.hub.listeners.append(printer.frame)
-    main = asyncio.current_task()
+    controller = RunController(engine)
     loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
+    signalled: list[str] = []
+    stops: list[asyncio.Task[StopResult]] = []
+    main = asyncio.current_task()
 
-    def on_signal() -> None:
-        if not stopping.is_set() and main is not None:
-            stopping.set()
-            main.cancel()
+    def on_signal(sig: signal.Signals) -> None:
+        # No question can be asked: the default is destroy, confirmed. Further signals
+        # join the same stop (it is idempotent), they never cut the teardown short.
+        signalled.append(sig.name)
+        if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
+            main.cancel()  # still choosing offers: nothing to tear down, stop asking
+        stops.append(loop.create_task(controller.stop(final=True, reason=f"{sig.name} received")))
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
-    code, reason = int(ExitCode.OK), ""
-    keep = False
+    for sig in SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         try:
-            keep = await _drive(engine, opts)
+            code, reason = await _drive(controller, opts, signalled)
         except asyncio.CancelledError:
-            if not stopping.is_set():
+            if not signalled:
                 raise
-            code, reason = int(ExitCode.RUN_FAILED), "interrupted by a signal"
-        except (RunFailed, ProviderError) as exc:
-            code, reason = int(ExitCode.RUN_FAILED), engine.redactor(str(exc))
-        except _WalkEnded as ended:
-            code, reason = ended.code, ended.reason
-        except ConfigError:
-            await engine.shutdown()
-            raise
-        if not keep:
-            # Teardown must finish even if a second signal arrives.
-            confirmed = await asyncio.shield(engine.shutdown())
-            if not confirmed:
-                code = int(ExitCode.MAY_BILL)
-                reason = (reason + "; " if reason else "") + (
-                    "teardown not confirmed: the lease may still bill (see `mvp-tui ls`)"
-                )
-        left = () if engine.lease_record is None else (engine.lease_record.provider_id or "",)
+            await asyncio.gather(*stops, return_exceptions=True)
+            code, reason = int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
+        left = [ref.provider_id or ref.label for ref in (controller.result or StopResult()).left]
         engine.emit(
             RunFinished(
-                at=engine._clock(),
+                at=engine.now(),
                 run_id=engine.run_id,
                 exit_code=code,
                 reason=reason,
-                leases_left=tuple(x for x in left if x),
+                leases_left=tuple(left),
             )
         )
         if reason:
             print(f"mvp-tui: {reason}", file=sys.stderr)
+        if controller.result is not None and not controller.result.kept:
+            for line in controller.result.left_lines():
+                print(f"mvp-tui: {line}", file=sys.stderr)
         return code
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in SIGNALS:
             loop.remove_signal_handler(sig)
+        await asyncio.gather(*stops, return_exceptions=True)
         with contextlib.suppress(Exception):
             await engine.aclose()
 
 
-async def _until_first(*waits: Awaitable[Any]) -> None:
-    """Run the waits together; the first to end (or raise) ends the others. A shared future
-    (the limit guard) is waited on, never cancelled here."""
-    owned = [w for w in waits if not isinstance(w, asyncio.Future)]
-    tasks = [w if isinstance(w, asyncio.Future) else asyncio.ensure_future(w) for w in waits]
-    mine = [t for t, w in zip(tasks, waits, strict=True) if w in owned]
+async def _drive(
+    controller: RunController, opts: UpOptions, signalled: list[str]
+) -> tuple[int, str]:
+    """The run from offers to its end: (exit code, the reason when it is not plain success)."""
+    engine = controller.engine
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            task.result()
-    finally:
-        for task in mine:
-            task.cancel()
-        await asyncio.gather(*mine, return_exceptions=True)
+        offers = await _prepare(engine, opts)
+    except (RunFailed, ProviderError) as exc:
+        return int(ExitCode.RUN_FAILED), engine.redactor(str(exc))
+    max_tokens = opts.max_tokens or engine.config.get_int("prompt.max_tokens") or 64
+    plan = Plan(
+        until=opts.until,
+        prompts=opts.prompts,
+        max_tokens=max_tokens,
+        serve=not opts.down_after,
+        keep=not opts.down_after,
+    )
+    serving = opts.until is None and not opts.prompts and not opts.down_after
+    try:
+        end = await controller.lease_and_serve(offers, plan)
+    except RunAborted as aborted:
+        code = ExitCode.RUN_FAILED if aborted.result.nothing_bills else ExitCode.MAY_BILL
+        return int(code), aborted.reason
+    except RunFailed:  # a signal came between the offers and the walk: nothing was created
+        end = PlanEnd.STOPPED
+    if end in (PlanEnd.LEASED, PlanEnd.READY) and not signalled:
+        await controller.stop(destroy=False, final=True, reason=f"--until {end.value}")
+        return int(ExitCode.OK), ""
+    result = await controller.stop(final=True)
+    if not result.nothing_bills:
+        return int(ExitCode.MAY_BILL), "teardown not confirmed: a lease may still bill"
+    if signalled and not (serving and controller.served):
+        return int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
+    if signalled:  # serving until a signal is the plan: its end is a success
+        return int(ExitCode.OK), f"stopped by {signalled[0]}; torn down, confirmed"
+    return int(ExitCode.OK), ""
 
 
-class _WalkEnded(Exception):
-    def __init__(self, code: int, reason: str) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-
-
-async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
-    """The run's steps; returns True when the lease is deliberately left running."""
+async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
+    """Checks and the offers to walk; nothing is created here."""
     engine.check_model()
     engine.started()
     billing = engine.provider.info.billing
@@ -185,40 +204,5 @@ async def _drive(engine: RunEngine, opts: UpOptions) -> bool:
         raise RunFailed(
             "no offer matches the policy; loosen [vastai] filters or [limits] max_price_per_hour"
         )
-    await engine.prepare_ssh_identity()
-    result = await engine.lease(offers)
-    if not result.ok:
-        code = ExitCode.MAY_BILL if result.may_bill else ExitCode.RUN_FAILED
-        raise _WalkEnded(int(code), engine.redactor(result.reason))
-    # Local nodes are child processes: they never outlive this command.
-    can_keep = engine.provider.info.ssh and not opts.down_after
-    limits = asyncio.ensure_future(engine.guard_limits())
-    try:
-        return await _serve(engine, opts, can_keep, limits)
-    finally:
-        limits.cancel()
-        await asyncio.gather(limits, return_exceptions=True)
-
-
-async def _serve(
-    engine: RunEngine, opts: UpOptions, can_keep: bool, limits: asyncio.Future[None]
-) -> bool:
-    """From a running lease to the end the options ask for; a reached limit ends it early."""
-    if opts.until == "leased":
-        if can_keep:
-            return True
-    else:
-        await _until_first(engine.bring_up(), limits)
-        if opts.until == "ready" and can_keep and not opts.prompts:
-            return True
-        if opts.prompts:
-            queue = await engine.start_prompts(rpc=False)
-            max_tokens = opts.max_tokens or engine.config.get_int("prompt.max_tokens") or 64
-            for text in opts.prompts:
-                queue.submit(text, max_tokens)
-            await _until_first(queue.drained(), engine.watch_node(), limits)
-        elif opts.until is None and not opts.down_after:
-            await engine.start_prompts(rpc=True)
-            # Serve until a signal, the node fails, or a limit is reached.
-            await _until_first(engine.watch_node(), limits)
-    return False
+    engine.check_state_dir()
+    return offers

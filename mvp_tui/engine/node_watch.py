@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,8 @@ class WorkerFatal:
 class NodeWatch:
     """A hub listener: `ready` is set on WeightsLoaded or WorkerFatal (see `verdict`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, redact: Callable[[str], str] | None = None) -> None:
+        self._redact = redact
         self.ready = asyncio.Event()
         self.failed = asyncio.Event()  # WorkerFatal at any time, before or after ready
         self.loaded: WeightsLoaded | None = None
@@ -47,12 +49,14 @@ class NodeWatch:
         record = _record(frame.payload)
         kind = record.get("type")
         if kind == "WeightsLoaded" and self.loaded is None:
-            self.loaded = _loaded(record)
+            self.loaded = _loaded(record, self._redact)
             self.ready.set()
         elif kind == "WorkerFatal":
             self.fatal = WorkerFatal(
-                reason=clean_line(str(record.get("reason") or "the node failed"), 600),
-                fix=clean_line(str(record.get("fix") or ""), 300),
+                reason=clean_line(
+                    str(record.get("reason") or "the node failed"), 600, redact=self._redact
+                ),
+                fix=clean_line(str(record.get("fix") or ""), 300, redact=self._redact),
             )
             self.ready.set()
             self.failed.set()
@@ -72,13 +76,13 @@ def _record(payload: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _loaded(record: dict[str, Any]) -> WeightsLoaded:
+def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> WeightsLoaded:
     port = record.get("port")
     load_ms = record.get("load_ms")
     return WeightsLoaded(
-        model_id=clean_line(str(record.get("model_id") or ""), 200),
-        engine=clean_line(str(record.get("engine") or ""), 100),
-        base_url=clean_line(str(record.get("base_url") or ""), 300),
+        model_id=clean_line(str(record.get("model_id") or ""), 200, redact=redact),
+        engine=clean_line(str(record.get("engine") or ""), 100, redact=redact),
+        base_url=clean_line(str(record.get("base_url") or ""), 300, redact=redact),
         port=port if isinstance(port, int) else 0,
         load_ms=load_ms if isinstance(load_ms, int) else None,
     )

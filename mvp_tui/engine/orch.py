@@ -8,6 +8,7 @@ archive show the run's checklist without a second source of truth.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
 from typing import Any
@@ -48,7 +49,11 @@ class OrchTap:
 
     def __call__(self, event: EngineEvent) -> None:
         self._sink(event)
-        self._record(event)
+        try:
+            self._record(event)
+        except Exception as exc:  # a record that cannot be written must never stop the run
+            with contextlib.suppress(Exception):
+                self.log(f"could not record {event.kind}: {type(exc).__name__}: {exc}")
 
     def log(self, line: str) -> None:
         """One line of the engine's own on the node's provider channel."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
-from mvp_tui.datastream.frame import StreamId, node_stream
+from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, Limits, watch_limits
@@ -25,14 +25,20 @@ from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
+from mvp_tui.engine.watchdog import (
+    NodeWatchdog,
+    WatchdogSettings,
+    verdict_event,
+    watchdog_record,
+)
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease.events import DeleteReason, LeaseRunning
+from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.lease.events import LeaseRunning
 from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.records import LeaseRecord, RecordStore
-from mvp_tui.lease.restart import DownReport, OpenLease, down, reconcile_open_runs
+from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.lease.teardown import teardown
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.queue import PromptQueue
@@ -88,11 +94,15 @@ class RunEngine:
             sink, self.hub, run_id=self.run_id, node_id=self.node_id, redactor=self.redactor
         )
         self._flusher: asyncio.Task[None] | None = None
-        self.watch = NodeWatch()
+        self.watch = NodeWatch(self.redactor)
         self.hub.listeners.append(self.watch)
+        self.hub.listeners.append(self._on_watchdog_frame)
+        self.watchdog_verdict: NodeWatchdog | None = None
+        self._watchdog_failed = asyncio.Event()
         self.store = RecordStore(config.state_dir)
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
-        self.node_env = node_env(config, self.run_id, self._environ)
+        self.watchdog = WatchdogSettings.from_config(config, billing=self.provider.info.billing)
+        self.node_env = self._node_env()
         self._settings_override = settings_override
         self.lease_record: LeaseRecord | None = None
         self.local_url: str | None = None
@@ -108,6 +118,24 @@ class RunEngine:
 
     def _on_node_line(self, kind: str, line: bytes) -> None:
         self.bridge.on_line(kind, line)
+
+    def _node_env(self) -> dict[str, str]:
+        # A local node gets the deadline too (it also dies with this process, and has no
+        # silence limit: it does not bill).
+        return {**node_env(self.config, self.run_id, self._environ), **self.watchdog.node_env()}
+
+    def _on_watchdog_frame(self, frame: Frame) -> None:
+        record = watchdog_record(frame)
+        if record is None:
+            return
+        event = verdict_event(record, self.run_id, self._clock(), self.redactor)
+        if event is None:
+            return
+        if event.status in ("ready", "failed"):
+            self.watchdog_verdict = event
+            if event.status == "failed":
+                self._watchdog_failed.set()
+        self.emit(event)
 
     async def _flush_archive(self) -> None:
         # The archive buffers; a quiet run must still reach the disk about once a second.
@@ -152,6 +180,23 @@ class RunEngine:
                     f"[model] gguf_local_path = {str(path)!r} (from {source}) is not a GGUF "
                     "file; llama.cpp serves .gguf models only"
                 )
+
+    def check_state_dir(self) -> None:
+        """Run records are written before every create: a state dir that cannot take them
+        stops the run here, before anything is rented (exit 2)."""
+        runs = self.store.runs_dir
+        try:
+            runs.mkdir(parents=True, exist_ok=True, mode=0o700)
+            write_atomic(runs / ".write-check", b"ok\n")
+            (runs / ".write-check").unlink()
+        except OSError as exc:
+            source = self.config.sources.get("state.dir") or "default"
+            raise ConfigError(
+                f"[state] dir = {str(self.config.state_dir)!r} (from {source}) cannot take run "
+                f"records ({exc.strerror or exc}: {exc.filename or runs}); every lease is "
+                "recorded before it is created, so nothing was rented. Fix its permissions or "
+                "free space, or point [state] dir / MVP_STATE_DIR / --state-dir elsewhere"
+            ) from None
 
     # -- offers --------------------------------------------------------------------------------
     async def search_offers(self, limit: int = 64) -> list[Offer]:
@@ -233,7 +278,7 @@ class RunEngine:
         if self.lease_record is not None:
             raise RunFailed("this run already holds a lease; tear it down before re-attaching")
         self.run_id = earlier.run_id
-        self.node_env = node_env(self.config, self.run_id, self._environ)
+        self.node_env = self._node_env()
         self.lease_record = earlier.lease
         self._resume = LogPositions(0, 0)
         lease, ssh = earlier.lease, earlier.lease.ssh
@@ -297,14 +342,19 @@ class RunEngine:
         reports: whichever comes first."""
         session = self._session
         assert session is not None
-        ready = asyncio.ensure_future(self.watch.ready.wait())
-        ended = asyncio.ensure_future(session.wait())
+        waits: list[asyncio.Future[object]] = [
+            asyncio.ensure_future(self.watch.ready.wait()),
+            asyncio.ensure_future(session.wait()),
+        ]
+        if self.watchdog.required:
+            waits.append(asyncio.ensure_future(self._watchdog_failed.wait()))
         try:
-            await asyncio.wait({ready, ended}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (ready, ended):
+            for task in waits:
                 task.cancel()
-            await asyncio.gather(ready, ended, return_exceptions=True)
+            await asyncio.gather(*waits, return_exceptions=True)
+        self.check_watchdog()
         if not self.watch.ready.is_set():
             failure = session.failure
             raise (
@@ -314,6 +364,31 @@ class RunEngine:
                     f"the SSH session to lease {session.lease_key} ended before the node was ready"
                 )
             )
+
+    def check_watchdog(self) -> None:
+        """A node whose switch cannot destroy its own instance is not run when the switch is
+        required: the lease is torn down, and the message says why and how to opt out."""
+        verdict = self.watchdog_verdict
+        if self.watchdog.required and verdict is not None and verdict.status == "failed":
+            raise self._node_failed(
+                f"the node's dead-man's switch cannot protect this lease: {verdict.reason}",
+                "fix the node image or its instance key, or set [limits] "
+                "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to rent "
+                "without it",
+            )
+
+    async def keep_node_attached(self) -> None:
+        """Heartbeats to the node's switch while this run is attached (at least four per
+        silence window); runs until cancelled. Nothing to do without a silence limit."""
+        every = self.watchdog.heartbeat_every_s
+        if every is None or not self.provider.info.ssh:
+            await asyncio.Event().wait()
+            return
+        while True:
+            await asyncio.sleep(every)  # a timer, not a wait for something
+            session = self._session
+            if session is not None:
+                await session.send_control("heartbeat")
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
@@ -343,7 +418,8 @@ class RunEngine:
         self._session = session
         base = (self.config.get_str("runtime.node_dir") or AGENT_REMOTE_DIR).rstrip("/")
         remote_dir = f"{base}/{self.run_id}"
-        await session.start_agent(AGENT_PATH, self.node_env, remote_dir, resume=self._resume)
+        env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
+        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
@@ -388,9 +464,28 @@ class RunEngine:
         )
 
     async def watch_node(self) -> None:
-        """Returns only by raising `RunFailed` when the node fails after it was ready."""
-        await self.watch.failed.wait()
+        """Returns only by raising `RunFailed` when the node fails after it was ready: its
+        engine reports a fatal error, or the SSH session gives up (a changed host key, the
+        node unreachable past the retry window) — a node we cannot reach is not served."""
+        session = self._session
+        waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self.watch.failed.wait())]
+        if session is not None:
+            waits.append(asyncio.ensure_future(session.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
         fatal = self.watch.fatal
+        if fatal is None and session is not None and session.failure is not None:
+            failure = session.failure
+            raise self._node_failed(failure.message, failure.fix)
+        if fatal is None and session is not None:
+            raise self._node_failed(
+                f"the SSH session to lease {session.lease_key} ended ({session.stop_reason})",
+                "read the node's channels for why",
+            )
         raise self._node_failed(
             fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
         )
@@ -417,41 +512,70 @@ class RunEngine:
             await self._rpc.start()
         return self.prompts
 
-    # -- teardown ------------------------------------------------------------------------------
-    async def shutdown(self) -> bool:
-        """Stop prompts and the agent, destroy the lease; True only when the provider
-        confirms nothing of this run bills any more."""
-        if self._rpc is not None:
-            await self._rpc.aclose()
-            self._rpc = None
-        if self.prompts is not None:
-            await self.prompts.aclose()
-            self.prompts = None
-        if self._session is not None:
-            session, self._session = self._session, None
-            # The lease is destroyed next, which ends the agent anyway: a node that cannot
-            # be reached must not hold the teardown up.
-            limit = session.settings.connect_timeout + 2 * session.settings.shutdown_grace + 5
-            try:
-                await asyncio.wait_for(session.close(shutdown_agent=True), limit)
-            except TimeoutError:
-                self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
-        lease = self.lease_record
-        if lease is None or lease.provider_id is None or not lease.may_bill:
-            return True
-        confirmed = await teardown(
-            self.provider,
-            self.store,
-            self.run_id,
-            lease.provider_id,
-            self._sink,
-            self.walk_settings(),
-            reason=DeleteReason.REQUESTED,
-            clock=self._clock,
+    # -- teardown: the steps the run controller runs, each on its own ----------------------------
+    async def close_rpc(self) -> None:
+        rpc, self._rpc = self._rpc, None
+        if rpc is not None:
+            await rpc.aclose()
+
+    async def close_prompts(self) -> None:
+        prompts, self.prompts = self.prompts, None
+        if prompts is not None:
+            await prompts.aclose()
+
+    async def close_session(self, shutdown_agent: bool = True) -> None:
+        """End the SSH session; with `shutdown_agent` the agent and engine are stopped too
+        (bounded: the lease is destroyed next, which ends them anyway)."""
+        session, self._session = self._session, None
+        if session is None:
+            return
+        if not shutdown_agent:
+            # Left running on purpose: the node's silence switch stands down (its deadline
+            # stays), or it would destroy the lease the user chose to keep.
+            if not await session.send_control("detach"):
+                self._sink_line(f"could not tell lease {session.lease_key}'s node to detach")
+            await session.close(shutdown_agent=False)
+            return
+        limit = session.settings.connect_timeout + 2 * session.settings.shutdown_grace + 5
+        try:
+            await asyncio.wait_for(session.close(shutdown_agent=True), limit)
+        except TimeoutError:
+            self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
+
+    async def destroy_leases(self) -> DownReport:
+        """Destroy, confirmed, every lease this run's record holds open (including creates
+        a cancelled walk left unclear: the provider is listed by the run's labels)."""
+        if not self.store.record_path(self.run_id).exists():
+            self.lease_record = None  # nothing was ever about to be created
+            return DownReport((), (), (), ())
+        report = await down(
+            self.provider, self.store, self.run_id, self._sink, self.walk_settings(), self._clock
         )
-        if confirmed:
+        if report.ok:
             self.lease_record = None
-        return confirmed
+        return report
+
+    def open_leases(self) -> list[LeaseRef]:
+        """This run's leases that may still bill, from its record."""
+        if not self.store.record_path(self.run_id).exists():
+            return []
+        record = self.store.load(self.run_id)
+        return [LeaseRef(self.run_id, x.provider_id, x.label) for x in record.open_leases()]
+
+    async def shutdown(self) -> bool:
+        """Every teardown step in turn (for callers without a controller): True only when
+        the provider confirms nothing of this run bills any more."""
+        await self.close_rpc()
+        await self.close_prompts()
+        await self.close_session()
+        return (await self.destroy_leases()).ok
+
+    def now(self) -> float:
+        return self._clock()
+
+    def log(self, line: str) -> None:
+        """One of the engine's own lines on the node's provider channel (redacted)."""
+        self._sink_line(line)
 
     async def aclose(self) -> None:
         if self._flusher is not None:

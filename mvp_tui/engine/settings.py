@@ -10,7 +10,14 @@ from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import SelectionPolicy
 
 # Env names from the caller's environment that the node needs when present (never logged).
-PASS_THROUGH_ENV = ("MVP_MODEL_CACHE_DIR", "HF_TOKEN", "MVP_HF_ENDPOINT")
+# MVP_NODE_PROVIDER_ENV_FILE tells the node's switch where the instance's own credentials are
+# when not in PID 1's environment (images that start the agent's shell differently; tests).
+PASS_THROUGH_ENV = (
+    "MVP_MODEL_CACHE_DIR",
+    "HF_TOKEN",
+    "MVP_HF_ENDPOINT",
+    "MVP_NODE_PROVIDER_ENV_FILE",
+)
 
 
 def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:

@@ -383,7 +383,14 @@ class RecordStore:
     def save(self, record: RunRecord) -> None:
         """Write the record atomically (old or new on disk, never half)."""
         text = json.dumps(record_to_json(record), indent=2, ensure_ascii=False) + "\n"
-        write_atomic(self.record_path(record.run_id), text.encode("utf-8"))
+        path = self.record_path(record.run_id)
+        try:
+            write_atomic(path, text.encode("utf-8"))
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # A full disk names no file: name the record, so the error says where.
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
     def load(self, run_id: str) -> RunRecord:
         """Read one run's record; RecordError names the file when it is missing or corrupt."""

@@ -8,6 +8,7 @@ re-attach or teardown. `down` tears leases down, confirmed, from the records alo
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -66,7 +67,8 @@ async def _refresh(
     now = clock()
     for status in ours:
         track(record, status, now)
-    store.save(record)
+    with contextlib.suppress(OSError):  # a record that cannot be saved must not stop a teardown
+        store.save(record)
     return {s.provider_id: s for s in ours}
 
 
@@ -148,10 +150,19 @@ async def down(
                 why = "an unclear create that could not be looked up: the provider did not answer"
                 unconfirmed.append(_with_reason(ref, why))
                 continue
-            ok = await teardown_lease(
-                provider, store, record, lease, sink, settings,
-                reason=DeleteReason.REQUESTED, clock=clock,
-            )  # fmt: skip
+            try:
+                ok = await teardown_lease(
+                    provider, store, record, lease, sink, settings,
+                    reason=DeleteReason.REQUESTED, clock=clock,
+                )  # fmt: skip
+            except OSError as exc:
+                # The record could not be written; the provider's answer still stands (a
+                # later `down` or restart check corrects a stale record).
+                ok = lease.state is LeaseRecordState.DELETED
+                lease.detail = f"{lease.detail}; the record could not be written: {exc}"
+            except Exception as exc:  # never lose the rest of the leases to one failure
+                ok = False
+                lease.detail = f"teardown failed: {type(exc).__name__}: {exc}"
             if ok:
                 confirmed.append(ref)
             else:

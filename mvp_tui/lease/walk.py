@@ -646,7 +646,9 @@ class LeaseWalk:
         )
 
     def _clean(self, text: str, limit: int = _DETAIL_CHARS) -> str:
-        return self._redact(clean_line(text, limit))
+        """Provider text for events and records: redacted, then cut (a secret cut at the
+        limit would otherwise keep its prefix)."""
+        return clean_line(text, limit, redact=self._redact)
 
     def _emit(self, event: EngineEvent) -> None:
         self.sink(replace(event, at=self.clock()))

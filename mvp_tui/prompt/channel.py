@@ -77,6 +77,7 @@ def _steps(event: EngineEvent) -> list[tuple[str, str, dict[str, Any]]]:
             ("prompt_complete", "failed", {"event": "Fault", "error": event.error}),
         ]
     if isinstance(event, PromptCancelled):
-        detail = {"event": "Cancelled", "was_active": event.was_active}
-        return [("prompt_complete", "cancelled", detail)]
+        # The seed has no "cancelled" status: a cancelled prompt was dropped, and says why.
+        detail = {"event": "Cancelled", "reason": "cancelled", "was_active": event.was_active}
+        return [("prompt_complete", "dropped", detail)]
     return []

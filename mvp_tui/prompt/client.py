@@ -20,13 +20,15 @@ import httpx
 from mvp_tui.prompt.events import FaultKind, PromptDone, PromptFault, StreamEvent, TextDelta
 from mvp_tui.prompt.sse import SseParser
 from mvp_tui.secrets import Redactor
-from mvp_tui.untrusted import clean_line
+from mvp_tui.untrusted import clean_bytes, clean_line
 
 ChatMessage = Mapping[str, str]
 """One chat message: {"role": "user" | "system" | "assistant", "content": text}."""
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0, read=120.0)
 ERROR_MAX_CHARS = 600
+SNIPPET_CHARS = 200
+_SNIPPET_SCAN_BYTES = 64 * 1024
 ENGINE_FIX = (
     "check that the engine is running and listening there (for a remote node, that the SSH "
     "port forward is up); its log is on the node's stdout/stderr channels"
@@ -263,14 +265,15 @@ class PromptClient:
             return self._fault(
                 prompt_id,
                 FaultKind.BAD_STREAM,
-                f"the engine sent a chunk that is not JSON ({exc.msg}): {data[:80]!r}",
+                f"the engine sent a chunk that is not JSON ({exc.msg}): "
+                f"{self._redact(data)[:80]!r}",  # redacted before it is cut
                 partial=tally.text,
             )
         if not isinstance(chunk, dict):
             return self._fault(
                 prompt_id,
                 FaultKind.BAD_STREAM,
-                f"the engine sent a chunk that is not a JSON object: {data[:80]!r}",
+                f"the engine sent a chunk that is not a JSON object: {self._redact(data)[:80]!r}",
                 partial=tally.text,
             )
         if "error" in chunk:
@@ -316,7 +319,10 @@ class PromptClient:
                 code=code,
                 fix=CONTEXT_FIX if code in CONTEXT_CODES else None,
             )
-        snippet = raw[:200].decode("utf-8", "replace")
+        # Redacted before it is cut: a cut secret would keep its prefix.
+        snippet = clean_bytes(
+            raw, SNIPPET_CHARS, redact=self._redact, scan_bytes=_SNIPPET_SCAN_BYTES
+        )
         return self._fault(
             prompt_id,
             FaultKind.HTTP_ERROR,
@@ -340,17 +346,18 @@ class PromptClient:
             at=time.time(),
             prompt_id=prompt_id,
             fault_kind=kind,
-            error=_one_line(self._redact(error)),
+            error=_one_line(error, self._redact),
             http_status=status,
-            code=code,
+            code=clean_line(code, 80, redact=self._redact) if code is not None else None,
             fix=fix,
             partial_text=partial,
         )
 
 
-def _one_line(text: str) -> str:
-    """Untrusted text as one bounded, escape-free line (newlines folded to spaces)."""
-    return clean_line(" ".join(text.split()), ERROR_MAX_CHARS)
+def _one_line(text: str, redact: Redactor) -> str:
+    """Untrusted text as one bounded, escape-free line (newlines folded to spaces), its
+    secrets redacted before it is cut."""
+    return clean_line(" ".join(text.split()), ERROR_MAX_CHARS, redact=redact)
 
 
 def _engine_message(body: dict[str, Any]) -> tuple[str, str | None]:
@@ -364,4 +371,4 @@ def _engine_message(body: dict[str, Any]) -> tuple[str, str | None]:
         return (str(message) if message is not None else json.dumps(error)), code_text
     if isinstance(error, str):
         return error, None
-    return json.dumps(error)[:ERROR_MAX_CHARS], None
+    return json.dumps(error), None  # cut by `_one_line`, after redaction

@@ -7,14 +7,14 @@ stay. Render the result with `rich.text.Text(...)` or Markdown streaming, never 
 from __future__ import annotations
 
 from mvp_tui.prompt.events import PromptDone
-from mvp_tui.untrusted import clean_line
+from mvp_tui.untrusted import clean_lines
 
 MAX_LINE_CHARS = 4096
 
 
 def safe_answer(text: str) -> str:
     """Answer text for display: each line cleaned of escapes and controls, newlines kept."""
-    return "\n".join(clean_line(line, MAX_LINE_CHARS) for line in text.split("\n"))
+    return clean_lines(text, MAX_LINE_CHARS)
 
 
 def summary(done: PromptDone) -> str:

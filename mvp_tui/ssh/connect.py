@@ -20,6 +20,7 @@ from mvp_tui.ssh.identity import SshIdentity
 from mvp_tui.ssh.settings import SshSettings
 from mvp_tui.untrusted import one_line_ascii
 
+_DESCRIBE_CHARS = 4096
 _UNREACHABLE = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EADDRNOTAVAIL}
 
 
@@ -78,7 +79,8 @@ def classify(error: BaseException, check: PinCheck) -> ConnectFailed:
             AttemptOutcome.HOST_KEY_CHANGED, str(check.mismatch), host_key=check.mismatch
         )
     outcome = _outcome(error)
-    return ConnectFailed(outcome, one_line_ascii(_describe(error, outcome)))
+    # Cut long only: the session redacts the run's secrets first, then cuts to one line.
+    return ConnectFailed(outcome, one_line_ascii(_describe(error, outcome), _DESCRIBE_CHARS))
 
 
 def _outcome(error: BaseException) -> AttemptOutcome:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -81,6 +82,14 @@ ProviderLineCallback = Callable[[str], object]
 _log = logging.getLogger(__name__)
 _STOP_WORDS = {stop.value: stop for stop in AgentStop}
 _LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
+CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "shutdown"})
+# $1 run dir, $2 word: written to the agent's control fifo (its stdin) only while the agent
+# runs; `1<>` opens the fifo read-write, so the open never blocks even with no reader.
+_SEND_CONTROL = (
+    f'cd "$1" && [ -p {node_helper.CONTROL} ] && [ ! -e {node_helper.EXIT_CODE} ] && '
+    f'pid=$(cat {node_helper.AGENT_PID}) && kill -0 "$pid" && '
+    f"printf '%s\\n' \"$2\" 1<> {node_helper.CONTROL}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +204,33 @@ class NodeSession:
             self._forwards.remove(forward)
             raise SshError(
                 f"cannot forward 127.0.0.1:{local_port or '(any)'} to port {remote_port} on "
-                f"lease {self.lease_key}'s node: {one_line_ascii(str(error))}",
+                f"lease {self.lease_key}'s node: {self._one_line(str(error))}",
                 fix="pick another local port, or check the node serves on that port",
             ) from None
+
+    async def send_control(self, line: str) -> bool:
+        """One control line (heartbeat, detach, attach or shutdown) to the running agent's
+        control fifo, through the session's current connection. True once written; False
+        when there is no live connection, no running agent, or the write failed or timed
+        out (never raises, but ValueError for any other word)."""
+        word = line.strip()
+        if word not in CONTROL_WORDS:
+            raise ValueError(
+                f"control line {line!r} is not one of {', '.join(sorted(CONTROL_WORDS))}"
+            )
+        plan, conn = self._plan, self._conn
+        if plan is None or conn is None or not self._connected.is_set() or conn.is_closed():
+            return False
+        command = shlex.join(["sh", "-c", _SEND_CONTROL, "sh", plan.remote_dir, word])
+        try:
+            done = await conn.run(command, check=False, timeout=self.settings.connect_timeout)
+        except (OSError, asyncssh.Error, TimeoutError) as error:
+            self._line(f"control line {word} not sent: {self._one_line(str(error))}")
+            return False
+        if done.exit_status != 0:
+            self._line(f"control line {word} not sent: no agent running in {plan.remote_dir}")
+            return False
+        return True
 
     async def wait(self) -> StopReason:
         """Until the retry loop ends (agent exited after ready, a give-up, or close)."""
@@ -231,7 +264,7 @@ class NodeSession:
             _log.exception("ssh session to lease %s failed", self.lease_key)
             self.failure = SshError(
                 f"ssh session to lease {self.lease_key} failed: {type(error).__name__}: "
-                f"{one_line_ascii(str(error))}",
+                f"{self._one_line(str(error))}",
                 fix="this is a bug in mvp-tui; the log has the traceback",
             )
             self._stopped(StopReason.INTERNAL_ERROR, str(self.failure))
@@ -311,7 +344,9 @@ class NodeSession:
             )
         except ConnectFailed as failed:
             return AttemptResult(
-                failed.outcome, self._redact(failed.detail), host_key=failed.host_key
+                failed.outcome,
+                self._one_line(failed.detail),
+                host_key=failed.host_key,
             )
         self._conn = conn
         if check.pinned_now and check.seen is not None:
@@ -345,7 +380,7 @@ class NodeSession:
         except (OSError, asyncssh.Error) as error:
             return AttemptResult(
                 AttemptOutcome.COMMAND_FAILED,
-                f"cannot set up the agent in {plan.remote_dir}: {one_line_ascii(str(error))}",
+                f"cannot set up the agent in {plan.remote_dir}: {self._one_line(str(error))}",
             )
         self._launch_sent = self._launch_sent or launch
         try:
@@ -423,7 +458,7 @@ class NodeSession:
             return AttemptResult(AttemptOutcome.COMMAND_FAILED, str(error))
         except (OSError, asyncssh.Error) as error:
             self._discard_partials()
-            return AttemptResult(AttemptOutcome.DROPPED, one_line_ascii(str(error)))
+            return AttemptResult(AttemptOutcome.DROPPED, self._one_line(str(error)))
         self._discard_partials()
         return await self._reader_ended(process)
 
@@ -482,7 +517,7 @@ class NodeSession:
         with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
             async with asyncio.timeout(1.0):
                 err = await process.stderr.read(4096)
-        text = one_line_ascii(err.decode("utf-8", "replace")) if err else ""
+        text = self._one_line(err.decode("utf-8", "replace")) if err else ""
         if status == node_helper.EXIT_NO_AGENT:
             self._need_launch = True
             return AttemptResult(AttemptOutcome.COMMAND_FAILED, f"no agent running: {text}")
@@ -503,7 +538,7 @@ class NodeSession:
             except (OSError, asyncssh.Error) as error:
                 self._line(
                     f"port forward 127.0.0.1:{forward.local_port} -> node port "
-                    f"{forward.remote_port} not restored: {one_line_ascii(str(error))}"
+                    f"{forward.remote_port} not restored: {self._one_line(str(error))}"
                 )
 
     async def _bind(self, conn: asyncssh.SSHClientConnection, forward: Forward) -> int:
@@ -568,14 +603,14 @@ class NodeSession:
         try:
             done = await conn.run(stop_command(plan, self.settings), check=False, timeout=budget)
         except (OSError, asyncssh.Error, TimeoutError) as error:
-            self._line(f"cannot stop the agent: {one_line_ascii(str(error))}")
+            self._line(f"cannot stop the agent: {self._one_line(str(error))}")
             return AgentStop.UNREACHABLE
         word = str(done.stdout or "").strip()
         stop = _STOP_WORDS.get(word)
         if stop is None:
             self._line(
                 f"stopping the agent failed (exit {done.exit_status}): "
-                f"{one_line_ascii(str(done.stderr or ''))}"
+                f"{self._one_line(str(done.stderr or ''))}"
             )
             return AgentStop.UNREACHABLE
         return stop
@@ -603,7 +638,7 @@ class NodeSession:
             SessionStopped(
                 lease_key=self.lease_key,
                 reason=reason,
-                detail=one_line_ascii(self._redact(detail), _LINE_CHARS),
+                detail=one_line_ascii(detail, _LINE_CHARS, redact=self._redact),
             )
         )
 
@@ -652,7 +687,7 @@ class NodeSession:
                 attempt=self._attempts,
                 target=self.target,
                 outcome=result.outcome,
-                detail=one_line_ascii(self._redact(result.detail), _LINE_CHARS),
+                detail=one_line_ascii(result.detail, _LINE_CHARS, redact=self._redact),
                 next_try_s=next_try,
                 phase=phase or (Phase.SERVING if self.ready.is_set() else Phase.BOOTSTRAP),
             )
@@ -661,8 +696,13 @@ class NodeSession:
     def _emit(self, event: EngineEvent) -> None:
         self._sink(_stamped(event, self._wall()))
 
+    def _one_line(self, text: str) -> str:
+        """Node or library text as one short line: the run's secrets redacted, then cut (a
+        secret cut first would keep its prefix)."""
+        return one_line_ascii(text, redact=self._redact)
+
     def _line(self, text: str) -> None:
-        self._on_provider_line(one_line_ascii(self._redact(text), _LINE_CHARS))
+        self._on_provider_line(one_line_ascii(text, _LINE_CHARS, redact=self._redact))
 
 
 def _stamped(event: EngineEvent, at: float) -> EngineEvent:

@@ -7,11 +7,13 @@ through engine events (turned into `EngineMessage`s), which it hands to every pa
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,6 +24,14 @@ from textual.worker import Worker, WorkerState
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.toml_file import write_key
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.controller import (
+    Plan,
+    PlanEnd,
+    RunAborted,
+    RunController,
+    RunState,
+    StopResult,
+)
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import EngineEvent
@@ -47,6 +57,9 @@ from mvp_tui.widgets.status_bar import RunSummary, StatusBar
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
 PANE_ORDER = ("offers-pane", "bootstrap-pane", "leases-pane", "channels-pane", "prompt-pane")
 ENGINE_ERRORS = (RunFailed, ProviderError, SshError, OSError)
+# A closed terminal (SIGHUP) or a kill (SIGTERM): nobody can be asked, so the run is stopped
+# with its leases destroyed, confirmed, before the app exits.
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _binding(spec: KeyBinding) -> Binding:
@@ -96,8 +109,9 @@ class MvpApp(App[int]):
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
         self.leases = LiveLeases()
-        self._busy = False  # a lease or teardown is in flight
+        self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
+        self._exit_cleared = False  # set only on the paths that stopped the run first
 
     @property
     def live_leases(self) -> int:
@@ -137,13 +151,25 @@ class MvpApp(App[int]):
                 self._sink.connect(self._post_engine_event)
             self.set_interval(1.0, self._update_summary)
             self._run(self._start(), "start")
+            loop = asyncio.get_running_loop()
+            for sig in EXIT_SIGNALS:
+                loop.add_signal_handler(sig, self._on_signal, sig)
 
     def _post_engine_event(self, event: EngineEvent) -> None:
         self.post_message(EngineMessage(event))
 
     async def on_unmount(self) -> None:
-        if self.engine is not None:
-            await self.engine.aclose()
+        if self.engine is None:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in EXIT_SIGNALS:
+            loop.remove_signal_handler(sig)
+        controller = self.controller
+        if controller is not None and controller.result is None and controller.holds_lease:
+            # The app is going away without having stopped the run (a crash, a test's
+            # shutdown): nothing may be left billing behind it.
+            await controller.stop(final=True, reason="the dashboard closed")
+        await self.engine.aclose()
 
     # -- engine events ---------------------------------------------------------------------
     @on(EngineMessage)
@@ -153,10 +179,13 @@ class MvpApp(App[int]):
             pane.handle_event(event)
         self.leases.handle(event)
         if isinstance(event, NodeReady):
-            self.query_one(PromptPane).set_ready(event.model_id)
+            for prompt in self.query(PromptPane):
+                prompt.set_ready(event.model_id)
         self._update_summary()
 
     def _update_summary(self) -> None:
+        if not self.query(StatusBar):  # the app is closing: its widgets are gone
+            return
         engine = self.engine
         now = self._wall()
         if self.replay is not None:
@@ -184,13 +213,17 @@ class MvpApp(App[int]):
         if worker.group != "engine" or event.state is not WorkerState.ERROR:
             return
         error = worker.error
-        self._busy = False
         if isinstance(error, ENGINE_ERRORS):
             text = self.engine.redactor(str(error)) if self.engine else str(error)
         else:
             text = f"unexpected {type(error).__name__}: {error}"
         self.notify(clean_line(text, 600), title=f"{worker.name} failed", severity="error",
-                    timeout=15)  # fmt: skip
+                    timeout=15, markup=False)  # fmt: skip
+
+    @property
+    def _busy(self) -> bool:
+        """A lease is being made, brought up or torn down."""
+        return self.controller is not None and self.controller.busy
 
     async def _start(self) -> None:
         assert self.engine is not None
@@ -233,20 +266,9 @@ class MvpApp(App[int]):
             report = await engine.down_earlier([o.run_id for o in earlier])
             if not report.ok:
                 self.notify("some earlier leases are NOT confirmed gone; see `mvp-tui ls`",
-                            severity="error", timeout=30)  # fmt: skip
+                            severity="error", timeout=30, markup=False)  # fmt: skip
         elif choice == "reattach":
-            engine.adopt(earlier[0])
-            self._busy = True
-            self._run(self._reattach(), "re-attach")
-
-    async def _reattach(self) -> None:
-        engine = self.engine
-        assert engine is not None
-        try:
-            await engine.prepare_ssh_identity()
-            await self._serve_lease()
-        finally:
-            self._busy = False
+            self._run(self._serve(lambda c: c.reattach(earlier[0], self._plan())), "re-attach")
 
     async def _search(self) -> None:
         assert self.engine is not None
@@ -258,11 +280,14 @@ class MvpApp(App[int]):
 
     @on(OffersPane.LeaseRequested)
     def _lease_requested(self, message: OffersPane.LeaseRequested) -> None:
-        if self.engine is None or self._busy or self.live_leases:
-            self.notify("a lease is already running or in progress", severity="warning")
+        controller = self.controller
+        if controller is None or controller.closed or self._busy or self.live_leases:
+            self.notify(
+                "a lease is already running or in progress", severity="warning", markup=False
+            )
             return
         offers = message.offers
-        if not self.engine.provider.info.billing:
+        if not controller.engine.provider.info.billing:
             self._start_lease(offers)
             return
         confirm = LeaseConfirmScreen(
@@ -270,61 +295,37 @@ class MvpApp(App[int]):
         )
         self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
 
+    def _plan(self) -> Plan:
+        return Plan(max_tokens=self.config.get_int("prompt.max_tokens") or 64, rpc=True)
+
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
-        self._busy = True
-        self._run(self._lease(offers), "lease")
+        if self.controller is None or self.controller.closed:
+            return
+        self._run(self._serve(lambda c: c.lease_and_serve(offers, self._plan())), "lease")
 
-    async def _lease(self, offers: tuple[Offer, ...]) -> None:
-        engine = self.engine
-        assert engine is not None
+    async def _serve(self, lifecycle: Callable[[RunController], Awaitable[PlanEnd]]) -> None:
+        """A lease (new or re-attached) from the walk to serving, owned by the controller:
+        a failure tears it down (confirmed) and says why; a stop just ends it."""
+        controller = self.controller
+        assert controller is not None
         try:
-            await engine.prepare_ssh_identity()
-            result = await engine.lease(offers)
-            if not result.ok:
-                self.notify(clean_line(engine.redactor(result.reason), 600),
-                            title="lease failed", severity="error", timeout=15)  # fmt: skip
-                return
-            await self._serve_lease()
-        finally:
-            self._busy = False
+            await lifecycle(controller)
+        except RunAborted as aborted:
+            self.notify(clean_line(aborted.reason, 600), title="the run stopped",
+                        severity="error", timeout=15, markup=False)  # fmt: skip
+            self._say_left(aborted.result)
+        self._update_summary()
 
-    async def _serve_lease(self) -> None:
-        """From a held lease (new or re-attached) to prompts: limits guarded, node up,
-        node watched. A node that cannot serve is torn down: nothing bills for nothing."""
-        engine = self.engine
-        assert engine is not None
-        self._run(self._guard_limits(), "limits")
-        try:
-            await engine.bring_up()
-        except RunFailed:
-            await engine.shutdown()
-            raise
-        await engine.start_prompts(rpc=True)
-        self._run(self._watch_node(), "node watch")
-
-    async def _guard_limits(self) -> None:
-        assert self.engine is not None
-        try:
-            await self.engine.guard_limits()
-        except RunFailed:
-            for worker in [w for w in self.workers if w.name in ("lease", "re-attach")]:
-                worker.cancel()
-            await self._teardown()
-            raise
-
-    async def _watch_node(self) -> None:
-        assert self.engine is not None
-        try:
-            await self.engine.watch_node()
-        except RunFailed:
-            await self.engine.shutdown()
-            raise
+    def _say_left(self, result: StopResult) -> None:
+        if not result.nothing_bills:
+            text = clean_line("; ".join(result.left_lines()), 600)
+            self.notify(text, title="may still bill", severity="error", timeout=60, markup=False)
 
     @on(PromptPane.PromptSubmitted)
     def _prompt(self, message: PromptPane.PromptSubmitted) -> None:
         prompts = self.engine.prompts if self.engine is not None else None
         if prompts is None:
-            self.notify("the node is not serving yet", severity="warning")
+            self.notify("the node is not serving yet", severity="warning", markup=False)
             return
         prompts.submit(message.text, self.config.get_int("prompt.max_tokens") or 64)
 
@@ -337,18 +338,12 @@ class MvpApp(App[int]):
     def _teardown_requested(self, message: LeasesPane.TeardownRequested) -> None:
         self._run(self._teardown(), "teardown")
 
-    async def _teardown(self) -> bool:
-        if self.engine is None:
-            return True
-        self._busy = True
-        try:
-            confirmed = await self.engine.shutdown()
-        finally:
-            self._busy = False
-        if not confirmed:
-            self.notify("teardown NOT confirmed: the lease may still bill; see `mvp-tui ls`",
-                        severity="error", timeout=30)  # fmt: skip
-        return confirmed
+    async def _teardown(self) -> None:
+        if self.controller is None:
+            return
+        result = await self.controller.stop(reason="teardown requested")
+        self._say_left(result)
+        self._update_summary()
 
     # -- panes ---------------------------------------------------------------------------
     def _panes(self) -> list[Pane]:
@@ -389,7 +384,9 @@ class MvpApp(App[int]):
         if action == "filter":
             return True if self.engine is not None else None
         if action == "teardown":
-            return True if self.live_leases and not self._busy else None
+            # A lease being brought up can be torn down too; one already ending cannot.
+            ending = self.controller is not None and self.controller.state is RunState.TEARING_DOWN
+            return True if self.live_leases and not ending else None
         return True
 
     def action_filter(self) -> None:
@@ -419,9 +416,37 @@ class MvpApp(App[int]):
     def action_toggle_theme(self) -> None:
         self.theme = "mvp-light" if self.theme == "mvp-dark" else "mvp-dark"
 
+    # -- every way out ------------------------------------------------------------------------
+    @property
+    def _holds_lease(self) -> bool:
+        if self.controller is not None:
+            return self.controller.holds_lease or bool(self.live_leases)
+        return bool(self.live_leases)
+
+    def exit(
+        self,
+        result: int | None = None,
+        return_code: int = 0,
+        message: RenderableType | None = None,
+    ) -> None:
+        """Every exit — ours, Textual's ctrl+q, the palette's Quit, `App.exit` from anywhere —
+        asks first while something may bill; only the answer's path really exits."""
+        if self._exit_cleared or not self._holds_lease:
+            super().exit(result, return_code, message)
+            return
+        self.action_quit_app()
+
+    async def action_quit(self) -> None:
+        """Textual's own quit (ctrl+q, the command palette's Quit): the same question as q."""
+        self.action_quit_app()
+
+    def _leave(self, return_code: int, message: str | None = None) -> None:
+        self._exit_cleared = True
+        super().exit(return_code, return_code, message)
+
     def action_quit_app(self) -> None:
-        if not self.live_leases and not self._busy:
-            self.exit(0)
+        if not self._holds_lease:
+            self._leave(0)
             return
         if self._quitting:
             return
@@ -446,23 +471,25 @@ class MvpApp(App[int]):
     def _on_quit_choice(self, choice: str | None) -> None:
         self._quitting = False
         if choice == "keep":
-            self.exit(3)
+            self._stop_and_exit(destroy=False, reason="quit, leases kept")
         elif choice == "destroy":
-            if self.engine is None:
-                self.exit(0)
-                return
-            self._destroy_and_exit()
+            self._stop_and_exit(destroy=True, reason="quit")
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        # Nobody can be asked (a closed terminal, a kill): destroy, confirmed, then exit.
+        self._stop_and_exit(destroy=True, reason=f"{sig.name} received")
 
     @work(group="engine", name="teardown on quit", exit_on_error=False)
-    async def _destroy_and_exit(self) -> None:
-        self.notify("tearing down before quitting…", timeout=60)
-        # A walk in flight is cancelled: it destroys what it created, confirmed, then stops.
-        walking = [w for w in self.workers if w.name in ("lease", "node watch") and w.is_running]
-        for worker in walking:
-            worker.cancel()
-        await asyncio.gather(*(worker.wait() for worker in walking), return_exceptions=True)
-        confirmed = await self._teardown()
-        self.exit(0 if confirmed else 3)
+    async def _stop_and_exit(self, *, destroy: bool, reason: str) -> None:
+        controller = self.controller
+        if controller is None:  # the bare shell: nothing can bill
+            self._leave(0 if destroy else 3)
+            return
+        if destroy:
+            self.notify("tearing down before quitting…", timeout=60, markup=False)
+        # A walk in flight is cancelled by the stop: it destroys what it created, confirmed.
+        result = await controller.stop(destroy=destroy, final=True, reason=reason)
+        self._leave(result.exit_code)
 
     # -- config write-back -----------------------------------------------------------------
     def _persist_theme(self, theme: object) -> None:
@@ -473,4 +500,8 @@ class MvpApp(App[int]):
         try:
             write_key(path, "ui", "theme", name)
         except OSError as exc:
-            self.notify(f"could not save [ui] theme to {path}: {exc.strerror}", severity="warning")
+            self.notify(
+                f"could not save [ui] theme to {path}: {exc.strerror}",
+                severity="warning",
+                markup=False,
+            )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.replay import ReplaySource
+from mvp_tui.untrusted import clean_line
 
 SPEED_RANGE = (0.125, 64.0)
 
@@ -39,6 +40,6 @@ class ReplayControl:
     def describe(self) -> str:
         state = "paused" if self.source.paused else ("ended" if self.source.finished else "playing")
         return (
-            f"replay {self.path.name} · {self.source.speed:g}× · "
+            f"replay {clean_line(self.path.name, 80)} · {self.source.speed:g}× · "
             f"frame {self.source.index}/{self.total} · {state}"
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.fakes.vastai_server import FakeVast
 from tests.ssh.sshd import Sshd, sshd_executable, write_key
 
 
@@ -52,3 +53,11 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
         for pid in processes_under(node_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def container_env(fake: FakeVast, directory: Path) -> dict[str, str]:
+    """The rented node's container environment: the fake writes each new instance's id and
+    instance key where PID 1's environ would be, and the agent is told to read it there."""
+    path = directory / "container.environ"
+    fake.node_env_file = path
+    return {"MVP_NODE_PROVIDER_ENV_FILE": str(path)}

@@ -14,7 +14,7 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.ssh.events import HostKeyPinned
-from tests.e2e.node import Node
+from tests.e2e.node import Node, container_env
 from tests.fakes.vastai_server import FakeVast
 
 KEY = "fake-vast-key-0123456789"
@@ -32,7 +32,7 @@ def _engine(
         "MVP_SSH_READY_TIMEOUT_SECS": "60",
     }  # fmt: skip
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
-    return RunEngine(config, sink, environ={})
+    return RunEngine(config, sink, environ=container_env(fake, tmp_path))
 
 
 async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(

@@ -118,9 +118,9 @@ async def test_sigterm_tears_down_before_exit(tiny_gguf: Path, tmp_path: Path) -
         await run.until(event("prompt_rpc_listening"))
         run.signal(signal.SIGTERM)
         code = await run.finish()
-    assert code == 1
+    assert code == 0  # serving until a signal is the plan: a signal ends it cleanly
     assert run.events("lease_deleted")
-    assert run.events("run_finished")[-1]["reason"] == "interrupted by a signal"
+    assert run.events("run_finished")[-1]["reason"].startswith("stopped by SIGTERM")
     assert not any(alive(pid) for pid in _pids(run))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
-from tests.e2e.node import Node
+from tests.e2e.node import Node, container_env
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
 
@@ -30,7 +30,7 @@ async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
             "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
             "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
             "MVP_NODE_PYTHON": sys.executable,  # the "node" is this machine, engine in our venv
-            "MVP_NODE_DIR": str(node.node_dir),
+            "MVP_NODE_DIR": str(node.node_dir), **container_env(fake, tmp_path),
             "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
         }  # fmt: skip
         args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello node",
@@ -68,6 +68,7 @@ async def test_until_ready_leaves_the_rented_node_serving_for_down(
             "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
             "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
             "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
+            **container_env(fake, tmp_path),
         }  # fmt: skip
         async with HeadlessRun(["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)],
                                tmp_path / "state", env=env) as run:  # fmt: skip

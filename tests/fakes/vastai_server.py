@@ -10,6 +10,11 @@ State: offers (an offer can be rented once), instances that move `loading → ru
 and credit. Faults are scripted per operation (`script`, `rate_limit`, `fail_destroy`, …);
 the operation names are "search", "create", "show", "list", "destroy", "ssh_list",
 "ssh_create", "user", plus "manage" (PUT /instances/{id}/) and "gpu_names".
+
+Instance-scoped keys (Vast's CONTAINER_API_KEY): every instance gets its own random key
+(`instance_env`, `write_instance_env` give it to the "node"); it is accepted only on that
+instance's own show and destroy. Any other use answers 401 and lands in `scope_violations`.
+`destroyed_by` tells whether the account key or the instance's own key destroyed it.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import binascii
 import copy
 import http
 import json
+import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -83,6 +90,15 @@ class _Instance:
     polls: int = 0
     destroyed: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
+    # Its own CONTAINER_API_KEY: valid only for this instance's show and destroy.
+    key: str = field(default_factory=lambda: "inst-" + secrets.token_hex(24))
+    destroyed_by: str | None = None  # "account" | "instance", once destroyed
+    lingering: int = 0  # show/list answers that still show it after its destroy was accepted
+
+
+def _in_scope(instance_id: int, op: str | None, path: str) -> bool:
+    """An instance key may only show or destroy its own instance."""
+    return op in ("show", "destroy") and path.rstrip("/").split("/")[-1] == str(instance_id)
 
 
 def _error(status: int, code: str, msg: str, **extra: Any) -> _Reply:
@@ -280,6 +296,9 @@ class FakeVast:
         self.requests: list[RecordedRequest] = []
         # (host, port, direct): the SSH endpoint running instances report; None → defaults
         self.ssh_endpoint: tuple[str, int, bool] | None = None
+        # Where the "container" environment of each new instance is written (its PID 1's
+        # environ, NUL-separated: id and instance key), for a node agent to read.
+        self.node_env_file: Path | None = None
         # Status of a wrong/missing key: 401 normally; set 404 for the variant Vast also sends.
         self.auth_error_status = 401
         # Shape of GET /ssh/: "list" (what SkyPilot sees) or "wrapped" ({"ssh_keys": [...]}).
@@ -298,6 +317,10 @@ class FakeVast:
         self._destroy_failures: list[list[Any]] = []  # [instance_id | None, times, status]
         self._stick_loading: set[int] = set()
         self._die_on_start: set[int] = set()
+        # Requests that used an instance key outside its own instance's show/destroy (401).
+        self.scope_violations: list[RecordedRequest] = []
+        self._actor = "account"  # whose key the operation running under the lock carries
+        self._linger_after_destroy = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -386,6 +409,12 @@ class FakeVast:
         with self._lock:
             self._destroy_failures.append([instance_id, times, status])
 
+    def linger_after_destroy(self, observations: int) -> None:
+        """Instances destroyed from now on still show, as before, in the next `observations`
+        show/list answers (the destroy is accepted and billing stops; the listing lags)."""
+        with self._lock:
+            self._linger_after_destroy = observations
+
     def patch_instance(self, instance_id: int, **fields: Any) -> None:
         """Force row fields of an instance (e.g. `ssh_host="unknown"`), over any progression."""
         with self._lock:
@@ -414,6 +443,30 @@ class FakeVast:
     def destroyed(self) -> list[int]:
         with self._lock:
             return [iid for iid, i in self._instances.items() if i.destroyed]
+
+    def destroyed_by(self, instance_id: int) -> str | None:
+        """Whose key destroyed the instance: "account", "instance" (its own key) or None."""
+        with self._lock:
+            return self._instances[instance_id].destroyed_by
+
+    def instance_env(self, instance_id: int) -> dict[str, str]:
+        """What Vast puts into the instance's container for it to act on itself."""
+        with self._lock:
+            key = self._instances[instance_id].key
+        return {"CONTAINER_ID": str(instance_id), "CONTAINER_API_KEY": key}
+
+    def write_instance_env(self, instance_id: int, path: str | Path) -> Path:
+        """The container's environment as /proc/1/environ holds it (NUL-separated), with
+        the instance's id and key among a few harmless variables."""
+        env = {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": "/root",
+            **self.instance_env(instance_id),
+            "VAST_CONTAINERLABEL": f"C.{instance_id}",
+        }
+        target = Path(path)
+        target.write_bytes(b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
+        return target
 
     def offers(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -565,12 +618,22 @@ class FakeVast:
         with self._lock:
             self.requests.append(RecordedRequest(method, parts.path, query, headers, body))
         op, perform = self._route(method, path, query, body, body_ok)
+        owner = self._instance_key_owner(headers, query)
+        if owner is not None and not _in_scope(owner, op, path):
+            with self._lock:
+                self.scope_violations.append(
+                    RecordedRequest(method, parts.path, query, headers, body)
+                )
+            handler.reply(_error(401, "auth_error", "Invalid user key"))
+            return
         if op is None:
             handler.reply(_error(404, "not_found", f"{method} {parts.path} is not an API path"))
             return
-        if not self._authorised(op, headers, query):
+        if owner is None and not self._authorised(op, headers, query):
             handler.reply(_error(self.auth_error_status, "auth_error", "Invalid user key"))
             return
+        if owner is not None:
+            perform = self._acting_as("instance", perform)
         with self._lock:
             limited = self._rate_limited.get(op, 0)
             if limited:
@@ -612,6 +675,31 @@ class FakeVast:
                     entry[1] = times - 1
                     return Fault(status=status)
         return None
+
+    def _instance_key_owner(self, headers: dict[str, str], query: dict[str, str]) -> int | None:
+        """The instance whose own key the request carries (Bearer or ?api_key=), if any."""
+        auth = headers.get("authorization") or ""
+        key = auth[len("Bearer ") :] if auth.startswith("Bearer ") else query.get("api_key")
+        if not key:
+            return None
+        with self._lock:
+            for instance_id, inst in self._instances.items():
+                if inst.key == key:
+                    return instance_id
+        return None
+
+    def _acting_as(self, actor: str, operation: Any) -> Any:
+        """`operation`, run (under the lock, by _perform) on behalf of `actor`."""
+
+        def run() -> _Reply:
+            self._actor = actor
+            try:
+                reply: _Reply = operation()
+                return reply
+            finally:
+                self._actor = "account"
+
+        return run
 
     def _authorised(self, op: str, headers: dict[str, str], query: dict[str, str]) -> bool:
         auth = headers.get("authorization")
@@ -719,6 +807,8 @@ class FakeVast:
         self._offers.pop(ask_id)
         inst = self._new_instance(offer, body)
         instance_id = int(inst.row["id"])
+        if self.node_env_file is not None:
+            self.write_instance_env(instance_id, self.node_env_file)
         if isinstance(price, int | float) and price < float(offer.get("min_bid") or 0):
             # Vast creates the instance stopped and reports an error with its id (dstack).
             inst.row.update(intended_status="stopped", cur_state="stopped", next_state="stopped")
@@ -735,8 +825,9 @@ class FakeVast:
 
     def _show(self, instance_id: int) -> _Reply:
         inst = self._instances.get(instance_id)
-        if inst is None or inst.destroyed:
+        if inst is None or (inst.destroyed and inst.lingering <= 0):
             return _Reply(200, {"instances": None})
+        inst.lingering -= 1 if inst.destroyed else 0
         self._advance(inst)
         return _Reply(200, {"instances": self._view(inst)})
 
@@ -771,7 +862,9 @@ class FakeVast:
                 offset = int(json.loads(base64.urlsafe_b64decode(token))["offset"])
             except (ValueError, KeyError, TypeError, binascii.Error):
                 return _error(400, "invalid_token", "Invalid pagination token")
-        live = [i for i in self._instances.values() if not i.destroyed]
+        live = [i for i in self._instances.values() if not i.destroyed or i.lingering > 0]
+        for lingering in (i for i in live if i.destroyed):
+            lingering.lingering -= 1
         views = [self._view(i, ahead=1) for i in live]  # as this poll will see them
         matching = [v for v in views if all(_matches(v.get(c), ops) for c, ops in filters.items())]
         keys = [
@@ -842,6 +935,8 @@ class FakeVast:
         if inst is None or inst.destroyed:
             return _error(404, "no_such_instance", f"Instance {instance_id} not found.")
         inst.destroyed = True
+        inst.destroyed_by = self._actor
+        inst.lingering = self._linger_after_destroy
         return _Reply(200, {"success": True, "msg": f"destroying instance {instance_id}."})
 
     def _destroy_bulk(self, body: Any) -> _Reply:
@@ -851,6 +946,7 @@ class FakeVast:
         for iid in ids:
             inst = self._instances.get(int(iid))
             if inst is not None:
+                inst.destroyed_by = inst.destroyed_by or self._actor
                 inst.destroyed = True
         return _Reply(200, {"success": True})
 

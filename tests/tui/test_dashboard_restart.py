@@ -14,7 +14,7 @@ from mvp_tui.prompt.events import PromptDone
 from mvp_tui.widgets.confirm import ConfirmScreen
 from mvp_tui.widgets.prompt import PromptPane
 from tests.agent.procs import alive
-from tests.e2e.node import Node
+from tests.e2e.node import Node, container_env
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
@@ -29,6 +29,7 @@ def _env(fake: FakeVast, client: Path, tmp_path: Path) -> dict[str, str]:
         "MVP_NODE_PYTHON": sys.executable, "MVP_STATE_DIR": str(tmp_path / "state"),
         "MVP_NODE_DIR": str(tmp_path / "node"),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2", "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
+        **container_env(fake, tmp_path),
     }  # fmt: skip
 
 

@@ -43,7 +43,9 @@ def dashboard(env: dict[str, str], tmp_path: Path) -> tuple[MvpApp, WaitingSink]
         sink(event)
         seen(event)
 
-    engine = RunEngine(config, tee, environ={})
+    # The node agent's pass-through (the container env file of a fake instance) only.
+    environ = {k: v for k, v in env.items() if k == "MVP_NODE_PROVIDER_ENV_FILE"}
+    engine = RunEngine(config, tee, environ=environ)
     return MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW), seen
 
 

@@ -1,0 +1,124 @@
+"""The node's dead-man's switch, as the engine sees it: what the agent is told (deadline,
+silence limit, the provider API it may call with the instance's own key), the heartbeats an
+attached run sends, and the agent's verdict on whether it can destroy its own instance.
+
+The switch itself runs in the node agent (`mvp_tui/node_agent.py`); the account key never
+reaches the node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mvp_tui.config import Config
+from mvp_tui.datastream.frame import Frame
+from mvp_tui.events import EngineEvent
+from mvp_tui.untrusted import clean_line
+
+DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
+API_URLS = {"vastai": ("vastai.api_url", "MVP_VASTAI_API_URL", "https://console.vast.ai")}
+
+
+@dataclass(frozen=True, slots=True)
+class WatchdogSettings:
+    """[limits] as the node's switch takes them; built once from the config."""
+
+    provider: str
+    max_hours: float | None  # None: no deadline
+    idle_mins: float | None  # None: no silence switch
+    required: bool  # a failed verdict stops the run
+    api_env: tuple[str, str] | None  # (env name, URL) of the provider's API for the node
+
+    @classmethod
+    def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
+        max_hours = config.get_float("limits.max_hours")
+        idle = config.get_float("limits.idle_teardown_mins")
+        if idle is None:
+            idle = DEFAULT_IDLE_MINS if billing else None
+        api = API_URLS.get(config.provider)
+        api_env = (api[1], config.get_str(api[0]) or api[2]) if api else None
+        return cls(
+            provider=config.provider,
+            max_hours=max_hours or None,  # 0 means not set, as for the dashboard's limit
+            idle_mins=idle or None,  # 0 turns the silence switch off
+            required=billing and config.get_bool("limits.require_node_watchdog"),
+            api_env=api_env,
+        )
+
+    @property
+    def heartbeat_every_s(self) -> float | None:
+        """At least four heartbeats per silence window."""
+        return self.idle_mins * 60.0 / 4.0 if self.idle_mins else None
+
+    def node_env(self, lease_started_at: float | None = None) -> dict[str, str]:
+        env = {"MVP_WATCHDOG_PROVIDER": self.provider}
+        if self.api_env is not None:
+            env[self.api_env[0]] = self.api_env[1]
+        if self.max_hours is not None:
+            env["MVP_MAX_HOURS"] = repr(self.max_hours)
+        if self.idle_mins is not None:
+            env["MVP_IDLE_TEARDOWN_MINS"] = repr(self.idle_mins)
+        if lease_started_at is not None:
+            env["MVP_LEASE_STARTED_AT"] = f"{lease_started_at:.3f}"
+        return env
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeWatchdog(EngineEvent):
+    """What the node's switch said: `ready` (armed) or `failed` (with the reason) at start,
+    `fired` when it began destroying its lease, `destroyed` / `ended` once done."""
+
+    run_id: str
+    status: str  # "ready" | "failed" | "fired" | "destroyed" | "ended"
+    reason: str = ""
+    deadline_at: float | None = None
+    idle_teardown_mins: float | None = None
+    armed: bool = False
+    trigger: str = ""  # "deadline" | "idle" once fired
+
+
+def watchdog_record(frame: Frame) -> dict[str, Any] | None:
+    """The agent's `watchdog` phase record in a frame, if it is one."""
+    if not frame.channel.endswith(".agent"):
+        return None
+    try:
+        value = json.loads(frame.payload)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(value, dict) or value.get("type") != "NodeAgentPhase":
+        return None
+    return value if value.get("phase") == "watchdog" else None
+
+
+def verdict_event(
+    record: dict[str, Any], run_id: str, at: float, redact: Callable[[str], str] | None
+) -> NodeWatchdog | None:
+    detail = record.get("detail")
+    detail = detail if isinstance(detail, dict) else {}
+    status = record.get("status")
+    if status == "started":
+        kind = "fired"
+    elif status == "failed":
+        kind = "failed"
+    elif status == "ready" and detail.get("destroyed") is True:
+        kind = "destroyed"
+    elif status == "ready" and detail.get("ended") is True:
+        kind = "ended"
+    elif status == "ready":
+        kind = "ready"
+    else:
+        return None
+    deadline, idle = detail.get("deadline_at"), detail.get("idle_teardown_mins")
+    return NodeWatchdog(
+        at=at,
+        run_id=run_id,
+        status=kind,
+        reason=clean_line(str(detail.get("reason") or ""), 400, redact=redact),
+        deadline_at=float(deadline) if isinstance(deadline, (int, float)) else None,
+        idle_teardown_mins=float(idle) if isinstance(idle, (int, float)) else None,
+        armed=detail.get("armed") is True,
+        trigger=clean_line(str(detail.get("trigger") or ""), 20),
+    )

@@ -1,0 +1,73 @@
+"""After the dashboard: the run's leases are confirmed gone, or named with exit 3.
+
+The app stops its run on every way out it sees. This is the net under it: when the app ended
+without a completed stop (an exception in a widget, a terminal that vanished mid-teardown),
+the run's record is read and its open leases destroyed through a fresh provider client, as
+`mvp-tui down RUN` would. Prints go to stderr and never raise (the terminal may be gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+
+from mvp_tui.config import Config, ConfigError
+from mvp_tui.engine.controller import RunController, StopResult
+from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.settings import walk_settings
+from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.records import RecordStore
+from mvp_tui.lease.restart import LeaseRef, down
+
+
+def after_dashboard(
+    config: Config, run_id: str, controller: RunController | None, return_code: int | None
+) -> int:
+    """The dashboard's exit code, once nothing of its run can bill unnoticed."""
+    result = controller.result if controller is not None else None
+    if result is None:
+        result = _destroy_from_record(config, run_id)
+    if not result.nothing_bills:
+        for line in result.left_lines():
+            _say(f"mvp-tui: {line}")
+        return int(ExitCode.MAY_BILL)
+    return int(return_code or 0)
+
+
+def _destroy_from_record(config: Config, run_id: str) -> StopResult:
+    store = RecordStore(config.state_dir)
+    if not store.record_path(run_id).exists():
+        return StopResult()
+    try:
+        record = store.load(run_id)
+    except Exception as exc:
+        return StopResult(errors=(f"run {run_id}: {exc}",))
+    if not record.is_open:
+        return StopResult()
+    try:
+        return asyncio.run(_down(config, store, run_id))
+    except Exception as exc:
+        refs = tuple(
+            LeaseRef(run_id, x.provider_id, x.label, f"{type(exc).__name__}: {exc}")
+            for x in record.open_leases()
+        )
+        return StopResult(left=refs)
+
+
+async def _down(config: Config, store: RecordStore, run_id: str) -> StopResult:
+    try:
+        provider = build_provider(config)
+    except ConfigError as exc:
+        raise RuntimeError(str(exc)) from None
+    try:
+        settings = walk_settings(config, env={}, ssh_public_key=None)
+        report = await down(provider, store, run_id, settings=settings)
+    finally:
+        await provider.aclose()
+    return StopResult(destroyed=report.confirmed, left=report.unconfirmed, errors=report.errors)
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)

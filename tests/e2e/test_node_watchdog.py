@@ -1,0 +1,135 @@
+"""The node bounds its own bill (issue 9's "must show"), on a real sshd node rented from the
+fake Vast server: the agent destroys its own instance with the instance's key (never the
+account's) at the deadline or after silence; a switch that cannot act stops the run; an
+attached dashboard keeps its lease."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from textual.widgets import Button
+
+from mvp_tui.engine.events import NodeReady, OffersListed
+from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.lease import events as lease
+from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.node import Node, container_env
+from tests.e2e.test_vast_headless import cli
+from tests.fakes.vastai_server import FakeVast
+from tests.tui.test_dashboard_run import dashboard, is_
+
+KEY = "fake-vast-key-0123456789"
+
+
+def rented_env(fake: FakeVast, node: Node, tmp_path: Path, model: Path) -> dict[str, str]:
+    fake.add_offer(dph_total=0.40)
+    fake.ssh_endpoint = ("127.0.0.1", node.port, True)
+    return {
+        "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url,
+        "MVP_VASTAI_SSH_IDENTITY": str(node.client_key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+        "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
+        "MVP_GGUF_LOCAL_PATH": str(model), "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+        "MVP_STATE_DIR": str(tmp_path / "state"), "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
+        **container_env(fake, tmp_path),
+    }  # fmt: skip
+
+
+async def destroyed_by_itself(fake: FakeVast, instance_id: int, within: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while fake.destroyed_by(instance_id) is None:
+        assert loop.time() < deadline, f"instance {instance_id} still alive after {within:g} s"
+        await asyncio.sleep(0.2)
+    assert fake.destroyed_by(instance_id) == "instance"
+
+
+def no_account_key_on_the_node(node: Node) -> None:
+    for path in node.node_dir.rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path
+
+
+async def test_until_ready_then_the_node_destroys_itself_at_its_deadline(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_MAX_HOURS": "0.01"}
+        args = ["--yes", "--until", "ready"]
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            assert await run.finish(within=120) == 0, run.stderr
+        (verdict,) = [e for e in run.events("node_watchdog") if e["status"] == "ready"]
+        assert verdict["armed"] and verdict["deadline_at"] is not None
+        (instance,) = fake.billing()
+        await destroyed_by_itself(fake, instance["id"], 36 + 60)
+        assert fake.billing() == [] and fake.scope_violations == []
+        no_account_key_on_the_node(node)
+        down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=env)
+        assert down.returncode == 0, down.stderr
+        assert cli("ls", "--json", env=env).stdout.strip() == ""
+
+
+async def test_a_killed_attached_run_falls_silent_and_the_node_destroys_itself(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_IDLE_TEARDOWN_MINS": "0.5"}
+        async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
+            await run.until(event("node_ready"), within=120)
+            (instance,) = fake.billing()
+            run.signal(signal.SIGKILL)
+            await run.finish()
+        await destroyed_by_itself(fake, instance["id"], 30 + 60)
+        assert fake.scope_violations == []
+
+
+async def test_a_node_that_cannot_destroy_itself_is_not_run(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        env = rented_env(fake, node, tmp_path, tiny_gguf)
+        fake.node_env_file = None  # the image exposes no instance key
+        env["MVP_NODE_PROVIDER_ENV_FILE"] = str(tmp_path / "no-such-environ")
+        async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
+            code = await run.finish(within=120)
+        assert code == 1, run.stderr
+        (verdict,) = run.events("node_watchdog")
+        assert verdict["status"] == "failed" and "CONTAINER_API_KEY" in verdict["reason"]
+        assert "CONTAINER_API_KEY" in run.stderr and "require_node_watchdog" in run.stderr
+        assert not run.events("node_ready")
+        assert fake.billing() == []
+        assert [fake.destroyed_by(i) for i in fake.destroyed()] == ["account"]
+
+
+async def test_an_attached_dashboard_keeps_its_lease_past_three_silence_windows(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        idle_s = 6.0
+        env = {
+            **rented_env(fake, node, tmp_path, tiny_gguf),
+            "MVP_IDLE_TEARDOWN_MINS": str(idle_s / 60),
+        }
+        app, seen = dashboard(env, tmp_path)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await seen.first(is_(OffersListed))
+            await pilot.pause()
+            await pilot.press("enter")
+            await pilot.pause()
+            app.screen.query_one("#lease-go", Button).press()
+            await seen.first(is_(NodeReady), within=120)
+            verdict = await seen.first(is_(NodeWatchdog))
+            assert verdict.status == "ready" and verdict.idle_teardown_mins  # type: ignore[attr-defined]
+            # Time passing is what this test is about: three silence windows, attached.
+            await asyncio.sleep(3 * idle_s + 2)
+            assert len(fake.billing()) == 1, "the node destroyed a lease its dashboard held"
+            assert not [e for e in seen.events if isinstance(e, NodeWatchdog)
+                        and e.status == "fired"]  # fmt: skip
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            app.screen.query_one("#choice-destroy", Button).press()
+            await seen.first(is_(lease.LeaseDeleted), within=60)
+        assert fake.billing() == []
+        assert fake.destroyed_by(fake.destroyed()[0]) == "account"

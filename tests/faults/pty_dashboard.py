@@ -1,0 +1,84 @@
+"""The real `mvp-tui` dashboard in a pseudo-terminal, as a person's terminal would run it:
+keys go in as bytes, the screen comes out as bytes, and closing the terminal is closing the
+pty's master (the kernel then hangs the session up: SIGHUP)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+
+class PtyDashboard:
+    def __init__(self, env: dict[str, str], cols: int = 140, rows: int = 40) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
+
+        def controlling_tty() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mvp_tui"],
+            stdin=slave, stdout=slave, stderr=slave,
+            env={**base, "TERM": "xterm-256color", **env},
+            preexec_fn=controlling_tty,
+        )  # fmt: skip
+        os.close(slave)
+        self.master: int | None = master
+        self._out = bytearray()
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while self.master is not None:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            with self._changed:
+                self._out += chunk
+                self._changed.notify_all()
+
+    @property
+    def output(self) -> bytes:
+        with self._changed:
+            return bytes(self._out)
+
+    def wait_for(self, text: str, within: float = 30.0) -> None:
+        """Until `text` has been written to the terminal (the app draws text in runs)."""
+        needle = text.encode()
+        deadline = time.monotonic() + within
+        with self._changed:
+            while needle not in self._out:
+                left = deadline - time.monotonic()
+                assert left > 0, f"{text!r} never appeared on the terminal"
+                self._changed.wait(left)
+
+    def press(self, keys: bytes) -> None:
+        assert self.master is not None
+        os.write(self.master, keys)
+
+    def close_terminal(self) -> None:
+        """The terminal window goes away."""
+        master, self.master = self.master, None
+        if master is not None:
+            os.close(master)
+
+    def wait(self, within: float = 90.0) -> int:
+        return self.proc.wait(within)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.close_terminal()

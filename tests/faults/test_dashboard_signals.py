@@ -1,0 +1,73 @@
+"""The dashboard process ended from outside while a Vast lease is live: SIGTERM, and the
+terminal closed (SIGHUP). Nobody can be asked, so the lease is destroyed, confirmed, and the
+process exits 0 — never a lease left behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.vastai_server import FakeVast
+from tests.faults.pty_dashboard import PtyDashboard
+from tests.faults.test_dashboard_exits import closed_port, fake, vast_env  # noqa: F401
+
+RIGHT = b"\x1b[C"
+
+
+@pytest.fixture
+def dash(fake: FakeVast, tmp_path: Path) -> Iterator[PtyDashboard]:  # noqa: F811
+    app = PtyDashboard(vast_env(fake, tmp_path))
+    try:
+        yield app
+    finally:
+        app.kill()
+
+
+async def until_billing(server: FakeVast, count: int, within: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while len(server.billing()) != count:
+        assert loop.time() < deadline, f"the fake never had {count} billing instance(s)"
+        await asyncio.sleep(0.05)
+
+
+def open_in_record(tmp_path: Path) -> list[str]:
+    ids = []
+    for path in (tmp_path / "state" / "runs").glob("*/*.json"):
+        record = json.loads(path.read_text())
+        ids += [x["provider_id"] for x in record["leases"] if x["state"] != "deleted"]
+    return ids
+
+
+async def lease_by_keys(dash: PtyDashboard, fake: FakeVast) -> None:  # noqa: F811
+    await asyncio.to_thread(dash.wait_for, "RTX 3090")
+    dash.press(b"\r")  # Enter on the cheapest offer: the confirm opens on Cancel
+    await asyncio.to_thread(dash.wait_for, "Lease on vastai")  # the confirm
+    dash.press(RIGHT)  # Cancel → Lease
+    dash.press(b"\r")
+    await until_billing(fake, 1)
+
+
+@pytest.mark.parametrize("how", ["sigterm", "terminal closed"])
+async def test_dashboard_killed_from_outside_destroys(
+    how: str,
+    dash: PtyDashboard,
+    fake: FakeVast,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    await lease_by_keys(dash, fake)
+    if how == "sigterm":
+        dash.proc.send_signal(signal.SIGTERM)
+    else:
+        dash.close_terminal()
+    code = await asyncio.to_thread(dash.wait, 90)
+    assert fake.billing() == []
+    assert open_in_record(tmp_path) == []
+    assert code == 0
+    if how == "sigterm":
+        assert b"Traceback" not in dash.output
