@@ -11,8 +11,8 @@ from mvp_tui.engine.headless import JsonLines
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import walk_settings
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.lease.records import RecordError, RecordStore, RunRecord
-from mvp_tui.lease.restart import DownReport, LeaseRef, down
+from mvp_tui.lease.records import RecordStore, RunRecord
+from mvp_tui.lease.restart import DownReport, LeaseRef, down, runs_to_down
 from mvp_tui.secrets import Redactor
 
 
@@ -35,16 +35,7 @@ async def _down(config: Config, run_id: str | None) -> DownReport:
     """Tear down every open lease of `run_id` (or of every open run), each through the
     provider its record names — whatever provider this configuration selects."""
     store = RecordStore(config.state_dir)
-    errors: list[str] = []
-    if run_id is not None:
-        try:
-            runs = [store.load(run_id)]
-        except RecordError as exc:
-            return DownReport((), (), (), (str(exc),))
-    else:
-        scan = store.scan()
-        errors.extend(str(e) for e in scan.errors)
-        runs = [r for r in scan.runs if r.is_open]
+    runs, errors = runs_to_down(store, run_id)
     by_provider: dict[str, list[RunRecord]] = {}
     for record in runs:
         by_provider.setdefault(record.provider, []).append(record)

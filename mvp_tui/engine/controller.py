@@ -169,6 +169,7 @@ class RunController:
         if self._stopping is not None and not self._stopping.done():
             await asyncio.shield(self._stopping)
         self._stopping = None
+        self.result = None  # a new lease: an earlier stop's result no longer says it all
         task = asyncio.ensure_future(work)
         self._lifecycle = task
         try:

@@ -114,6 +114,18 @@ def _ignore(event: EngineEvent) -> None:
     return None
 
 
+def runs_to_down(store: RecordStore, run_id: str | None) -> tuple[list[RunRecord], list[str]]:
+    """The records `down` works on: run `run_id`, or every open run when None; with the
+    records that could not be read (each may hide a lease: reported, never skipped)."""
+    if run_id is not None:
+        try:
+            return [store.load(run_id)], []
+        except RecordError as exc:
+            return [], [str(exc)]
+    scan = store.scan()
+    return [r for r in scan.runs if r.is_open], [str(e) for e in scan.errors]
+
+
 async def down(
     provider: Provider,
     store: RecordStore,
@@ -126,16 +138,7 @@ async def down(
     (`mvp-tui down <run>|all`). Untracked instances carrying the run's labels are found by
     listing and torn down too."""
     settings = settings or WalkSettings()
-    errors: list[str] = []
-    if run_id is not None:
-        try:
-            runs = [store.load(run_id)]
-        except RecordError as exc:
-            return DownReport((), (), (), (str(exc),))
-    else:
-        scan = store.scan()
-        errors.extend(str(e) for e in scan.errors)
-        runs = [r for r in scan.runs if r.is_open]
+    runs, errors = runs_to_down(store, run_id)
     confirmed: list[LeaseRef] = []
     unconfirmed: list[LeaseRef] = []
     skipped: list[str] = []

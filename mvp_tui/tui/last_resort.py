@@ -26,13 +26,22 @@ def after_dashboard(
 ) -> int:
     """The dashboard's exit code, once nothing of its run can bill unnoticed."""
     result = controller.result if controller is not None else None
-    if result is None:
+    if result is None or (result.nothing_bills and _still_open(config, run_id)):
+        # No completed stop, or one that missed a lease its record still holds.
         result = _destroy_from_record(config, run_id)
     if not result.nothing_bills:
         for line in result.left_lines():
             _say(f"mvp-tui: {line}")
         return int(ExitCode.MAY_BILL)
     return int(return_code or 0)
+
+
+def _still_open(config: Config, run_id: str) -> bool:
+    store = RecordStore(config.state_dir)
+    try:
+        return store.record_path(run_id).exists() and store.load(run_id).is_open
+    except Exception:
+        return True  # unreadable: let the teardown path report it
 
 
 def _destroy_from_record(config: Config, run_id: str) -> StopResult:

@@ -233,3 +233,21 @@ async def test_teardown_key_while_bringing_up_then_quit_needs_no_question(
         await until_exiting(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
     assert app.return_code == 0
+
+
+def test_after_a_dashboard_that_never_stopped_its_run_the_record_is_torn_down(
+    fake: FakeVast, tmp_path: Path
+) -> None:
+    """The net under the app: a run whose dashboard died without a stop (no result) is
+    destroyed from its record by a fresh provider client; exit 0 once confirmed."""
+    from tests.e2e.test_vast_headless import cli
+
+    env = vast_env(fake, tmp_path)
+    up = cli("up", "--headless", "--yes", "--until", "leased", env=env)
+    assert up.returncode == 0, up.stderr
+    (row,) = [json.loads(line) for line in cli("ls", "--json", env=env).stdout.splitlines()]
+    config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
+    assert len(fake.billing()) == 1
+    assert after_dashboard(config, row["run"], None, 0) == 0
+    assert fake.billing() == []
+    assert open_in_record(tmp_path) == []

@@ -5,7 +5,6 @@ process exits 0 — never a lease left behind."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,12 @@ import pytest
 
 from tests.fakes.vastai_server import FakeVast
 from tests.faults.pty_dashboard import PtyDashboard
-from tests.faults.test_dashboard_exits import closed_port, fake, vast_env  # noqa: F401
+from tests.faults.test_dashboard_exits import (  # noqa: F401  (fixtures)
+    closed_port,
+    fake,
+    open_in_record,
+    vast_env,
+)
 
 RIGHT = b"\x1b[C"
 
@@ -34,14 +38,6 @@ async def until_billing(server: FakeVast, count: int, within: float = 30.0) -> N
     while len(server.billing()) != count:
         assert loop.time() < deadline, f"the fake never had {count} billing instance(s)"
         await asyncio.sleep(0.05)
-
-
-def open_in_record(tmp_path: Path) -> list[str]:
-    ids = []
-    for path in (tmp_path / "state" / "runs").glob("*/*.json"):
-        record = json.loads(path.read_text())
-        ids += [x["provider_id"] for x in record["leases"] if x["state"] != "deleted"]
-    return ids
 
 
 async def lease_by_keys(dash: PtyDashboard, fake: FakeVast) -> None:  # noqa: F811
