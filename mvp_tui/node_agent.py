@@ -1095,7 +1095,9 @@ class ApiAnswer:
             text = " ".join(str(p) for p in parts if p)
         elif isinstance(self.body, str):
             text = self.body
-        text = clean_text(text.replace("\n", " ").strip(), 160)
+        # Bounded only loosely here: the switch's records redact (the instance key) and
+        # then cut, so a cut never shows a secret's prefix.
+        text = clean_text(text.replace("\n", " ").strip(), 2000)
         return f"HTTP {self.status}" + (f" {text}" if text else "")
 
 
@@ -1142,9 +1144,9 @@ def api_request(
         text = str(reason)
         if "CERTIFICATE" in text.upper() or "SSL" in type(reason).__name__.upper():
             text = f"TLS failure: {text} (the node may lack CA certificates)"
-        return ApiAnswer(None, None, clean_text(text, 200))
+        return ApiAnswer(None, None, clean_text(text, 2000))
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        return ApiAnswer(None, None, clean_text(f"{_name(exc)}: {exc}", 200))
+        return ApiAnswer(None, None, clean_text(f"{_name(exc)}: {exc}", 2000))
     text = raw.decode("utf-8", "replace")
     try:
         parsed: Any = json.loads(text) if text.strip() else None
@@ -1386,7 +1388,7 @@ class Watchdog:
         base = self._detail()
         if reason is not None:
             self.verdict = "failed"
-            base.update(reason=clean_text(reason, 600), armed=False)
+            base.update(reason=clean_text(reason, 600, redact=self.emitter.redact), armed=False)
             self.emitter.phase(WATCHDOG_PHASE, "failed", base, _ms_since(started))
             self.emitter.stderr(f"mvp-node: dead-man's switch verdict failed: {reason}")
             return
@@ -1551,7 +1553,8 @@ class Watchdog:
                     problem = f"destroy of {what} failed: {answer.describe()}"
             wait = max(min(delay, WATCHDOG_RETRY_CAP_S), floor)
             self.emitter.notice(
-                f"dead-man's switch: attempt {attempt}: {clean_text(problem, 600)}; "
+                f"dead-man's switch: attempt {attempt}: "
+                f"{clean_text(problem, 600, redact=self.emitter.redact)}; "
                 f"retrying in {wait:g} s"
             )
             time.sleep(wait)
