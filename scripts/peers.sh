@@ -13,6 +13,14 @@ if [ ! -x /usr/sbin/sshd ]; then
 fi
 # sshd refuses to start as root without its privilege-separation directory.
 [ "$(id -u)" = 0 ] && mkdir -p /run/sshd
+# Docker's engine (docker.io, when missing; scripts/test.sh starts a private dockerd per test
+# session, never the system service) and the Docker tests' node image, built offline and
+# cached under ~/.cache/mvp-tui/docker-image (see tests/docker/image.py).
+"$here/scripts/dockerd.sh" install
+if [ -x "$here/.venv/bin/python" ]; then
+  (cd "$here" && .venv/bin/python -m tests.docker.image build) ||
+    echo "peers: the Docker test image was not built (is the local extra installed?)" >&2
+fi
 if [ -x "$here/scripts/vastai-cli-venv.sh" ]; then
   "$here/scripts/vastai-cli-venv.sh"
 fi

@@ -6,6 +6,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 ./scripts/setup.sh dev local
 ./scripts/peers.sh
+# A private dockerd for this session only (scripts/dockerd.sh: no bridge, no iptables); the
+# Docker tests get its socket as MVP_TEST_DOCKER_HOST. Stopped however this script ends.
+MVP_TEST_DOCKERD_DIR=""
+trap '[ -z "$MVP_TEST_DOCKERD_DIR" ] || ./scripts/dockerd.sh stop "$MVP_TEST_DOCKERD_DIR"' EXIT
+eval "$(./scripts/dockerd.sh start)"
 .venv/bin/ruff check .
 ./scripts/typecheck.sh
-exec .venv/bin/python -m pytest -n 2 -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -n 2 -p no:cacheprovider "$@"

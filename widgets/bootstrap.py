@@ -3,17 +3,26 @@
 SSH and lease events arrive through `handle_event`; the node's phases and download progress
 are read from the hub (`attach_hub`), polled every `POLL_S` only when the hub changed: no
 message per frame. It reads the same without colour: ✓ ● ○ ✗ and words.
+
+Rows fit the pane: a narrow pane drops the timing column and takes a row's short form
+(`Stage.compact`); a detail too long for its line wraps onto the lines the pane has spare,
+a failure's first (its reason names the fix), and only what still does not fit is cut.
 """
 
 from __future__ import annotations
 
 import re
+import textwrap
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import tzinfo
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.widgets import Static
 
@@ -25,7 +34,10 @@ from mvp_tui.widgets.pane import Pane
 
 POLL_S = 0.25
 BAR_CELLS = 14
-NAME_CELLS = 18
+NAME_CELLS = 18  # at most: the column is as wide as the longest name (+2)
+TIME_CELLS = 11
+NARROW_CELLS = 52  # a pane narrower than this drops the timing column
+NARROW_INDENT = 4  # where a wrapped detail goes on in a narrow pane
 _AGENT_CHANNEL = re.compile(r"mvp\.node\.\d+\.agent")
 _STATUS_CLASS = {
     Status.PENDING: "bootstrap--pending",
@@ -54,10 +66,11 @@ class BootstrapPane(Pane):
         self,
         *,
         clock: Callable[[], float] = time.time,
+        tz: tzinfo | None = None,
         id: str | None = "bootstrap-pane",
     ) -> None:
         super().__init__(id=id)
-        self.model = BootstrapModel()
+        self.model = BootstrapModel(tz=tz)
         self.hub: ChannelHub | None = None
         self._clock = clock
         self._version = -1
@@ -108,6 +121,9 @@ class BootstrapPane(Pane):
         return fixed + [c for c in hub.channels() if _AGENT_CHANNEL.fullmatch(c)]
 
     # -- rendering -----------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self.render_list()
+
     def _tick(self) -> None:
         if any(stage.status is Status.ACTIVE for stage in self.model.rows()):
             self.render_list()
@@ -125,26 +141,150 @@ class BootstrapPane(Pane):
         if started:
             body.update(self.checklist_text())
 
-    def checklist_text(self) -> Text:
+    def checklist_text(self, width: int | None = None, height: int | None = None) -> Text:
+        """The rows laid out for `width` x `height` cells (default: the pane's content area;
+        0 = unknown: one line per row, nothing wrapped)."""
+        size = self.content_size
+        width = size.width if width is None else width
+        height = size.height if height is None else height
         now = self._clock()
+        layout = layout_rows(self.model.rows(), width, height)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for index, stage in enumerate(self.model.rows()):
-            if index:
+        if layout.folded:
+            style = self._style(_STATUS_CLASS[Status.DONE])
+            text.append(f"{Status.DONE.value} {folded_text(layout.folded, width - 2)}", style=style)
+        for index, (stage, (indent, lines)) in enumerate(
+            zip(layout.rows, layout.details, strict=True)
+        ):
+            if index or layout.folded:
                 text.append("\n")
-            text.append_text(self._row(stage, now))
+            text.append_text(self._row(stage, now, layout.name_cells, timed=layout.timed))
+            text.append(lines[0])
+            for more in lines[1:]:
+                text.append("\n" + " " * indent + more)
         return text
 
-    def _row(self, stage: Stage, now: float) -> Text:
+    def _row(self, stage: Stage, now: float, name_cells: int, *, timed: bool) -> Text:
         style = self._style(_STATUS_CLASS[stage.status])
         row = Text()
         row.append(f"{stage.status.value} ", style=style)
-        row.append(f"{stage.name:<{NAME_CELLS}}", style=style)
-        seconds = stage.seconds(now)
-        timed = seconds is not None and (seconds > 0 or stage.status is Status.ACTIVE)
-        row.append(
-            f"{seconds:7.1f} s  " if timed else " " * 11, style=self._style("bootstrap--time")
-        )
-        if stage.progress is not None:
-            row.append(progress_bar(stage.progress) + " ")
-        row.append(stage.detail)
+        row.append(f"{stage.name:<{name_cells}}", style=style)
+        if timed:
+            seconds = stage.seconds(now)
+            shown = seconds is not None and (seconds > 0 or stage.status is Status.ACTIVE)
+            row.append(
+                f"{seconds:7.1f} s  " if shown else " " * TIME_CELLS,
+                style=self._style("bootstrap--time"),
+            )
         return row
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where the rows go in the pane's cells."""
+
+    folded: list[Stage]  # the first steps, all done, on one line (when lines are short)
+    rows: list[Stage]  # the others, one line each plus their detail's wrapped lines
+    name_cells: int
+    timed: bool  # the timing column shows (not in a narrow pane)
+    details: list[tuple[int, list[str]]]  # per row: (indent of wrapped lines, lines)
+    failure_cut: bool  # a failure's reason does not fit whole
+
+
+def layout_rows(rows: list[Stage], width: int, height: int) -> Layout:
+    """Every row on its line when they fit; if not, the first steps done share one line.
+    A failure's reason wraps onto the lines to spare; when they are too few, more of the
+    steps done are folded to make room (the reason names the fix)."""
+    done = next((i for i, stage in enumerate(rows) if stage.status is not Status.DONE), len(rows))
+    most = min(done, len(rows) - 1)  # a fold of one row into one line gains nothing
+    if height <= 0 or len(rows) <= height:
+        folds = [0, *range(2, most + 1)]
+    else:
+        folds = list(range(max(2, len(rows) - height + 1), most + 1)) or [0]
+    layout = _lay(rows, folds[0], width, height)
+    for fold in folds[1:]:
+        if not layout.failure_cut:
+            break
+        layout = _lay(rows, fold, width, height)
+    return layout
+
+
+def folded_text(stages: list[Stage], cells: int) -> str:
+    """The names of the steps folded on one line: all when they fit, else the first and
+    the last with how many."""
+    names = ", ".join(stage.name for stage in stages)
+    if cells <= 0 or cell_len(names) <= cells:
+        return names
+    return f"{stages[0].name} … {stages[-1].name} ({len(stages)} done)"
+
+
+def _lay(rows: list[Stage], fold: int, width: int, height: int) -> Layout:
+    folded, shown = rows[:fold], rows[fold:]
+    if fold and height > 0:
+        height -= 1
+    narrow = 0 < width < NARROW_CELLS
+    name_cells = min(NAME_CELLS, max(len(stage.name) for stage in shown) + 2)
+    lead = 2 + name_cells + (0 if narrow else TIME_CELLS)
+    details, cut = _details(shown, width, lead, height)
+    return Layout(folded, shown, name_cells, not narrow, details, cut)
+
+
+def _details(
+    rows: list[Stage], width: int, lead: int, height: int
+) -> tuple[list[tuple[int, list[str]]], bool]:
+    """Each row's detail as (indent, lines): the first line beside the row, the others below
+    it, under the detail column or, when that takes too many lines, further left; and
+    whether a failure's reason had to be cut."""
+    full = [_detail(stage) for stage in rows]
+    details = [(lead, [text]) for text in full]
+    room = width - lead
+    if not width or room <= 0:
+        return details, False
+    spare = max(0, height - len(rows)) if height > 0 else 0
+    failure_cut = False
+    # Failures first: their reason says what to do.
+    order = sorted(range(len(rows)), key=lambda i: rows[i].status is not Status.FAILED)
+    for i in order:
+        stage, text = rows[i], full[i]
+        if cell_len(text) <= room:
+            continue
+        indent = lead
+        wrapped = _wrap(text, room, width - indent)
+        if len(wrapped) - 1 > spare and lead > NARROW_INDENT:
+            indent = NARROW_INDENT  # all of it below the row, from further left
+            wrapped = _wrap(text, 0, width - indent)
+        compact = _detail(stage, compact=True) if stage.compact else ""
+        if len(wrapped) - 1 <= spare:
+            details[i] = (indent, wrapped)
+        elif compact and cell_len(compact) <= room:
+            details[i] = (lead, [compact])
+        else:
+            failure_cut = failure_cut or stage.status is Status.FAILED
+            if spare:
+                cut = [*wrapped[:spare], " ".join(wrapped[spare:])]  # the last line is cut
+                details[i] = (indent, cut)
+        spare -= len(details[i][1]) - 1
+    return details, failure_cut
+
+
+def _detail(stage: Stage, *, compact: bool = False) -> str:
+    """The row's detail, with its progress bar; the short form has neither bar nor sizes."""
+    if compact:
+        return stage.compact
+    if stage.progress is not None:
+        return f"{progress_bar(stage.progress)} {stage.detail}"
+    return stage.detail
+
+
+def _wrap(text: str, first: int, rest: int) -> list[str]:
+    """`text` in lines: the first at most `first` cells (0: the first line stays empty), the
+    others at most `rest`. A " · " stays with the part after it, so no line ends on one."""
+    glued = text.replace(" · ", " ·\u00a0")  # textwrap breaks at ASCII whitespace only
+    if first <= 0:
+        lines = ["", *textwrap.wrap(glued, max(1, rest), break_on_hyphens=False)]
+    else:
+        lines = textwrap.wrap(glued, first, break_on_hyphens=False)
+        if len(lines) > 1:
+            tail = glued[len(lines[0]) :].strip()
+            lines = [lines[0], *textwrap.wrap(tail, max(1, rest), break_on_hyphens=False)]
+    return [line.replace("\u00a0", " ") for line in lines] or [""]

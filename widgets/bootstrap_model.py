@@ -3,6 +3,8 @@
 Fed two ways: engine events (lease running, SSH attempts, host key, agent) through `apply`,
 and datastream records (the orchestrator's `mvp.orch.bootstrap` phases, the node agent's
 `mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) through `record`.
+The node's dead-man's switch is its own row, from the agent's `watchdog` phase frames only,
+so a replay (frames, no engine events) shows it as a live run does.
 Every status reads without colour: ✓ done, ● in progress, ○ not yet, ✗ failed, plus words.
 Record fields come from the node: untrusted, so only typed values are used and every text
 is cleaned to one line of ASCII.
@@ -14,14 +16,17 @@ import enum
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import tzinfo
 from typing import Any
 
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import LeasePending, LeaseRunning
 from mvp_tui.ssh.events import AgentExited, AgentStarted, AttemptOutcome, HostKeyPinned, SshAttempt
-from mvp_tui.untrusted import one_line_ascii
+from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.widgets.node_switch import armed_text, finite
 
 DETAIL_CHARS = 72
+REASON_CHARS = 400  # a failed switch's reason names its fix: kept whole, wrapped on screen
 EXTRA_PHASES_KEPT = 8
 
 
@@ -39,6 +44,7 @@ class StageId(enum.Enum):
     SSH = "ssh"
     HOST_KEY = "host key"
     AGENT = "agent started"
+    WATCHDOG = "node watchdog"
     MODEL = "model"
     ENGINE = "engine healthy"
 
@@ -54,6 +60,7 @@ class Stage:
     ended_at: float | None = None
     progress: float | None = None  # 0..1 while a download runs
     from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
+    compact: str = ""  # a shorter detail for a narrow pane ("" = the detail, cut)
 
     def start(self, at: float) -> None:
         if self.status is Status.PENDING:
@@ -65,7 +72,7 @@ class Stage:
         if self.started_at is None:
             self.started_at = at
         self.status, self.ended_at, self.detail = status, at, detail
-        self.progress = None
+        self.progress, self.compact = None, ""
 
     def seconds(self, now: float) -> float | None:
         """How long it took, or has been running; None before it starts."""
@@ -73,6 +80,16 @@ class Stage:
             return None
         end = self.ended_at if self.ended_at is not None else now
         return max(0.0, end - self.started_at)
+
+
+@dataclass(slots=True)
+class SwitchVerdict:
+    """The node's dead-man's switch as its `ready` verdict (and later control lines) left it."""
+
+    deadline_at: float | None  # Unix seconds; None: no deadline
+    idle_mins: float | None  # the silence limit; None: none
+    armed: bool  # the deadline or the silence switch can fire
+    idle_armed: bool  # the silence switch is on (a detached run turns it off)
 
 
 def _text(value: object, limit: int = DETAIL_CHARS) -> str:
@@ -96,15 +113,18 @@ def size_text(n: float) -> str:
 class BootstrapModel:
     """The checklist of the current lease; a new lease starts it afresh."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tz: tzinfo | None = None) -> None:
+        self.tz = tz  # clock times (the switch's deadline) in this zone; None: local time
         self.lease_id: str | None = None
         self.stages: dict[StageId, Stage] = {}
         self.extra: dict[str, Stage] = {}  # orchestrator phases not in the fixed list
+        self.switch: SwitchVerdict | None = None  # the switch's `ready` verdict, if any
         self.reset()
 
     def reset(self) -> None:
         self.stages = {sid: Stage(sid.value) for sid in StageId}
         self.extra = {}
+        self.switch = None
 
     @property
     def started(self) -> bool:
@@ -190,8 +210,12 @@ class BootstrapModel:
         if kind == "OrchBootstrap":
             return self._orch_phase(value, when)
         if kind == "NodeAgentPhase":
+            if value.get("phase") == "watchdog":
+                return self._watchdog_phase(value, when)
             return self._agent_phase(value, when)
         if kind == "NodeAgentProgress":
+            if value.get("phase") == "watchdog":
+                return self._watchdog_progress(value, when)
             return self._agent_progress(value, when)
         if kind == "WeightsLoaded":
             return self._weights_loaded(value, when)
@@ -243,10 +267,17 @@ class BootstrapModel:
 
     def _agent_phase(self, value: Mapping[str, Any], when: float) -> bool:
         phase = _text(value.get("phase"), 32)
+        status = _text(value.get("status"), 16)
+        switch = self.stages[StageId.WATCHDOG]
+        if phase in _AFTER_VERDICT and switch.status is Status.PENDING and not switch.detail:
+            # The verdict comes right after config: a node past it reported none.
+            switch.detail = "none reported: no switch on this node"
+            switch.compact = "none reported"
+            if phase == "probe":
+                return True
         stage = self._phase_stage(phase)
         if stage is None:
             return False
-        status = _text(value.get("status"), 16)
         detail = _model_detail(value.get("detail")) if phase == "model" else ""
         if phase == "engine_start" and status == "ready":
             stage.start(when)  # started is not healthy: wait for engine_health/WeightsLoaded
@@ -256,6 +287,72 @@ class BootstrapModel:
             detail = _detail_text(value.get("detail"))
         self._finish_by_status(stage, status, when, detail)
         return True
+
+    # -- the node's dead-man's switch -----------------------------------------------------
+    def _watchdog_phase(self, value: Mapping[str, Any], when: float) -> bool:
+        """`ready` (armed, with deadline and silence limit) or `failed` (the reason) at
+        start; `started` when it fires; a final `ready` once it destroyed its lease (or, on
+        a local node, ended it)."""
+        stage = self.stages[StageId.WATCHDOG]
+        status = _text(value.get("status"), 16)
+        raw = value.get("detail")
+        detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        trigger = _text(detail.get("trigger"), 16) or "?"
+        local = detail.get("action") == "end" or detail.get("ended") is True
+        if status == "started":
+            self.switch = None  # it fired: control lines no longer change what the row says
+            stage.status, stage.started_at, stage.ended_at = Status.ACTIVE, when, None
+            stage.progress = None
+            stage.detail = f"{'ending the node' if local else 'destroying its lease'} ({trigger})"
+            stage.compact = ""
+        elif status == "failed":
+            reason = _reason(detail.get("reason")) or "cannot destroy its own lease"
+            stage.finish(when, Status.FAILED, reason)
+        elif status == "ready" and detail.get("destroyed") is True:
+            stage.finish(when, Status.DONE, f"destroyed its lease ({trigger})")
+        elif status == "ready" and detail.get("ended") is True:
+            stage.finish(when, Status.DONE, f"ended the node ({trigger})")
+        elif status == "ready":
+            elapsed = _num(value.get("elapsed_ms"))
+            if stage.started_at is None and elapsed is not None and elapsed >= 0:
+                stage.started_at = when - elapsed / 1000
+            self.switch = SwitchVerdict(
+                deadline_at=finite(_num(detail.get("deadline_at"))),
+                idle_mins=finite(_num(detail.get("idle_teardown_mins"))),
+                armed=detail.get("armed") is True,
+                idle_armed=detail.get("idle_armed") is not False,
+            )
+            stage.finish(when, Status.DONE, "")
+            self._switch_detail(stage, self.switch, when)
+        else:
+            return False
+        return True
+
+    def _watchdog_progress(self, value: Mapping[str, Any], when: float) -> bool:
+        """`detached` / `attached`: the silence switch stood down or re-armed."""
+        stage, switch = self.stages[StageId.WATCHDOG], self.switch
+        if stage.status is not Status.DONE or switch is None or "idle_armed" not in value:
+            return False  # also once it fired: the row then tells the destroy
+        switch.idle_armed = value.get("idle_armed") is True
+        switch.armed = switch.idle_armed or switch.deadline_at is not None
+        self._switch_detail(stage, switch, when)
+        return True
+
+    def _switch_detail(self, stage: Stage, switch: SwitchVerdict, when: float) -> None:
+        for compact in (False, True):
+            text = armed_text(
+                armed=switch.armed,
+                deadline_at=switch.deadline_at,
+                idle_mins=switch.idle_mins,
+                idle_armed=switch.idle_armed,
+                tz=self.tz,
+                ref=when,
+                compact=compact,
+            )
+            if compact:
+                stage.compact = text
+            else:
+                stage.detail = text
 
     def _agent_progress(self, value: Mapping[str, Any], when: float) -> bool:
         phase = _text(value.get("phase"), 32)
@@ -268,9 +365,11 @@ class BootstrapModel:
             done, total = _num(value.get("bytes_done")), _num(value.get("bytes_total"))
             rate = _num(value.get("rate_bps"))
             parts = [state or "downloading"]
+            stage.compact = parts[0]
             if done is not None and total:
                 stage.progress = min(1.0, done / total)
                 parts.append(f"{size_text(done)} of {size_text(total)}")
+                stage.compact = f"{stage.progress * 100:.0f}% {parts[0]}"
             elif done is not None:
                 parts.append(size_text(done))
             if rate:
@@ -294,6 +393,14 @@ class BootstrapModel:
 
 # Orchestrator phases that a fixed row already shows from engine events.
 _ORCH_FIXED = {"lease": StageId.LEASE, "ssh": StageId.SSH, "weights": StageId.ENGINE}
+# The agent's phases after the switch's verdict (which comes right after config).
+_AFTER_VERDICT = ("probe", "model", "engine_start", "engine_health")
+
+
+def _reason(value: object) -> str:
+    """A node's reason: one line, no escapes or controls, bounded; not folded to ASCII
+    (a reason may hold a "≥")."""
+    return " ".join(clean_line(value, REASON_CHARS).split()) if isinstance(value, str) else ""
 
 
 def _detail_text(detail: object) -> str:

@@ -1,8 +1,12 @@
 """The Leases pane: each create attempt and its answer, then every lease with uptime and spend.
 
-Fed by `handle_event` (lease-walk events only; others are ignored). Uptime and spend tick
-every second from the events' times and an injectable clock; `ctrl+d` on the selected lease
-asks (focus on Cancel) and then posts `TeardownRequested`.
+Fed by `handle_event` (lease-walk events and the node switch's `NodeWatchdog`; others are
+ignored). Uptime and spend tick every second from the events' times and an injectable clock;
+`ctrl+d` on the selected lease asks (focus on Cancel) and then posts `TeardownRequested`.
+
+Each lease row ends with its node's dead-man's switch ("switch armed · ends 14:32", "switch
+FAILED", "its node destroyed it (deadline)"). A pane too narrow for that column shows the
+same words on a line per lease below the table instead, so nothing is cut.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from collections.abc import Callable
 from datetime import tzinfo
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -29,11 +35,15 @@ from mvp_tui.widgets.leases_model import (
     LeaseView,
     Tone,
     clock_text,
+    switch_text,
     uptime_text,
 )
 from mvp_tui.widgets.pane import Pane
 
 LEASE_COLUMNS = ("", "lease", "GPU", "state", "uptime", "$/h", "spend")
+SWITCH_COLUMN = "switch"
+TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
+SCROLLBAR_CELLS = 2
 _STATE_CLASS = {
     LeaseState.PENDING: "leases--pending",
     LeaseState.RUNNING: "leases--live",
@@ -41,6 +51,8 @@ _STATE_CLASS = {
     LeaseState.DELETING: "leases--pending",
     LeaseState.DELETED: "leases--muted",
     LeaseState.UNCONFIRMED: "leases--fail",
+    LeaseState.NODE_DESTROYED: "leases--warn",
+    LeaseState.NODE_ENDED: "leases--warn",
 }
 _TONE_CLASS = {
     Tone.PLAIN: "",
@@ -90,22 +102,24 @@ class LeasesPane(Pane):
         id: str | None = "leases-pane",
     ) -> None:
         super().__init__(id=id)
-        self.model = LeasesModel()
+        self.model = LeasesModel(tz=tz)
         self._clock = clock
         self._tz = tz
         self._shown: frozenset[str] = frozenset()
+        self._columns: tuple[str, ...] = ()
 
     def compose_content(self) -> ComposeResult:
         with VerticalScroll(id="leases-history"):
             yield Static(id="leases-lines")
         yield DataTable(id="leases-table", cursor_type="row", show_header=False)
+        yield Static(id="leases-switch")
 
     def on_mount(self) -> None:
         self.query_one("#leases-history").display = False
+        self.query_one("#leases-switch").display = False
         table = self.table
         table.display = False
-        for name in LEASE_COLUMNS:
-            table.add_column(name, key=name or "mark")
+        self._set_columns(LEASE_COLUMNS)
         self.query_one("#leases-history", VerticalScroll).anchor()
         self.set_interval(1.0, self.tick)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_all())
@@ -138,8 +152,16 @@ class LeasesPane(Pane):
         return self.model.leases.get(row_key.value or "")
 
     # -- rendering -----------------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._render_leases()  # the switch: a column when it fits, else lines below
+
     def _style(self, name: str) -> Style | str:
-        return self.get_component_rich_style(name) if name else ""
+        if not name:
+            return ""
+        # Colour and weight without the pane's background, so a table cell keeps its row's
+        # (the cursor's highlight) instead of painting the pane's over it.
+        full = self.get_component_rich_style(name)
+        return Style(color=full.color, bold=full.bold, italic=full.italic, dim=full.dim)
 
     def _render_all(self) -> None:
         has_lines = bool(self.model.history)
@@ -165,15 +187,75 @@ class LeasesPane(Pane):
         table = self.table
         selected = self.selected()
         now = self._clock()
+        leases = list(self.model.leases.values())
+        rows = [self._cells(lease, now) for lease in leases]
+        switches = [self._switch(lease, now) for lease in leases]
+        told = any(switch.plain for switch in switches)  # else no column, no lines
+        column = told and self._fits([[*c, w] for c, w in zip(rows, switches, strict=True)])
         with self.app.batch_update():
+            self._set_columns((*LEASE_COLUMNS, SWITCH_COLUMN) if column else LEASE_COLUMNS)
             table.clear()
-            for lease in self.model.leases.values():
-                table.add_row(*self._cells(lease, now), key=lease.provider_id)
+            for lease, cells, switch in zip(leases, rows, switches, strict=True):
+                table.add_row(*cells, *([switch] if column else []), key=lease.provider_id)
             if selected is not None and selected.provider_id in self.model.leases:
                 table.move_cursor(row=table.get_row_index(selected.provider_id), animate=False)
+            below = told and not column
+            self._render_switch_lines(list(zip(leases, switches, strict=True)) if below else [])
         self._shown = frozenset(self.model.leases)
         table.display = bool(self.model.leases)
         self.refresh_bindings()
+
+    def _set_columns(self, columns: tuple[str, ...]) -> None:
+        if columns == self._columns:
+            return
+        table = self.table
+        table.clear(columns=True)
+        for name in columns:
+            table.add_column(name, key=name or "mark")
+        self._columns = columns
+        # The switch column is only there when it fits; a resize that makes the table
+        # overflow for a moment (until `on_resize` drops it) must not leave a scrollbar.
+        # Scrolling comes back once the table has measured itself without the column.
+        if SWITCH_COLUMN in columns:
+            self.add_class("-switch-column")
+        else:
+            table.call_after_refresh(self._switch_column_class)
+
+    def _switch_column_class(self) -> None:
+        self.set_class(SWITCH_COLUMN in self._columns, "-switch-column")
+
+    def _fits(self, rows: list[list[Text]]) -> bool:
+        """Whether the table with these cells fits the pane's width."""
+        width = self.content_size.width
+        if not width:
+            return False  # not laid out yet: lines below for now, a column once it is
+        if not rows:
+            return True
+        pad = 2 * self.table.cell_padding
+        needed = sum(
+            pad + max(cell_len(label), *(cell_len(row[i].plain) for row in rows))
+            for i, label in enumerate((*LEASE_COLUMNS, SWITCH_COLUMN))
+        )
+        return needed + (SCROLLBAR_CELLS if len(rows) > TABLE_ROWS else 0) <= width
+
+    def _render_switch_lines(self, rows: list[tuple[LeaseView, Text]]) -> None:
+        """The switch of each lease that has one to tell, below the table (narrow panes)."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for lease, switch in rows:
+            if not switch.plain:
+                continue
+            if text.plain:
+                text.append("\n")
+            text.append(f"{lease.provider_id}  ")
+            text.append_text(switch)
+        lines = self.query_one("#leases-switch", Static)
+        lines.update(text)
+        lines.display = bool(text.plain)
+        self.set_class(bool(text.plain), "-switch-below")
+
+    def _switch(self, lease: LeaseView, now: float) -> Text:
+        words, tone = switch_text(lease, self._tz, now)
+        return Text(words, style=self._style(_TONE_CLASS[tone]))
 
     def _cells(self, lease: LeaseView, now: float) -> list[Text]:
         state_style = self._style(_STATE_CLASS[lease.state])

@@ -4,6 +4,9 @@ Two parts: a bounded history with one line per create attempt (later answers abo
 attempt or lease extend its line: "unavailable → next", "ambiguous (500) → reconciled:
 adopted 7002", "not ready → deleted"), and every lease the run made with its state, uptime
 and estimated spend. Event texts from providers are sanitised before they are kept.
+
+Each lease also carries what its node's dead-man's switch said (`NodeWatchdog`): armed with
+its deadline, failed, fired, or that the node destroyed (or, locally, ended) the lease itself.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import (
     AttemptAnswered,
@@ -32,11 +37,13 @@ from mvp_tui.lease.events import (
     WalkFailed,
 )
 from mvp_tui.lease.spend import spend_usd
-from mvp_tui.untrusted import one_line_ascii
+from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.widgets.node_switch import armed_text, finite
 
 HISTORY_LINES = 200
 LEASES_KEPT = 20
 DETAIL_CHARS = 80
+REASON_CHARS = 400  # a failed switch's reason names its fix: kept whole (history wraps)
 
 
 class Tone(enum.Enum):
@@ -59,10 +66,37 @@ class LeaseState(enum.Enum):
     DELETING = "deleting"
     DELETED = "deleted"
     UNCONFIRMED = "delete unconfirmed"
+    # The node's switch destroyed (ended) it: the node's word until `LeaseDeleted` confirms,
+    # so it still counts as one that may bill.
+    NODE_DESTROYED = "destroyed by node"
+    NODE_ENDED = "ended by node"
 
     @property
     def may_bill(self) -> bool:
         return self is not LeaseState.DELETED
+
+
+class SwitchStatus(enum.Enum):
+    """The node's dead-man's switch, as its reports left it."""
+
+    ARMED = "ready"  # the verdict: it can destroy its own lease (armed or not: `armed`)
+    FAILED = "failed"  # it cannot (the reason says why)
+    FIRED = "fired"  # the deadline or the silence passed: destroying
+    DESTROYED = "destroyed"  # it destroyed its lease (the provider said gone)
+    ENDED = "ended"  # a local node: the switch ended the engine and the agent
+    NONE = "none"  # the node got ready without a verdict: no switch runs there
+
+
+@dataclass(slots=True)
+class SwitchView:
+    """What a lease's node said about its switch."""
+
+    status: SwitchStatus
+    deadline_at: float | None = None
+    idle_mins: float | None = None
+    armed: bool = False
+    trigger: str = ""
+    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -90,6 +124,7 @@ class LeaseView:
     final_uptime_s: float | None = None
     final_spend_usd: float | None = None
     endpoint: str = ""
+    switch: SwitchView | None = None
 
     def uptime_s(self, now: float) -> float:
         if self.final_uptime_s is not None:
@@ -122,15 +157,52 @@ def uptime_text(seconds: float) -> str:
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
+def switch_text(lease: LeaseView, tz: tzinfo | None, now: float) -> tuple[str, Tone]:
+    """The lease's node switch in a few words: "switch armed · ends 14:32", "no switch",
+    "switch FAILED", …; ("", PLAIN) when there is nothing to say (e.g. a lease that never ran
+    an agent and is gone)."""
+    switch = lease.switch
+    if switch is None:
+        if lease.state is LeaseState.RUNNING:
+            return "switch pending", Tone.PENDING  # the node has not given its verdict yet
+        return "", Tone.PLAIN
+    status = switch.status
+    if status is SwitchStatus.DESTROYED:
+        return f"its node destroyed it ({switch.trigger})", Tone.WARN
+    if status is SwitchStatus.ENDED:
+        return f"its node ended it ({switch.trigger})", Tone.WARN
+    if not lease.state.may_bill:
+        return "", Tone.PLAIN  # gone, by the dashboard's hand: the switch went with it
+    if status is SwitchStatus.FAILED:
+        return "switch FAILED", Tone.FAIL
+    if status is SwitchStatus.FIRED:
+        return f"switch fired ({switch.trigger}): destroying", Tone.PENDING
+    if status is SwitchStatus.NONE:
+        return "no switch", Tone.WARN
+    if not switch.armed:
+        return "switch not armed", Tone.WARN
+    text = armed_text(
+        armed=True,
+        deadline_at=switch.deadline_at,
+        idle_mins=switch.idle_mins,
+        tz=tz,
+        ref=now,
+        compact=True,
+    )
+    return f"switch {text}", Tone.OK
+
+
 @dataclass
 class LeasesModel:
     """Folds lease events into history lines and lease views; `apply` says if anything changed."""
 
     history: deque[HistoryLine] = field(default_factory=lambda: deque(maxlen=HISTORY_LINES))
     leases: dict[str, LeaseView] = field(default_factory=dict)
+    tz: tzinfo | None = None  # clock times in history text (the switch's deadline); None: local
     _by_label: dict[str, HistoryLine] = field(default_factory=dict)
     _by_lease: dict[str, HistoryLine] = field(default_factory=dict)
     _attempts: dict[str, _Attempt] = field(default_factory=dict)
+    _node_lease: dict[str, str] = field(default_factory=dict)  # run id -> its running lease
 
     def apply(self, event: EngineEvent) -> bool:
         handler = _HANDLERS.get(type(event))
@@ -251,6 +323,7 @@ class LeasesModel:
     def _running(self, e: LeaseRunning) -> None:
         lease = self._lease(e.provider_id)
         lease.state = LeaseState.RUNNING
+        self._node_lease[e.run_id] = lease.provider_id
         lease.price_per_hour = e.price_per_hour or lease.price_per_hour
         if lease.created_at is None:
             lease.created_at = e.at - e.after_s
@@ -268,12 +341,72 @@ class LeasesModel:
 
     def _deleted(self, e: LeaseDeleted) -> None:
         lease = self._lease(e.provider_id)
+        by_node = lease.state in (LeaseState.NODE_DESTROYED, LeaseState.NODE_ENDED)
         lease.state = LeaseState.DELETED
         lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
-        line.add(f"→ deleted (${e.spend_usd:.3f})", Tone.OK)
+        line.add(f"→ {'confirmed gone' if by_node else 'deleted'} (${e.spend_usd:.3f})", Tone.OK)
         self._trim_leases()
+
+    # -- the node's dead-man's switch -------------------------------------------------------
+    def _switch(self, e: NodeWatchdog) -> None:
+        provider_id = self._node_lease.get(e.run_id)
+        lease = self.leases.get(provider_id) if provider_id is not None else None
+        if lease is None:
+            return  # no running lease of this run is known: nothing to put it on
+        status = SwitchStatus(e.status) if e.status in _SWITCH_STATUSES else None
+        if status is None:
+            return
+        trigger = one_line_ascii(e.trigger, 16) or "?"
+        reason = " ".join(clean_line(e.reason, REASON_CHARS).split())
+        old = lease.switch
+        lease.switch = SwitchView(
+            status,
+            deadline_at=finite(e.deadline_at),
+            idle_mins=finite(e.idle_teardown_mins),
+            armed=e.armed,
+            trigger=trigger,
+            reason=reason,
+        )
+        if old is not None and status in (SwitchStatus.FIRED, SwitchStatus.DESTROYED):
+            # Reports after the verdict carry what it said; keep it if they do not.
+            lease.switch.deadline_at = lease.switch.deadline_at or old.deadline_at
+            lease.switch.idle_mins = lease.switch.idle_mins or old.idle_mins
+        line = self._lease_line(e.at, lease.provider_id)
+        if status is SwitchStatus.ARMED:
+            verdict = armed_text(
+                armed=e.armed,
+                deadline_at=lease.switch.deadline_at,
+                idle_mins=lease.switch.idle_mins,
+                tz=self.tz,
+                ref=e.at,
+            )
+            line.add(f"→ node switch {verdict}", Tone.OK if e.armed else Tone.WARN)
+        elif status is SwitchStatus.FAILED:
+            line.add(f"→ node switch FAILED: {reason or 'no reason given'}", Tone.FAIL)
+        elif status is SwitchStatus.FIRED:
+            line.add(f"→ node switch fired ({trigger}): destroying its lease…", Tone.PENDING)
+        elif status in (SwitchStatus.DESTROYED, SwitchStatus.ENDED):
+            _drop_pending(line)
+            destroyed = status is SwitchStatus.DESTROYED
+            line.add(
+                f"→ its node {'destroyed' if destroyed else 'ended'} it ({trigger})", Tone.WARN
+            )
+            if lease.state.may_bill:
+                # The node's word: uptime and spend stop here; `LeaseDeleted` has the last say.
+                uptime = lease.uptime_s(e.at)
+                lease.final_uptime_s = uptime
+                lease.final_spend_usd = spend_usd(lease.price_per_hour, uptime)
+                lease.state = LeaseState.NODE_DESTROYED if destroyed else LeaseState.NODE_ENDED
+
+    def _node_ready(self, e: NodeReady) -> None:
+        """Ready without a verdict: the node runs no switch."""
+        provider_id = self._node_lease.get(e.run_id)
+        lease = self.leases.get(provider_id) if provider_id is not None else None
+        if lease is not None and lease.switch is None and lease.state is LeaseState.RUNNING:
+            lease.switch = SwitchView(SwitchStatus.NONE)
+            self._lease_line(e.at, lease.provider_id).add("→ no node switch reported", Tone.WARN)
 
     def _unconfirmed(self, e: LeaseDeleteUnconfirmed) -> None:
         self._lease(e.provider_id).state = LeaseState.UNCONFIRMED
@@ -305,6 +438,9 @@ class LeasesModel:
         self._new_line(e.at, (text, tone))
 
 
+_SWITCH_STATUSES = frozenset(s.value for s in SwitchStatus if s is not SwitchStatus.NONE)
+
+
 def _drop_pending(line: HistoryLine) -> None:
     """An answer replaces the "…in progress" piece it answers."""
     if line.parts and line.parts[-1][1] is Tone.PENDING:
@@ -325,4 +461,6 @@ _HANDLERS: dict[type[EngineEvent], Callable[[LeasesModel, Any], None]] = {
     OfferSkipped: LeasesModel._skipped,
     WalkFailed: LeasesModel._walk_failed,
     Sweep: LeasesModel._sweep,
+    NodeWatchdog: LeasesModel._switch,
+    NodeReady: LeasesModel._node_ready,
 }

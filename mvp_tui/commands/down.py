@@ -9,10 +9,10 @@ import sys
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.headless import JsonLines
 from mvp_tui.engine.providers import build_provider
-from mvp_tui.engine.settings import walk_settings
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.records import RecordStore, RunRecord
 from mvp_tui.lease.restart import DownReport, LeaseRef, down, runs_to_down
+from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.secrets import Redactor
 
 
@@ -56,6 +56,7 @@ async def _down_provider(
 ) -> DownReport:
     try:
         own = config.for_provider(kind)
+        settings = WalkSettings.from_config(own)  # its delete timeouts, as `up` has them
         provider = build_provider(own)
     except ConfigError as exc:
         why = f"cannot reach {kind} to tear it down: {exc}"
@@ -67,7 +68,6 @@ async def _down_provider(
         return DownReport((), left, (), ())
     printer.redact = Redactor([*config.secret_values(), *own.secret_values()])
     try:
-        settings = walk_settings(own, env={}, ssh_public_key=None)
         reports = [
             await down(provider, store, record.run_id, printer.event, settings)
             for record in records

@@ -1,14 +1,24 @@
-"""`mvp-tui ls`: runs whose leases may still exist, from the records (no provider call)."""
+"""`mvp-tui ls`: runs whose leases may still exist, from the records (no provider call).
+
+Each lease shows its node's deadline: when the node's dead-man's switch destroys it on its
+own (the lease's `running_at` + the run's `[limits] max_hours`), whether or not a dashboard
+is attached. None when the run set no `max_hours` or the lease never ran.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.lease.records import RecordStore
+from mvp_tui.lease.records import LeaseRecord, RecordStore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,9 +26,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="closed runs too")
 
 
+def max_hours(config: Mapping[str, Any]) -> float | None:
+    """The run's `[limits] max_hours` as its record keeps it (flat `limits.max_hours`, or a
+    `limits` table); None when unset, 0 (no limit) or not a number."""
+    value = config.get("limits.max_hours")
+    limits = config.get("limits")
+    if value is None and isinstance(limits, Mapping):
+        value = limits.get("max_hours")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    hours = float(value)
+    return hours if math.isfinite(hours) and hours > 0 else None
+
+
+def deadline_at(lease: LeaseRecord, config: Mapping[str, Any]) -> float | None:
+    """When the node's switch destroys this lease: it ran at `running_at`, plus max_hours."""
+    hours = max_hours(config)
+    if hours is None or lease.running_at is None:
+        return None
+    return round(lease.running_at + hours * 3600.0, 3)
+
+
+def deadline_text(at: float | None, now: float) -> str:
+    if at is None:
+        return "no deadline"
+    try:
+        when = datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):
+        return "deadline ?"
+    return f"ends {when}" + (" (passed)" if at <= now else "")
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     scan = RecordStore(config.state_dir).scan()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for record in scan.runs:
         if not args.all and not record.is_open:
             continue
@@ -29,16 +70,18 @@ def run(config: Config, args: argparse.Namespace) -> int:
                 "run": record.run_id, "provider": record.provider,
                 "provider_id": lease.provider_id, "label": lease.label,
                 "state": lease.state.value, "price_per_hour": lease.price_per_hour,
-                "gpu": lease.gpu_name,
+                "gpu": lease.gpu_name, "deadline_at": deadline_at(lease, record.config),
             })  # fmt: skip
     if args.json:
         for row in rows:
             print(json.dumps(row))
     else:
+        now = time.time()
         for r in rows:
             print(
                 f"{r['run']:<14} {r['provider']:<8} {r['provider_id'] or '?':<12} "
-                f"{r['state']:<10} ${r['price_per_hour']:.3f}/h  {r['gpu']}  {r['label']}"
+                f"{r['state']:<10} ${r['price_per_hour']:.3f}/h  "
+                f"{deadline_text(r['deadline_at'], now):<30} {r['gpu']}  {r['label']}"
             )
         print(
             f"{len(rows)} lease(s) that may bill; tear down with `mvp-tui down RUN|--all`"

@@ -12,7 +12,7 @@ from mvp_tui.config import Config
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.providers.base import Offer
+from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.untrusted import clean_line
 
 COLUMNS = ("id", "gpu", "n", "VRAM GiB", "$/h", "$/GiB·h", "rel", "down", "up", "where")
@@ -53,7 +53,11 @@ async def _search(config: Config, limit: int) -> list[Offer]:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    offers = asyncio.run(_search(config, max(1, args.limit)))
+    try:
+        offers = asyncio.run(_search(config, max(1, args.limit)))
+    except ProviderError as exc:  # the provider cannot be asked: say why, no traceback
+        print(f"mvp-tui: {clean_line(str(exc), 600)}", file=sys.stderr)
+        return int(ExitCode.RUN_FAILED)
     if args.json:
         json.dump([dataclasses.asdict(o) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")

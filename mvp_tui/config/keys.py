@@ -51,6 +51,9 @@ class KeySpec:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
+    above: float | None = None  # the value must be greater than this (a 0 has no meaning)
+    min_items: int = 0  # a list needs at least this many items
+    zero_is_unset: bool = False  # a 0 means the same as leaving the key unset (no limit)
 
     @property
     def dotted(self) -> str:
@@ -65,11 +68,23 @@ class KeySpec:
         if self.kind is Kind.CHOICE:
             return "one of " + ", ".join(self.choices)
         text: str = self.kind.value
+        if self.nonempty:
+            text = "non-empty " + text
         if self.minimum is not None and self.maximum is not None:
             text += f" from {_num(self.minimum)} to {_num(self.maximum)}"
         elif self.minimum is not None:
             text += f" ≥ {_num(self.minimum)}"
+        elif self.above is not None:
+            text += f" > {_num(self.above)}"
+        if self.min_items:
+            text += f", at least {self.min_items}"
         return text
+
+    @property
+    def nonempty(self) -> bool:
+        """Text with a built-in default cannot be empty (leaving the key out gives the
+        default); empty text for an optional key means unset."""
+        return self.kind is Kind.STR and self.default is not None
 
 
 def _num(value: float) -> str:
@@ -289,10 +304,12 @@ KEYS: tuple[KeySpec, ...] = (
         "reconcile_waits_secs",
         Kind.FLOAT_LIST,
         [5.0, 15.0],
-        "after an unclear create, look the instance up by label after each of these waits",
+        "after an unclear create, look the instance up by label after each of these waits "
+        "(seconds; at least one: an instance that may bill is always looked for)",
         env=("MVP_LEASE_RECONCILE_WAITS_SECS",),
         flag="--reconcile-waits-secs",
         minimum=0,
+        min_items=1,
     ),
     _k(
         "lease",
@@ -320,20 +337,20 @@ KEYS: tuple[KeySpec, ...] = (
         "retry_initial_secs",
         Kind.FLOAT,
         1.0,
-        "first SSH retry back-off (doubles)",
+        "first SSH retry back-off in seconds (doubles each try)",
         env=("MVP_SSH_RETRY_INITIAL_SECS",),
         flag="--ssh-retry-initial-secs",
-        minimum=0,
+        above=0,
     ),
     _k(
         "ssh",
         "retry_max_secs",
         Kind.FLOAT,
         30.0,
-        "SSH retry back-off cap",
+        "SSH retry back-off cap in seconds",
         env=("MVP_SSH_RETRY_MAX_SECS",),
         flag="--ssh-retry-max-secs",
-        minimum=0,
+        above=0,
     ),
     _k(
         "ssh",
@@ -375,6 +392,28 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_CACHED_MODEL_HOST_PATH",),
         flag="--cached-model-host-path",
         scope=D,
+    ),
+    _k(
+        "docker",
+        "image",
+        Kind.STR,
+        None,
+        "node image for provider docker (must hold python3 and an engine); unset = [image] node",
+        env=("MVP_DOCKER_IMAGE",),
+        flag="--docker-image",
+        scope=D,
+    ),
+    _k(
+        "docker",
+        "network",
+        Kind.CHOICE,
+        "bridge",
+        "how the engine port reaches mvp-tui: bridge publishes it on 127.0.0.1 (random port), "
+        "host shares this machine's network",
+        env=("MVP_DOCKER_NETWORK",),
+        flag="--docker-network",
+        scope=D,
+        choices=("bridge", "host"),
     ),
     # [observability]
     _k(
@@ -571,8 +610,8 @@ KEYS: tuple[KeySpec, ...] = (
         "runpod",
         "api_url",
         Kind.STR,
-        "https://rest.runpod.io/v1",
-        "RunPod REST API base URL",
+        "https://api.runpod.io/v2",
+        "RunPod REST v2 API base URL (v1 was retired on 2026-11-15)",
         env=("MVP_RUNPOD_API_URL",),
         flag="--runpod-api-url",
         scope=R,
@@ -582,7 +621,8 @@ KEYS: tuple[KeySpec, ...] = (
         "gpu_types",
         Kind.LIST,
         [],
-        "GPU types in fallback order; empty = any",
+        "GPU type ids (or names) in the order they are tried; empty = auto: the types with "
+        "at least min_vram_gb, cheapest first, those out of stock skipped",
         env=("MVP_RUNPOD_GPU_TYPES",),
         flag="--runpod-gpu-types",
         scope=R,
@@ -609,36 +649,71 @@ KEYS: tuple[KeySpec, ...] = (
         scope=R,
         minimum=1,
     ),
+    _k(
+        "runpod",
+        "min_vram_gb",
+        Kind.INT,
+        16,
+        "VRAM floor per GPU in GB for gpu_types = auto",
+        env=("MVP_RUNPOD_MIN_VRAM_GB",),
+        flag="--runpod-min-vram-gb",
+        scope=R,
+        minimum=0,
+    ),
+    _k(
+        "runpod",
+        "gpu_count",
+        Kind.INT,
+        1,
+        "GPUs per pod",
+        env=("MVP_RUNPOD_GPU_COUNT",),
+        flag="--runpod-gpu-count",
+        scope=R,
+        minimum=1,
+    ),
+    _k(
+        "runpod",
+        "min_cuda_version",
+        Kind.STR,
+        None,
+        "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = any",
+        env=("MVP_RUNPOD_MIN_CUDA_VERSION",),
+        flag="--runpod-min-cuda-version",
+        scope=R,
+    ),
     # [limits]
     _k(
         "limits",
         "max_price_per_hour",
         Kind.FLOAT,
         None,
-        "hide and refuse offers above this $/h",
+        "hide and refuse offers above this $/h; unset or 0 = no cap",
         env=("MVP_MAX_PRICE_PER_HOUR",),
         flag="--max-price-per-hour",
         minimum=0,
+        zero_is_unset=True,
     ),
     _k(
         "limits",
         "max_spend_usd",
         Kind.FLOAT,
         None,
-        "tear down when a run's spend reaches this",
+        "tear down when a run's spend reaches this many USD; unset or 0 = no limit",
         env=("MVP_MAX_SPEND_USD",),
         flag="--max-spend-usd",
         minimum=0,
+        zero_is_unset=True,
     ),
     _k(
         "limits",
         "max_hours",
         Kind.FLOAT,
         None,
-        "tear down a lease after this many hours",
+        "tear down a lease after this many hours (the node enforces it too); unset or 0 = no limit",
         env=("MVP_MAX_HOURS",),
         flag="--max-hours",
         minimum=0,
+        zero_is_unset=True,
     ),
     _k(
         "limits",

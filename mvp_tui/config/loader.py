@@ -93,6 +93,41 @@ class Config:
         value = self.values.get(dotted)
         return [str(v) for v in value] if isinstance(value, list) else []
 
+    # A key with a built-in default always has a value once loaded (a 0, an empty list or
+    # empty text that means nothing is refused by the loader): these read it without a
+    # second default at the point of use, which could disagree with the key table.
+    def require_str(self, dotted: str) -> str:
+        value = self.get_str(dotted)
+        if value is None:
+            raise self._unset(dotted)
+        return value
+
+    def require_int(self, dotted: str) -> int:
+        value = self.get_int(dotted)
+        if value is None:
+            raise self._unset(dotted)
+        return value
+
+    def require_float(self, dotted: str) -> float:
+        value = self.get_float(dotted)
+        if value is None:
+            raise self._unset(dotted)
+        return value
+
+    def require_floats(self, dotted: str) -> tuple[float, ...]:
+        value = self.values.get(dotted)
+        if not isinstance(value, list) or not value:
+            raise self._unset(dotted)
+        return tuple(float(v) for v in value)
+
+    def _unset(self, dotted: str) -> ConfigError:
+        section, _, name = dotted.partition(".")
+        where = self.sources.get(dotted)
+        return ConfigError(
+            f"[{section}] {name} has no value"
+            + (f" (from {where})" if where else f" (not read for provider {self.provider})")
+        )
+
     @property
     def provider(self) -> str:
         return self.get_str("provider.kind") or "local"

@@ -33,7 +33,11 @@ def render(config: Config) -> str:
             section = spec.section
             lines.append(f"\n[{section}]")
         value = _shown(config.values[spec.dotted], spec.secret)
-        lines.append(f"{spec.name} = {value}".ljust(56) + f"  # {config.sources[spec.dotted]}")
+        source = config.sources[spec.dotted]
+        note = ""
+        if spec.zero_is_unset and value == "(unset)" and source.layer != "default":
+            value, note = "0", " (0 = no limit)"  # set to 0, which reads as unset
+        lines.append(f"{spec.name} = {value}".ljust(56) + f"  # {source}{note}")
     if config.ui_keys:
         lines.append(f"\n[{UI_KEYS_SECTION}]")
         for binding_id, keys in sorted(config.ui_keys.items()):

@@ -60,9 +60,23 @@ def expand_path(text: str) -> Path:
 
 
 def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
-    """Parse one raw value (a TOML value or a string from env/flags) for `spec`."""
+    """Parse one raw value (a TOML value or a string from env/flags) for `spec`.
+
+    What a 0, an empty list or empty text means is decided here, as the key's documentation
+    says, so every reader sees the same: a 0 of a `zero_is_unset` key is None (unset, no
+    limit); a 0 where none is meaningful (`minimum` > 0, `above`) and too short a list are
+    errors naming key, value and source; empty text is an error for a key with a default and
+    None (unset) for an optional one.
+    """
     if raw is None:
         return None
+    value = _parse(spec, raw, source)
+    if spec.zero_is_unset and value == 0 and not isinstance(value, bool):
+        return None
+    return value
+
+
+def _parse(spec: KeySpec, raw: object, source: Source) -> object:
     kind = spec.kind
     if kind is Kind.BOOL:
         if isinstance(raw, bool):
@@ -102,6 +116,8 @@ def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
             except ValueError:
                 raise value_error(spec, raw, source) from None
             numbers.append(_bounded(spec, number, raw, source))
+        if len(numbers) < spec.min_items:
+            raise value_error(spec, raw, source, "too few")
         return numbers
     if kind is Kind.LIST:
         if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
@@ -112,6 +128,10 @@ def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
     if not isinstance(raw, str):
         raise value_error(spec, raw, source, "not text")
     text = raw.strip()
+    if kind is Kind.STR and not text:
+        if spec.nonempty:
+            raise value_error(spec, raw, source, "empty")
+        return None
     if kind is Kind.CHOICE:
         for choice in spec.choices:
             if text.lower() == choice.lower():
@@ -132,6 +152,8 @@ def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
 
 def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
     if spec.minimum is not None and value < spec.minimum:
+        raise value_error(spec, raw, source, "too small")
+    if spec.above is not None and not value > spec.above:
         raise value_error(spec, raw, source, "too small")
     if spec.maximum is not None and value > spec.maximum:
         raise value_error(spec, raw, source, "too large")

@@ -160,7 +160,9 @@ async def _drive(
         offers = await _prepare(engine, opts)
     except (RunFailed, ProviderError) as exc:
         return int(ExitCode.RUN_FAILED), engine.redactor(str(exc))
-    max_tokens = opts.max_tokens or engine.config.get_int("prompt.max_tokens") or 64
+    max_tokens = (
+        opts.max_tokens if opts.max_tokens is not None else engine.settings.prompt.max_tokens
+    )
     plan = Plan(
         until=opts.until,
         prompts=opts.prompts,

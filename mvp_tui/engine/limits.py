@@ -1,5 +1,6 @@
 """The run's spending limits, enforced: `[limits] max_spend_usd` and `max_hours` tear the
-lease down when reached (`max_price_per_hour` is enforced by the walk, before create)."""
+lease down when reached (`max_price_per_hour` is enforced by the offer policy and the walk,
+before create). Unset or 0 means no limit, for each of them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from mvp_tui.config import Config
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
@@ -25,8 +27,20 @@ class LimitReached(EngineEvent):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
+    """[limits] as typed settings; None means no limit (the key unset, or set to 0)."""
+
     max_spend_usd: float | None = None
     max_hours: float | None = None
+    max_price_per_hour: float | None = None  # the offer policy's and the walk's cap
+
+    @classmethod
+    def from_config(cls, config: Config) -> Limits:
+        # A 0 reaches here as None already: the key table declares 0 = unset for each.
+        return cls(
+            max_spend_usd=config.get_float("limits.max_spend_usd"),
+            max_hours=config.get_float("limits.max_hours"),
+            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+        )
 
     def breach(self, lease: LeaseRecord, now: float) -> tuple[str, float, float] | None:
         """(limit, its value, what was reached) once a limit is reached, else None."""
@@ -42,6 +56,7 @@ class Limits:
 
     @property
     def any(self) -> bool:
+        """A limit the run's guard watches (spend or hours) is set."""
         return self.max_spend_usd is not None or self.max_hours is not None
 
 

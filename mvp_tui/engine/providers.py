@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.providers.base import Provider
 from mvp_tui.providers.local import LocalProvider
 from mvp_tui.providers.local_node import LineHandler
 from mvp_tui.providers.vastai import VastAiProvider
 
-SUPPORTED = ("local", "vastai")
+SUPPORTED = ("local", "docker", "vastai", "runpod")
 
 
 def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Provider:
@@ -26,10 +28,52 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
             )
         return VastAiProvider(
             api_key=api_key,
-            api_url=config.get_str("vastai.api_url") or "https://console.vast.ai",
-            ssh_user=config.get_str("vastai.ssh_user") or "root",
+            api_url=config.require_str("vastai.api_url"),
+            ssh_user=config.require_str("vastai.ssh_user"),
         )
+    if kind == "runpod":
+        return _runpod(config)
+    if kind == "docker":
+        from mvp_tui.providers.docker import DockerProvider, settings_from_config
+
+        return DockerProvider(settings_from_config(config), on_line=on_line)
     raise ConfigError(
         f"[provider] kind = {kind!r} (from {config.sources['provider.kind']}) is not supported "
         f"yet; use one of: {', '.join(SUPPORTED)}"
     )
+
+
+def _runpod(config: Config) -> Provider:
+    from mvp_tui.providers.base import ProviderError
+    from mvp_tui.providers.runpod import DEFAULT_API_URL, RunPodProvider, RunPodSettings
+
+    api_key = config.get_str("runpod.api_key")
+    if not api_key:
+        raise ConfigError(
+            "[runpod] api_key is required when provider=runpod; set RUNPOD_API_KEY (or "
+            "MVP_RUNPOD_API_KEY, or [runpod] api_key in the config file). Get a key at "
+            "https://www.runpod.io/console/user/settings"
+        )
+    cuda = config.get_str("runpod.min_cuda_version")
+    if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+        raise ConfigError(
+            f"[runpod] min_cuda_version = {cuda!r} (from "
+            f"{config.sources.get('runpod.min_cuda_version')}) is not valid: expected "
+            "major.minor, e.g. 12.4"
+        )
+    settings = RunPodSettings(
+        gpu_types=tuple(t for t in config.get_list("runpod.gpu_types") if t.strip()),
+        cloud=config.get_str("runpod.cloud") or "SECURE",
+        gpu_count=config.get_int("runpod.gpu_count") or 1,
+        min_vram_gb=config.get_int("runpod.min_vram_gb") or 0,
+        container_disk_gb=config.get_int("runpod.container_disk_gb") or 50,
+        min_cuda_version=cuda,
+    )
+    try:
+        return RunPodProvider(
+            api_key=api_key,
+            api_url=config.get_str("runpod.api_url") or DEFAULT_API_URL,
+            settings=settings,
+        )
+    except ProviderError as exc:
+        raise ConfigError(str(exc)) from None

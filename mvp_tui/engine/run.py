@@ -8,6 +8,7 @@ event sink and the channel hub only; the dashboard and headless mode both drive 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,11 +21,11 @@ from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
-from mvp_tui.engine.limits import LimitReached, Limits, watch_limits
+from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
-from mvp_tui.engine.settings import create_env, node_env, selection_policy, walk_settings
+from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -51,8 +52,6 @@ from mvp_tui.ssh.logtail import LogPositions
 if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
     from mvp_tui.ssh.session import NodeSession
 
-AGENT_REMOTE_DIR = "/tmp/mvp-node"
-
 
 class RunFailed(Exception):
     """The run cannot go on; the message says why and what to do."""
@@ -60,7 +59,10 @@ class RunFailed(Exception):
 
 class RunEngine:
     """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
-    always `shutdown` (tears down what was leased, confirmed) then `aclose`."""
+    always `shutdown` (tears down what was leased, confirmed) then `aclose`.
+
+    The configuration is read once, here, into typed settings (one per area); the run reads
+    only those."""
 
     def __init__(
         self,
@@ -77,9 +79,11 @@ class RunEngine:
         self._clock = clock
         self._environ = dict(os.environ if environ is None else environ)
         self.redactor = Redactor([*config.secret_values(), self._environ.get("HF_TOKEN", "")])
-        self.run_id = config.get_str("runtime.run_id") or new_run_id()
-        self.node_id = config.get_int("runtime.node_id") or 1
-        archive_path = config.get_path("observability.datastream_frame_log")
+        # Built before anything holds a resource: a bad value stops here (exit 2).
+        self.settings = RunSettings.from_config(config)
+        self.run_id = self.settings.runtime.run_id or new_run_id()
+        self.node_id = self.settings.runtime.node_id
+        archive_path = self.settings.runtime.frame_log
         self.hub = hub or ChannelHub(
             stream=StreamId("mvp-orchestrator", run_number(self.run_id)),
             archive=FrameArchive(archive_path) if archive_path else None,
@@ -122,7 +126,14 @@ class RunEngine:
     def _node_env(self) -> dict[str, str]:
         # A local node gets the deadline too (it also dies with this process, and has no
         # silence limit: it does not bill).
-        return {**node_env(self.config, self.run_id, self._environ), **self.watchdog.node_env()}
+        env = node_env(
+            self.settings.runtime,
+            self.settings.model,
+            provider=self.config.provider,
+            run_id=self.run_id,
+            environ=self._environ,
+        )
+        return {**env, **self.watchdog.node_env()}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
         record = watchdog_record(frame)
@@ -165,7 +176,7 @@ class RunEngine:
         any process starts, naming the key and where its value came from."""
         if self.provider.info.ssh:
             return
-        path = self.config.get_path("model.gguf_local_path")
+        path = self.settings.model.gguf_local_path
         if path is None:
             return
         source = self.config.sources.get("model.gguf_local_path")
@@ -187,8 +198,9 @@ class RunEngine:
         runs = self.store.runs_dir
         try:
             runs.mkdir(parents=True, exist_ok=True, mode=0o700)
-            write_atomic(runs / ".write-check", b"ok\n")
-            (runs / ".write-check").unlink()
+            probe = runs / f".write-check-{os.getpid()}"  # per process: runs share the dir
+            write_atomic(probe, b"ok\n")
+            probe.unlink()
         except OSError as exc:
             source = self.config.sources.get("state.dir") or "default"
             raise ConfigError(
@@ -200,7 +212,8 @@ class RunEngine:
 
     # -- offers --------------------------------------------------------------------------------
     async def search_offers(self, limit: int = 64) -> list[Offer]:
-        offers = await self.provider.search_offers(selection_policy(self.config, limit))
+        policy = dataclasses.replace(self.settings.policy, limit=limit)
+        offers = await self.provider.search_offers(policy)
         skipped = len(getattr(self.provider, "last_skipped", []) or [])
         self.emit(
             OffersListed(
@@ -212,7 +225,9 @@ class RunEngine:
     # -- lease ---------------------------------------------------------------------------------
     def walk_settings(self) -> WalkSettings:
         env = self.node_env if not self.provider.info.ssh else create_env(self.node_env)
-        settings = walk_settings(self.config, env=env, ssh_public_key=self._ssh_public_key)
+        settings = dataclasses.replace(
+            self.settings.walk, env=env, ssh_public_key=self._ssh_public_key
+        )
         return self._settings_override(settings) if self._settings_override else settings
 
     async def prepare_ssh_identity(self) -> None:
@@ -221,7 +236,7 @@ class RunEngine:
             return
         from mvp_tui.ssh.identity import load_identity
 
-        identity = await load_identity(self.config.get_path("vastai.ssh_identity"))
+        identity = await load_identity(self.settings.ssh.identity_path)
         self._identity = identity
         self._ssh_public_key = identity.public_openssh
         ensure = getattr(self.provider, "ensure_ssh_key", None)
@@ -303,7 +318,7 @@ class RunEngine:
     async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
         """Start the node agent (over SSH for rented nodes) and wait for its engine."""
         lease = self._require_lease()
-        timeout = timeout_s or self.config.get_float("ssh.ready_timeout_secs") or 600.0
+        timeout = timeout_s if timeout_s is not None else self.settings.ssh.ready_timeout
         try:
             async with asyncio.timeout(timeout):
                 if self.provider.info.ssh:
@@ -393,22 +408,15 @@ class RunEngine:
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
         from mvp_tui.ssh.session import NodeSession
-        from mvp_tui.ssh.settings import SshSettings
 
         if lease.ssh is None or lease.provider_id is None:
             raise self._node_failed("the lease has no SSH endpoint", "")
-        settings = SshSettings(
-            backoff_initial=self.config.get_float("ssh.retry_initial_secs") or 1.0,
-            backoff_cap=self.config.get_float("ssh.retry_max_secs") or 30.0,
-            ready_timeout=self.config.get_float("ssh.ready_timeout_secs") or 600.0,
-            connect_timeout=self.config.get_float("ssh.connect_timeout_secs") or 15.0,
-        )
         session = NodeSession(
             lease.ssh,
             self._identity,
             RecordPins(self.store, self.run_id),
             lease.provider_id,
-            settings,
+            self.settings.ssh,
             self._sink,
             self._on_node_line,
             self.bridge.feed_provider_line,
@@ -416,7 +424,7 @@ class RunEngine:
             redactor=self.redactor,
         )
         self._session = session
-        base = (self.config.get_str("runtime.node_dir") or AGENT_REMOTE_DIR).rstrip("/")
+        base = self.settings.runtime.node_dir.rstrip("/")
         remote_dir = f"{base}/{self.run_id}"
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
@@ -425,9 +433,8 @@ class RunEngine:
         if not self.provider.info.ssh:
             return node_base_url
         assert self._session is not None
-        local_port = await self._session.forward(
-            port, self.config.get_int("prompt.openai_port") or 0
-        )
+        wanted = self.settings.prompt.openai_port  # 0: any free port
+        local_port = await self._session.forward(port, wanted)
         return f"http://127.0.0.1:{local_port}"
 
     def _node_failed(self, reason: str, fix: str) -> RunFailed:
@@ -438,10 +445,7 @@ class RunEngine:
     async def guard_limits(self) -> None:
         """Returns only by raising `RunFailed` when `[limits] max_spend_usd` or `max_hours`
         is reached (the caller tears down); waits forever when neither is set."""
-        limits = Limits(
-            max_spend_usd=self.config.get_float("limits.max_spend_usd"),
-            max_hours=self.config.get_float("limits.max_hours"),
-        )
+        limits = self.settings.limits
         if not limits.any:
             await asyncio.Event().wait()
         lease, (limit, value, reached) = await watch_limits(
@@ -502,11 +506,11 @@ class RunEngine:
             lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
         )
         if rpc:
-            addr = parse_rpc_addr(self.config.get_str("prompt.rpc_addr") or "127.0.0.1:19777")
+            addr = parse_rpc_addr(self.settings.prompt.rpc_addr)
             self._rpc = PromptRpcServer(
                 self.prompts,
                 addr,
-                default_max_tokens=self.config.get_int("prompt.max_tokens") or 64,
+                default_max_tokens=self.settings.prompt.max_tokens,
                 sink=self._sink,
             )
             await self._rpc.start()

@@ -1,13 +1,26 @@
-"""Config → the value objects the engine's parts take (policy, walk settings, node env)."""
+"""Config → the typed settings the engine's parts take, built once per run.
+
+One frozen object per area, each with `from_config`: `RuntimeSettings` ([runtime],
+[observability]), `ModelSettings` ([model]), `PromptSettings` ([prompt]) here; the others live
+with the part they configure: `SshSettings` (mvp_tui/ssh/settings.py), `WalkSettings`
+(mvp_tui/lease/settings.py), `Limits` (mvp_tui/engine/limits.py), `WatchdogSettings`
+(mvp_tui/engine/watchdog.py), and the offer policy (`selection_policy`). `RunSettings` holds
+them all for one run. What a 0, an empty list or empty text means is settled by the key table
+when the config loads, so no reader here has a default of its own.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from mvp_tui.config import Config
+from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import SelectionPolicy
+from mvp_tui.ssh.settings import SshSettings
 
 # Env names from the caller's environment that the node needs when present (never logged).
 # MVP_NODE_PROVIDER_ENV_FILE tells the node's switch where the instance's own credentials are
@@ -20,8 +33,103 @@ PASS_THROUGH_ENV = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """[runtime] and [observability]: who this run and node are, where their parts live."""
+
+    run_id: str | None  # None: a new unique id per run
+    node_id: int
+    stage_index: int
+    layer_end_exclusive: int
+    node_python: str
+    node_dir: str
+    frame_log: Path | None  # archive every datastream frame here
+
+    @classmethod
+    def from_config(cls, config: Config) -> RuntimeSettings:
+        return cls(
+            run_id=config.get_str("runtime.run_id"),
+            node_id=config.require_int("runtime.node_id"),
+            stage_index=config.require_int("runtime.stage_index"),
+            layer_end_exclusive=config.require_int("runtime.layer_end_exclusive"),
+            node_python=config.require_str("runtime.node_python"),
+            node_dir=config.require_str("runtime.node_dir"),
+            frame_log=config.get_path("observability.datastream_frame_log"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """[model]: what the node serves."""
+
+    model_id: str
+    gguf_local_path: Path | None  # wins over the hub
+    gguf_repo: str
+    gguf_file: str
+    gguf_revision: str | None
+    tokenizer_local_path: Path | None
+    max_context: int | None  # None: the engine's default
+
+    @classmethod
+    def from_config(cls, config: Config) -> ModelSettings:
+        return cls(
+            model_id=config.require_str("model.id"),
+            gguf_local_path=config.get_path("model.gguf_local_path"),
+            gguf_repo=config.require_str("model.gguf_repo"),
+            gguf_file=config.require_str("model.gguf_file"),
+            gguf_revision=config.get_str("model.gguf_revision"),
+            tokenizer_local_path=config.get_path("model.tokenizer_local_path"),
+            max_context=config.get_int("model.max_context"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSettings:
+    """[prompt]: the prompt RPC, the default token budget, the local OpenAI port."""
+
+    rpc_addr: str
+    max_tokens: int
+    openai_port: int  # 0: pick a free one
+
+    @classmethod
+    def from_config(cls, config: Config) -> PromptSettings:
+        return cls(
+            rpc_addr=config.require_str("prompt.rpc_addr"),
+            max_tokens=config.require_int("prompt.max_tokens"),
+            openai_port=config.require_int("prompt.openai_port"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Every area's settings for one run, built once from the config (`RunEngine` does, in
+    its constructor); the run reads only these. The walk's node env and SSH key are added
+    when a lease is made (they depend on the run id and the loaded key)."""
+
+    runtime: RuntimeSettings
+    model: ModelSettings
+    prompt: PromptSettings
+    ssh: SshSettings
+    limits: Limits
+    policy: SelectionPolicy
+    walk: WalkSettings
+
+    @classmethod
+    def from_config(cls, config: Config) -> RunSettings:
+        return cls(
+            runtime=RuntimeSettings.from_config(config),
+            model=ModelSettings.from_config(config),
+            prompt=PromptSettings.from_config(config),
+            ssh=SshSettings.from_config(config),
+            limits=Limits.from_config(config),
+            policy=selection_policy(config),
+            walk=WalkSettings.from_config(config),
+        )
+
+
 def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:
-    """The offer filter. Provider keys are only read for the provider that runs."""
+    """The offer filter. Provider keys are only read for the provider that runs; the price
+    cap is the one the walk keeps (unset or 0: none)."""
     vast = config.provider == "vastai"
     return SelectionPolicy(
         gpu_name=config.get_str("vastai.gpu_name") if vast else None,
@@ -36,32 +144,36 @@ def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:
 
 
 def node_env(
-    config: Config, run_id: str, environ: Mapping[str, str] | None = None
+    runtime: RuntimeSettings,
+    model: ModelSettings,
+    *,
+    provider: str,
+    run_id: str,
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The node agent's environment: the seed's MVP_* keys for this run and model."""
     environ = os.environ if environ is None else environ
     env = {
         "MVP_RUN_ID": run_id,
-        "MVP_LOGICAL_NODE_ID": str(config.get_int("runtime.node_id") or 1),
-        "MVP_STAGE_INDEX": str(config.get_int("runtime.stage_index") or 0),
-        "MVP_LAYER_END_EXCLUSIVE": str(config.get_int("runtime.layer_end_exclusive") or 16),
-        "MVP_NODE_PROVIDER": config.provider,
-        "MVP_MODEL_ID": config.get_str("model.id") or "",
+        "MVP_LOGICAL_NODE_ID": str(runtime.node_id),
+        "MVP_STAGE_INDEX": str(runtime.stage_index),
+        "MVP_LAYER_END_EXCLUSIVE": str(runtime.layer_end_exclusive),
+        "MVP_NODE_PROVIDER": provider,
+        "MVP_MODEL_ID": model.model_id,
     }
-    local_path = config.get_path("model.gguf_local_path")
-    if local_path is not None:
-        env["MVP_GGUF_LOCAL_PATH"] = str(local_path)
+    if model.gguf_local_path is not None:
+        env["MVP_GGUF_LOCAL_PATH"] = str(model.gguf_local_path)
     else:
-        env["MVP_GGUF_REPO"] = config.get_str("model.gguf_repo") or ""
-        env["MVP_GGUF_FILE"] = config.get_str("model.gguf_file") or ""
-        if revision := config.get_str("model.gguf_revision"):
-            env["MVP_GGUF_REVISION"] = revision
-    if (python := config.get_str("runtime.node_python")) and python != "python3":
-        env["MVP_NODE_PYTHON"] = python
-    if tokenizer := config.get_path("model.tokenizer_local_path"):
-        env["MVP_TOKENIZER_LOCAL_PATH"] = str(tokenizer)
-    if (max_context := config.get_int("model.max_context")) is not None:
-        env["MVP_MAX_CONTEXT"] = str(max_context)
+        env["MVP_GGUF_REPO"] = model.gguf_repo
+        env["MVP_GGUF_FILE"] = model.gguf_file
+        if model.gguf_revision:
+            env["MVP_GGUF_REVISION"] = model.gguf_revision
+    if runtime.node_python != "python3":
+        env["MVP_NODE_PYTHON"] = runtime.node_python
+    if model.tokenizer_local_path:
+        env["MVP_TOKENIZER_LOCAL_PATH"] = str(model.tokenizer_local_path)
+    if model.max_context is not None:
+        env["MVP_MAX_CONTEXT"] = str(model.max_context)
     for name in PASS_THROUGH_ENV:
         if environ.get(name):
             env[name] = environ[name]
@@ -72,30 +184,3 @@ def create_env(node: Mapping[str, str]) -> dict[str, str]:
     """What goes into a marketplace create request: the node env without secrets (the
     provider shows a create's env in its UI; secrets reach the node over SSH only)."""
     return {k: v for k, v in node.items() if k != "HF_TOKEN"}
-
-
-def walk_settings(
-    config: Config, *, env: Mapping[str, str], ssh_public_key: str | None
-) -> WalkSettings:
-    waits = tuple(config.get_floats("lease.reconcile_waits_secs") or (5.0, 15.0))
-    vast = config.provider == "vastai"
-    image = config.get_str("image.node") or ""
-    if vast and (vast_image := config.get_str("vastai.image")):
-        image = vast_image
-    poll = float(config.get_int("vastai.poll_interval_secs") or 5) if vast else 0.5
-    max_price = config.get_float("limits.max_price_per_hour")
-    return WalkSettings(
-        reconcile_waits_s=waits,
-        poll_interval_s=poll,
-        ready_timeout_s=config.get_float("lease.ready_timeout_secs") or 900.0,
-        delete_timeout_s=config.get_float("lease.delete_timeout_secs") or 120.0,
-        delete_poll_s=min(2.0, poll),
-        max_price_per_hour=max_price if max_price else None,
-        label_prefix=config.get_str("lease.label_prefix") or "mvp",
-        node_id=config.get_int("runtime.node_id") or 1,
-        image=image,
-        disk_gb=(config.get_int("vastai.disk_gb") or 50) if vast else 20,
-        env=dict(env),
-        onstart=config.get_str("vastai.onstart") if vast else None,
-        ssh_public_key=ssh_public_key,
-    )

@@ -15,11 +15,17 @@ from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.engine.limits import Limits
 from mvp_tui.events import EngineEvent
 from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
-API_URLS = {"vastai": ("vastai.api_url", "MVP_VASTAI_API_URL", "https://console.vast.ai")}
+# The provider API the node's switch calls: (its config key, the node's env name); the URL
+# is the key's value (its default lives in the key table).
+API_URLS = {
+    "vastai": ("vastai.api_url", "MVP_VASTAI_API_URL"),
+    "runpod": ("runpod.api_url", "MVP_RUNPOD_API_URL"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,16 +40,15 @@ class WatchdogSettings:
 
     @classmethod
     def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
-        max_hours = config.get_float("limits.max_hours")
         idle = config.get_float("limits.idle_teardown_mins")
         if idle is None:
             idle = DEFAULT_IDLE_MINS if billing else None
         api = API_URLS.get(config.provider)
-        api_env = (api[1], config.get_str(api[0]) or api[2]) if api else None
+        api_env = (api[1], config.require_str(api[0])) if api else None
         return cls(
             provider=config.provider,
-            max_hours=max_hours or None,  # 0 means not set, as for the dashboard's limit
-            idle_mins=idle or None,  # 0 turns the silence switch off
+            max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
+            idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and config.get_bool("limits.require_node_watchdog"),
             api_env=api_env,
         )

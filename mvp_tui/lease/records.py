@@ -400,7 +400,9 @@ class RecordStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            raise RecordError(path, "no such record", "check the run id (`mvp-tui runs`)") from None
+            raise RecordError(
+                path, "no such record", "check the run id (`mvp-tui ls --all` lists every run)"
+            ) from None
         except OSError as exc:
             raise RecordError(path, f"cannot be read ({exc.strerror})") from None
         try:

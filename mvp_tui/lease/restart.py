@@ -3,7 +3,7 @@
 `reconcile_open_runs` asks the provider about every lease of every open record (by provider
 id, and by the run's label prefix for creates that never got an answer) so the UI can offer
 re-attach or teardown. `down` tears leases down, confirmed, from the records alone: it is what
-`mvp-tui down <run>|all` runs, and it works after the walk's process was killed.
+`mvp-tui down RUN|--all` runs, and it works after the walk's process was killed.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ async def down(
     clock: Clock = time.time,
 ) -> DownReport:
     """Tear down, confirmed, every lease of run `run_id`, or of every open run when None
-    (`mvp-tui down <run>|all`). Untracked instances carrying the run's labels are found by
+    (`mvp-tui down RUN|--all`). Untracked instances carrying the run's labels are found by
     listing and torn down too."""
     settings = settings or WalkSettings()
     runs, errors = runs_to_down(store, run_id)

@@ -6,9 +6,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.lease.naming import check_prefix
 
 Sleep = Callable[[float], Awaitable[None]]
+
+LOCAL_POLL_S = 0.5  # a local node answers at once: look often
+LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,6 +80,47 @@ class WalkSettings:
             raise ValueError(f"lease setting node_id must be >= 0, got {self.node_id}")
         if self.disk_gb < 1:
             raise ValueError(f"disk_gb must be >= 1 GB, got {self.disk_gb}")
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        *,
+        env: Mapping[str, str] | None = None,
+        ssh_public_key: str | None = None,
+    ) -> WalkSettings:
+        """[lease], the price cap of [limits] and what a create asks for ([image], the
+        provider's keys). A 0 price cap is unset (no cap) and an empty or 0 figure that means
+        nothing is refused when the config loads, so nothing here falls back to a default."""
+        vast = config.provider == "vastai"
+        image = config.require_str("image.node")
+        if vast and (vast_image := config.get_str("vastai.image")):
+            image = vast_image
+        poll = float(config.require_int("vastai.poll_interval_secs")) if vast else LOCAL_POLL_S
+        prefix = config.require_str("lease.label_prefix")
+        try:
+            check_prefix(prefix)
+        except ValueError as exc:
+            why = str(exc).split("is not usable: ", 1)[-1]
+            raise ConfigError(
+                f"[lease] label_prefix = {prefix!r} from {config.sources['lease.label_prefix']} "
+                f"is not valid: {why}"
+            ) from None
+        return cls(
+            reconcile_waits_s=config.require_floats("lease.reconcile_waits_secs"),
+            poll_interval_s=poll,
+            ready_timeout_s=config.require_float("lease.ready_timeout_secs"),
+            delete_timeout_s=config.require_float("lease.delete_timeout_secs"),
+            delete_poll_s=min(2.0, poll),
+            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+            label_prefix=prefix,
+            node_id=config.require_int("runtime.node_id"),
+            image=image,
+            disk_gb=config.require_int("vastai.disk_gb") if vast else LOCAL_DISK_GB,
+            env=dict(env or {}),
+            onstart=config.get_str("vastai.onstart") if vast else None,
+            ssh_public_key=ssh_public_key,
+        )
 
     def destroy_backoff(self, failures: int) -> float:
         """The wait after the `failures`-th FAILED destroy (1-based): doubling, capped."""

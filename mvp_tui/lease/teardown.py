@@ -168,7 +168,7 @@ async def teardown(
         raise RecordError(
             store.record_path(run_id),
             f"run {run_id} has no lease {provider_id!r}",
-            "pick a lease listed by `mvp-tui runs`",
+            "pick a lease listed by `mvp-tui ls`",
         )
     return await teardown_lease(
         provider, store, record, lease, sink, settings, reason=reason, clock=clock

@@ -170,7 +170,10 @@ class LeaseWalk:
         unique = list({(o.provider, o.offer_id): o for o in offers}.values())
         if not unique:
             raise _Stop(WalkFailure.NO_OFFERS, "no offers to try: widen the selection policy")
-        for position, offer in enumerate(unique, start=1):
+        queue, tried = list(unique), list[Offer]()
+        while queue:
+            offer = queue.pop(0)
+            tried.append(offer)
             if self._over_cap(offer):
                 continue
             self._emit(
@@ -179,14 +182,30 @@ class LeaseWalk:
                     offer_id=offer.offer_id,
                     gpu_name=offer.gpu_name,
                     price_per_hour=offer.price_per_hour,
-                    position=position,
-                    of=len(unique),
+                    position=len(tried),
+                    of=len(tried) + len(queue),
                 )
             )
             lease = await self._try_offer(offer)
             if lease is not None:
                 return lease
+            queue = await self._reorder(queue, tried)
         raise self._exhausted()
+
+    async def _reorder(self, queue: list[Offer], tried: list[Offer]) -> list[Offer]:
+        """After an offer proved unplaceable, a provider that can (RunPod: `reorder_offers`
+        reads its catalog again) sorts the offers left; an offer is never tried twice."""
+        reorder = getattr(self.provider, "reorder_offers", None)
+        attempts = self._rec.attempts[self._first_attempt :]
+        unplaceable = (AttemptOutcome.UNAVAILABLE, AttemptOutcome.FORBIDDEN)
+        if reorder is None or not queue or not attempts or attempts[-1].outcome not in unplaceable:
+            return queue
+        done = {(o.provider, o.offer_id) for o in tried}
+        try:
+            fresh: list[Offer] = await reorder(list(queue), list(tried))
+        except ProviderError:
+            return queue
+        return [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
 
     async def _try_offer(self, offer: Offer) -> LeaseRecord | None:
         """Create on `offer` (again after unclear answers) and settle; None → next offer."""
@@ -239,6 +258,9 @@ class LeaseWalk:
             price_per_hour=offer.price_per_hour,
             started_at=now,
         )
+        # A provider that hands the node its host key (RunPod) names it now: it is pinned in
+        # the record before the create is sent, so the first connect is already strict.
+        host_key_for = getattr(self.provider, "host_key_for", None)
         placeholder = LeaseRecord(
             provider=self.provider.info.name,
             label=label,
@@ -247,6 +269,7 @@ class LeaseWalk:
             gpu_name=offer.gpu_name,
             price_per_hour=offer.price_per_hour,
             state=LeaseRecordState.CREATING,
+            host_key=host_key_for(label) if host_key_for is not None else None,
         )
         record.attempts.append(attempt)
         record.leases.append(placeholder)
@@ -571,7 +594,7 @@ class LeaseWalk:
             return _Stop(
                 WalkFailure.UNANSWERED,
                 f"no create call got a clear answer ({len(attempts)} tried); an instance may "
-                f"still appear: check `mvp-tui runs` / the provider's console",
+                f"still appear: check `mvp-tui ls` / the provider's console",
             )
         tried = "; ".join(self._misses) or "every offer was over the price cap"
         return _Stop(WalkFailure.EXHAUSTED, f"no offer gave a running lease: {tried}")

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mvp_tui.config import Config
 
 
 @dataclass(frozen=True, slots=True)
 class SshSettings:
-    """Timing and limits of one node session. Seconds unless named otherwise."""
+    """Timing and limits of one node session. Seconds unless named otherwise.
+
+    `from_config` takes [ssh] (and the node key, [vastai] ssh_identity); the other figures
+    are fixed here."""
 
     backoff_initial: float = 1.0
     backoff_factor: float = 2.0
@@ -24,6 +32,18 @@ class SshSettings:
     poll_interval: float = 0.02  # how often the node-side reader looks for new log bytes
     shutdown_grace: float = 10.0  # after `shutdown`, before SIGTERM (and as long again: SIGKILL)
     max_line_bytes: int = 65536  # a longer line is delivered in pieces of this size
+    identity_path: Path | None = None  # the nodes' private key; None = ~/.ssh/id_ed25519
+
+    @classmethod
+    def from_config(cls, config: Config) -> SshSettings:
+        """[ssh] as the config has it (a 0 back-off is refused when the config loads)."""
+        return cls(
+            backoff_initial=config.require_float("ssh.retry_initial_secs"),
+            backoff_cap=config.require_float("ssh.retry_max_secs"),
+            ready_timeout=config.require_float("ssh.ready_timeout_secs"),
+            connect_timeout=config.require_float("ssh.connect_timeout_secs"),
+            identity_path=config.get_path("vastai.ssh_identity"),
+        )
 
     def __post_init__(self) -> None:
         for name in (

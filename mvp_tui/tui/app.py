@@ -10,7 +10,7 @@ import asyncio
 import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
@@ -33,7 +33,9 @@ from mvp_tui.engine.controller import (
     StopResult,
 )
 from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
 from mvp_tui.providers.base import Offer, ProviderError
@@ -87,10 +89,12 @@ class MvpApp(App[int]):
         hub: ChannelHub | None = None,
         replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
+        tz: tzinfo | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
         self._wall = wall
+        self._tz = tz  # clock times in the panes; None: local time (tests fix one)
         self.engine = engine
         self.replay = replay
         self._sink = sink
@@ -98,7 +102,12 @@ class MvpApp(App[int]):
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
-        theme_name = config.get_str("ui.theme") or THEMES[0].name
+        # The run's typed settings: the engine's (built once from this config), else these.
+        self._limits = engine.settings.limits if engine is not None else Limits.from_config(config)
+        self._prompt_settings = (
+            engine.settings.prompt if engine is not None else PromptSettings.from_config(config)
+        )
+        theme_name = config.require_str("ui.theme")
         if theme_name not in self.available_themes:
             known = ", ".join(sorted(self.available_themes))
             raise ConfigError(
@@ -129,8 +138,8 @@ class MvpApp(App[int]):
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
         yield OffersPane(provider=self.config.provider)
-        yield BootstrapPane(clock=self._wall)
-        yield LeasesPane(clock=self._wall)
+        yield BootstrapPane(clock=self._wall, tz=self._tz)
+        yield LeasesPane(clock=self._wall, tz=self._tz)
         yield ChannelsPane()
         yield PromptPane()
         yield Footer()
@@ -199,7 +208,7 @@ class MvpApp(App[int]):
             live_leases=self.live_leases,
             price_per_hour=self.leases.price_per_hour(),
             spent_usd=self.leases.spent_usd(now),
-            cap_usd=self.config.get_float("limits.max_spend_usd"),
+            cap_usd=self._limits.max_spend_usd,
         )
         self.refresh_bindings()
 
@@ -290,13 +299,19 @@ class MvpApp(App[int]):
         if not controller.engine.provider.info.billing:
             self._start_lease(offers)
             return
-        confirm = LeaseConfirmScreen(
-            offers, LeaseLimits.from_config(self.config), provider=self.config.provider
-        )
+        confirm = LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
         self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
 
     def _plan(self) -> Plan:
-        return Plan(max_tokens=self.config.get_int("prompt.max_tokens") or 64, rpc=True)
+        return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
+
+    def _lease_limits(self) -> LeaseLimits:
+        limits = self._limits  # unset or 0: not set
+        return LeaseLimits(
+            max_price_per_hour=limits.max_price_per_hour,
+            max_spend_usd=limits.max_spend_usd,
+            max_hours=limits.max_hours,
+        )
 
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
         if self.controller is None or self.controller.closed:
@@ -327,7 +342,7 @@ class MvpApp(App[int]):
         if prompts is None:
             self.notify("the node is not serving yet", severity="warning", markup=False)
             return
-        prompts.submit(message.text, self.config.get_int("prompt.max_tokens") or 64)
+        prompts.submit(message.text, self._prompt_settings.max_tokens)
 
     @on(PromptPane.PromptCancelRequested)
     def _cancel_prompt(self) -> None:

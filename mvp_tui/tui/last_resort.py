@@ -15,10 +15,10 @@ import sys
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.controller import RunController, StopResult
 from mvp_tui.engine.providers import build_provider
-from mvp_tui.engine.settings import walk_settings
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.restart import LeaseRef, down
+from mvp_tui.lease.settings import WalkSettings
 
 
 def after_dashboard(
@@ -66,11 +66,11 @@ def _destroy_from_record(config: Config, run_id: str) -> StopResult:
 
 async def _down(config: Config, store: RecordStore, run_id: str) -> StopResult:
     try:
+        settings = WalkSettings.from_config(config)
         provider = build_provider(config)
     except ConfigError as exc:
         raise RuntimeError(str(exc)) from None
     try:
-        settings = walk_settings(config, env={}, ssh_public_key=None)
         report = await down(provider, store, run_id, settings=settings)
     finally:
         await provider.aclose()

@@ -101,3 +101,21 @@ def test_dashboard_for_vastai_without_a_key_exits_2_before_the_screen() -> None:
     result = run("--provider", "vastai")
     assert result.returncode == 2
     assert "[vastai] api_key is required" in result.stderr
+
+
+def test_offers_when_the_provider_cannot_be_asked_says_why_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:  # bound, never listening: connections are refused
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MVP_NODE_PROVIDER": "vastai",
+               "VASTAI_API_KEY": "k-0123456789abcdef", "MVP_VASTAI_API_URL": url}  # fmt: skip
+        done = subprocess.run([sys.executable, "-m", "mvp_tui", "offers"], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.startswith("mvp-tui: ")

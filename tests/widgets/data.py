@@ -333,3 +333,82 @@ async def wait_until(
             await pilot.pause()
 
     await asyncio.wait_for(turn(), limit_s)
+
+
+# -- the node's dead-man's switch ---------------------------------------------------------
+RUNNING_AT = T0 + 73.7  # 7003 runs (walk_events)
+MAX_HOURS = 2.5
+DEADLINE = RUNNING_AT + MAX_HOURS * 3600  # 14:34:13.7 UTC
+NO_KEY_REASON = (
+    "no CONTAINER_API_KEY in the node environment (read: agent env, /proc/1/environ): this "
+    "image does not expose Vast's instance key; use a Vast image that does, or set [limits] "
+    "require_node_watchdog = false to rent without the node switch"
+)
+AGENT_CHANNEL = "mvp.node.1.agent"
+
+
+def watchdog_phase(
+    status: str, at: float, elapsed_ms: int | None = None, **detail: object
+) -> dict[str, object]:
+    """The agent's `watchdog` phase record, as `mvp_tui/node_agent.py` writes it."""
+    record = agent_record("NodeAgentPhase", at, phase="watchdog", status=status, detail=detail)
+    if elapsed_ms is not None:
+        record["elapsed_ms"] = elapsed_ms
+    return record
+
+
+def watchdog_ready(at: float = T0 + 80.4, **extra: object) -> dict[str, object]:
+    detail: dict[str, object] = {
+        "provider": "vastai",
+        "instance_id": "7003",
+        "deadline_at": DEADLINE,
+        "idle_teardown_mins": 20.0,
+        "idle_armed": True,
+        "armed": True,
+        "action": "destroy",
+        "proof": "read",
+        **extra,
+    }
+    return watchdog_phase("ready", at, 400, **detail)
+
+
+def watchdog_failed(at: float = T0 + 81.9, reason: str = NO_KEY_REASON) -> dict[str, object]:
+    return watchdog_phase(
+        "failed",
+        at,
+        1900,
+        provider="vastai",
+        instance_id=None,
+        deadline_at=DEADLINE,
+        idle_teardown_mins=20.0,
+        idle_armed=True,
+        reason=reason,
+        armed=False,
+    )
+
+
+def publish_node(hub: ChannelHub, *records: dict[str, object]) -> None:
+    """What a node reports after its lease runs: the orchestrator's config phase, then these
+    agent records (a `WeightsLoaded` on the weights channel)."""
+    OrchestratorEmitter(hub, run_id=7, node_id=1).emit_bootstrap(
+        "config", StepStatus.READY, {"provider": "vastai"}
+    )
+    node = node_stream(7, 1)
+    for record in records:
+        channel = AGENT_CHANNEL if record["type"] != "WeightsLoaded" else "mvp.worker.weights"
+        hub.publish(channel, encode_record(record), stream=node, source="node_bootstrap_stdio")
+
+
+def downloading(at: float = T0 + 82) -> list[dict[str, object]]:
+    return [
+        agent_record("NodeAgentPhase", at - 1.5, phase="model", status="started", detail={}),
+        agent_record(
+            "NodeAgentProgress",
+            at,
+            phase="model",
+            state="downloading",
+            bytes_done=560_000_000,
+            bytes_total=790_000_000,
+            rate_bps=280_000_000,
+        ),
+    ]

@@ -1,0 +1,277 @@
+"""What a node container is made of, as pure values: settings from the config, the GPU
+request, the model mounts and the `containers.create` arguments (no daemon is contacted
+here, so all of it is unit-tested without Docker)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mvp_tui.lease.naming import parse_label
+
+CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
+AGENT_DIR = "/opt/mvp-node"
+AGENT_FILE = f"{AGENT_DIR}/node_agent.py"
+CACHED_MODEL_DIR = "/models/cached"
+LOCAL_MODEL_DIR = "/models/local"
+BRIDGE_ENGINE_PORT = 8080  # the engine's port inside a bridge-network container
+NETWORKS = ("bridge", "host")
+GPUS_KEY = "[docker] gpus"
+IMAGE_KEY = "[docker] image"
+CACHED_KEY = "[docker] cached_model_host_path"
+NETWORK_KEY = "[docker] network"
+# Labels every node container carries: how leftovers are found (`list_by_label`, `down`).
+LABEL_MANAGED = "mvp.managed-by"
+LABEL_LEASE = "mvp.lease"
+LABEL_RUN = "mvp.run"
+LABEL_NODE = "mvp.node"
+LABEL_ATTEMPT = "mvp.attempt"
+MANAGED_BY = "mvp-tui"
+
+# The agent, told to bind its engine on every interface: a published port reaches a bridge
+# container's eth0, not its loopback. (Until the agent reads MVP_ENGINE_HOST itself.)
+_BRIDGE_LAUNCH = (
+    "import sys; sys.path.insert(0, {dir!r}); import node_agent; "
+    "node_agent.ENGINE_HOST = '0.0.0.0'; sys.exit(node_agent.main())"
+)
+
+
+class GpuSpecError(ValueError):
+    """`[docker] gpus` is not one of the accepted forms."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRequest:
+    """What `[docker] gpus` asks for: nothing, every GPU, a count, or device ids."""
+
+    count: int = 0  # -1 = all
+    device_ids: tuple[str, ...] = ()
+
+    @property
+    def wants_gpus(self) -> bool:
+        return self.count != 0 or bool(self.device_ids)
+
+    def describe(self) -> str:
+        if self.device_ids:
+            return "GPU devices " + ",".join(self.device_ids)
+        if self.count == -1:
+            return "all GPUs"
+        return f"{self.count} GPU(s)" if self.count else "no GPU"
+
+    def device_request(self) -> dict[str, Any] | None:
+        """The Engine API's DeviceRequest (as `docker run --gpus` sends it)."""
+        if not self.wants_gpus:
+            return None
+        request: dict[str, Any] = {"Driver": "", "Capabilities": [["gpu"]]}
+        if self.device_ids:
+            request.update(Count=0, DeviceIDs=list(self.device_ids))
+        else:
+            request.update(Count=self.count, DeviceIDs=None)
+        return request
+
+
+def parse_gpus(raw: str) -> GpuRequest:
+    """`all`, a count (`2`), device ids (`0,1`, `device=0,1`, `GPU-<uuid>`), or `none`/``."""
+    text = raw.strip().strip('"').strip()
+    low = text.lower()
+    if low in ("", "none", "0", "off", "false", "no"):
+        return GpuRequest()
+    if low == "all":
+        return GpuRequest(count=-1)
+    if low.startswith("device="):
+        text = text[len("device=") :]
+    elif text.isdigit():
+        return GpuRequest(count=int(text))
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids or not all(re.fullmatch(r"[A-Za-z0-9_.:-]{1,80}", part) for part in ids):
+        raise GpuSpecError(
+            f"{raw!r} is not a GPU request: use all, a count (e.g. 1), device ids (e.g. "
+            "device=0,1), or none"
+        )
+    return GpuRequest(device_ids=ids)
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = True
+
+    def api(self) -> dict[str, Any]:
+        return {
+            "Type": "bind",
+            "Source": self.host_path,
+            "Target": self.container_path,
+            "ReadOnly": self.read_only,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DockerSettings:
+    """The `[docker]` keys as the provider uses them, each with where its value came from
+    (so an error can name the key and the source)."""
+
+    image: str = ""
+    image_source: str = "built-in default"
+    gpus: str = "all"
+    gpus_source: str = "built-in default"
+    gpus_explicit: bool = False  # the default "all" means "all there are": none on a CPU box
+    network: str = "bridge"
+    cached_model_host_path: Path | None = None
+    cached_model_source: str = ""
+    container_prefix: str = CONTAINER_PREFIX
+    stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed
+    shutdown_wait_s: float = 5.0  # after "shutdown" on stdin, before the stop
+    remove_confirm_s: float = 30.0
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def gpu_request(settings: DockerSettings) -> GpuRequest:
+    try:
+        return parse_gpus(settings.gpus)
+    except GpuSpecError as exc:
+        raise GpuSpecError(
+            f"{GPUS_KEY} = {settings.gpus!r} (from {settings.gpus_source}): {exc}"
+        ) from None
+
+
+def container_name(prefix: str, label: str) -> str:
+    """`{prefix}-{run}-{node}` as the seed names it (the label's prefix, run and node); a
+    label we did not make is used whole, made safe for Docker."""
+    parsed = _parse_any(label)
+    if parsed is not None:
+        return f"{prefix}-{parsed[0]}-{parsed[1]}"
+    return prefix + "-" + re.sub(r"[^A-Za-z0-9_.-]", "-", label)[:100]
+
+
+def _parse_any(label: str) -> tuple[str, int, int] | None:
+    """(run, node, attempt) of one of our labels, whatever its prefix."""
+    prefix = label.split("-", 1)[0]
+    parsed = parse_label(label, prefix)
+    return None if parsed is None else (parsed.run_id, parsed.node_id, parsed.attempt)
+
+
+def labels(label: str) -> dict[str, str]:
+    out = {LABEL_MANAGED: MANAGED_BY, LABEL_LEASE: label}
+    parsed = _parse_any(label)
+    if parsed is not None:
+        out[LABEL_RUN] = parsed[0]
+        out[LABEL_NODE] = str(parsed[1])
+        out[LABEL_ATTEMPT] = str(parsed[2])
+    return out
+
+
+def model_mounts(
+    settings: DockerSettings, env: Mapping[str, str]
+) -> tuple[dict[str, str], list[Mount]]:
+    """The node env with its model path rewritten to where the container sees the file, and
+    the read-only mounts that put it there. `[docker] cached_model_host_path` wins over
+    `[model] gguf_local_path` and removes any download source (the seed's rule)."""
+    out = dict(env)
+    mounts: list[Mount] = []
+    if settings.cached_model_host_path is not None:
+        host = settings.cached_model_host_path.expanduser().resolve()
+        target = f"{CACHED_MODEL_DIR}/{host.name}"
+        mounts.append(Mount(str(host), target))
+        for key in ("MVP_GGUF_REPO", "MVP_GGUF_FILE", "MVP_GGUF_REVISION"):
+            out.pop(key, None)
+        out["MVP_GGUF_LOCAL_PATH"] = target
+    elif local := out.get("MVP_GGUF_LOCAL_PATH", "").strip():
+        host = Path(local).expanduser().resolve()
+        target = f"{LOCAL_MODEL_DIR}/{host.name}"
+        mounts.append(Mount(str(host), target))
+        out["MVP_GGUF_LOCAL_PATH"] = target
+    if tokenizer := out.get("MVP_TOKENIZER_LOCAL_PATH", "").strip():
+        host = Path(tokenizer).expanduser().resolve()
+        target = f"{LOCAL_MODEL_DIR}/tokenizer/{host.name}"
+        mounts.append(Mount(str(host), target))
+        out["MVP_TOKENIZER_LOCAL_PATH"] = target
+    return out, mounts
+
+
+def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> dict[str, str]:
+    env, _ = model_mounts(settings, request_env)
+    env.update(settings.extra_env)
+    # Our end of the attach stream closing (we exited, crashed, were killed) closes the
+    # container's stdin (StdinOnce): the agent then shuts down and the container goes.
+    env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.pop("MVP_CONTROL_FIFO", None)
+    if settings.network == "bridge":
+        env["MVP_ENGINE_PORT"] = str(BRIDGE_ENGINE_PORT)
+    return env
+
+
+def container_command(settings: DockerSettings, python: str) -> list[str]:
+    if settings.network == "bridge":
+        return [python, "-c", _BRIDGE_LAUNCH.format(dir=AGENT_DIR)]
+    return [python, AGENT_FILE]
+
+
+def create_config(
+    settings: DockerSettings, *, image: str, label: str, request_env: Mapping[str, str]
+) -> tuple[str, dict[str, Any]]:
+    """(container name, the body of `POST /containers/create`) for one node: what the seed's
+    `docker run --rm -i --add-host host.docker.internal:host-gateway --name … --gpus …
+    -e …` sends, plus labels, the model mounts and the engine port."""
+    env = container_env(settings, request_env)
+    _, mounts = model_mounts(settings, request_env)
+    python = request_env.get("MVP_NODE_PYTHON", "").strip() or "python3"
+    host_config: dict[str, Any] = {
+        "AutoRemove": True,  # --rm
+        "NetworkMode": settings.network,
+        "Mounts": [m.api() for m in mounts],
+    }
+    config: dict[str, Any] = {
+        "Image": image,
+        "Cmd": container_command(settings, python),
+        "Labels": labels(label),
+        "Env": [f"{k}={v}" for k, v in sorted(env.items())],
+        # -i: stdin open, attached once; when our attach ends, the agent's stdin closes.
+        "OpenStdin": True,
+        "StdinOnce": True,
+        "AttachStdin": True,
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "Tty": False,
+        "HostConfig": host_config,
+    }
+    if settings.network == "bridge":
+        host_config["ExtraHosts"] = ["host.docker.internal:host-gateway"]
+        # Published on loopback only, on a port the daemon picks.
+        host_config["PortBindings"] = {f"{BRIDGE_ENGINE_PORT}/tcp": [{"HostIp": "127.0.0.1"}]}
+        config["ExposedPorts"] = {f"{BRIDGE_ENGINE_PORT}/tcp": {}}
+    device = gpu_request(settings).device_request()
+    if device is not None:
+        host_config["DeviceRequests"] = [device]
+    return container_name(settings.container_prefix, label), config
+
+
+def published_url_rewrite(host_port: int) -> Callable[[bytes], bytes]:
+    """For a bridge container: the node's `WeightsLoaded` frame names the engine as the
+    container sees it (0.0.0.0:8080); mvp-tui reaches it on the published loopback port.
+    The line is rewritten to that URL (the node's own is kept as `node_base_url`); every
+    other line passes unchanged. Interim, until the run engine asks the provider
+    (`engine_url`) for non-SSH nodes."""
+    url = f"http://127.0.0.1:{host_port}"
+
+    def rewrite(line: bytes) -> bytes:
+        if b'"WeightsLoaded"' not in line or b'"mvp.worker.weights"' not in line:
+            return line
+        try:
+            record = json.loads(line)
+            payload = record["payload"]
+            if payload.get("type") != "WeightsLoaded":
+                return line
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return line
+        payload["node_base_url"] = payload.get("base_url")
+        payload["base_url"] = url
+        payload["openai_base_url"] = url + "/v1"
+        return json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode()
+
+    return rewrite

@@ -1,0 +1,793 @@
+"""The RunPod provider on REST v2: catalog offers, create one GPU type per call, poll, list
+by name, delete (confirmed by the caller through `get`).
+
+Speaks `https://api.runpod.io/v2` with httpx (async): `Authorization: Bearer` only (the key
+never goes into a URL, and every text that leaves this module passes a `Redactor` that knows
+it), our own `User-Agent: mvp-tui/<version>` (Cloudflare answers a generic or missing one
+with a plain-text 403 `error code: 1010`), redirects never followed.
+
+Facts (reference runpod.md §0, §2 and the createPod description of the OpenAPI document):
+- v2 places exactly the GPU type asked for and never falls back: the lease walk walks the
+  types (`reorder_offers` re-reads the catalog after a type proves unplaceable).
+- Create answers: 201 created; 400 "no longer any instances available" → UNAVAILABLE (next
+  type); 403 (problem+json) → FORBIDDEN (pool not accessible: next type); 402 → NO_CREDITS;
+  401 → AUTH_FAILED; 422 and any other 400 → REJECTED; 429 → waited out per `Retry-After`
+  and sent again (RunPod refuses a 429 before doing anything); 408, 5xx, a timeout or a
+  reset after sending → AMBIGUOUS (the pod may exist: the walk reconciles by name, since v2
+  has no name filter the whole list is read). A create is never re-sent after anything but
+  a 429.
+- RUNNING is not readiness: a pod counts as running only once it also has a direct SSH
+  endpoint (`ssh.direct`, else the `runtime.ports` entry for 22/tcp with a public IP), and,
+  when `probe_ssh_banner`, that endpoint answers with an SSH banner.
+- A 404 means gone only in RunPod's own error shape, and only when the pod list no longer
+  shows it either; an HTML 404 (a wrong `api_url`) proves nothing. A stopped pod (EXITED)
+  still bills its disk: stop is never used as teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import dataclasses
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from mvp_tui import __version__
+from mvp_tui.providers.base import (
+    CreateRequest,
+    CreateResult,
+    DestroyOutcome,
+    DestroyResult,
+    LeaseState,
+    LeaseStatus,
+    Offer,
+    Outcome,
+    ProviderError,
+    ProviderInfo,
+    SelectionPolicy,
+    SshEndpoint,
+)
+from mvp_tui.providers.runpod_catalog import (
+    CLOUDS,
+    PROVIDER_NAME,
+    MalformedCatalog,
+    WalkOrder,
+    WalkPolicy,
+    read_catalog,
+    resort,
+    split_offer_id,
+    walk_order,
+)
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import Redact, clean_bytes, clean_line
+
+DEFAULT_API_URL = "https://api.runpod.io/v2"
+# The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env; the
+# image's start installs it as /etc/ssh/ssh_host_ed25519_key. Its public half is pinned in the
+# run record before the create is sent.
+HOST_KEY_ENV = "MVP_SSH_HOST_KEY_ED25519"
+USER_AGENT = f"mvp-tui/{__version__}"
+SSH_PORT = "22/tcp"
+_DETAIL_CHARS = 300
+_HEAD_BYTES = _DETAIL_CHARS * 4 + 1024
+_MAX_BACKOFF_S = 60.0
+_MAX_LIST_PAGES = 100
+_BANNER_TIMEOUT_S = 3.0
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CAPACITY = ("no longer any instances", "no instances", "not enough", "could not be placed")
+_PENDING = {"PROVISIONING", "STARTING", "CREATED", "RESTARTING"}
+AUTH_FIX = (
+    "check [runpod] api_key / RUNPOD_API_KEY (create a key at runpod.io → Settings → API Keys)"
+)
+NETWORK_FIX = "check the network and [runpod] api_url / MVP_RUNPOD_API_URL, then retry"
+RATE_LIMIT_FIX = "wait a minute and retry; another tool using the same key may call too often"
+CLOUDFLARE_FIX = (
+    "RunPod's Cloudflare front refused the request (error code 1010: a generic or missing "
+    "User-Agent); a proxy between here and RunPod may be rewriting it"
+)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPodSettings:
+    """[runpod] as the provider takes it."""
+
+    gpu_types: tuple[str, ...] = ()  # in the user's order; empty = auto
+    cloud: str = "SECURE"  # SECURE | COMMUNITY | ALL
+    gpu_count: int = 1
+    min_vram_gb: int = 16
+    container_disk_gb: int = 50
+    min_cuda_version: str | None = None  # e.g. "12.4"
+    max_out_of_stock: int = 3
+    probe_ssh_banner: bool = True
+    ssh_user: str = "root"
+
+    @property
+    def clouds(self) -> tuple[str, ...]:
+        return CLOUDS if self.cloud == "ALL" else (self.cloud,)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One HTTP answer: status, JSON body (None when not JSON), sanitised and redacted text."""
+
+    status: int
+    body: Any
+    text: str
+    content_type: str
+    retry_after: str = ""
+
+    @property
+    def problem_shaped(self) -> bool:
+        """RunPod's own error shape: v2 problem+json `{title, status, detail}` or the v1
+        `{error, status}` (an HTML page from a proxy is neither)."""
+        body = self.body
+        return (
+            isinstance(body, dict)
+            and body.get("status") == self.status
+            and ("title" in body or "error" in body or "detail" in body)
+        )
+
+    @property
+    def cloudflare(self) -> bool:
+        return self.status == 403 and "error code: 1010" in self.text
+
+    def message(self, redact: Redact) -> str:
+        if isinstance(self.body, dict):
+            parts = [self.body.get(k) for k in ("detail", "error", "message", "title")]
+            text = next((p for p in parts if isinstance(p, str) and p.strip()), "")
+            errors = self.body.get("errors")
+            if isinstance(errors, list) and errors:
+                text += " (" + "; ".join(str(e) for e in errors[:5]) + ")"
+            if text:
+                return clean_line(text, _DETAIL_CHARS, redact=redact)
+        return self.text
+
+    def detail(self, redact: Redact) -> str:
+        message = self.message(redact)
+        return f"HTTP {self.status}: {message}" if message else f"HTTP {self.status}"
+
+
+@dataclass(frozen=True, slots=True)
+class NoAnswer:
+    """A call that got no HTTP answer; `sent` is False only when it surely never left."""
+
+    sent: bool
+    reason: str
+
+
+def _checked_api_key(api_key: str) -> str:
+    if not api_key or not api_key.strip():
+        raise ProviderError("no RunPod API key is configured", fix=AUTH_FIX)
+    if any(not (33 <= ord(c) < 127) for c in api_key):
+        raise ProviderError(
+            "the RunPod API key contains spaces or non-printable characters", fix=AUTH_FIX
+        )
+    return api_key
+
+
+def _checked_api_url(api_url: str) -> str:
+    url = api_url.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+(/[^\s?#]*)?$", url):
+        raise ProviderError(
+            f"[runpod] api_url {clean_line(api_url, 200)!r} is not a base URL",
+            fix=f'use the v2 base, e.g. "{DEFAULT_API_URL}"',
+        )
+    if url.endswith("rest.runpod.io/v1"):
+        raise ProviderError(
+            f"[runpod] api_url {url!r} is RunPod's REST v1, retired on 2026-11-15",
+            fix=f'use "{DEFAULT_API_URL}" (or unset [runpod] api_url / MVP_RUNPOD_API_URL)',
+        )
+    return url
+
+
+def _pod_path(pod_id: str) -> str:
+    text = str(pod_id).strip()
+    if not text or len(text) > 128 or not text.isprintable() or "/" in text:
+        raise ProviderError(
+            f"pod id {clean_line(str(pod_id), 60)!r} is not a RunPod pod id",
+            fix="check the run record",
+        )
+    return f"/pods/{quote(text, safe='')}"
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _port(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
+        return value
+    return None
+
+
+def _host(value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.\-:]*", value.strip()):
+        return value.strip()
+    return None
+
+
+def ssh_endpoint(row: Mapping[str, Any], user: str) -> SshEndpoint | None:
+    """The direct endpoint: `ssh.direct`, else the runtime's 22/tcp entry with a public IP.
+    The proxy (`ssh.runpod.io`) is never used: it has no SFTP and no port forwarding."""
+    ssh = row.get("ssh")
+    direct = ssh.get("direct") if isinstance(ssh, Mapping) else None
+    if isinstance(direct, Mapping):
+        host, port = _host(direct.get("host")), _port(direct.get("port"))
+        if host and port:
+            name = direct.get("username")
+            return SshEndpoint(
+                host, port, name if isinstance(name, str) and name else user, "direct"
+            )
+    runtime = row.get("runtime")
+    ports = runtime.get("ports") if isinstance(runtime, Mapping) else None
+    for entry in ports if isinstance(ports, list) else []:
+        if isinstance(entry, Mapping) and entry.get("private") == 22:
+            host, port = _host(entry.get("ip")), _port(entry.get("public"))
+            if host and port and entry.get("type") in (None, "tcp"):
+                return SshEndpoint(host, port, user, "direct")
+    return None
+
+
+def lease_state(status: str) -> LeaseState:
+    if status == "RUNNING":
+        return LeaseState.RUNNING
+    if status == "EXITED":
+        return LeaseState.STOPPED  # a stopped pod still bills its disk
+    if status in ("ERROR", "DEAD"):
+        return LeaseState.DEAD
+    if status == "TERMINATED":
+        return LeaseState.GONE
+    return LeaseState.PENDING
+
+
+def lease_status(row: Mapping[str, Any], user: str, redact: Redact) -> LeaseStatus:
+    raw = row.get("status")
+    status = raw if isinstance(raw, str) else ""
+    state = lease_state(status)
+    endpoint = ssh_endpoint(row, user) if state is LeaseState.RUNNING else None
+    detail = ""
+    if state is LeaseState.RUNNING and endpoint is None:
+        state, detail = LeaseState.PENDING, "running, no SSH endpoint yet"
+    name = row.get("name")
+    cost = row.get("cost")
+    return LeaseStatus(
+        provider_id=clean_line(str(row.get("id") or ""), 128, redact=redact),
+        label=clean_line(name, 1024, redact=redact) if isinstance(name, str) else None,
+        state=state,
+        raw_state=clean_line(status or "null", 40, redact=redact)
+        + (" (no SSH yet)" if detail else ""),
+        ssh=endpoint,
+        price_per_hour=float(cost)
+        if isinstance(cost, int | float) and not isinstance(cost, bool)
+        else None,
+        started_at=_timestamp(row.get("startedAt")) or _timestamp(row.get("createdAt")),
+        detail=detail,
+    )
+
+
+def _key_identity(text: str) -> tuple[str, str] | None:
+    fields = text.strip().split()
+    if len(fields) < 2 or not re.match(r"^(ssh|ecdsa|sk)-", fields[0]):
+        return None
+    try:
+        base64.b64decode(fields[1], validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return fields[0], fields[1]
+
+
+async def ssh_banner(host: str, port: int, within: float = _BANNER_TIMEOUT_S) -> bool:
+    """Whether `host:port` answers with an SSH banner (`SSH-…`) within `within` seconds."""
+    try:
+        async with asyncio.timeout(within):
+            reader, writer = await asyncio.open_connection(host, port)
+            try:
+                line = await reader.readline()
+            finally:
+                writer.close()
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
+    except (OSError, TimeoutError):
+        return False
+    return line.startswith(b"SSH-")
+
+
+class RunPodProvider:
+    """`Provider` for RunPod (REST v2). One instance per run; close it with `aclose()`."""
+
+    info = ProviderInfo(
+        name=PROVIDER_NAME,
+        billing=True,
+        notes=(
+            "on-demand pods; price is the catalog's list price × GPU count (USD/h)",
+            "one GPU type per create; the walk tries types in order",
+            "SSH direct (public IP + mapped 22/tcp); RUNNING alone is not ready",
+        ),
+    )
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        api_url: str = DEFAULT_API_URL,
+        settings: RunPodSettings | None = None,
+        timeout_s: float = 30.0,
+        create_timeout_s: float = 60.0,
+        rate_limit_retries: int = 5,
+        sleep: Sleep = asyncio.sleep,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        key = _checked_api_key(api_key)
+        self._api_url = _checked_api_url(api_url)
+        self.settings = settings or RunPodSettings()
+        self._timeout_s = timeout_s
+        self._create_timeout_s = create_timeout_s
+        self._retries = max(0, rate_limit_retries)
+        self._sleep = sleep
+        self._redact = Redactor([key])
+        self._client = httpx.AsyncClient(
+            base_url=self._api_url,
+            headers={
+                "Authorization": f"Bearer {key}",
+                "Accept": "application/json",
+                "User-Agent": USER_AGENT,
+            },
+            timeout=httpx.Timeout(timeout_s),
+            transport=transport,
+            follow_redirects=False,  # a redirect must never carry the bearer key elsewhere
+            trust_env=False,
+        )
+        self.last_skipped: list[str] = []
+        self.rate_limited_waits: list[float] = []  # each Retry-After waited out, in seconds
+        self._out_of_stock: set[str] = set()  # offer ids the catalog reported out of stock
+        self._policy = WalkPolicy()
+        self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
+
+    def __repr__(self) -> str:
+        return f"RunPodProvider(api_url={self._api_url!r}, cloud={self.settings.cloud!r})"
+
+    def add_secret(self, secret: str) -> None:
+        """Another secret this client must never show (e.g. a host key sent in a pod's env)."""
+        self._redact.add(secret)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def host_key_for(self, label: str) -> str:
+        """The public host key the pod of attempt `label` will present: generated here, its
+        private half sent in the create's env (`HOST_KEY_ENV`) and never shown (redacted)."""
+        import asyncssh  # the SSH layer's library; loaded only when a pod is about to exist
+
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        private = key.export_private_key("openssh")
+        encoded = base64.b64encode(private).decode()
+        self._redact.add(private.decode())
+        self._redact.add(encoded)
+        self._host_keys[label] = encoded
+        public: str = key.export_public_key("openssh").decode().strip()
+        return public
+
+    # -- the HTTP exchange ----------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Any = None,
+        timeout_s: float | None = None,
+    ) -> Answer | NoAnswer:
+        """One API call; a 429 is waited out per `Retry-After` and sent again (RunPod
+        refuses it before doing anything). Returns the last answer."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._client.request(
+                    method,
+                    path,
+                    params=params,
+                    json=body,
+                    timeout=timeout_s if timeout_s is not None else self._timeout_s,
+                )
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                return NoAnswer(sent=False, reason=self._why(exc))
+            except httpx.TransportError as exc:
+                return NoAnswer(sent=True, reason=self._why(exc))
+            answer = self._parse(response)
+            if answer.status != 429 or attempt >= self._retries:
+                return answer
+            wait = self._retry_after_s(answer, attempt)
+            self.rate_limited_waits.append(wait)
+            await self._sleep(wait)
+            attempt += 1
+
+    def _parse(self, response: httpx.Response) -> Answer:
+        raw = response.content
+        content_type = response.headers.get("content-type", "")
+        text = clean_bytes(raw, _DETAIL_CHARS, redact=self._redact, scan_bytes=_HEAD_BYTES)
+        body: Any = None
+        if raw.strip() and ("json" in content_type or raw.lstrip()[:1] in (b"{", b"[")):
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+        return Answer(
+            response.status_code,
+            body,
+            text,
+            content_type,
+            response.headers.get("retry-after", ""),
+        )
+
+    @staticmethod
+    def _retry_after_s(answer: Answer, attempt: int) -> float:
+        try:
+            wait = float(answer.retry_after)
+        except ValueError:
+            wait = float(2**attempt)
+        return min(max(wait, 0.0), _MAX_BACKOFF_S)
+
+    def _why(self, exc: httpx.HTTPError) -> str:
+        kind = type(exc).__name__
+        if isinstance(exc, httpx.TimeoutException):
+            return f"no answer in time ({kind})"
+        text = clean_line(str(exc), 200, redact=self._redact) or "no detail"
+        return f"{kind}: {text}"
+
+    def _error(self, answer: Answer, action: str) -> ProviderError:
+        detail = answer.detail(self._redact)
+        if answer.cloudflare:
+            return ProviderError(
+                f"RunPod refused {action}: HTTP 403 error code 1010",
+                fix=CLOUDFLARE_FIX,
+                http_status=403,
+            )
+        if answer.status == 401:
+            return ProviderError(
+                f"RunPod refused the API key while {action} ({detail})",
+                fix=AUTH_FIX,
+                http_status=401,
+            )
+        if answer.status == 429:
+            return ProviderError(
+                f"RunPod kept rate-limiting {action}: HTTP 429 after {self._retries} retries",
+                fix=RATE_LIMIT_FIX,
+                http_status=429,
+            )
+        if answer.status >= 500:
+            return ProviderError(
+                f"RunPod failed while {action} ({detail})",
+                fix="a server-side error: retry in a minute",
+                http_status=answer.status,
+            )
+        return ProviderError(
+            f"RunPod rejected {action} ({detail})",
+            fix=f"check the values sent and [runpod] api_url ({self._api_url})",
+            http_status=answer.status,
+        )
+
+    def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
+        return ProviderError(
+            f"no answer from RunPod at {self._api_url} while {action}: {no_answer.reason}",
+            fix=NETWORK_FIX,
+        )
+
+    # -- offers -----------------------------------------------------------------------------
+
+    async def _catalog(self, cloud: str) -> tuple[list[Any], list[str]]:
+        params: dict[str, str | int] = {
+            "include": "AVAILABILITY",
+            "product": "POD",
+            "count": self.settings.gpu_count,
+            "cloud": cloud,
+        }
+        if self.settings.min_cuda_version:
+            params["minCudaVersion"] = self.settings.min_cuda_version
+        action = "reading the GPU catalog"
+        answer = await self._call("GET", "/catalog/gpus", params=params)
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, action)
+        if answer.status != 200:
+            raise self._error(answer, action)
+        try:
+            page = read_catalog(answer.body, cloud, redact=self._redact)
+        except MalformedCatalog as exc:
+            raise ProviderError(
+                f"RunPod answered the GPU catalog with no GPU list ({exc})",
+                fix=f"retry; if it persists, check [runpod] api_url ({self._api_url})",
+                http_status=answer.status,
+            ) from None
+        return list(page.gpus), page.skipped
+
+    async def _order(self, tried: Sequence[str] = (), cap: int | None = None) -> WalkOrder:
+        gpus: list[Any] = []
+        skipped: list[str] = []
+        for cloud in self.settings.clouds:
+            found, bad = await self._catalog(cloud)
+            gpus += found
+            skipped += bad
+        order = walk_order(gpus, self._policy, tried=tried, cap=cap)
+        self.last_skipped = [self._redact(s) for s in [*skipped, *order.skipped]]
+        return order
+
+    async def search_offers(self, policy: SelectionPolicy) -> list[Offer]:
+        """Offers in the order the walk tries them (see runpod_catalog); left out in
+        `last_skipped`."""
+        s = self.settings
+        self._policy = WalkPolicy(
+            gpu_types=s.gpu_types,
+            gpu_count=s.gpu_count,
+            min_vram_gb=s.min_vram_gb,
+            max_price_per_hour=policy.max_price_per_hour,
+            max_out_of_stock=s.max_out_of_stock,
+        )
+        order = await self._order()
+        self._out_of_stock = set(order.out_of_stock)
+        return [gpu.offer(s.gpu_count) for gpu in order.gpus][: policy.limit]
+
+    async def reorder_offers(
+        self, remaining: Sequence[Offer], tried: Sequence[Offer]
+    ) -> list[Offer]:
+        """After a type proved unplaceable (`auto` only): the catalog read again and the types
+        left sorted again; a type is never offered twice. On any failure: `remaining`."""
+        if not self._policy.auto or not remaining:
+            return list(remaining)
+        tried_ids = [o.offer_id for o in tried]
+        cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
+        try:
+            fresh = await self._order(tried_ids, cap)
+        except ProviderError:
+            return list(remaining)
+        earlier = frozenset(self._out_of_stock)
+        self._out_of_stock |= set(fresh.out_of_stock)
+        return resort(remaining, fresh, self.settings.gpu_count, earlier)
+
+    # -- create -----------------------------------------------------------------------------
+
+    def create_body(self, gpu_id: str, cloud: str, request: CreateRequest) -> dict[str, Any]:
+        """The JSON body of `POST /pods` (CreatePodRequest: unknown fields are a 422)."""
+        env: dict[str, str] = {}
+        for name, value in request.env.items():
+            if not _ENV_NAME.match(name):
+                raise ProviderError(
+                    f"environment variable name {clean_line(name, 80)!r} is not valid",
+                    fix="use letters, digits and _ only, not starting with a digit",
+                )
+            env[name] = str(value)
+        if request.ssh_public_key:
+            env["PUBLIC_KEY"] = request.ssh_public_key.strip()
+        if request.label in self._host_keys:
+            env[HOST_KEY_ENV] = self._host_keys[request.label]
+        gpu: dict[str, Any] = {"id": gpu_id, "count": self.settings.gpu_count}
+        if self.settings.min_cuda_version:
+            gpu["minCudaVersion"] = self.settings.min_cuda_version
+        body: dict[str, Any] = {
+            "name": request.label,
+            "image": request.image,
+            "gpu": gpu,
+            "cloud": cloud,
+            "ports": [SSH_PORT],
+            "env": env,
+            "disk": max(1, self.settings.container_disk_gb),
+            "startSsh": True,
+        }
+        return body
+
+    async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
+        """Create a pod of the offer's GPU type; every answer becomes an `Outcome`."""
+        parts = split_offer_id(offer.offer_id) if offer.provider == PROVIDER_NAME else None
+        if parts is None:
+            return CreateResult(
+                Outcome.REJECTED,
+                detail=f"offer {clean_line(offer.offer_id, 80)!r} is not a RunPod offer",
+            )
+        cloud, gpu_id = parts
+        body = self.create_body(gpu_id, cloud, request)
+        answer = await self._call("POST", "/pods", body=body, timeout_s=self._create_timeout_s)
+        if isinstance(answer, NoAnswer):
+            if not answer.sent:
+                raise self._unreachable(answer, f"creating a {gpu_id} pod (nothing was created)")
+            return CreateResult(Outcome.AMBIGUOUS, detail=answer.reason)
+        if answer.status == 429:
+            raise self._error(answer, f"creating a {gpu_id} pod (nothing was created)")
+        return self.classify_create(answer)
+
+    def classify_create(self, answer: Answer) -> CreateResult:
+        detail = answer.detail(self._redact)
+        status = answer.status
+
+        def result(
+            outcome: Outcome, provider_id: str | None = None, text: str = ""
+        ) -> CreateResult:
+            return CreateResult(outcome, provider_id, text or detail, status)
+
+        if 200 <= status < 300:
+            pod_id = answer.body.get("id") if isinstance(answer.body, dict) else None
+            if isinstance(pod_id, str) and pod_id.strip():
+                return result(Outcome.CREATED, clean_line(pod_id.strip(), 128))
+            return result(Outcome.AMBIGUOUS, text=f"{detail} (no pod id in the answer)")
+        if answer.cloudflare:
+            return result(Outcome.REJECTED, text=f"HTTP 403 error code 1010 — {CLOUDFLARE_FIX}")
+        if status == 401:
+            return result(Outcome.AUTH_FAILED)
+        if status == 402:
+            return result(Outcome.NO_CREDITS)
+        if status == 403:
+            return result(Outcome.FORBIDDEN)
+        if status == 400:
+            text = answer.message(self._redact).lower()
+            if any(marker in text for marker in _CAPACITY):
+                return result(Outcome.UNAVAILABLE)
+            return result(Outcome.REJECTED)
+        if status == 408 or status >= 500:
+            return result(Outcome.AMBIGUOUS)
+        if 400 <= status < 500:
+            return result(Outcome.REJECTED)
+        return result(Outcome.AMBIGUOUS)
+
+    # -- pods -------------------------------------------------------------------------------
+
+    async def _list_rows(self, action: str) -> list[Mapping[str, Any]]:
+        """Every pod on the account. The document has no paging, but a live list has been
+        recorded answering `pagination {hasNextPage, nextCursor}`: followed when present."""
+        found: list[Mapping[str, Any]] = []
+        params: dict[str, str | int] = {}
+        seen: set[str] = set()
+        for _ in range(_MAX_LIST_PAGES):
+            answer = await self._call("GET", "/pods", params=params or None)
+            if isinstance(answer, NoAnswer):
+                raise self._unreachable(answer, action)
+            rows = answer.body.get("pods") if isinstance(answer.body, dict) else None
+            if answer.status != 200 or not isinstance(rows, list):
+                raise self._error(answer, action)
+            found += [r for r in rows if isinstance(r, Mapping) and isinstance(r.get("id"), str)]
+            paging = answer.body.get("pagination") if isinstance(answer.body, dict) else None
+            cursor = paging.get("nextCursor") if isinstance(paging, Mapping) else None
+            if not (isinstance(paging, Mapping) and paging.get("hasNextPage") and cursor):
+                return found
+            if str(cursor) in seen:
+                raise ProviderError(
+                    f"RunPod's pod list repeated a page cursor while {action}",
+                    fix="retry; if it persists, report it to RunPod support",
+                )
+            seen.add(str(cursor))
+            params = {"cursor": str(cursor)}
+        raise ProviderError(
+            f"RunPod's pod list did not end after {_MAX_LIST_PAGES} pages while {action}",
+            fix="retry; if it persists, report it to RunPod support",
+        )
+
+    async def _status(self, row: Mapping[str, Any]) -> LeaseStatus:
+        status = lease_status(row, self.settings.ssh_user, self._redact)
+        probe = status.ssh is not None and self.settings.probe_ssh_banner
+        if probe and status.ssh and not await ssh_banner(status.ssh.host, status.ssh.port):
+            return dataclasses.replace(
+                status,
+                state=LeaseState.PENDING,
+                ssh=None,
+                raw_state=f"{status.raw_state} (sshd not answering)",
+                detail="running, the SSH endpoint does not answer with a banner yet",
+            )
+        return status
+
+    async def get(self, provider_id: str) -> LeaseStatus:
+        """The pod as RunPod reports it now; GONE only when a RunPod-shaped 404 *and* the pod
+        list agree."""
+        path = _pod_path(provider_id)
+        action = f"reading pod {clean_line(provider_id, 60)}"
+        answer = await self._call("GET", path)
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, action)
+        if answer.status == 404 and answer.problem_shaped:
+            rows = await self._list_rows(action)
+            listed = next((r for r in rows if r.get("id") == provider_id), None)
+            if listed is not None:
+                return await self._status(listed)
+            return LeaseStatus(
+                provider_id=provider_id, label=None, state=LeaseState.GONE, raw_state="gone",
+                detail=answer.detail(self._redact),
+            )  # fmt: skip
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            raise self._error(answer, action)
+        if answer.body.get("id") not in (None, provider_id):
+            raise ProviderError(
+                f"RunPod answered {action} with another pod", fix="retry; report it if it persists"
+            )
+        return await self._status({**answer.body, "id": provider_id})
+
+    async def list_by_label(self, prefix: str) -> list[LeaseStatus]:
+        """Every pod on the account whose name starts with `prefix` (v2 has no name filter:
+        the whole list is read)."""
+        rows = await self._list_rows("listing pods")
+        found = []
+        for row in rows:
+            name = row.get("name")
+            if isinstance(name, str) and name.startswith(prefix):
+                found.append(lease_status(row, self.settings.ssh_user, self._redact))
+        return found
+
+    async def destroy(self, provider_id: str) -> DestroyResult:
+        """`DELETE /pods/{id}`: 204 → ACCEPTED (the caller confirms with `get`), a RunPod 404
+        → GONE, anything else → FAILED (the walk retries). Never a stop: it still bills."""
+        path = _pod_path(provider_id)
+        answer = await self._call("DELETE", path)
+        if isinstance(answer, NoAnswer):
+            return DestroyResult(DestroyOutcome.FAILED, detail=answer.reason)
+        detail = answer.detail(self._redact)
+        if answer.status in (200, 202, 204):
+            return DestroyResult(DestroyOutcome.ACCEPTED, detail, answer.status)
+        if answer.status == 404 and answer.problem_shaped:
+            return DestroyResult(DestroyOutcome.GONE, detail, answer.status)
+        if answer.cloudflare:
+            detail = f"HTTP 403 error code 1010 — {CLOUDFLARE_FIX}"
+        elif answer.status == 401:
+            detail = f"{detail} — {AUTH_FIX}"
+        return DestroyResult(DestroyOutcome.FAILED, detail, answer.status)
+
+    # -- account ----------------------------------------------------------------------------
+
+    async def ensure_ssh_key(self, public_key_openssh: str) -> bool:
+        """Make sure the account holds this public key (pods created with `startSsh` get the
+        account's keys). True when it was registered now, False when already there. The PUT
+        replaces the whole set, so the keys already there are sent back with it."""
+        if "PRIVATE KEY" in public_key_openssh:
+            raise ProviderError(
+                "refusing to register a private key as a RunPod account SSH key",
+                fix="pass the public key (the .pub file), never the private key",
+            )
+        identity = _key_identity(public_key_openssh)
+        if identity is None:
+            raise ProviderError(
+                "the SSH public key is not in OpenSSH format",
+                fix='expected one line like "ssh-ed25519 AAAAC3… comment"',
+            )
+        answer = await self._call("GET", "/account/ssh-keys")
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, "listing account SSH keys")
+        keys = answer.body.get("keys") if isinstance(answer.body, dict) else None
+        if answer.status != 200 or not isinstance(keys, list):
+            raise self._error(answer, "listing account SSH keys")
+        texts = [k for k in keys if isinstance(k, str)]
+        if identity in {_key_identity(text) for text in texts}:
+            return False
+        line = " ".join(public_key_openssh.strip().split())
+        answer = await self._call("PUT", "/account/ssh-keys", body={"keys": [*texts, line]})
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, "registering the SSH key")
+        if answer.status != 200:
+            raise self._error(answer, "registering the SSH key")
+        return True
+
+    async def billed_usd(self, provider_id: str) -> float | None:
+        """What `/billing/pods` says the pod cost, or None when it has no figure."""
+        answer = await self._call("GET", "/billing/pods", params={"podId": provider_id})
+        if isinstance(answer, NoAnswer) or answer.status != 200:
+            return None
+        records = answer.body.get("records") if isinstance(answer.body, dict) else None
+        if not isinstance(records, list):
+            return None
+        amounts = [
+            float(r["totalAmount"])
+            for r in records
+            if isinstance(r, Mapping)
+            and r.get("podId") == provider_id
+            and isinstance(r.get("totalAmount"), int | float)
+        ]
+        return round(sum(amounts), 6) if amounts else None

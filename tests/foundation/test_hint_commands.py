@@ -1,0 +1,56 @@
+"""Every hint that names an `mvp-tui` command names one that exists."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from mvp_tui.cli import COMMANDS
+
+REPO = Path(__file__).resolve().parents[2]
+# The installed package: mvp_tui plus the subpackages that live at the top of the repo.
+PACKAGE_DIRS = ("mvp_tui", "providers", "widgets", "themes")
+# `mvp-tui WORD` inside backticks is how messages, help texts and docstrings name a command.
+COMMAND_REF = re.compile(r"`mvp-tui ([^`\s]+)")
+REAL = {*COMMANDS, "config"}
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def _named_commands() -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for top in PACKAGE_DIRS:
+        for path in sorted((REPO / top).rglob("*.py")):
+            for line, text in _string_literals(path):
+                for word in COMMAND_REF.findall(text):
+                    found.append((f"{path.relative_to(REPO)}:{line}", word))
+    return found
+
+
+def test_the_scan_finds_the_hints() -> None:
+    # The scan itself works: the package names its commands in many places.
+    words = {word for _, word in _named_commands()}
+    assert {"ls", "down", "config", "offers"} <= words
+
+
+def test_every_command_a_hint_names_exists() -> None:
+    wrong = [
+        f"{where}: `mvp-tui {word}`"
+        for where, word in _named_commands()
+        if word not in REAL and not word.startswith("-")
+    ]
+    assert not wrong, f"not commands of mvp-tui ({', '.join(sorted(REAL))}): {wrong}"
+
+
+def test_the_readme_names_real_commands() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    wrong = sorted({w for w in COMMAND_REF.findall(text) if w not in REAL and w[0] != "-"})
+    assert not wrong, wrong
