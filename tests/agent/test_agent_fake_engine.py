@@ -13,7 +13,7 @@ import pytest
 
 from tests.agent.agent_run import AgentRun, agent_env
 
-SECRET = "sk-never-reaches-the-engine-4242"
+SECRET = "test-secret-never-reaches-the-engine-4242"
 
 
 def _python39() -> str | None:

@@ -14,7 +14,7 @@ from mvp_tui.untrusted import (
     strip_escapes,
 )
 
-SECRET = "sk-live-4f9c2e7b1a0d5e6f8a7b6c5d"
+SECRET = "test-secret-4f9c2e7b1a0d5e6f8a7b6c5d"
 REDACT = Redactor([SECRET])
 
 

@@ -30,11 +30,11 @@ async def test_native_llama_server_stream_with_usage_and_timings() -> None:
     )
     async with (
         fake_openai(Canned(200, [b": ping\n\n", *body])) as fake,
-        PromptClient(fake.base_url, "m", api_key="sk-test-123456") as client,
+        PromptClient(fake.base_url, "m", api_key="test-key-123456") as client,
     ):
         events = await run(client, "hello", 5)
     headers, request = fake.requests[0]
-    assert headers["authorization"] == "Bearer sk-test-123456"
+    assert headers["authorization"] == "Bearer test-key-123456"
     assert request["stream"] is True and request["max_tokens"] == 5
     assert request["messages"] == [{"role": "user", "content": "hello"}]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo"]
@@ -101,11 +101,11 @@ async def test_a_chunk_that_is_not_json_is_a_bad_stream() -> None:
 
 
 async def test_errors_never_carry_the_api_key() -> None:
-    canned = Canned(401, [b'{"error": {"message": "invalid key sk-live-abcdef99"}}'])
+    canned = Canned(401, [b'{"error": {"message": "invalid key test-key-abcdef99"}}'])
     async with (
         fake_openai(canned) as fake,
-        PromptClient(fake.base_url, "m", api_key="sk-live-abcdef99") as client,
+        PromptClient(fake.base_url, "m", api_key="test-key-abcdef99") as client,
     ):
         (fault,) = await run(client)
     assert isinstance(fault, PromptFault)
-    assert "sk-live-abcdef99" not in fault.error and REDACTED in fault.error
+    assert "test-key-abcdef99" not in fault.error and REDACTED in fault.error
