@@ -150,6 +150,53 @@ class ProviderError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class ApiErrors:
+    """How one marketplace's HTTP API failures read: its name, where its URL is set, and the
+    fixes for a refused key, rate limiting and no answer. One wording for every provider."""
+
+    name: str  # "Vast.ai"
+    section: str  # "vastai": the config section holding api_url
+    api_url: str
+    auth_fix: str
+    rate_limit_fix: str
+    network_fix: str
+
+    def answer(
+        self, action: str, status: int, detail: str, *, auth_failed: bool, retries: int
+    ) -> ProviderError:
+        """A ProviderError for an answer (`detail` already redacted) that `action` can't use."""
+        if auth_failed:
+            return ProviderError(
+                f"{self.name} refused the API key while {action} ({detail})",
+                fix=self.auth_fix,
+                http_status=status,
+            )
+        if status == 429:
+            return ProviderError(
+                f"{self.name} kept rate-limiting {action}: HTTP 429 after {retries} retries",
+                fix=self.rate_limit_fix,
+                http_status=429,
+            )
+        if status >= 500:
+            return ProviderError(
+                f"{self.name} failed while {action} ({detail})",
+                fix="a server-side error: retry in a minute",
+                http_status=status,
+            )
+        return ProviderError(
+            f"{self.name} rejected {action} ({detail})",
+            fix=f"check the values sent and [{self.section}] api_url ({self.api_url})",
+            http_status=status,
+        )
+
+    def no_answer(self, action: str, reason: str) -> ProviderError:
+        return ProviderError(
+            f"no answer from {self.name} at {self.api_url} while {action}: {reason}",
+            fix=self.network_fix,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderInfo:
     name: str
     billing: bool  # False for local nodes: nothing ever bills

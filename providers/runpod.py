@@ -43,6 +43,7 @@ import httpx
 
 from mvp_tui import __version__
 from mvp_tui.providers.base import (
+    ApiErrors,
     CreateRequest,
     CreateResult,
     DestroyOutcome,
@@ -335,6 +336,9 @@ class RunPodProvider:
     ) -> None:
         key = _checked_api_key(api_key)
         self._api_url = _checked_api_url(api_url)
+        self._errors = ApiErrors(
+            "RunPod", "runpod", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
+        )
         self.settings = settings or RunPodSettings()
         self._timeout_s = timeout_s
         self._create_timeout_s = create_timeout_s
@@ -459,35 +463,12 @@ class RunPodProvider:
                 fix=CLOUDFLARE_FIX,
                 http_status=403,
             )
-        if answer.status == 401:
-            return ProviderError(
-                f"RunPod refused the API key while {action} ({detail})",
-                fix=AUTH_FIX,
-                http_status=401,
-            )
-        if answer.status == 429:
-            return ProviderError(
-                f"RunPod kept rate-limiting {action}: HTTP 429 after {self._retries} retries",
-                fix=RATE_LIMIT_FIX,
-                http_status=429,
-            )
-        if answer.status >= 500:
-            return ProviderError(
-                f"RunPod failed while {action} ({detail})",
-                fix="a server-side error: retry in a minute",
-                http_status=answer.status,
-            )
-        return ProviderError(
-            f"RunPod rejected {action} ({detail})",
-            fix=f"check the values sent and [runpod] api_url ({self._api_url})",
-            http_status=answer.status,
+        return self._errors.answer(
+            action, answer.status, detail, auth_failed=answer.status == 401, retries=self._retries
         )
 
     def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
-        return ProviderError(
-            f"no answer from RunPod at {self._api_url} while {action}: {no_answer.reason}",
-            fix=NETWORK_FIX,
-        )
+        return self._errors.no_answer(action, no_answer.reason)
 
     # -- offers -----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from mvp_tui.providers.base import (
+    ApiErrors,
     CreateRequest,
     CreateResult,
     DestroyOutcome,
@@ -228,6 +229,9 @@ class VastAiProvider:
     ) -> None:
         key = _checked_api_key(api_key)
         self._api_url = _checked_api_url(api_url)
+        self._errors = ApiErrors(
+            "Vast.ai", "vastai", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
+        )
         self._ssh_user = ssh_user
         self._timeout_s = timeout_s
         self._retries = max(0, rate_limit_retries)
@@ -305,35 +309,13 @@ class VastAiProvider:
     def _error(self, answer: Answer, action: str) -> ProviderError:
         """A ProviderError for an answer that is not what `action` needs."""
         detail = self._redact(answer.detail())
-        if is_auth_failure(answer):
-            return ProviderError(
-                f"Vast.ai refused the API key while {action} ({detail})",
-                fix=AUTH_FIX,
-                http_status=answer.status,
-            )
-        if answer.status == 429:
-            return ProviderError(
-                f"Vast.ai kept rate-limiting {action}: HTTP 429 after {self._retries} retries",
-                fix=RATE_LIMIT_FIX,
-                http_status=429,
-            )
-        if answer.status >= 500:
-            return ProviderError(
-                f"Vast.ai failed while {action} ({detail})",
-                fix="a server-side error: retry in a minute",
-                http_status=answer.status,
-            )
-        return ProviderError(
-            f"Vast.ai rejected {action} ({detail})",
-            fix=f"check the values sent and [vastai] api_url ({self._api_url})",
-            http_status=answer.status,
+        auth = is_auth_failure(answer)
+        return self._errors.answer(
+            action, answer.status, detail, auth_failed=auth, retries=self._retries
         )
 
     def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
-        return ProviderError(
-            f"no answer from Vast.ai at {self._api_url} while {action}: {no_answer.reason}",
-            fix=NETWORK_FIX,
-        )
+        return self._errors.no_answer(action, no_answer.reason)
 
     # -- Provider ---------------------------------------------------------------------------
 
