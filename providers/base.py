@@ -46,6 +46,9 @@ class Offer:
     verified: bool = False
     cpu: str = ""
     ram_mib: int = 0
+    # The provider's stock hint (RunPod: none/low/medium/high); "" where it publishes none.
+    # A hint, not a reservation.
+    stock: str = ""
 
     @property
     def vram_gib_total(self) -> float:

@@ -64,6 +64,7 @@ class CatalogGpu:
             up_mbps=0.0,
             location=f"{self.cloud.lower()} · stock {stock}" + (f" · {where}" if where else ""),
             verified=self.cloud == "SECURE",
+            stock=self.stock.lower(),
         )
 
 

@@ -49,6 +49,7 @@ async def test_auto_offers_are_the_types_over_the_floor_cheapest_first(
     first = offers[1]
     assert first.provider == "runpod" and first.gpu_ram_mib == 16 * 1024
     assert first.price_per_hour == pytest.approx(0.17) and "stock high" in first.location
+    assert first.stock == "high"  # the board's stock column reads this field
     assert "stock none" in offers[0].location and "stock low" in offers[3].location
     assert any("NVIDIA L4: out of stock" in s for s in provider.last_skipped)
     assert any("RTX A2000: 6 GB VRAM" in s for s in provider.last_skipped)
