@@ -518,7 +518,9 @@ def ram_mib(meminfo: str | None = None) -> int:
     return 0
 
 
-def probe_environment(cache_dir: Path) -> dict[str, Any]:
+def probe_environment(settings: Settings) -> dict[str, Any]:
+    """The node as the agent finds it; `lacks` names what this image misses for the job."""
+    cache_dir = settings.cache_dir
     gpus, gpu_error = probe_gpus()
     detail: dict[str, Any] = {
         "python": platform.python_version(),
@@ -527,8 +529,9 @@ def probe_environment(cache_dir: Path) -> dict[str, Any]:
         "cpus": os.cpu_count() or 0,
         "ram_mib": ram_mib(),
         "gpus": gpus,
-        "llama_server": shutil.which("llama-server"),
+        "llama_server": find_llama_server(),
         "llama_cpp_python": importlib.util.find_spec("llama_cpp") is not None,
+        "lacks": image_lacks(settings, gpus),
     }
     if gpu_error:
         detail["gpu_probe_error"] = gpu_error
@@ -756,11 +759,19 @@ def _content_total(headers: Any, offset: int) -> int | None:
 class EngineSpec:
     """How to start the engine and how to tell it is ready."""
 
-    def __init__(self, kind: str, argv: list[str], ready_path: str, port: int) -> None:
+    def __init__(
+        self,
+        kind: str,
+        argv: list[str],
+        ready_path: str,
+        port: int,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.kind = kind
         self.argv = argv
         self.ready_path = ready_path
         self.port = port
+        self.env = dict(env or {})  # added to the agent's environment for the engine
 
     @property
     def base_url(self) -> str:
@@ -798,12 +809,12 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
         )
         ready = "/health" if kind == "llama-server" else "/v1/models"
         return EngineSpec(kind, argv, ready, port)
-    server = shutil.which("llama-server")
+    server = find_llama_server()
     if server:
         argv = [server, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port), "-a", alias]
         argv += ["-c", str(ctx)] if ctx else []
         argv += ["-t", str(threads)] if threads else []
-        return EngineSpec("llama-server", argv, "/health", port)
+        return EngineSpec("llama-server", argv, "/health", port, env=_beside_libs(server))
     if importlib.util.find_spec("llama_cpp") is not None:
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
         argv += ["--host", ENGINE_HOST, "--port", str(port), "--interrupt_requests", "False"]
@@ -811,12 +822,74 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
         argv += ["--n_ctx", str(ctx)] if ctx else []
         argv += ["--n_threads", str(threads)] if threads else []
         return EngineSpec("llama-cpp-python", argv, "/v1/models", port)
-    raise PhaseFailed(
-        "no serving engine on this node: llama-server is not on PATH and the llama_cpp "
-        f"package is not installed for {sys.executable}",
-        fix="install it (pip install 'llama-cpp-python[server]'), put llama.cpp's llama-server "
-        "on PATH, or set MVP_ENGINE_CMD",
+    raise no_engine()
+
+
+def no_engine() -> PhaseFailed:
+    return PhaseFailed(
+        "this image lacks a serving engine: llama-server is neither on PATH nor at "
+        f"{', '.join(KNOWN_LLAMA_SERVERS)}, and the llama_cpp package is not installed for "
+        f"{sys.executable}",
+        fix=f"use an image that holds llama.cpp's server (the default for rented nodes is "
+        f"{RENTED_IMAGE_HINT}), install it (pip install 'llama-cpp-python[server]'), or set "
+        "MVP_ENGINE_CMD",
     )
+
+
+# llama.cpp's own images (the "full" and "server" targets) keep llama-server in /app, off PATH.
+KNOWN_LLAMA_SERVERS = ("/app/llama-server",)
+RENTED_IMAGE_HINT = "ghcr.io/ggml-org/llama.cpp:full-cuda"
+
+
+def find_llama_server() -> str | None:
+    """llama-server on PATH, else where llama.cpp's images keep it."""
+    found = shutil.which("llama-server")
+    if found:
+        return found
+    return next((p for p in KNOWN_LLAMA_SERVERS if os.access(p, os.X_OK)), None)
+
+
+def _beside_libs(server: str) -> dict[str, str]:
+    """llama.cpp's images copy its shared libraries next to the binaries (in /app), which
+    is on no loader path; a server found off PATH gets that directory on LD_LIBRARY_PATH."""
+    if shutil.which("llama-server") == server:
+        return {}
+    here = os.path.dirname(server)
+    before = os.environ.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": here + (os.pathsep + before if before else "")}
+
+
+def cuda_runtime_missing(gpus: list[dict[str, Any]]) -> bool:
+    """GPUs are visible but no CUDA runtime library is: a CUDA engine would fall back to
+    the CPU (llama.cpp loads its CUDA backend only when libcudart and libcublas load)."""
+    if not gpus:
+        return False
+    try:
+        done = subprocess.run(
+            ["ldconfig", "-p"], capture_output=True, timeout=10, check=False, text=True
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False  # cannot tell: say nothing rather than something wrong
+    return done.returncode == 0 and "libcudart.so" not in done.stdout
+
+
+LACKS_ENGINE = "engine (llama-server or the llama_cpp package)"
+
+
+def has_engine(settings: Settings) -> bool:
+    if settings.engine_cmd or find_llama_server() is not None:
+        return True
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def image_lacks(settings: Settings, gpus: list[dict[str, Any]]) -> list[str]:
+    """What this image lacks for the agent's job, named for the first record."""
+    lacks: list[str] = []
+    if not has_engine(settings):
+        lacks.append(LACKS_ENGINE)
+    if cuda_runtime_missing(gpus):
+        lacks.append("CUDA runtime (libcudart): the engine would run on the CPU")
+    return lacks
 
 
 def _die_with_parent_hook() -> Callable[[], None] | None:
@@ -857,7 +930,7 @@ class Engine:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                env=dict(env),
+                env={**env, **self.spec.env},
                 cwd=str(cwd),
                 preexec_fn=_die_with_parent_hook(),
             )
@@ -936,7 +1009,7 @@ WATCHDOG_WORDS = ("heartbeat", "detach", "attach")
 API_PROVIDERS = ("vastai", "runpod")
 LOCAL_PROVIDERS = ("local", "docker")
 DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
-DEFAULT_RUNPOD_API_URL = "https://rest.runpod.io/v1"
+DEFAULT_RUNPOD_API_URL = "https://api.runpod.io/v2"  # REST v1 was retired on 2026-11-15
 DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
 WATCHDOG_USER_AGENT = "mvp-node/1 (dead-man switch)"
 WATCHDOG_HTTP_TIMEOUT_S = 10.0
@@ -1235,7 +1308,7 @@ class VastInstanceApi(InstanceApi):
 
 
 class RunPodInstanceApi(InstanceApi):
-    """RunPod REST (v1 by default): GET / DELETE /pods/{id} with the pod-scoped key."""
+    """RunPod REST (v2 by default): GET / DELETE /pods/{id} with the pod-scoped key."""
 
     name = "RunPod"
 
@@ -1593,7 +1666,7 @@ class Agent:
             self._phase("config", lambda: s.summary(self.env))
             if self.watchdog is not None:
                 self.watchdog.report_verdict()
-            self._phase("probe", lambda: probe_environment(s.cache_dir))
+            self._phase("probe", lambda: self._probe(s))
             model = self._phase_value("model", self._resolve_model)
             self._phase("engine_start", lambda: self._start_engine(model))
             self._phase("engine_health", self._wait_healthy)
@@ -1602,6 +1675,16 @@ class Agent:
             return self._shutdown()
         except PhaseFailed as failure:
             return self.fail(failure)
+
+    def _probe(self, settings: Settings) -> dict[str, Any]:
+        """The node as found; an image without an engine fails here, before the model is
+        downloaded, naming everything it lacks."""
+        detail = probe_environment(settings)
+        if LACKS_ENGINE in detail["lacks"]:
+            failure = no_engine()
+            lacks = "; ".join(detail["lacks"])
+            raise PhaseFailed(f"{failure}; it lacks: {lacks}", failure.fix, detail=detail)
+        return detail
 
     # -- phase plumbing
 

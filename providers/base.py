@@ -208,6 +208,13 @@ class ProviderInfo:
 
 
 @runtime_checkable
+class BillingReader(Protocol):
+    """A provider that publishes what a deleted lease cost (RunPod's /billing/pods)."""
+
+    async def billed_usd(self, provider_id: str) -> float | None: ...
+
+
+@runtime_checkable
 class Provider(Protocol):
     """What the run engine needs from any provider. All calls are async and never raise
     for an answer the walk can classify; they raise `ProviderError` for the rest."""

@@ -57,6 +57,7 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
     SshEndpoint,
 )
+from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
 from mvp_tui.providers.runpod_catalog import (
     CLOUDS,
     PROVIDER_NAME,
@@ -72,10 +73,6 @@ from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import Redact, clean_bytes, clean_line
 
 DEFAULT_API_URL = "https://api.runpod.io/v2"
-# The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env; the
-# image's start installs it as /etc/ssh/ssh_host_ed25519_key. Its public half is pinned in the
-# run record before the create is sent.
-HOST_KEY_ENV = "MVP_SSH_HOST_KEY_ED25519"
 USER_AGENT = f"mvp-tui/{__version__}"
 SSH_PORT = "22/tcp"
 _DETAIL_CHARS = 300
@@ -567,7 +564,10 @@ class RunPodProvider:
             "ports": [SSH_PORT],
             "env": env,
             "disk": max(1, self.settings.container_disk_gb),
-            "startSsh": True,
+            # Our own start command runs sshd with the pinned host key (runpod_boot.py);
+            # startSsh would only inject the account's keys, which PUBLIC_KEY already carries.
+            "startSsh": False,
+            "cmd": pod_command(),
         }
         return body
 

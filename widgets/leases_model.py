@@ -346,7 +346,10 @@ class LeasesModel:
         lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
-        line.add(f"→ {'confirmed gone' if by_node else 'deleted'} (${e.spend_usd:.3f})", Tone.OK)
+        cost = f"${e.spend_usd:.3f}"
+        if e.billed_usd is not None:  # the provider's receipt beside our estimate
+            cost = f"est. {cost}, billed ${e.billed_usd:.3f}"
+        line.add(f"→ {'confirmed gone' if by_node else 'deleted'} ({cost})", Tone.OK)
         self._trim_leases()
 
     # -- the node's dead-man's switch -------------------------------------------------------

@@ -99,6 +99,10 @@ DEFAULT_HF_REPO = "bartowski/Llama-3.2-1B-Instruct-GGUF"
 DEFAULT_HF_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
 DEFAULT_MODEL_ID = "llama-3.2-1b-instruct-q4"
 DEFAULT_IMAGE = "mvp-node:latest"
+# What a rented node runs when neither [image] node nor the provider's image is set: llama.cpp's
+# own CUDA image (python3 for the agent; llama-server at /app/llama-server, not on PATH, which
+# the agent knows). DEFAULT_IMAGE is the seed's name for a locally built image.
+RENTED_IMAGE = "ghcr.io/ggml-org/llama.cpp:full-cuda"
 DEFAULT_RPC_ADDR = "127.0.0.1:19777"
 
 S, V, R, D = Scope.ALL, Scope.VASTAI, Scope.RUNPOD, Scope.DOCKER
@@ -189,7 +193,7 @@ KEYS: tuple[KeySpec, ...] = (
         "node",
         Kind.STR,
         DEFAULT_IMAGE,
-        "container image of the node",
+        "container image of the node; unset on vastai/runpod = " + RENTED_IMAGE,
         env=("MVP_NODE_IMAGE",),
         flag="--image",
     ),
@@ -680,6 +684,28 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_RUNPOD_MIN_CUDA_VERSION",),
         flag="--runpod-min-cuda-version",
         scope=R,
+    ),
+    _k(
+        "runpod",
+        "ssh_identity",
+        Kind.PATH,
+        "~/.ssh/id_ed25519",
+        "SSH private key for pods (its public half is registered with the account and sent "
+        "to the pod)",
+        env=("MVP_RUNPOD_SSH_IDENTITY",),
+        flag="--runpod-ssh-identity",
+        scope=R,
+    ),
+    _k(
+        "runpod",
+        "poll_interval_secs",
+        Kind.FLOAT,
+        5.0,
+        "seconds between pod status polls while a pod comes up (overbrainer polls every 5 s)",
+        env=("MVP_RUNPOD_POLL_INTERVAL_SECS",),
+        flag="--runpod-poll-interval-secs",
+        scope=R,
+        above=0,
     ),
     # [limits]
     _k(

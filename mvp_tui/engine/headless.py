@@ -191,6 +191,14 @@ async def _drive(
     return int(ExitCode.OK), ""
 
 
+# Where each provider's offer filters live, for the "no offer" hint.
+_FILTER_KEYS = {
+    "vastai": "the [vastai] filters (gpu_name, min_gpu_ram_mb, …)",
+    "runpod": "[runpod] gpu_types, min_vram_gb or cloud (a type out of stock is skipped)",
+    "docker": "[docker] gpus",
+}
+
+
 async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
     """Checks and the offers to walk; nothing is created here."""
     engine.check_model()
@@ -203,8 +211,10 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
         )
     offers = _pick(await engine.search_offers(), opts)
     if not offers:
+        where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
         raise RunFailed(
-            "no offer matches the policy; loosen [vastai] filters or [limits] max_price_per_hour"
+            f"no {engine.config.provider} offer matches the policy; loosen {where} or "
+            "[limits] max_price_per_hour"
         )
     engine.check_state_dir()
     return offers

@@ -133,7 +133,8 @@ class LeaseDeleted(EngineEvent):
     run_id: str
     provider_id: str
     uptime_s: float
-    spend_usd: float
+    spend_usd: float  # the estimate: the lease's $/h × its uptime
+    billed_usd: float | None = None  # the provider's own figure, where it publishes one
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

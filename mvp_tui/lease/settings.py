@@ -7,10 +7,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.keys import RENTED_IMAGE
 from mvp_tui.lease.naming import check_prefix
 
 Sleep = Callable[[float], Awaitable[None]]
 
+RENTED = ("vastai", "runpod")
 LOCAL_POLL_S = 0.5  # a local node answers at once: look often
 LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
 
@@ -96,7 +98,13 @@ class WalkSettings:
         image = config.require_str("image.node")
         if vast and (vast_image := config.get_str("vastai.image")):
             image = vast_image
-        poll = float(config.require_int("vastai.poll_interval_secs")) if vast else LOCAL_POLL_S
+        elif config.provider in RENTED and config.sources["image.node"].layer == "default":
+            image = RENTED_IMAGE  # the seed's default image is in no registry a host can pull
+        poll = LOCAL_POLL_S
+        if vast:
+            poll = float(config.require_int("vastai.poll_interval_secs"))
+        elif config.provider == "runpod":
+            poll = config.require_float("runpod.poll_interval_secs")
         prefix = config.require_str("lease.label_prefix")
         try:
             check_prefix(prefix)

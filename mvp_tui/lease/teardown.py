@@ -7,6 +7,7 @@ run record and is reported as unconfirmed: it may still bill (the CLI exits 3).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, Re
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
 from mvp_tui.providers.base import (
+    BillingReader,
     DestroyOutcome,
     DestroyResult,
     LeaseState,
@@ -83,6 +85,21 @@ async def delete_confirmed(
         await settings.sleep(settings.delete_poll_s)
 
 
+BILLING_TIMEOUT_S = 10.0
+
+
+async def billed(provider: Provider, provider_id: str) -> float | None:
+    """The provider's own figure for a deleted lease, when it publishes one. A receipt, not
+    a check: a slow or failing billing API never holds up or fails the teardown."""
+    if not isinstance(provider, BillingReader):
+        return None
+    try:
+        async with asyncio.timeout(BILLING_TIMEOUT_S):
+            return await provider.billed_usd(provider_id)
+    except (ProviderError, TimeoutError, OSError):
+        return None
+
+
 def _answer(result: DestroyResult) -> str:
     status = f"HTTP {result.http_status}" if result.http_status is not None else "no answer"
     return f"{status}: {result.detail}" if result.detail else status
@@ -137,6 +154,7 @@ async def teardown_lease(
                 provider_id=provider_id,
                 uptime_s=round(lease_uptime_s(lease, now), 3),
                 spend_usd=round(lease_spend_usd(lease, now), 6),
+                billed_usd=await billed(provider, provider_id),
             )
         )
     else:

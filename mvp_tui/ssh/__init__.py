@@ -11,6 +11,7 @@ from mvp_tui.ssh.errors import (
     BootstrapTimedOut,
     HostKeyChanged,
     IdentityError,
+    ImageUnfit,
     LocalSshProblem,
     SshError,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "HostKeyPinned",
     "HostKeyPins",
     "IdentityError",
+    "ImageUnfit",
     "LocalSshProblem",
     "LogPositions",
     "MemoryPins",

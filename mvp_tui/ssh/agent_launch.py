@@ -63,6 +63,9 @@ GO_LINE = b"go\n"
 _LAUNCH_AND_FOLLOW = f"""\
 read go && [ "$go" = go ] || exit 4
 cd "$1" || exit 3
+command -v python3 >/dev/null 2>&1 || {{
+  echo "this image lacks python3 (the node agent needs Python 3.9 or later)" >&2
+  exit {node_helper.EXIT_NO_PYTHON}; }}
 rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
 agent=$2
 shift 2

@@ -46,6 +46,10 @@ class LocalSshProblem(SshError):
     """The node's sshd answers, but our side fails the handshake again and again."""
 
 
+class ImageUnfit(SshError):
+    """The node's image lacks what the agent needs to start (python3): retrying cannot help."""
+
+
 class BootstrapTimedOut(SshError):
     """The node was not ready (or not reachable again) within the configured time."""
 

@@ -20,6 +20,7 @@ class AttemptOutcome(enum.Enum):
     LOCAL_FAILURE = "local_failure"  # our side failed the handshake
     COMMAND_FAILED = "command_failed"  # upload or the node-side reader failed
     AGENT_EXITED = "agent_exited"  # the node agent ended before ready
+    IMAGE_UNFIT = "image_unfit"  # the node's image lacks what the agent needs (python3)
 
 
 class Phase(enum.Enum):
@@ -37,6 +38,7 @@ class StopReason(enum.Enum):
     HOST_KEY_CHANGED = "host_key_changed"
     AUTH_FAILED = "auth_failed"
     LOCAL_PROBLEM = "local_problem"
+    IMAGE_UNFIT = "image_unfit"
     TIMED_OUT = "timed_out"
     INTERNAL_ERROR = "internal_error"  # a bug ended the loop; `failure` says which
 

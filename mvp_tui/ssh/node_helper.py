@@ -43,6 +43,7 @@ CHUNK = 65536
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_NO_AGENT = 3  # the agent did not start (no pid within the launch timeout)
+EXIT_NO_PYTHON = 5  # the launch found no python3 on the node (set by the launch script)
 
 
 def write_atomic(name: str, text: str) -> None:

@@ -44,6 +44,7 @@ from mvp_tui.ssh.errors import (
     AuthFailed,
     BootstrapTimedOut,
     HostKeyChanged,
+    ImageUnfit,
     LocalSshProblem,
     SshError,
 )
@@ -300,6 +301,8 @@ class NodeSession:
             )
             if strikes >= settings.local_strikes:
                 return self._give_up(StopReason.LOCAL_PROBLEM, result, self._local_error(result))
+            if result.outcome is AttemptOutcome.IMAGE_UNFIT:
+                return self._give_up(StopReason.IMAGE_UNFIT, result, self._unfit_error(result))
             if result.outcome is AttemptOutcome.AGENT_EXITED and self.ready.is_set():
                 self._attempt_event(result, None, phase)
                 self._stopped(StopReason.AGENT_EXITED, result.detail)
@@ -518,6 +521,8 @@ class NodeSession:
             async with asyncio.timeout(1.0):
                 err = await process.stderr.read(4096)
         text = self._one_line(err.decode("utf-8", "replace")) if err else ""
+        if status == node_helper.EXIT_NO_PYTHON:
+            return AttemptResult(AttemptOutcome.IMAGE_UNFIT, text or "this image lacks python3")
         if status == node_helper.EXIT_NO_AGENT:
             self._need_launch = True
             return AttemptResult(AttemptOutcome.COMMAND_FAILED, f"no agent running: {text}")
@@ -652,8 +657,15 @@ class NodeSession:
         return AuthFailed(
             f"lease {self.lease_key}: {self.endpoint.user}@{self.target} refused our key "
             f"{self.identity.fingerprint} {self.settings.auth_attempts} times ({result.detail})",
-            fix="check [vastai] ssh_user (MVP_VASTAI_SSH_USER) and that the provider account "
-            f"holds the public key of {self.identity.path}",
+            fix=f"check that {self.endpoint.user} is the node's login user ([vastai] ssh_user) "
+            f"and that the provider account holds the public key of {self.identity.path}",
+        )
+
+    def _unfit_error(self, result: AttemptResult) -> ImageUnfit:
+        return ImageUnfit(
+            f"lease {self.lease_key}: {result.detail}",
+            fix="pick an image that holds python3 (the default for rented nodes, "
+            "ghcr.io/ggml-org/llama.cpp:full-cuda, does): [image] node or --image",
         )
 
     def _local_error(self, result: AttemptResult) -> LocalSshProblem:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 class SshSettings:
     """Timing and limits of one node session. Seconds unless named otherwise.
 
-    `from_config` takes [ssh] (and the node key, [vastai] ssh_identity); the other figures
+    `from_config` takes [ssh] (and the node key, [vastai]/[runpod] ssh_identity); the other figures
     are fixed here."""
 
     backoff_initial: float = 1.0
@@ -42,7 +42,9 @@ class SshSettings:
             backoff_cap=config.require_float("ssh.retry_max_secs"),
             ready_timeout=config.require_float("ssh.ready_timeout_secs"),
             connect_timeout=config.require_float("ssh.connect_timeout_secs"),
-            identity_path=config.get_path("vastai.ssh_identity"),
+            identity_path=config.get_path(
+                "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
+            ),
         )
 
     def __post_init__(self) -> None:

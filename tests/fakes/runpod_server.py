@@ -63,6 +63,7 @@ _CREATE_FIELDS = {
     "args", "disk", "env", "image", "ports", "registry", "name", "cloud", "cpu",
     "dataCenterIds", "globalNetworking", "gpu", "mounts", "startJupyter", "startSsh",
     "templateId",
+    "cmd",  # not in the 2026-08 document: sent by overbrainer 0.9.0 (contract DEVIATIONS)
 }  # fmt: skip
 _GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
 _TITLES = {
@@ -128,6 +129,7 @@ class _Pod:
     key: str = field(default_factory=lambda: "rpa_pod_" + secrets.token_hex(20))
     destroyed_by: str | None = None
     ssh: tuple[str, int] | None = None
+    cmd: tuple[str, ...] = ()  # the start command the pod was created with (never shown)
 
 
 def problem(status: int, detail: str, **extra: Any) -> _Reply:
@@ -331,6 +333,11 @@ class FakeRunPod:
             pod.row.update(fields)
             return str(pod.row["id"])
 
+    def cmd_of(self, pod_id: str) -> list[str]:
+        """The start command a pod was created with (what its container runs first)."""
+        with self._lock:
+            return list(self._pods[pod_id].cmd)
+
     def env_of(self, pod_id: str) -> dict[str, str]:
         """The env a pod was created with (what its container sees)."""
         with self._lock:
@@ -417,7 +424,8 @@ class FakeRunPod:
             "createdAt": _iso(now),
             "startedAt": None,
         }
-        pod = _Pod(row=row, gpu_id=gpu_id, no_ssh_reads=self.no_ssh_reads)
+        pod = _Pod(row=row, gpu_id=gpu_id, no_ssh_reads=self.no_ssh_reads,
+                   cmd=tuple(body.get("cmd") or ()))
         n = len(self._pods)
         pod.ssh = self.ssh_endpoint or ("127.0.0.1", 10000 + n)
         self._pods[pod_id] = pod
@@ -683,6 +691,9 @@ class FakeRunPod:
                        if k not in _GPU_FIELDS]  # fmt: skip
         if not isinstance(body.get("name"), str) or not body["name"]:
             errors.append("$.name: required")
+        cmd = body.get("cmd", [])
+        if not isinstance(cmd, list) or not all(isinstance(a, str) for a in cmd):
+            errors.append("$.cmd: expected an array of strings")
         if "templateId" not in body and not isinstance(body.get("image"), str):
             errors.append("$.image: required")
         if errors:

@@ -24,7 +24,6 @@ from tests.e2e.node import Node
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import assert_contract
-from tests.ssh.sshd import write_key
 
 A5000, A40, RTX4090 = "NVIDIA RTX A5000", "NVIDIA A40", "NVIDIA GeForce RTX 4090"
 
@@ -44,6 +43,7 @@ def runpod_env(fake: FakeRunPod, node: Node, tmp_path: Path) -> dict[str, str]:
     return {
         "HOME": str(home), "MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": fake.api_key,
         "MVP_RUNPOD_API_URL": fake.api_url, "MVP_LEASE_RECONCILE_WAITS_SECS": "0.2,0.5",
+        "MVP_RUNPOD_POLL_INTERVAL_SECS": "0.5",
         "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
         "MVP_NODE_PROVIDER_ENV_FILE": str(fake.node_env_file),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
@@ -111,7 +111,9 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
     assert done["tokens_generated"] >= 1
     weights = [f["payload"] for f in run.frames("mvp.worker.weights")]
     assert not alive(weights[0]["engine_pid"])
-    assert run.events("lease_deleted")
+    (deleted,) = run.events("lease_deleted")
+    # The receipt: /billing/pods's figure beside the estimate (the fake bills 1 % of the rate).
+    assert deleted["billed_usd"] == round(0.40 * 0.01, 4) and deleted["spend_usd"] >= 0
     assert key not in run.stderr and all(key not in str(r) for r in run.records)
     no_key_in(tmp_path / "state", key)
     no_key_in(node.node_dir, key)
@@ -120,9 +122,10 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
 
 
 async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
-    """What the pod's image does at start, once RUNNING (still without SSH) was seen: its
-    sshd takes the host key handed to it in its env; then the endpoint shows. Returns the
-    key (base64 of the private key, as sent)."""
+    """What the pod does at start, once RUNNING (still without SSH) was seen: its container
+    runs the start command the create sent (providers/runpod_boot.py, the real script), which
+    installs the host key and the user's key handed over in its env and execs sshd; then the
+    endpoint shows. Returns the host key (base64 of the private key, as sent)."""
 
     def running_without_ssh(record: dict[str, object]) -> bool:
         state = record.get("raw_state")
@@ -131,17 +134,27 @@ async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
     await run.until(running_without_ssh, within=60)
     (pod,) = fake.pods()
     host_key = fake.env_of(pod["id"])[HOST_KEY_ENV]
-    await start_with_host_key(node, host_key)
+    await start_pod_command(node, fake, pod["id"])
     fake.show_ssh()
     return host_key
 
 
-async def start_with_host_key(node: Node, encoded: str) -> None:
-    """The pod's sshd, restarted with the host key handed to it in its env."""
+async def start_pod_command(node: Node, fake: FakeRunPod, pod_id: str) -> None:
+    """The node's sshd, replaced by the pod's own start command run with the pod's env (the
+    container's HOME and /etc/ssh moved under the node's sshd dir)."""
+    env = fake.env_of(pod_id)
+    home = node.sshd.dir / "pod-home"
+    boot_env = {
+        **env, "PATH": os.environ["PATH"], "HOME": str(home),
+        "MVP_BOOT_SSH_DIR": str(node.sshd.dir / "pod-etc-ssh"),
+        "MVP_BOOT_SSHD_CONFIG": str(node.sshd.boot_config(home / ".ssh" / "authorized_keys")),
+    }  # fmt: skip
     await node.sshd.stop()
-    node.sshd.host_key = asyncssh.import_private_key(base64.b64decode(encoded))
-    write_key(node.sshd.host_key_path, node.sshd.host_key)
-    await node.sshd.start()
+    node.sshd.host_key = asyncssh.import_private_key(base64.b64decode(env[HOST_KEY_ENV]))
+    await node.sshd.start(fake.cmd_of(pod_id), boot_env)
+    installed = node.sshd.dir / "pod-etc-ssh" / "ssh_host_ed25519_key"
+    assert installed.stat().st_mode & 0o077 == 0, "the private host key is readable by others"
+    assert any("starting sshd with the pinned host key" in line for line in node.sshd.log)
 
 
 async def test_runpod_until_ready_then_ls_and_down_all(

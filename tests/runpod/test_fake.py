@@ -45,7 +45,9 @@ def test_capacity_402_403_and_unknown_fields_answer_as_runpod_does(fake: FakeRun
         assert refused.status_code == 400 and refused.json()["detail"] == CAPACITY_DETAIL
         assert refused.headers["content-type"] == "application/problem+json"
         assert http.post("/pods", json=body(gpu="NVIDIA A40")).status_code == 403
-        bad = http.post("/pods", json={**body(), "cmd": ["x"]})
+        bad = http.post("/pods", json={**body(), "dockerStartCmd": ["x"]})  # a v1 field
+        assert bad.status_code == 422 and "dockerStartCmd" in bad.json()["errors"][0]
+        bad = http.post("/pods", json={**body(), "cmd": "sh -c x"})  # pod-cmd: an array only
         assert bad.status_code == 422 and "cmd" in bad.json()["errors"][0]
         fake.balance = 0
         assert http.post("/pods", json=body()).status_code == 402

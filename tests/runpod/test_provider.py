@@ -20,6 +20,7 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.runpod import USER_AGENT, RunPodProvider, RunPodSettings, ssh_banner
+from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod, Fault
 from tests.runpod.conftest import Sleeps, make_provider
 
@@ -315,3 +316,16 @@ async def test_a_create_that_times_out_after_sending_is_ambiguous(fake: FakeRunP
         assert len(fake.pods()) == 1  # it exists: the walk finds it by its name
     finally:
         await provider.aclose()
+
+
+def test_headless_with_no_matching_runpod_offer_names_runpod_s_keys(
+    fake: FakeRunPod, tmp_path: Path
+) -> None:
+    fake.add_gpu("NVIDIA RTX 2000 Ada", memory=16, secure_price=0.12)
+    env = {"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": fake.api_key,
+           "MVP_RUNPOD_API_URL": fake.api_url, "MVP_RUNPOD_MIN_VRAM_GB": "80",
+           "MVP_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}  # fmt: skip
+    done = cli("up", "--headless", "--yes", env=env)
+    assert done.returncode == 1, done.stderr
+    assert "no runpod offer matches" in done.stderr and "[runpod] gpu_types" in done.stderr
+    assert "[vastai]" not in done.stderr and fake.create_requests() == []

@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import socket
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import asyncssh
@@ -125,6 +126,7 @@ class Sshd:
         self.authorized = self.dir / "authorized_keys"
         self.authorized.write_text("")
         self.process: asyncio.subprocess.Process | None = None
+        self.options: list[str] = []  # extra sshd arguments for the next start
         self.log: list[str] = []
         self._drain: asyncio.Task[None] | None = None
 
@@ -137,31 +139,37 @@ class Sshd:
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
         write_key(self.host_key_path, self.host_key)
 
+    def boot_config(self, authorized_keys: Path) -> Path:
+        """An sshd_config for a boot command: this sshd's port and options, keys from
+        `authorized_keys`, no host key (the boot command names its own)."""
+        config = self.dir / "boot_sshd_config"
+        config.write_text(
+            f"Port {self.port}\nListenAddress 127.0.0.1\nAuthorizedKeysFile {authorized_keys}\n"
+            "PidFile none\nStrictModes no\n"
+            + ("Subsystem sftp internal-sftp\n" if self.sftp else "")
+        )
+        return config
+
     @property
     def fingerprint(self) -> str:
         return self.host_key.get_fingerprint("sha256")
 
-    async def start(self) -> None:
+    async def start(
+        self, boot: Sequence[str] | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
+        """Start sshd; with `boot`, through that command (a pod's start command that ends by
+        exec'ing sshd with `-f` from MVP_BOOT_SSHD_CONFIG, see `boot_config`)."""
         assert self.process is None, "sshd already running"
+        argv = list(boot) if boot else [
+            self.exe, "-D", "-e", "-f", "/dev/null", "-p", str(self.port),
+            "-h", str(self.host_key_path), "-o", "ListenAddress=127.0.0.1",
+            "-o", f"AuthorizedKeysFile={self.authorized}", "-o", "PidFile=none",
+            "-o", "StrictModes=no", *(["-o", "Subsystem=sftp internal-sftp"] if self.sftp else []),
+            *self.options,
+        ]  # fmt: skip
         self.process = await asyncio.create_subprocess_exec(
-            self.exe,
-            "-D",
-            "-e",
-            "-f",
-            "/dev/null",
-            "-p",
-            str(self.port),
-            "-h",
-            str(self.host_key_path),
-            "-o",
-            "ListenAddress=127.0.0.1",
-            "-o",
-            f"AuthorizedKeysFile={self.authorized}",
-            "-o",
-            "PidFile=none",
-            "-o",
-            "StrictModes=no",
-            *(["-o", "Subsystem=sftp internal-sftp"] if self.sftp else []),
+            *argv,
+            env=None if env is None else dict(env),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,

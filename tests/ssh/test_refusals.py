@@ -22,6 +22,7 @@ from mvp_tui.ssh import (
     AttemptOutcome,
     AuthFailed,
     BootstrapTimedOut,
+    ImageUnfit,
     LocalSshProblem,
     SessionStopped,
     SshAttempt,
@@ -45,7 +46,7 @@ async def test_a_wrong_user_is_an_auth_error_after_bounded_attempts(
     text = str(refused.value)
     assert f"no-such-user@127.0.0.1:{sshd.port}" in text
     assert harness.identity.fingerprint in text
-    assert "ssh_user" in refused.value.fix and "MVP_VASTAI_SSH_USER" in refused.value.fix
+    assert "[vastai] ssh_user" in refused.value.fix and "no-such-user" in refused.value.fix
     outcomes = [a.outcome for a in harness.of(SshAttempt)]
     assert outcomes == [AttemptOutcome.AUTH_FAILED] * FAST.auth_attempts
     assert [s.reason for s in harness.of(SessionStopped)] == [StopReason.AUTH_FAILED]
@@ -61,6 +62,35 @@ async def test_a_key_the_node_does_not_hold_is_an_auth_error(
     with pytest.raises(AuthFailed, match=stranger.fingerprint.replace("+", r"\+")):
         await session.start_agent(STANDIN, {}, str(harness.remote_dir))
     assert len(harness.of(SshAttempt)) == 2
+    await session.close()
+
+
+def image_without_python(tmp_path: Path) -> str:
+    """A session environment with every tool of this machine but Python on PATH, and a HOME
+    whose shell rc does not add this machine's Python back."""
+    bin_dir = tmp_path / "image-bin"
+    bin_dir.mkdir()
+    for tool in Path("/usr/bin").iterdir():
+        if not tool.name.startswith("python"):
+            (bin_dir / tool.name).symlink_to(tool)
+    home = tmp_path / "image-home"
+    home.mkdir()
+    return f"PATH={bin_dir} HOME={home}"
+
+
+async def test_an_image_without_python3_stops_at_once_naming_it(
+    stopped_sshd: Sshd, harness: Harness, tmp_path: Path
+) -> None:
+    """No retry can help an image that lacks python3: one attempt, and the error says so."""
+    stopped_sshd.options = ["-o", f"SetEnv={image_without_python(tmp_path)}"]
+    await stopped_sshd.start()
+    session = harness.session()
+    with pytest.raises(ImageUnfit) as unfit:
+        await session.start_agent(STANDIN, {}, str(harness.remote_dir))
+    assert "lacks python3" in str(unfit.value) and "[image] node" in unfit.value.fix
+    outcomes = [a.outcome for a in harness.of(SshAttempt)]
+    assert outcomes == [AttemptOutcome.CONNECTED, AttemptOutcome.IMAGE_UNFIT]  # no retry
+    assert [s.reason for s in harness.of(SessionStopped)] == [StopReason.IMAGE_UNFIT]
     await session.close()
 
 

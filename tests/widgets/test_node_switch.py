@@ -345,6 +345,14 @@ def test_the_node_destroying_its_own_lease() -> None:
     assert last_parts(model)[-1] == "→ confirmed gone ($1.030)"
 
 
+def test_a_deleted_lease_shows_the_provider_s_receipt_beside_the_estimate() -> None:
+    model = leases()
+    model.apply(ev.LeaseDeleted(at=T0 + 90, run_id=RUN, provider_id="7003", uptime_s=57.5,
+                                spend_usd=0.0066, billed_usd=0.0071))  # fmt: skip
+    assert last_parts(model)[-1] == "→ deleted (est. $0.007, billed $0.007)"
+    assert model.leases["7003"].final_spend_usd == 0.0066
+
+
 def test_a_local_node_ended_and_events_of_other_runs() -> None:
     model = leases(verdict("ended", trigger="idle"))
     assert model.leases["7003"].state is LeaseState.NODE_ENDED
