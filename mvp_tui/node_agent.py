@@ -146,7 +146,9 @@ class Redactor:
     """Replaces known secret values with `<redacted>` in text and in JSON values."""
 
     def __init__(self, secrets: list[str]) -> None:
-        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        # The app's floor too (mvp_tui/secrets.py): a very short value would hide ordinary words.
+        kept = {s for s in secrets if len(s) >= MIN_SECRET_LEN}
+        self._secrets = sorted(kept, key=len, reverse=True)
 
     def add(self, secret: str) -> None:
         """One more value to hide (read after start, e.g. an instance key from a file)."""

@@ -1,0 +1,49 @@
+"""The node agent stands alone on the node, so it carries its own copy of the app's rules for
+untrusted text (strip escapes and controls, redact, then cut) and for secret values. A copy
+drifts: this holds both to the same answers on one shared corpus."""
+
+from __future__ import annotations
+
+import pytest
+
+from mvp_tui import node_agent
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import clean_line
+
+SECRET = "hf_testsecretvalue0123456789"
+SHORT = "abc12"  # below both sides' length floor: never treated as a secret
+
+CORPUS = [
+    "plain text",
+    "tab\tkept, newline\nand CR\r gone",
+    "\x1b[31mred\x1b[0m and \x1b[2J\x1b[H cleared",
+    "\x9b31m C1 CSI \x9d0;title\x9c after C1 OSC",
+    "\x1b]0;window title\x07 then \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\",
+    "\x1bP DCS payload \x1b\\ after DCS",
+    "lone ESC at the end \x1b",
+    "NUL\x00 BEL\x07 DEL\x7f and C1\x85\x90",
+    "unterminated OSC \x1b]0;no end",
+    f"token {SECRET} in the middle",
+    f"\x1b[1m{SECRET[:10]}\x1b[0m{SECRET[10:]} split by an escape",
+    f"{SHORT} is too short to hide",
+    "ünïcödé ✓ and emoji 🙂 kept",
+    "x" * 5000,
+    "y" * 90 + SECRET,  # the secret straddles the cut: redacted before it
+]
+
+
+@pytest.mark.parametrize("text", CORPUS)
+@pytest.mark.parametrize("max_chars", [100, 4096])
+def test_the_agent_cleans_and_redacts_as_the_app_does(text: str, max_chars: int) -> None:
+    app = clean_line(text, max_chars, redact=Redactor([SECRET, SHORT]))
+    agent = node_agent.clean_text(
+        text, max_chars, redact=node_agent.Redactor([SECRET, SHORT]).text
+    )
+    assert agent == app
+    assert SECRET not in app and SECRET[:12] not in app
+
+
+@pytest.mark.parametrize("name", ["HF_TOKEN", "VASTAI_API_KEY", "db_password", "MY_SECRET"])
+def test_the_agent_knows_the_same_secret_names(name: str) -> None:
+    assert node_agent.is_secret_name(name)
+    assert not node_agent.is_secret_name("MVP_MODEL_ID")
