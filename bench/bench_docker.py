@@ -1,7 +1,7 @@
 """The Docker provider's costs, against the plainest way to do the same with the same image.
 
-1. Container start → first agent line: `DockerProvider.create` (create, archive upload of the
-   agent, attach, start) until its first line reaches `on_line`, against a bare
+1. Container start → first agent line: `DockerProvider.create` (create, attach, start, the
+   agent down the attached stdin) until its first line reaches `on_line`, against a bare
    `containers.run` of the same image printing one line (target ≤ 1.2x).
 2. Enter → engine healthy, tiny model: `create` until the node's `WeightsLoaded` line,
    against starting the engine (llama-cpp-python's server) directly on the host until its
@@ -38,8 +38,12 @@ import docker  # type: ignore[import-untyped]  # noqa: E402
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]  # noqa: E402
 
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy  # noqa: E402
-from mvp_tui.providers.docker import AGENT_PATH, DockerProvider, _agent_archive  # noqa: E402
-from mvp_tui.providers.docker_spec import DockerSettings  # noqa: E402
+from mvp_tui.providers.docker import AGENT_PATH, DockerProvider  # noqa: E402
+from mvp_tui.providers.docker_spec import (  # noqa: E402
+    AGENT_BYTES_ENV,
+    DockerSettings,
+    container_command,
+)
 from mvp_tui.providers.local import LocalProvider  # noqa: E402
 from tests.docker.image import ensure_image  # noqa: E402
 from tests.fakes.tiny_gguf import write_tiny_gguf  # noqa: E402
@@ -54,19 +58,27 @@ def bare_first_line(client: Any, image: str) -> float:
 
 
 def raw_agent_first_line(client: Any, image: str, model: Path) -> float:
-    """The provider's steps with plain blocking SDK calls (create, archive upload, attach,
-    start, first line): the floor of this design, without the provider's own overhead."""
+    """The provider's steps with plain blocking SDK calls (create with the stdin launcher,
+    attach, start, the agent down stdin, first line): the floor of this design, without the
+    provider's own overhead."""
     api = client.api
+    agent = AGENT_PATH.read_bytes()
+    settings = DockerSettings(image=image, gpus="none", gpus_explicit=True, network="host")
     started = time.perf_counter()
     answer = api.create_container(
         image,
-        ["python3", "/opt/mvp-node/node_agent.py"],
-        environment={"MVP_RUN_ID": "r-bench", "MVP_GGUF_LOCAL_PATH": "/none.gguf"},
+        container_command(settings, "python3"),
+        environment={
+            "MVP_RUN_ID": "r-bench",
+            "MVP_GGUF_LOCAL_PATH": "/none.gguf",
+            AGENT_BYTES_ENV: str(len(agent)),
+        },
         host_config=api.create_host_config(network_mode="host", auto_remove=True),
+        stdin_open=True,
     )
-    api.put_archive(answer["Id"], "/", _agent_archive(AGENT_PATH))
-    sock = api.attach_socket(answer["Id"], {"stdout": 1, "stderr": 1, "stream": 1})
+    sock = api.attach_socket(answer["Id"], {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
     api.start(answer["Id"])
+    sock._sock.sendall(agent)
     next(iter(frames_iter(sock, False)))
     elapsed = time.perf_counter() - started
     sock.close()
@@ -193,7 +205,7 @@ def main(runs: int) -> None:
         d, h = statistics.median(direct), statistics.median(healthy)
         print(f"runs: {runs} each, alternating; daemon {host}; image {image}")
         print(f"bare containers.run printing one line     median {b * 1000:7.1f} ms")
-        print(f"raw SDK steps (archive upload) → agent line median {r * 1000:7.1f} ms")
+        print(f"raw SDK steps (agent down stdin) → agent line median {r * 1000:7.1f} ms")
         print(f"DockerProvider.create → first agent line  median {o * 1000:7.1f} ms")
         print(f"ratio provider/bare: {o / b:.2f}x (target ≤ 1.2x)")
         print(f"ratio provider/raw SDK steps: {o / r:.2f}x (the provider's own overhead)")

@@ -12,8 +12,8 @@ no `docker` CLI subprocess.
   requests from `[docker] gpus`, the model file mounted read-only (`[docker]
   cached_model_host_path` at /models/cached/<file>, else `[model] gguf_local_path` at
   /models/local/<file>) with MVP_GGUF_LOCAL_PATH rewritten. The agent (the same
-  `node_agent.py`) is put in with an archive upload, the attach stream is opened, then the
-  container starts: every line it prints reaches `on_line` (no SSH).
+  `node_agent.py`) goes down the attached stdin as the container starts (its launcher
+  reads exactly its length; no archive upload): every line it prints reaches `on_line`.
 - Destroy: "shutdown" down stdin, a short wait, `stop` with a 2 s grace, `remove`; confirmed
   when the daemon no longer lists the container.
 - A container that ends by itself (the agent killed, out of memory) is seen at once: its
@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import os
 import socket
-import tarfile
 import threading
 import time
 from collections.abc import Callable
@@ -58,7 +56,6 @@ from mvp_tui.providers.base import (
 )
 from mvp_tui.providers.docker_node import AttachedNode
 from mvp_tui.providers.docker_spec import (
-    AGENT_DIR,
     BRIDGE_ENGINE_PORT,
     CACHED_KEY,
     GPUS_KEY,
@@ -156,6 +153,7 @@ class DockerProvider:
         self.settings = settings
         self._on_line = on_line
         self._agent_path = agent_path
+        self._agent_cache: bytes | None = None
         self._client_factory = client_factory or _client_from_env
         self._client: docker.DockerClient | None = None
         self._leases: dict[str, _Lease] = {}
@@ -179,6 +177,12 @@ class DockerProvider:
                     fix="start Docker (or point DOCKER_HOST at a running daemon)",
                 ) from None
         return self._client
+
+    def _agent_source(self) -> bytes:
+        """The agent's source, read once per provider (it is sent with every create)."""
+        if self._agent_cache is None:
+            self._agent_cache = self._agent_path.read_bytes()
+        return self._agent_cache
 
     async def runtimes(self) -> set[str]:
         if self._runtimes is None:
@@ -296,8 +300,13 @@ class DockerProvider:
         settings = self._effective_gpus(await self.runtimes())
         client = await self.client()
         api = client.api
+        agent = self._agent_source()
         name, config = create_config(
-            settings, image=settings.image, label=request.label, request_env=request.env
+            settings,
+            image=settings.image,
+            label=request.label,
+            request_env=request.env,
+            agent_bytes=len(agent),
         )
         try:
             answer = await self._call(api.create_container_from_config, config, name)
@@ -312,7 +321,6 @@ class DockerProvider:
         container_id = str(answer["Id"])
         provider_id = container_id[:12]
         try:
-            await self._call(api.put_archive, container_id, "/", _agent_archive(self._agent_path))
             sock = await self._call(
                 api.attach_socket,
                 container_id,
@@ -320,7 +328,7 @@ class DockerProvider:
             )
         except docker.errors.DockerException as exc:
             await self._remove_quietly(container_id)
-            return CreateResult(Outcome.REJECTED, detail=f"docker put agent/attach: {exc}")
+            return CreateResult(Outcome.REJECTED, detail=f"docker attach: {exc}")
         node = AttachedNode(sock, provider_id, self._on_line)
         node.start()
         # Asked before the start, so the status is known even when auto-remove is quick.
@@ -331,6 +339,10 @@ class DockerProvider:
             node.close()
             await self._remove_quietly(container_id)
             return CreateResult(Outcome.REJECTED, detail=_start_failure(exc, settings))
+        if not await self._call(node.send_bytes, agent):  # the launcher reads it from stdin
+            node.close()
+            await self._remove_quietly(container_id)
+            return CreateResult(Outcome.REJECTED, detail="docker: the agent could not be sent")
         if settings.network == "bridge":
             try:
                 port = await self._published_port(container_id)
@@ -550,23 +562,6 @@ def _start_failure(exc: docker.errors.APIError, settings: DockerSettings) -> str
     if "could not select device driver" in text or "nvidia" in text.lower():
         return f"{GPUS_KEY} = {settings.gpus!r}: the daemon cannot give GPUs: {text}"
     return f"docker start: {text}"
-
-
-def _agent_archive(agent_path: Path) -> bytes:
-    """A tar holding the agent at /opt/mvp-node/node_agent.py (uploaded before start)."""
-    data = agent_path.read_bytes()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        folder = tarfile.TarInfo(AGENT_DIR.lstrip("/"))
-        folder.type = tarfile.DIRTYPE
-        folder.mode = 0o755
-        tar.addfile(folder)
-        info = tarfile.TarInfo(f"{AGENT_DIR.lstrip('/')}/node_agent.py")
-        info.size = len(data)
-        info.mode = 0o644
-        info.mtime = int(time.time())
-        tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 _STATES = {

@@ -115,10 +115,14 @@ class AttachedNode:
 
     def send(self, line: str) -> bool:
         """One line down the container's stdin; False when the stream is gone."""
+        return self.send_bytes(line.encode() + b"\n")
+
+    def send_bytes(self, data: bytes) -> bool:
+        """Bytes down the container's stdin (blocking); False when the stream is gone."""
         if self._raw is None:
             return False
         try:
-            self._raw.sendall(line.encode() + b"\n")
+            self._raw.sendall(data)
         except OSError:
             return False
         return True

@@ -34,10 +34,30 @@ MANAGED_BY = "mvp-tui"
 
 # The agent, told to bind its engine on every interface: a published port reaches a bridge
 # container's eth0, not its loopback. (Until the agent reads MVP_ENGINE_HOST itself.)
-_BRIDGE_LAUNCH = (
-    "import sys; sys.path.insert(0, {dir!r}); import node_agent; "
-    "node_agent.ENGINE_HOST = '0.0.0.0'; sys.exit(node_agent.main())"
-)
+# The agent arrives on the container's stdin, through the attach we hold anyway, its length
+# in the env: an archive upload costs the daemon a mount and an extract (50-100 ms of a
+# ~340 ms container start, bench/bench_docker.py). The launcher reads exactly that many bytes
+# with raw reads (the agent's own stdin reader takes over from there, nothing read ahead) and
+# runs it as the module `node_agent`, as if imported from AGENT_FILE.
+AGENT_BYTES_ENV = "MVP_AGENT_BYTES"
+_STDIN_LAUNCH = """\
+import os, sys, types
+n = int(os.environ[{env!r}])
+data = bytearray()
+while len(data) < n:
+    chunk = os.read(0, min(65536, n - len(data)))
+    if not chunk:
+        sys.exit("mvp-node: stdin closed before the whole agent arrived")
+    data += chunk
+agent = types.ModuleType("node_agent")
+agent.__file__ = {file!r}
+sys.modules["node_agent"] = agent
+exec(compile(bytes(data), agent.__file__, "exec"), agent.__dict__)
+{bridge}sys.exit(agent.main())
+"""
+# On a bridge network the engine must listen on the container's interface for the published
+# port to reach it (loopback-only publishing keeps it off the host's other interfaces).
+_BRIDGE_HOST = "agent.ENGINE_HOST = '0.0.0.0'\n"
 
 
 class GpuSpecError(ValueError):
@@ -207,18 +227,23 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
 
 
 def container_command(settings: DockerSettings, python: str) -> list[str]:
-    if settings.network == "bridge":
-        return [python, "-c", _BRIDGE_LAUNCH.format(dir=AGENT_DIR)]
-    return [python, AGENT_FILE]
+    bridge = _BRIDGE_HOST if settings.network == "bridge" else ""
+    launch = _STDIN_LAUNCH.format(env=AGENT_BYTES_ENV, file=AGENT_FILE, bridge=bridge)
+    return [python, "-c", launch]
 
 
 def create_config(
-    settings: DockerSettings, *, image: str, label: str, request_env: Mapping[str, str]
+    settings: DockerSettings,
+    *,
+    image: str,
+    label: str,
+    request_env: Mapping[str, str],
+    agent_bytes: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """(container name, the body of `POST /containers/create`) for one node: what the seed's
     `docker run --rm -i --add-host host.docker.internal:host-gateway --name … --gpus …
     -e …` sends, plus labels, the model mounts and the engine port."""
-    env = container_env(settings, request_env)
+    env = {**container_env(settings, request_env), AGENT_BYTES_ENV: str(agent_bytes)}
     _, mounts = model_mounts(settings, request_env)
     python = request_env.get("MVP_NODE_PYTHON", "").strip() or "python3"
     host_config: dict[str, Any] = {

@@ -5,6 +5,8 @@ the settings read from the config."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,9 +79,50 @@ def test_host_network_spec_has_no_published_port() -> None:
     host = config["HostConfig"]
     assert host["NetworkMode"] == "host"
     assert "PortBindings" not in host and "ExtraHosts" not in host
-    assert config["Cmd"] == ["python3", "/opt/mvp-node/node_agent.py"]
+    assert config["Cmd"][:2] == ["python3", "-c"]  # the launcher reading the agent from stdin
     env = dict(item.split("=", 1) for item in config["Env"])
     assert "MVP_ENGINE_PORT" not in env
+
+
+STAND_IN = b"""\
+import os
+ENGINE_HOST = "127.0.0.1"
+def main():
+    rest = os.read(0, 100)  # the agent's own stdin reader takes over where the launcher stopped
+    print(__name__, __file__, ENGINE_HOST, rest)
+    return 3
+"""
+
+
+@pytest.mark.parametrize("network", ["host", "bridge"])
+def test_the_launcher_runs_the_agent_sent_down_stdin_and_reads_no_further(network: str) -> None:
+    settings = DockerSettings(image="i", gpus="none", network=network)
+    _, config = create_config(
+        settings, image="i", label=LABEL, request_env=NODE_ENV, agent_bytes=len(STAND_IN)
+    )
+    env = dict(item.split("=", 1) for item in config["Env"])
+    done = subprocess.run(
+        [sys.executable, *config["Cmd"][1:]],
+        input=STAND_IN + b"shutdown\n",
+        env={"MVP_AGENT_BYTES": env["MVP_AGENT_BYTES"]},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr  # the agent's own exit code
+    host = "0.0.0.0" if network == "bridge" else "127.0.0.1"  # bridge: the published port
+    assert done.stdout.decode().split() == [
+        "node_agent", "/opt/mvp-node/node_agent.py", host, "b'shutdown\\n'"]  # fmt: skip
+
+
+def test_the_launcher_says_so_when_stdin_closes_before_the_agent_arrived() -> None:
+    settings = DockerSettings(image="i", gpus="none", network="host")
+    _, config = create_config(settings, image="i", label=LABEL, request_env=NODE_ENV,
+                              agent_bytes=1000)  # fmt: skip
+    done = subprocess.run([sys.executable, *config["Cmd"][1:]], input=b"import os\n",
+                          env={"MVP_AGENT_BYTES": "1000"}, capture_output=True, timeout=30,
+                          check=False)  # fmt: skip
+    assert done.returncode == 1 and b"stdin closed before the whole agent" in done.stderr
 
 
 def test_cached_model_wins_and_drops_the_download_source(tmp_path: Path) -> None:
