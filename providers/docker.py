@@ -556,8 +556,9 @@ def _start_failure(exc: docker.errors.APIError, settings: DockerSettings) -> str
     text = _api_text(exc)
     if "executable file not found" in text or "no such file or directory" in text:
         return (
-            f"the image {settings.image!r} cannot run the node agent: {text}; fix: use an "
-            "image that holds python3 and an engine (llama-server or llama-cpp-python[server])"
+            f"the image {settings.image!r} lacks python3, the node agent's interpreter: {text}; "
+            "fix: use an image that holds python3 and an engine (llama-server or "
+            "llama-cpp-python[server])"
         )
     if "could not select device driver" in text or "nvidia" in text.lower():
         return f"{GPUS_KEY} = {settings.gpus!r}: the daemon cannot give GPUs: {text}"

@@ -106,7 +106,7 @@ async def test_image_without_python_is_rejected_naming_what_is_missing(
     finally:
         await provider.aclose()
     assert created.outcome is Outcome.REJECTED
-    assert "python3" in created.detail and empty in created.detail, created.detail
+    assert "lacks python3" in created.detail and empty in created.detail, created.detail
     assert not docker_scope.containers()
 
 
