@@ -196,10 +196,11 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
     engine.check_model()
     engine.started()
     billing = engine.provider.info.billing
-    if billing and not opts.yes:
+    if billing and not opts.yes and engine.config.confirm_lease:
         raise ConfigError(
             f"renting on {engine.config.provider} bills your account; headless runs need --yes "
             "to confirm (the dashboard asks instead)"
+            + (", or [vastai] confirm_lease = false" if engine.config.provider == "vastai" else "")
         )
     offers = _pick(await engine.search_offers(), opts)
     if not offers:

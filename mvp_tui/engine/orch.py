@@ -28,7 +28,9 @@ _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
 
 def run_number(run_id: str) -> int:
     """The run as the seed's numeric run id (stream lifetimes and record fields are u64):
-    the hex of a generated id, else a stable CRC of the configured one."""
+    a seed config's number as it is, the hex of a generated id, else a stable CRC."""
+    if run_id.isascii() and run_id.isdigit():
+        return int(run_id)
     match = _GENERATED.match(run_id)
     return int(match.group(1), 16) if match else zlib.crc32(run_id.encode())
 

@@ -506,7 +506,9 @@ class RunEngine:
             lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
         )
         if rpc:
-            addr = parse_rpc_addr(self.settings.prompt.rpc_addr)
+            addr = parse_rpc_addr(
+                self.settings.prompt.rpc_addr, allow_remote=self.settings.prompt.rpc_allow_remote
+            )
             self._rpc = PromptRpcServer(
                 self.prompts,
                 addr,

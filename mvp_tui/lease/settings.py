@@ -93,9 +93,7 @@ class WalkSettings:
         provider's keys). A 0 price cap is unset (no cap) and an empty or 0 figure that means
         nothing is refused when the config loads, so nothing here falls back to a default."""
         vast = config.provider == "vastai"
-        image = config.require_str("image.node")
-        if vast and (vast_image := config.get_str("vastai.image")):
-            image = vast_image
+        image = config.node_image()[0]
         poll = float(config.require_int("vastai.poll_interval_secs")) if vast else LOCAL_POLL_S
         prefix = config.require_str("lease.label_prefix")
         try:
