@@ -428,6 +428,24 @@ class RunEngine:
         remote_dir = f"{base}/{self.run_id}"
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
+        command = self.settings.runtime.bootstrap_command
+        if command and self._resume is None:  # once per node: not again on a re-attach
+            await self._run_bootstrap_command(session, command)
+
+    async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
+        """`[vastai] bootstrap_command`, after the agent is set up and started (the seed ran
+        it as the node's bootstrap; here the agent is that, and the command is the user's
+        extra step). A failure fails the bring-up, which tears the lease down."""
+        self._sink_line("running [vastai] bootstrap_command on the node")
+        code = await session.run_in_run_dir(command, self.settings.ssh.ready_timeout)
+        if code != 0:
+            raise self._node_failed(
+                "[vastai] bootstrap_command "
+                + ("did not finish" if code is None else f"exited with status {code}"),
+                "fix the command (its output is on the node's provider channel), or unset "
+                "[vastai] bootstrap_command",
+            )
+        self._sink_line("[vastai] bootstrap_command finished (status 0)")
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
