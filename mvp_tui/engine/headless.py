@@ -2,7 +2,9 @@
 
 Every engine event and every datastream frame is printed as it happens (stdout), human hints
 go to stderr. SIGINT, SIGTERM and SIGHUP tear down what the run leased, confirmed, before
-exiting; the run's lifecycle is the `RunController`'s, this module only drives and prints.
+exiting; so does a `stop`, `shutdown` or `quit` line on stdin (the seed's stop listener),
+which ends the run with exit 0 once the teardown is confirmed. The run's lifecycle is the
+`RunController`'s, this module only drives and prints.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import contextlib
 import json
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.display import display_text
@@ -95,9 +99,38 @@ def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_WORDS = frozenset({"stop", "shutdown", "quit"})
+STDIN_STOP = "stop on stdin"
 
 
-async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> int:
+def is_stop_line(line: bytes) -> bool:
+    """A line that asks the run to stop: `stop`, `shutdown` or `quit`, any case, trimmed."""
+    return line.decode("utf-8", "replace").strip().lower() in STOP_WORDS
+
+
+def listen_for_stop(
+    stream: BinaryIO, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]
+) -> threading.Thread:
+    """Read `stream` line by line on a daemon thread (stdin may be a pipe, a file or a
+    terminal) and call `on_stop` on the loop at the first stop line. End of input is not a
+    stop: a run started with stdin closed serves on."""
+
+    def read() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                if is_stop_line(line):
+                    with contextlib.suppress(RuntimeError):  # the loop already closed
+                        loop.call_soon_threadsafe(on_stop)
+                    return
+
+    thread = threading.Thread(target=read, name="mvp-tui stdin stop", daemon=True)
+    thread.start()
+    return thread
+
+
+async def run_up(
+    config: Config, opts: UpOptions, out: TextIO = sys.stdout, stdin: BinaryIO | None = None
+) -> int:
     """Run one headless `up`; returns the exit code of the CLI surface."""
     printer = JsonLines(out, Redactor(config.secret_values()))
     engine = RunEngine(config, printer.event)
@@ -112,13 +145,32 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
     def on_signal(sig: signal.Signals) -> None:
         # No question can be asked: the default is destroy, confirmed. Further signals
         # join the same stop (it is idempotent), they never cut the teardown short.
-        signalled.append(sig.name)
+        stop_by(sig.name, f"{sig.name} received", f"signal {sig.name}")
+
+    def stop_by(name: str, reason: str, source: str) -> None:
+        signalled.append(name)
+        engine.shutdown_requested(source)
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
-        stops.append(loop.create_task(controller.stop(final=True, reason=f"{sig.name} received")))
+        stops.append(loop.create_task(controller.stop(final=True, reason=reason)))
 
+    def say(line: str) -> None:
+        # The seed's OrchStdioCapture: what this process tells its user also reaches the
+        # node's provider channel (and the archive). stdout is the JSON mirror: not again.
+        with contextlib.suppress(Exception):
+            engine.log(line)
+        print(f"mvp-tui: {line}", file=sys.stderr)
+
+    for warning in config.warnings:  # printed by the CLI already, before the run existed
+        with contextlib.suppress(Exception):
+            engine.log(f"warning: {warning}")
     for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
+    listen_for_stop(
+        stdin if stdin is not None else sys.stdin.buffer,
+        loop,
+        lambda: stop_by(STDIN_STOP, "a stop line on stdin", "stdin"),
+    )
     try:
         try:
             code, reason = await _drive(controller, opts, signalled)
@@ -127,6 +179,8 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
                 raise
             await asyncio.gather(*stops, return_exceptions=True)
             code, reason = int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
+            if signalled[0] == STDIN_STOP:  # asked for, before anything was leased
+                code, reason = int(ExitCode.OK), "stopped by a stop line on stdin; nothing leased"
         left = [ref.provider_id or ref.label for ref in (controller.result or StopResult()).left]
         engine.emit(
             RunFinished(
@@ -138,10 +192,10 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
             )
         )
         if reason:
-            print(f"mvp-tui: {reason}", file=sys.stderr)
+            say(reason)
         if controller.result is not None and not controller.result.kept:
             for line in controller.result.left_lines():
-                print(f"mvp-tui: {line}", file=sys.stderr)
+                say(line)
         return code
     finally:
         for sig in SIGNALS:
@@ -184,6 +238,8 @@ async def _drive(
     result = await controller.stop(final=True)
     if not result.nothing_bills:
         return int(ExitCode.MAY_BILL), "teardown not confirmed: a lease may still bill"
+    if signalled and signalled[0] == STDIN_STOP:  # the user's own stop, like the seed's
+        return int(ExitCode.OK), "stopped by a stop line on stdin; torn down, confirmed"
     if signalled and not (serving and controller.served):
         return int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
     if signalled:  # serving until a signal is the plan: its end is a success

@@ -296,6 +296,7 @@ class PromptRpcServer:
             request.max_tokens,
             source=PromptSource.RPC,
             listener=events.put_nowait,
+            request_id=request.request_id,
         )
         ended = False
         try:

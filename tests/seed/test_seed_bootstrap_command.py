@@ -24,12 +24,17 @@ def vast_env(fake: FakeVast, node: Node, tmp_path: Path, command: str) -> dict[s
     fake.add_offer(dph_total=0.40)
     fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
     return {
-        "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
-        "MVP_VASTAI_SSH_IDENTITY": str(node.client_key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-        "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
-        "MVP_SSH_RETRY_INITIAL_SECS": "0.2", "MVP_VASTAI_BOOTSTRAP_COMMAND": command,
+        "MVP_NODE_PROVIDER": "vastai",
+        "VASTAI_API_KEY": KEY,
+        "VAST_URL": fake.url,
+        "MVP_VASTAI_SSH_IDENTITY": str(node.client_key),
+        "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+        "MVP_NODE_PYTHON": sys.executable,
+        "MVP_NODE_DIR": str(node.node_dir),
+        "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+        "MVP_VASTAI_BOOTSTRAP_COMMAND": command,
         **container_env(fake, tmp_path),
-    }  # fmt: skip
+    }
 
 
 def provider_lines(run: HeadlessRun) -> list[str]:

@@ -49,14 +49,23 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     import os
 
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-    return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env={**base, **env}, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "mvp_tui", *args],
+        capture_output=True,
+        text=True,
+        env={**base, **env},
+        timeout=60,
+    )
 
 
 def test_the_seeds_layering_file_loads_with_one_warning_per_unbuilt_key(tmp_path: Path) -> None:
     path = write(tmp_path, "layering.toml", LAYERING_TOML)
-    flags = {"--image": "docker.io/example/from-cli:latest", "--max-tokens": "31",
-             "--model-id": "cli-model", "--max-context": "768"}  # fmt: skip
+    flags = {
+        "--image": "docker.io/example/from-cli:latest",
+        "--max-tokens": "31",
+        "--model-id": "cli-model",
+        "--max-context": "768",
+    }
     config = load(path, LAYERING_ENV, flags)
     # The seed test's own assertions, in this app's keys.
     assert config.provider == "docker"
@@ -101,10 +110,9 @@ def test_the_seeds_vastai_image_file_loads_without_warnings(tmp_path: Path) -> N
         ({"MVP_NODE_IMAGE": "env/img:1"}, {}, "env/img:1"),  # env beats both
         ({}, {"--image": "flag/img:1"}, "flag/img:1"),  # flag beats both
         ({"MVP_VASTAI_IMAGE": "vast-env/img:1"}, {}, "vast-env/img:1"),
-        ({"MVP_NODE_IMAGE": "env/img:1"}, {"--vastai-image": "vast-flag/img:1"},
-         "vast-flag/img:1"),
+        ({"MVP_NODE_IMAGE": "env/img:1"}, {"--vastai-image": "vast-flag/img:1"}, "vast-flag/img:1"),
     ],
-)  # fmt: skip
+)
 def test_image_precedence_is_the_seeds(
     tmp_path: Path, env: dict[str, str], flags: dict[str, str], image: str
 ) -> None:
@@ -175,15 +183,21 @@ def test_the_seeds_dashboard_flags_are_accepted() -> None:
 
     for argv, value in ((["--dashboard", "config"], True), (["--no-dashboard", "config"], False)):
         flags = collect_flags(build_parser().parse_args(argv))
-        config = load_config(flags=flags, env={"MVP_DASHBOARD": "1"},
-                             paths=ConfigPaths(default=Path("/nonexistent.toml")))  # fmt: skip
+        config = load_config(
+            flags=flags,
+            env={"MVP_DASHBOARD": "1"},
+            paths=ConfigPaths(default=Path("/nonexistent.toml")),
+        )
         assert config["prompt.dashboard"] is value
 
 
 @pytest.mark.parametrize(
     ("env", "confirm"),
-    [({}, True), ({"MVP_VASTAI_CONFIRM_LEASE": "false"}, False),
-     ({"MVP_VASTAI_CONFIRM_LEASE": "true"}, True)],
-)  # fmt: skip
+    [
+        ({}, True),
+        ({"MVP_VASTAI_CONFIRM_LEASE": "false"}, False),
+        ({"MVP_VASTAI_CONFIRM_LEASE": "true"}, True),
+    ],
+)
 def test_confirm_lease_is_read(env: dict[str, str], confirm: bool) -> None:
     assert load(None, {"MVP_NODE_PROVIDER": "vastai", **env}).confirm_lease is confirm

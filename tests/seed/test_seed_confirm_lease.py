@@ -31,8 +31,16 @@ def test_confirm_lease_false_rents_headless_without_yes(
 ) -> None:
     config = tmp_path / "seed.toml"
     config.write_text("[vastai]\nconfirm_lease = false\n")
-    up = cli("--config", str(config), "up", "--headless", "--until", "leased", "--down-after",
-             env=vast_env)  # fmt: skip
+    up = cli(
+        "--config",
+        str(config),
+        "up",
+        "--headless",
+        "--until",
+        "leased",
+        "--down-after",
+        env=vast_env,
+    )
     assert up.returncode == 0, up.stderr
     events = [json.loads(line)["event"] for line in up.stdout.splitlines()]
     assert events.index("lease_running") < events.index("lease_deleted")
