@@ -110,6 +110,8 @@ async def test_a_seed_config_run_reads_back_as_the_seeds_archive(
     events = [json.loads(line) for line in out.splitlines()]
     assert any(e["event"] == "lease_deleted" for e in events), "teardown confirmed"
     assert "stopped by a stop line on stdin; torn down, confirmed" in stderr
+    record = json.loads((tmp_path / "state" / "runs" / "41" / "record.json").read_text())
+    assert record["run_id"] == "41"  # the seed's number names the run's record
 
     # The prompt RPC's replies, in the seed's field names.
     *deltas, done = replies
