@@ -113,3 +113,51 @@ def test_provisioning_events_carry_the_provider_and_the_seeds_texts() -> None:
         ("node_runtime_ready", "ready"),
         ("weights_loaded", "started"),
     ]
+
+
+def test_a_replayed_seed_archive_drives_the_bootstrap_checklist() -> None:
+    # A replay has frames only: the seed's phase names drive the fixed rows, and the phases
+    # that restate a row or the Prompt pane stay on the channel, off the checklist.
+    from mvp_tui.engine.events import NodeReady, OffersListed, RunFinished
+    from mvp_tui.lease.events import DeleteReason, LeaseDeleted, LeaseDeleting
+    from mvp_tui.prompt.events import PromptRpcListening
+    from mvp_tui.ssh.events import HostKeyPinned
+    from widgets.bootstrap_model import BootstrapModel, StageId, Status
+
+    orch, hub, _ = tap()
+    for event in (
+        RunStarted(run_id="41", provider="local", profile="local", state_dir="/x"),
+        OffersListed(provider="local", count=1),
+        AttemptStarted(
+            run_id="41",
+            label="mvp-41-2-1",
+            offer_id="local",
+            gpu_name="CPU",
+            price_per_hour=0.0,
+            attempt=1,
+        ),
+        LeaseRunning(
+            run_id="41",
+            provider_id="local-9",
+            label="mvp-41-2-1",
+            host="",
+            port=0,
+            user="",
+            via="none",
+            after_s=0.0,
+            price_per_hour=0.0,
+        ),
+        HostKeyPinned(lease_key="local-9", fingerprint="SHA256:abc"),
+        NodeReady(run_id="41", model_id="m", engine="llama.cpp", local_url="http://x"),
+        PromptRpcListening(host="127.0.0.1", port=1),
+        LeaseDeleting(run_id="41", provider_id="local-9", reason=DeleteReason.REQUESTED),
+        LeaseDeleted(run_id="41", provider_id="local-9", uptime_s=1.0, spend_usd=0.0),
+        RunFinished(run_id="41", exit_code=0),
+    ):
+        orch(event)
+    model = BootstrapModel()
+    for frame in hub.tail("mvp.orch.bootstrap").frames:
+        model.record(frame.channel, frame.payload, 0.0)
+    for row in (StageId.LEASE, StageId.HOST_KEY, StageId.ENGINE):
+        assert model.stages[row].status is Status.DONE, row
+    assert list(model.extra) == ["config", "offers", "provider_stop", "orch_exit"]
