@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, TextIO
+from typing import Any, TextIO
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.display import display_text
@@ -101,6 +102,7 @@ def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_WORDS = frozenset({"stop", "shutdown", "quit"})
 STDIN_STOP = "stop on stdin"
+MAX_STOP_LINE = 256
 
 
 def is_stop_line(line: bytes) -> bool:
@@ -109,19 +111,31 @@ def is_stop_line(line: bytes) -> bool:
 
 
 def listen_for_stop(
-    stream: BinaryIO, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]
+    fd: int, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]
 ) -> threading.Thread:
-    """Read `stream` line by line on a daemon thread (stdin may be a pipe, a file or a
-    terminal) and call `on_stop` on the loop at the first stop line. End of input is not a
-    stop: a run started with stdin closed serves on."""
+    """Read file descriptor `fd` (stdin: a pipe, a file or a terminal) line by line on a
+    daemon thread and call `on_stop` on the loop at the first stop line. End of input is not
+    a stop: a run started with stdin closed serves on. Raw `os.read`, not `sys.stdin`: a
+    daemon thread blocked inside a buffered reader aborts the interpreter at exit."""
 
     def read() -> None:
-        with contextlib.suppress(OSError, ValueError):
-            for line in stream:
-                if is_stop_line(line):
-                    with contextlib.suppress(RuntimeError):  # the loop already closed
-                        loop.call_soon_threadsafe(on_stop)
-                    return
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                lines, pending = [pending], b""
+            else:
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-MAX_STOP_LINE:]  # a stop word is short: keep the tail only
+            if any(is_stop_line(line) for line in lines):
+                with contextlib.suppress(RuntimeError):  # the loop already closed
+                    loop.call_soon_threadsafe(on_stop)
+                return
+            if not chunk:
+                return
 
     thread = threading.Thread(target=read, name="mvp-tui stdin stop", daemon=True)
     thread.start()
@@ -129,7 +143,7 @@ def listen_for_stop(
 
 
 async def run_up(
-    config: Config, opts: UpOptions, out: TextIO = sys.stdout, stdin: BinaryIO | None = None
+    config: Config, opts: UpOptions, out: TextIO = sys.stdout, stdin_fd: int = 0
 ) -> int:
     """Run one headless `up`; returns the exit code of the CLI surface."""
     printer = JsonLines(out, Redactor(config.secret_values()))
@@ -167,7 +181,7 @@ async def run_up(
     for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     listen_for_stop(
-        stdin if stdin is not None else sys.stdin.buffer,
+        stdin_fd,
         loop,
         lambda: stop_by(STDIN_STOP, "a stop line on stdin", "stdin"),
     )

@@ -5,7 +5,6 @@ confirmed and the exit code is 0. Contract: 002_…txt `spawn_stop_listener`."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import shlex
@@ -28,6 +27,14 @@ def test_other_lines_do_not(line: bytes) -> None:
     assert not is_stop_line(line)
 
 
+def pipe_with(data: bytes, close: bool = True) -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    if close:
+        os.close(write_fd)
+    return read_fd, write_fd
+
+
 async def test_the_listener_calls_back_once_at_the_first_stop_line() -> None:
     stopped = asyncio.Event()
     calls: list[int] = []
@@ -36,18 +43,51 @@ async def test_the_listener_calls_back_once_at_the_first_stop_line() -> None:
         calls.append(1)
         stopped.set()
 
-    stream = io.BytesIO(b"hello\nstop\nquit\n")
-    thread = listen_for_stop(stream, asyncio.get_running_loop(), on_stop)
+    read_fd, write_fd = pipe_with(b"hello\nsto", close=False)
+    thread = listen_for_stop(read_fd, asyncio.get_running_loop(), on_stop)
+    os.write(write_fd, b"p\nquit\n")  # a line split across reads is still one line
     await asyncio.wait_for(stopped.wait(), 5)
     await asyncio.to_thread(thread.join, 5)
-    assert calls == [1] and stream.read() == b"quit\n"  # it stopped reading at the stop
+    assert calls == [1] and not thread.is_alive()
+    os.close(write_fd)
+    os.close(read_fd)
 
 
-async def test_end_of_input_is_not_a_stop() -> None:
+async def test_end_of_input_is_not_a_stop_but_a_last_unterminated_stop_is() -> None:
     calls: list[int] = []
-    thread = listen_for_stop(io.BytesIO(b"status\n"), asyncio.get_running_loop(), calls.append)
+    read_fd, _ = pipe_with(b"status\n")
+    thread = listen_for_stop(read_fd, asyncio.get_running_loop(), lambda: calls.append(1))
     await asyncio.to_thread(thread.join, 5)
     assert not thread.is_alive() and calls == []
+    os.close(read_fd)
+    stopped = asyncio.Event()
+    read_fd, _ = pipe_with(b"quit")  # `printf quit |`: no newline before the end
+    listen_for_stop(read_fd, asyncio.get_running_loop(), stopped.set)
+    await asyncio.wait_for(stopped.wait(), 5)
+    os.close(read_fd)
+
+
+async def test_a_run_with_nothing_on_stdin_exits_cleanly(tmp_path: Path) -> None:
+    # The listener's thread is still blocked reading when the run ends: the exit is clean.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
+    env["MVP_STATE_DIR"] = str(tmp_path / "state")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mvp_tui",
+        "up",
+        "--headless",
+        "--gguf-local-path",
+        str(tmp_path / "none.gguf"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stderr is not None
+    err = await asyncio.wait_for(proc.stderr.read(), 60)  # stdin stays open meanwhile
+    assert await proc.wait() == 2, err.decode()
+    assert b"Fatal Python error" not in err
 
 
 async def test_echo_stop_into_a_headless_run_ends_it_with_exit_0(
