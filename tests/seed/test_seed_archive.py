@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
+from tests.seed.proc import clean_env, start_cli
 from tests.seed.seed_archive import (
     PROVISION_KINDS,
     SEED_PHASES,
@@ -26,20 +25,6 @@ from tests.seed.seed_files import LAYERING_TOML
 
 PROMPT = "héllo, seed"
 REQUEST_ID = 4242
-
-
-async def start(args: list[str], env: dict[str, str]) -> asyncio.subprocess.Process:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mvp_tui",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**base, **env},
-    )
 
 
 async def until_frame(proc: asyncio.subprocess.Process, channel: str, phase: str) -> dict:
@@ -80,7 +65,7 @@ async def test_a_seed_config_run_reads_back_as_the_seeds_archive(
     config = tmp_path / "layering.toml"
     config.write_text(LAYERING_TOML)
     archive = tmp_path / "frames.jsonl"
-    env = {"MVP_NODE_PROVIDER": "local", "MVP_STATE_DIR": str(tmp_path / "state")}
+    env = clean_env(tmp_path / "state", MVP_NODE_PROVIDER="local")
     args = [
         "--config",
         str(config),
@@ -93,7 +78,7 @@ async def test_a_seed_config_run_reads_back_as_the_seeds_archive(
         "--datastream-frame-log",
         str(archive),
     ]
-    proc = await start(args, env)
+    proc = await start_cli(args, env)
     try:
         rpc = await asyncio.wait_for(until_frame(proc, "mvp.orch.bootstrap", "prompt_rpc"), 90)
         replies = await prompt_over_rpc(rpc["detail"]["addr"])

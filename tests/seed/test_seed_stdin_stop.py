@@ -15,6 +15,7 @@ import pytest
 
 from mvp_tui.engine.headless import is_stop_line, listen_for_stop
 from tests.agent.procs import alive
+from tests.seed.proc import clean_env, start_cli
 
 
 @pytest.mark.parametrize("line", [b"stop\n", b"shutdown\n", b"quit\n", b"  QUIT \r\n", b"Stop"])
@@ -69,21 +70,8 @@ async def test_end_of_input_is_not_a_stop_but_a_last_unterminated_stop_is() -> N
 
 async def test_a_run_with_nothing_on_stdin_exits_cleanly(tmp_path: Path) -> None:
     # The listener's thread is still blocked reading when the run ends: the exit is clean.
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-    env["MVP_STATE_DIR"] = str(tmp_path / "state")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mvp_tui",
-        "up",
-        "--headless",
-        "--gguf-local-path",
-        str(tmp_path / "none.gguf"),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    args = ["up", "--headless", "--gguf-local-path", str(tmp_path / "none.gguf")]
+    proc = await start_cli(args, clean_env(tmp_path / "state"))
     assert proc.stderr is not None
     err = await asyncio.wait_for(proc.stderr.read(), 60)  # stdin stays open meanwhile
     assert await proc.wait() == 2, err.decode()
@@ -107,8 +95,7 @@ async def test_echo_stop_into_a_headless_run_ends_it_with_exit_0(
             "127.0.0.1:0",
         ]
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-    env["MVP_STATE_DIR"] = str(tmp_path / "state")
+    env = clean_env(tmp_path / "state")
     proc = await asyncio.create_subprocess_shell(
         f"echo stop | {command}",
         stdout=asyncio.subprocess.PIPE,
@@ -135,23 +122,8 @@ async def test_echo_stop_into_a_headless_run_ends_it_with_exit_0(
 async def test_stop_on_stdin_while_serving_tears_down_confirmed(
     tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-    env["MVP_STATE_DIR"] = str(tmp_path / "state")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mvp_tui",
-        "up",
-        "--headless",
-        "--gguf-local-path",
-        str(tiny_gguf),
-        "--rpc-bind",
-        "127.0.0.1:0",
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    args = ["up", "--headless", "--gguf-local-path", str(tiny_gguf), "--rpc-bind", "127.0.0.1:0"]
+    proc = await start_cli(args, clean_env(tmp_path / "state"))
     assert proc.stdin is not None and proc.stdout is not None
     try:
         seen = []
