@@ -16,6 +16,21 @@ from mvp_tui.prompt.events import PromptCancelled, PromptQueued, PromptSource, P
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.events import AgentExited
 
+ATTEMPT = AttemptStarted(
+    run_id="41", label="mvp-41-2-1", offer_id="local", gpu_name="CPU", price_per_hour=0.0, attempt=1
+)
+RUNNING = LeaseRunning(
+    run_id="41",
+    provider_id="local-9",
+    label="mvp-41-2-1",
+    host="",
+    port=0,
+    user="",
+    via="none",
+    after_s=0.0,
+    price_per_hour=0.0,
+)
+
 
 def tap() -> tuple[OrchTap, ChannelHub, list[EngineEvent]]:
     hub = ChannelHub()
@@ -73,29 +88,8 @@ def test_a_pane_prompt_keeps_the_queues_id() -> None:
 def test_provisioning_events_carry_the_provider_and_the_seeds_texts() -> None:
     orch, hub, _ = tap()
     orch(RunStarted(run_id="41", provider="local", profile="local", state_dir="/x"))
-    orch(
-        AttemptStarted(
-            run_id="41",
-            label="mvp-41-2-1",
-            offer_id="local",
-            gpu_name="CPU",
-            price_per_hour=0.0,
-            attempt=1,
-        )
-    )
-    orch(
-        LeaseRunning(
-            run_id="41",
-            provider_id="local-9",
-            label="mvp-41-2-1",
-            host="",
-            port=0,
-            user="",
-            via="none",
-            after_s=0.0,
-            price_per_hour=0.0,
-        )
-    )
+    orch(ATTEMPT)
+    orch(RUNNING)
     orch(AgentExited(lease_key="local-9", exit_code=-9, before_ready=False))
     events = [p["event"] for p in payloads(hub, "mvp.provisioning.events")]
     assert [e["kind"] for e in events] == ["ProvisionStart", "NodeLive", "NodeStopped"]
@@ -128,25 +122,8 @@ def test_a_replayed_seed_archive_drives_the_bootstrap_checklist() -> None:
     for event in (
         RunStarted(run_id="41", provider="local", profile="local", state_dir="/x"),
         OffersListed(provider="local", count=1),
-        AttemptStarted(
-            run_id="41",
-            label="mvp-41-2-1",
-            offer_id="local",
-            gpu_name="CPU",
-            price_per_hour=0.0,
-            attempt=1,
-        ),
-        LeaseRunning(
-            run_id="41",
-            provider_id="local-9",
-            label="mvp-41-2-1",
-            host="",
-            port=0,
-            user="",
-            via="none",
-            after_s=0.0,
-            price_per_hour=0.0,
-        ),
+        ATTEMPT,
+        RUNNING,
         HostKeyPinned(lease_key="local-9", fingerprint="SHA256:abc"),
         NodeReady(run_id="41", model_id="m", engine="llama.cpp", local_url="http://x"),
         PromptRpcListening(host="127.0.0.1", port=1),
