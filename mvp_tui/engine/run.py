@@ -404,7 +404,15 @@ class RunEngine:
         cannot tell (rented nodes: the SSH session watches their agent)."""
         wait_exited = getattr(self.provider, "wait_exited", None)
         lease = self.lease_record
-        if self.provider.info.ssh or wait_exited is None or lease is None or not lease.provider_id:
+        # A re-attached lease was not started by this process: its provider cannot watch it.
+        adopted = self._resume is not None
+        if (
+            self.provider.info.ssh
+            or wait_exited is None
+            or adopted
+            or not lease
+            or not lease.provider_id
+        ):
             await asyncio.Event().wait()
         assert lease is not None and lease.provider_id and wait_exited is not None
         code: int | None = await wait_exited(lease.provider_id)
