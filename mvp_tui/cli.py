@@ -194,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ConfigError as exc:
         return _error(str(exc))
+    for warning in config.warnings:  # the seed's keys accepted here without effect
+        print(f"mvp-tui: warning: {warning}", file=sys.stderr)
     command: str | None = args.command
     if command in COMMANDS:
         module = _command_module(COMMANDS[command][0])

@@ -255,6 +255,8 @@ class BootstrapModel:
                 row.from_phase = True
                 self._finish_by_status(row, status, when, detail)
             return True
+        if phase in _ORCH_QUIET:
+            return True
         stage = self._phase_stage(phase)
         if stage is None:
             stage = self.extra.get(phase)
@@ -391,8 +393,15 @@ class BootstrapModel:
         return True
 
 
-# Orchestrator phases that a fixed row already shows from engine events.
-_ORCH_FIXED = {"lease": StageId.LEASE, "ssh": StageId.SSH, "weights": StageId.ENGINE}
+# Orchestrator phases that a fixed row already shows from engine events (the seed's names,
+# and this app's earlier ones for older archives).
+_ORCH_FIXED = {
+    "provider_start": StageId.LEASE, "lease": StageId.LEASE, "ssh": StageId.SSH,
+    "host_key": StageId.HOST_KEY, "weights_loaded": StageId.ENGINE, "weights": StageId.ENGINE,
+}  # fmt: skip
+# The seed's phases that only restate a row or the Prompt pane: on the channel, not here.
+_ORCH_QUIET = frozenset({"node_provisioner", "node_spec", "node_runtime_ready", "watchdog",
+                         "prompt_rpc", "prompt_loop", "serve_prompts", "shutdown"})  # fmt: skip
 # The agent's phases after the switch's verdict (which comes right after config).
 _AFTER_VERDICT = ("probe", "model", "engine_start", "engine_health")
 

@@ -16,11 +16,11 @@ class Kind(Enum):
     FLOAT = "a number"
     BOOL = "1/0, true/false, yes/no, or on/off"
     PATH = "a file path (~/ expands to your home)"
-    ADDR = "a loopback address HOST:PORT, e.g. 127.0.0.1:19777"
+    ADDR = "an address HOST:PORT, e.g. 127.0.0.1:19777 (loopback unless acknowledged)"
     CHOICE = "one of"
     LIST = "a list of names (TOML array, or comma-separated in env and flags)"
     FLOAT_LIST = "a list of numbers (TOML array, or comma-separated in env and flags)"
-    RUN_ID = "letters, digits and '-' (1-40 chars)"
+    RUN_ID = "a whole number (the seed's run ids) or 'r-' and 1-32 lowercase letters or digits"
 
 
 class Scope(Enum):
@@ -54,6 +54,9 @@ class KeySpec:
     above: float | None = None  # the value must be greater than this (a 0 has no meaning)
     min_items: int = 0  # a list needs at least this many items
     zero_is_unset: bool = False  # a 0 means the same as leaving the key unset (no limit)
+    # Accepted for the seed's config files but not built here: a value other than the
+    # default gets one warning line saying so, and why (never an error).
+    inert: str = ""
 
     @property
     def dotted(self) -> str:
@@ -107,6 +110,15 @@ DEFAULT_RPC_ADDR = "127.0.0.1:19777"
 
 S, V, R, D = Scope.ALL, Scope.VASTAI, Scope.RUNPOD, Scope.DOCKER
 
+WHOLE_MODEL = (
+    "this engine (llama.cpp) serves the whole model on one node; pipeline stages are not built"
+)
+NO_IROH = "mvp-tui reaches nodes over SSH; the seed's iroh relay is not built"
+NO_WEB_DASHBOARD = (
+    "the seed's web dashboard is not built; run `mvp-tui` for the terminal dashboard "
+    "(headless runs print every frame as a JSON line)"
+)
+
 KEYS: tuple[KeySpec, ...] = (
     # [runtime]
     _k(
@@ -124,7 +136,7 @@ KEYS: tuple[KeySpec, ...] = (
         "run_id",
         Kind.RUN_ID,
         None,
-        "run id; unset = a new unique id per run",
+        "run id; unset = a new unique id per run (a seed config's number, e.g. 41, works too)",
         env=("MVP_RUN_ID",),
         flag="--run-id",
     ),
@@ -147,6 +159,7 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_STAGE_INDEX",),
         flag="--stage-index",
         minimum=0,
+        inert=WHOLE_MODEL,
     ),
     _k(
         "runtime",
@@ -157,6 +170,7 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_LAYER_END_EXCLUSIVE",),
         flag="--layer-end-exclusive",
         minimum=1,
+        inert=WHOLE_MODEL,
     ),
     _k(
         "runtime",
@@ -203,7 +217,7 @@ KEYS: tuple[KeySpec, ...] = (
         "rpc_addr",
         Kind.ADDR,
         DEFAULT_RPC_ADDR,
-        "JSON-lines prompt RPC (loopback only)",
+        "JSON-lines prompt RPC address; loopback unless [prompt] rpc_allow_remote = true",
         env=("MVP_PROMPT_RPC_BIND",),
         flag="--rpc-bind",
     ),
@@ -216,6 +230,58 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_PROMPT_MAX_TOKENS",),
         flag="--max-tokens",
         minimum=1,
+    ),
+    _k(
+        "prompt",
+        "rpc_allow_remote",
+        Kind.BOOL,
+        False,
+        "let rpc_addr be a non-loopback address; the prompt RPC has NO authentication, so "
+        "anyone who can reach that address can prompt (and spend) your node",
+        env=("MVP_PROMPT_RPC_ALLOW_REMOTE",),
+        flag="--rpc-bind-unauthenticated",
+    ),
+    _k(
+        "prompt",
+        "dashboard",
+        Kind.BOOL,
+        False,
+        "the seed's web dashboard (accepted, not built: the terminal UI is the dashboard)",
+        env=("MVP_DASHBOARD",),
+        flag="--dashboard",
+        inert=NO_WEB_DASHBOARD,
+    ),
+    _k(
+        "prompt",
+        "dashboard_port",
+        Kind.INT,
+        None,
+        "the seed's web dashboard port (accepted, not built)",
+        env=("MVP_DASHBOARD_PORT",),
+        minimum=0,
+        maximum=65535,
+        inert=NO_WEB_DASHBOARD,
+    ),
+    # [relay]: the seed's iroh relay; nodes are reached over SSH here.
+    _k(
+        "relay",
+        "mode",
+        Kind.STR,
+        None,
+        "the seed's iroh relay mode (accepted, not built)",
+        env=("MVP_IROH_RELAY_MODE",),
+        flag="--relay-mode",
+        inert=NO_IROH,
+    ),
+    _k(
+        "relay",
+        "url",
+        Kind.STR,
+        None,
+        "the seed's iroh relay URL (accepted, not built)",
+        env=("MVP_IROH_RELAY_URL",),
+        flag="--relay-url",
+        inert=NO_IROH,
     ),
     # [model]
     _k(
@@ -271,6 +337,8 @@ KEYS: tuple[KeySpec, ...] = (
         "tokenizer file; unset = the GGUF's own",
         env=("MVP_TOKENIZER_LOCAL_PATH",),
         flag="--tokenizer-local-path",
+        inert="llama.cpp reads the tokenizer embedded in the GGUF file; this engine serves the "
+        "whole model from that one file",
     ),
     _k(
         "model",
@@ -466,7 +534,8 @@ KEYS: tuple[KeySpec, ...] = (
         "bootstrap_command",
         Kind.STR,
         None,
-        "command run over SSH on the node; unset = start the bundled node agent",
+        "command run over SSH on the node once the node agent is set up and started (in its "
+        "run directory, with its environment); a non-zero exit fails the bring-up",
         env=("MVP_VASTAI_BOOTSTRAP_COMMAND",),
         flag="--vastai-bootstrap-command",
         scope=V,
@@ -497,7 +566,8 @@ KEYS: tuple[KeySpec, ...] = (
         "confirm_lease",
         Kind.BOOL,
         True,
-        "ask before renting; the dashboard always asks, headless runs need --yes",
+        "ask before renting: the dashboard asks unless this is false; headless runs need "
+        "--yes unless this is false",
         env=("MVP_VASTAI_CONFIRM_LEASE",),
         flag="--vastai-confirm-lease",
         scope=V,

@@ -13,9 +13,15 @@ from pathlib import Path
 
 import platformdirs
 
-from mvp_tui.config.keys import KEYS, PROFILE_PROVIDER, KeySpec, Scope
+from mvp_tui.config.keys import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
-from mvp_tui.config.values import ConfigError, Source, expand_path, parse_value
+from mvp_tui.config.values import (
+    ConfigError,
+    Source,
+    expand_path,
+    is_loopback_host,
+    parse_value,
+)
 from mvp_tui.keymap import BINDING_IDS
 
 APP_NAME = "mvp-tui"
@@ -50,6 +56,8 @@ class Config:
     ui_keys: dict[str, str]
     file: Path | None
     unused: dict[str, Source]  # keys set for a provider that is not selected
+    # One line per key that is accepted but has no effect here (the seed's keys not built).
+    warnings: tuple[str, ...] = ()
     # The same layers loaded again with another provider selected (for `down --all`, whose
     # recorded leases may belong to any provider).
     reload_for: Callable[[str], Config] | None = field(default=None, repr=False, compare=False)
@@ -128,6 +136,31 @@ class Config:
             + (f" (from {where})" if where else f" (not read for provider {self.provider})")
         )
 
+    def node_image(self) -> tuple[str, Source]:
+        """The node's image and where it came from. Unset on a rented provider: llama.cpp's
+        public CUDA image (`RENTED_IMAGE`). As in the seed, `[vastai] image` wins
+        over `[image] node` from the same layer or a lower one (the file's over the file's),
+        and an image given by env or flag wins over a file's: the later layer wins."""
+        image = self.require_str("image.node")
+        source = self.sources["image.node"]
+        vast = self.get_str("vastai.image") if self.provider == "vastai" else None
+        if vast is not None:
+            vast_source = self.sources["vastai.image"]
+            if LAYER_RANK[vast_source.layer] >= LAYER_RANK[source.layer]:
+                return vast, vast_source
+        if self.provider in ("vastai", "runpod") and source.layer == "default":
+            # The seed's default image is in no registry a rented host can pull.
+            return RENTED_IMAGE, Source("default", "for rented nodes")
+        return image, source
+
+    @property
+    def confirm_lease(self) -> bool:
+        """Whether renting must be confirmed: `[vastai] confirm_lease` for Vast.ai (the
+        dashboard asks, headless needs --yes); always for the other billing providers."""
+        if self.provider == "vastai":
+            return self.get_bool("vastai.confirm_lease")
+        return True
+
     @property
     def provider(self) -> str:
         return self.get_str("provider.kind") or "local"
@@ -147,6 +180,9 @@ class Config:
             for spec in KEYS
             if spec.secret and isinstance(value := self.values.get(spec.dotted), str)
         ]
+
+
+LAYER_RANK = {"default": 0, "file": 1, "env": 2, "flag": 3}
 
 
 def flag_dest(spec: KeySpec) -> str:
@@ -217,6 +253,7 @@ def load_config(
     for spec in in_scope:
         if spec.dotted not in values:
             take(spec)
+    _check_rpc_bind(values, sources)
 
     def reload_for(kind: str) -> Config:
         dest = flag_dest(by_dotted["provider.kind"])
@@ -229,6 +266,7 @@ def load_config(
         ui_keys=dict(toml.ui_keys) if toml else {},
         file=toml.path if toml else None,
         unused=unused,
+        warnings=_inert_warnings(values, sources),
         reload_for=reload_for,
     )
 
@@ -254,3 +292,38 @@ def _check_cross_key_rules(provider: str, unused: Mapping[str, Source]) -> None:
             f"[docker] cached_model_host_path from {cached} is a host-local cache path and "
             f"requires provider=docker (provider is {provider}); unset it or use --provider docker"
         )
+
+
+def _inert_warnings(values: Mapping[str, object], sources: Mapping[str, Source]) -> tuple[str, ...]:
+    """One line per seed key set to something other than its default that is accepted but
+    not built here: the key, value, source, and why it has no effect."""
+    lines = []
+    for spec in KEYS:
+        if not spec.inert or spec.dotted not in values:
+            continue
+        value, source = values[spec.dotted], sources[spec.dotted]
+        if source.layer == "default" or value == spec.default:
+            continue
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        if isinstance(value, Path):
+            shown = repr(str(value))
+        lines.append(
+            f"{spec.label} = {shown} from {source} is accepted and has no effect here: {spec.inert}"
+        )
+    return tuple(lines)
+
+
+def _check_rpc_bind(values: Mapping[str, object], sources: Mapping[str, Source]) -> None:
+    """The prompt RPC has no authentication: a non-loopback address needs the user's
+    explicit acknowledgement, else exit 2 with the fix."""
+    addr = str(values["prompt.rpc_addr"])
+    if is_loopback_host(addr.rpartition(":")[0]) or values.get("prompt.rpc_allow_remote"):
+        return
+    raise ConfigError(
+        f"[prompt] rpc_addr = {addr!r} from {sources['prompt.rpc_addr']} is not a loopback "
+        "address, and the prompt RPC has no authentication: anyone who can reach it can "
+        "prompt (and spend) your node. Use a loopback address such as 127.0.0.1:19777 (reach "
+        "it from elsewhere through an SSH tunnel), or acknowledge with "
+        "--rpc-bind-unauthenticated (env MVP_PROMPT_RPC_ALLOW_REMOTE=true, or "
+        "[prompt] rpc_allow_remote = true)"
+    )

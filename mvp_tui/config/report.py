@@ -42,6 +42,9 @@ def render(config: Config) -> str:
         lines.append(f"\n[{UI_KEYS_SECTION}]")
         for binding_id, keys in sorted(config.ui_keys.items()):
             lines.append(f"{binding_id} = {json.dumps(keys)}")
+    if config.warnings:
+        lines.append("\n# accepted, no effect here:")
+        lines.extend(f"#   {warning}" for warning in config.warnings)
     if config.unused:
         lines.append(f"\n# set but not used with provider {config.provider}:")
         for dotted, source in sorted(config.unused.items()):

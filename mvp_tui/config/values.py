@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config.keys import KeySpec, Kind
+from mvp_tui.run_ids import check_run_id
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,39}$")
+U64_MAX = 2**64 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +84,8 @@ def _parse(spec: KeySpec, raw: object, source: Source) -> object:
         if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
             return raw.strip().lower() in _TRUE
         raise value_error(spec, raw, source)
+    if kind is Kind.RUN_ID:
+        return _run_id(spec, raw, source)
     if kind is Kind.INT:
         if isinstance(raw, bool):
             raise value_error(spec, raw, source)
@@ -142,12 +144,26 @@ def _parse(spec: KeySpec, raw: object, source: Source) -> object:
             raise value_error(spec, raw, source, "empty")
         return expand_path(text)
     if kind is Kind.ADDR:
-        return _loopback_addr(spec, text, source)
-    if kind is Kind.RUN_ID:
-        if not _RUN_ID.match(text):
-            raise value_error(spec, raw, source)
-        return text
+        return _addr(spec, text, source)
     return raw
+
+
+def _run_id(spec: KeySpec, raw: object, source: Source) -> str:
+    """The seed's numeric run ids (a TOML integer or digits, 0..2^64-1) as their decimal
+    text, or the app's own `r-…` ids; both make valid labels, records and node env."""
+    if isinstance(raw, bool):
+        raise value_error(spec, raw, source)
+    text = str(raw).strip() if isinstance(raw, (int, str)) else None
+    if text is None:
+        raise value_error(spec, raw, source)
+    if text.isascii() and text.isdigit():
+        if int(text) > U64_MAX:
+            raise value_error(spec, raw, source, "too large")
+        return str(int(text))
+    try:
+        return check_run_id(text)
+    except ValueError:
+        raise value_error(spec, raw, source) from None
 
 
 def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
@@ -160,18 +176,27 @@ def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
     return value
 
 
-def _loopback_addr(spec: KeySpec, text: str, source: Source) -> str:
+def is_loopback_host(host: str) -> bool:
+    """Whether `host` (an IP address, bracketed IPv6 allowed, or localhost) is loopback."""
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _addr(spec: KeySpec, text: str, source: Source) -> str:
+    """HOST:PORT with an IP host (or localhost); whether a non-loopback one may be used is
+    the loader's rule, which needs [prompt] rpc_allow_remote too."""
     host, sep, port_text = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise value_error(spec, text, source, "no port")
     if host != "localhost":
         try:
-            loopback = ipaddress.ip_address(host).is_loopback
+            ipaddress.ip_address(host)
         except ValueError:
             raise value_error(spec, text, source, "not an IP address") from None
-        if not loopback:
-            raise value_error(
-                spec, text, source, "must be loopback so only this machine can prompt"
-            )
     return text

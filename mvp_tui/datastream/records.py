@@ -39,6 +39,7 @@ class StepStatus(enum.Enum):
     FAILED = "failed"
     OBSERVED = "observed"  # prompt steps only
     DROPPED = "dropped"  # prompt steps only
+    CANCELLED = "cancelled"  # prompt steps only; not the seed's (it cannot cancel a prompt)
 
 
 def step_status(status: StepStatus | str) -> StepStatus:

@@ -2,7 +2,9 @@
 
 Every engine event and every datastream frame is printed as it happens (stdout), human hints
 go to stderr. SIGINT, SIGTERM and SIGHUP tear down what the run leased, confirmed, before
-exiting; the run's lifecycle is the `RunController`'s, this module only drives and prints.
+exiting; so does a `stop`, `shutdown` or `quit` line on stdin (the seed's stop listener),
+which ends the run with exit 0 once the teardown is confirmed. The run's lifecycle is the
+`RunController`'s, this module only drives and prints.
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -95,9 +100,51 @@ def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_WORDS = frozenset({"stop", "shutdown", "quit"})
+STDIN_STOP = "stop on stdin"
+MAX_STOP_LINE = 256
 
 
-async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> int:
+def is_stop_line(line: bytes) -> bool:
+    """A line that asks the run to stop: `stop`, `shutdown` or `quit`, any case, trimmed."""
+    return line.decode("utf-8", "replace").strip().lower() in STOP_WORDS
+
+
+def listen_for_stop(
+    fd: int, loop: asyncio.AbstractEventLoop, on_stop: Callable[[], None]
+) -> threading.Thread:
+    """Read file descriptor `fd` (stdin: a pipe, a file or a terminal) line by line on a
+    daemon thread and call `on_stop` on the loop at the first stop line. End of input is not
+    a stop: a run started with stdin closed serves on. Raw `os.read`, not `sys.stdin`: a
+    daemon thread blocked inside a buffered reader aborts the interpreter at exit."""
+
+    def read() -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                return
+            if not chunk:
+                lines, pending = [pending], b""
+            else:
+                *lines, pending = (pending + chunk).split(b"\n")
+                pending = pending[-MAX_STOP_LINE:]  # a stop word is short: keep the tail only
+            if any(is_stop_line(line) for line in lines):
+                with contextlib.suppress(RuntimeError):  # the loop already closed
+                    loop.call_soon_threadsafe(on_stop)
+                return
+            if not chunk:
+                return
+
+    thread = threading.Thread(target=read, name="mvp-tui stdin stop", daemon=True)
+    thread.start()
+    return thread
+
+
+async def run_up(
+    config: Config, opts: UpOptions, out: TextIO = sys.stdout, stdin_fd: int = 0
+) -> int:
     """Run one headless `up`; returns the exit code of the CLI surface."""
     printer = JsonLines(out, Redactor(config.secret_values()))
     engine = RunEngine(config, printer.event)
@@ -112,13 +159,32 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
     def on_signal(sig: signal.Signals) -> None:
         # No question can be asked: the default is destroy, confirmed. Further signals
         # join the same stop (it is idempotent), they never cut the teardown short.
-        signalled.append(sig.name)
+        stop_by(sig.name, f"{sig.name} received", f"signal {sig.name}")
+
+    def stop_by(name: str, reason: str, source: str) -> None:
+        signalled.append(name)
+        engine.shutdown_requested(source)
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
-        stops.append(loop.create_task(controller.stop(final=True, reason=f"{sig.name} received")))
+        stops.append(loop.create_task(controller.stop(final=True, reason=reason)))
 
+    def say(line: str) -> None:
+        # The seed's OrchStdioCapture: what this process tells its user also reaches the
+        # node's provider channel (and the archive). stdout is the JSON mirror: not again.
+        with contextlib.suppress(Exception):
+            engine.log(line)
+        print(f"mvp-tui: {line}", file=sys.stderr)
+
+    for warning in config.warnings:  # printed by the CLI already, before the run existed
+        with contextlib.suppress(Exception):
+            engine.log(f"warning: {warning}")
     for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
+    listen_for_stop(
+        stdin_fd,
+        loop,
+        lambda: stop_by(STDIN_STOP, "a stop line on stdin", "stdin"),
+    )
     try:
         try:
             code, reason = await _drive(controller, opts, signalled)
@@ -127,6 +193,8 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
                 raise
             await asyncio.gather(*stops, return_exceptions=True)
             code, reason = int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
+            if signalled[0] == STDIN_STOP:  # asked for, before anything was leased
+                code, reason = int(ExitCode.OK), "stopped by a stop line on stdin; nothing leased"
         left = [ref.provider_id or ref.label for ref in (controller.result or StopResult()).left]
         engine.emit(
             RunFinished(
@@ -138,10 +206,10 @@ async def run_up(config: Config, opts: UpOptions, out: TextIO = sys.stdout) -> i
             )
         )
         if reason:
-            print(f"mvp-tui: {reason}", file=sys.stderr)
+            say(reason)
         if controller.result is not None and not controller.result.kept:
             for line in controller.result.left_lines():
-                print(f"mvp-tui: {line}", file=sys.stderr)
+                say(line)
         return code
     finally:
         for sig in SIGNALS:
@@ -184,6 +252,8 @@ async def _drive(
     result = await controller.stop(final=True)
     if not result.nothing_bills:
         return int(ExitCode.MAY_BILL), "teardown not confirmed: a lease may still bill"
+    if signalled and signalled[0] == STDIN_STOP:  # the user's own stop, like the seed's
+        return int(ExitCode.OK), "stopped by a stop line on stdin; torn down, confirmed"
     if signalled and not (serving and controller.served):
         return int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
     if signalled:  # serving until a signal is the plan: its end is a success
@@ -204,10 +274,11 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
     engine.check_model()
     engine.started()
     billing = engine.provider.info.billing
-    if billing and not opts.yes:
+    if billing and not opts.yes and engine.config.confirm_lease:
         raise ConfigError(
             f"renting on {engine.config.provider} bills your account; headless runs need --yes "
             "to confirm (the dashboard asks instead)"
+            + (", or [vastai] confirm_lease = false" if engine.config.provider == "vastai" else "")
         )
     offers = _pick(await engine.search_offers(), opts)
     if not offers:

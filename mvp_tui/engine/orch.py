@@ -4,6 +4,11 @@
 `OrchTap` sits between the engine and its sink: every event still goes to the sink, and the
 ones that mark a step of the run are also written as frames, so the Channels pane and the
 archive show the run's checklist without a second source of truth.
+
+Phases, in the seed's names and order (README "Compatibility with the seed"): `config`,
+`node_provisioner`, `node_spec`, `provider_start`, `node_runtime_ready`, `weights_loaded`,
+`prompt_rpc`, `prompt_loop`, `serve_prompts`, `shutdown`, `provider_stop`, `orch_exit`. The
+app's own steps are added phases: `offers`, `ssh`, `host_key`, `watchdog`.
 """
 
 from __future__ import annotations
@@ -11,33 +16,84 @@ from __future__ import annotations
 import contextlib
 import re
 import zlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from mvp_tui.config import Config
+from mvp_tui.config.keys import KEYS
 from mvp_tui.datastream.channels import LogStream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.records import OrchestratorEmitter, ProvisionEventKind
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunFinished, RunStarted
+from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt.channel import orch_prompt_records
+from mvp_tui.prompt.events import PromptQueued, PromptRpcListening
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 
 _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
+# Keys whose value is the user's own text or a path: the seed shows only that one is set.
+_HAS_ONLY = {"onstart", "bootstrap_command", "ssh_identity"}
+# Destroys that end the run (the seed's `provider_stop`), not the walk replacing a candidate.
+_TEARDOWN = {lease.DeleteReason.REQUESTED, lease.DeleteReason.INTERRUPTED}
 
 
 def run_number(run_id: str) -> int:
     """The run as the seed's numeric run id (stream lifetimes and record fields are u64):
-    the hex of a generated id, else a stable CRC of the configured one."""
+    a seed config's number as it is, the hex of a generated id, else a stable CRC."""
+    if run_id.isascii() and run_id.isdigit():
+        return int(run_id)
     match = _GENERATED.match(run_id)
     return int(match.group(1), 16) if match else zlib.crc32(run_id.encode())
+
+
+def provider_config_detail(config: Config) -> dict[str, Any]:
+    """The selected provider's keys as the seed's `provider_config`: secrets and the user's
+    scripts as `has_<key>` only, paths as text."""
+    detail: dict[str, Any] = {}
+    for spec in KEYS:
+        if spec.scope.value != config.provider or spec.dotted not in config.values:
+            continue
+        value = config.values[spec.dotted]
+        if spec.secret or spec.name in _HAS_ONLY:
+            detail[f"has_{spec.name}"] = value is not None
+        else:
+            detail[spec.name] = (
+                value
+                if isinstance(value, (str, int, float, bool))
+                else (None if value is None else str(value))
+            )
+    return detail
+
+
+def config_detail(config: Config, *, image: str, rpc_bind: str) -> dict[str, Any]:
+    """The seed's `config` phase detail (its field names), for this run's configuration."""
+    return {
+        "config_profile": config.profile,
+        "image": image,
+        "provider": config.provider,
+        "rpc_bind": rpc_bind,
+        "model_id": config.get_str("model.id"),
+        "stage_index": config.get_int("runtime.stage_index"),
+        "layer_end_exclusive": config.get_int("runtime.layer_end_exclusive"),
+        "relay_mode": config.get_str("relay.mode"),  # accepted, not built: SSH instead
+        "provider_config": provider_config_detail(config),
+    }
 
 
 class OrchTap:
     """An EventSink that forwards every event and writes run steps onto the hub."""
 
     def __init__(
-        self, sink: EventSink, hub: ChannelHub, *, run_id: str, node_id: int, redactor: Redactor
+        self,
+        sink: EventSink,
+        hub: ChannelHub,
+        *,
+        run_id: str,
+        node_id: int,
+        redactor: Redactor,
     ) -> None:
         self._sink = sink
         self._node_id = node_id
@@ -45,7 +101,37 @@ class OrchTap:
         self.emitter = OrchestratorEmitter(
             hub, run_id=self._number, node_id=node_id, redactor=redactor
         )
+        self._provider = ""
+        self._image = ""
+        self._ssh_node = False
+        self._config: dict[str, Any] = {}
+        self._env_keys: tuple[str, ...] = ()
+        self._max_tokens: int | None = None
+        self._on_runtime_ready: Callable[[], None] | None = None
         self._ssh_started = False
+        self._runtime_ready = False
+        self._weights_loaded = False
+        self._shutdown = False
+        self._request_ids: dict[int, int] = {}  # queue prompt id -> the RPC client's id
+        self._stopping: set[str] = set()  # leases destroyed by the run's teardown
+
+    def describe(
+        self,
+        *,
+        provider: str,
+        image: str,
+        ssh_node: bool,
+        config: Mapping[str, Any],
+        env_keys: tuple[str, ...],
+        default_max_tokens: int,
+        on_runtime_ready: Callable[[], None] | None = None,
+    ) -> None:
+        """What the records say about the run: set once the engine has built its parts.
+        `on_runtime_ready` runs when the node's runtime is up (the seed's node joined)."""
+        self._on_runtime_ready = on_runtime_ready
+        self._provider, self._image, self._ssh_node = provider, image, ssh_node
+        self._config, self._env_keys = dict(config), env_keys
+        self._max_tokens = default_max_tokens
 
     def __call__(self, event: EngineEvent) -> None:
         self._sink(event)
@@ -59,51 +145,217 @@ class OrchTap:
         """One line of the engine's own on the node's provider channel."""
         self.emitter.emit_log(LogStream.PROVIDER, line)
 
+    def shutdown(self, source: str) -> None:
+        """The seed's `shutdown` phase, once per run: who asked the run to end."""
+        if self._shutdown:
+            return
+        self._shutdown = True
+        with contextlib.suppress(Exception):
+            self._phase("shutdown", "started", source=source)
+
     def _phase(self, phase: str, status: str, **detail: Any) -> None:
         self.emitter.emit_bootstrap(phase, status, detail)
 
+    def _event(self, kind: ProvisionEventKind, message: str) -> None:
+        self.emitter.emit_event(kind, provider=self._provider or None, message=message)
+
     def _record(self, event: EngineEvent) -> None:
-        e = self.emitter
         if isinstance(event, RunStarted):
-            self._phase("config", "ready", provider=event.provider, profile=event.profile)
+            self._started(event)
         elif isinstance(event, OffersListed):
             self._phase("offers", "ready", provider=event.provider, count=event.count)
-        elif isinstance(event, lease.AttemptStarted):
-            self._phase("lease", "started", offer_id=event.offer_id, label=event.label,
-                        price_per_hour=event.price_per_hour)  # fmt: skip
-            e.emit_event(ProvisionEventKind.PROVISION_START, message=event.label)
+        elif isinstance(
+            event,
+            (lease.AttemptStarted, lease.AttemptAnswered, lease.LeaseRunning, lease.WalkFailed),
+        ):
+            self._walk(event)
+        elif isinstance(
+            event, (ssh.SshAttempt, ssh.HostKeyPinned, ssh.AgentStarted, ssh.AgentExited)
+        ):
+            self._node(event)
+        elif isinstance(event, NodeWatchdog) and event.status in ("ready", "failed"):
+            self._phase("watchdog", event.status, armed=event.armed, reason=event.reason)
+        elif isinstance(event, (NodeReady, NodeFailed)):
+            self._weights(event)
+        elif isinstance(event, PromptRpcListening):
+            self._serving(event)
+        elif isinstance(
+            event, (lease.LeaseDeleting, lease.LeaseDeleted, lease.LeaseDeleteUnconfirmed)
+        ):
+            self._stop(event)
+        elif isinstance(event, RunFinished):
+            if event.exit_code == 0:
+                self._phase("orch_exit", "ready", result="ok")
+            else:
+                self._phase(
+                    "orch_exit",
+                    "failed",
+                    result="failed",
+                    exit_code=event.exit_code,
+                    reason=event.reason,
+                )
+        else:
+            self._prompt(event)
+
+    def _started(self, event: RunStarted) -> None:
+        self._phase("config", "ready", **self._config)
+        self._phase(
+            "node_provisioner",
+            "ready",
+            provider=event.provider,
+            owner="mvp-tui",
+            config=self._config.get("provider_config", {}),
+        )
+        self._phase(
+            "node_spec",
+            "ready",
+            provider=event.provider,
+            image=self._image,
+            env_keys=list(self._env_keys),
+        )
+
+    def _walk(self, event: EngineEvent) -> None:
+        if isinstance(event, lease.AttemptStarted):
+            self._phase(
+                "provider_start",
+                "started",
+                provider=self._provider,
+                image=self._image,
+                node_id=self._node_id,
+                label=event.label,
+                offer_id=event.offer_id,
+                price_per_hour=event.price_per_hour,
+            )
+            self._event(
+                ProvisionEventKind.PROVISION_START, f"starting {self._provider} image {self._image}"
+            )
         elif isinstance(event, lease.AttemptAnswered):
-            self.log(f"create {event.label} on offer {event.offer_id}: {event.outcome}"
-                     + (f" ({event.detail})" if event.detail else ""))  # fmt: skip
+            self.log(
+                f"create {event.label} on offer {event.offer_id}: {event.outcome}"
+                + (f" ({event.detail})" if event.detail else "")
+            )
         elif isinstance(event, lease.LeaseRunning):
-            self._phase("lease", "ready", provider_id=event.provider_id, via=event.via,
-                        endpoint=f"{event.host}:{event.port}" if event.host else "")  # fmt: skip
-            e.emit_event(ProvisionEventKind.NODE_LIVE, message=event.provider_id)
+            endpoint = f"{event.host}:{event.port}" if event.host else ""
+            self._phase(
+                "provider_start",
+                "ready",
+                provider=self._provider,
+                provider_id=event.provider_id,
+                via=event.via,
+                endpoint=endpoint,
+            )
+            self._event(ProvisionEventKind.NODE_LIVE, f"lease {event.provider_id} running")
+            self._phase("node_runtime_ready", "started")
+            if not self._ssh_node:  # the agent is this run's child process: it runs now
+                self._runtime_ready_now(provider_id=event.provider_id)
         elif isinstance(event, lease.WalkFailed):
-            self._phase("lease", "failed", reason=event.reason)
-            e.emit_event(ProvisionEventKind.PROVISION_FAILED, message=event.reason)
-        elif isinstance(event, ssh.SshAttempt) and not self._ssh_started:
+            self._phase("provider_start", "failed", provider=self._provider, error=event.reason)
+            self._event(ProvisionEventKind.PROVISION_FAILED, event.reason)
+
+    def _runtime_ready_now(self, **detail: Any) -> None:
+        self._runtime_ready = True
+        if self._on_runtime_ready is not None:
+            self._on_runtime_ready()
+        self._phase("node_runtime_ready", "ready", **detail)
+        self._phase("weights_loaded", "started", model_id=self._config.get("model_id"))
+
+    def _node(self, event: EngineEvent) -> None:
+        if isinstance(event, ssh.SshAttempt) and not self._ssh_started:
             self._ssh_started = True
             self._phase("ssh", "started", target=event.target)
+        elif isinstance(event, ssh.HostKeyPinned):
+            self._phase("host_key", "ready", fingerprint=event.fingerprint)
         elif isinstance(event, ssh.AgentStarted):
             self._phase("ssh", "ready", agent_pid=event.pid)
-        elif isinstance(event, NodeReady):
-            self._phase("weights", "ready", model_id=event.model_id, engine=event.engine,
-                        local_url=event.local_url, load_ms=event.load_ms)  # fmt: skip
-        elif isinstance(event, NodeFailed):
-            self._phase("weights", "failed", reason=event.reason, fix=event.fix)
-        elif isinstance(event, lease.LeaseDeleting):
-            self._phase("teardown", "started", provider_id=event.provider_id)
+            if not self._runtime_ready:
+                self._runtime_ready_now(agent_pid=event.pid, resumed=event.resumed)
+        elif isinstance(event, ssh.AgentExited):
+            # The seed's `Exited` observation: the node's process ended on its own.
+            self._event(
+                ProvisionEventKind.NODE_STOPPED,
+                f"node process exited with code {event.exit_code}"
+                + (" before ready" if event.before_ready else ""),
+            )
+
+    def _weights(self, event: NodeReady | NodeFailed) -> None:
+        if isinstance(event, NodeReady):
+            self._weights_loaded = True
+            self._phase(
+                "weights_loaded",
+                "ready",
+                source_channel="mvp.worker.weights",
+                model_id=event.model_id,
+                engine=event.engine,
+                local_url=event.local_url,
+                load_ms=event.load_ms,
+            )
+            return
+        phase = (
+            "node_runtime_ready"
+            if not self._runtime_ready
+            else "weights_loaded"
+            if not self._weights_loaded
+            else "serve_prompts"
+        )
+        self._phase(phase, "failed", error=event.reason, fix=event.fix)
+        if not self._weights_loaded:  # the seed's `Failed` observation
+            self._event(ProvisionEventKind.PROVISION_FAILED, event.reason)
+
+    def _serving(self, event: PromptRpcListening) -> None:
+        addr = f"[{event.host}]:{event.port}" if ":" in event.host else f"{event.host}:{event.port}"
+        self._phase("prompt_rpc", "ready", addr=addr, default_max_tokens=self._max_tokens)
+        self._phase("prompt_loop", "ready", addr=addr)
+        self._phase("serve_prompts", "started", mode="single_active_prompt")
+
+    def _stop(self, event: EngineEvent) -> None:
+        if isinstance(event, lease.LeaseDeleting):
+            if event.reason not in _TEARDOWN:  # the walk replacing a candidate: not the stop
+                return
+            self._stopping.add(event.provider_id)
+            self.shutdown("run")  # a teardown nobody announced (a failure, --down-after)
+            self._phase(
+                "provider_stop",
+                "started",
+                provider=self._provider,
+                node_id=self._node_id,
+                provider_id=event.provider_id,
+            )
         elif isinstance(event, lease.LeaseDeleted):
-            self._phase("teardown", "ready", provider_id=event.provider_id,
-                        uptime_s=event.uptime_s, spend_usd=event.spend_usd)  # fmt: skip
-            e.emit_event(ProvisionEventKind.NODE_STOPPED, message=event.provider_id)
-        elif isinstance(event, lease.LeaseDeleteUnconfirmed):
-            self._phase("teardown", "failed", provider_id=event.provider_id, reason=event.reason)
-        elif isinstance(event, RunFinished):
-            status = "ready" if event.exit_code == 0 else "failed"
-            self._phase("orch_exit", status, exit_code=event.exit_code, reason=event.reason)
-        else:
-            for record in orch_prompt_records(event, run_id=self._number, node_id=self._node_id):
-                e.emit_prompt(int(record.get("request_id", 0)), str(record["phase"]),
-                              record["status"], record.get("detail") or {})  # fmt: skip
+            if event.provider_id not in self._stopping:
+                self._event(ProvisionEventKind.NODE_STOPPED, f"lease {event.provider_id} destroyed")
+                return
+            self._phase(
+                "provider_stop",
+                "ready",
+                provider=self._provider,
+                node_id=self._node_id,
+                provider_id=event.provider_id,
+                uptime_s=event.uptime_s,
+                spend_usd=event.spend_usd,
+            )
+            self._event(ProvisionEventKind.NODE_STOPPED, f"lease {event.provider_id} destroyed")
+        elif (
+            isinstance(event, lease.LeaseDeleteUnconfirmed) and event.provider_id in self._stopping
+        ):
+            self._phase(
+                "provider_stop",
+                "failed",
+                provider=self._provider,
+                node_id=self._node_id,
+                provider_id=event.provider_id,
+                error=event.reason,
+            )
+
+    def _prompt(self, event: EngineEvent) -> None:
+        if isinstance(event, PromptQueued) and event.request_id is not None:
+            self._request_ids[event.prompt_id] = event.request_id
+        records = orch_prompt_records(
+            event, run_id=self._number, node_id=self._node_id, request_ids=self._request_ids
+        )
+        for record in records:
+            self.emitter.emit_prompt(
+                int(record["request_id"]),
+                str(record["phase"]),
+                record["status"],
+                record.get("detail") or {},
+            )

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
@@ -23,7 +23,7 @@ from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
-from mvp_tui.engine.orch import OrchTap, run_number
+from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.watchdog import (
@@ -47,10 +47,14 @@ from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.errors import SshError
+from mvp_tui.ssh.events import AgentExited
 from mvp_tui.ssh.logtail import LogPositions
 
 if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
     from mvp_tui.ssh.session import NodeSession
+
+
+NODE_CLUSTER_SOURCE = "node_cluster"
 
 
 class RunFailed(Exception):
@@ -107,6 +111,7 @@ class RunEngine:
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
         self.watchdog = WatchdogSettings.from_config(config, billing=self.provider.info.billing)
         self.node_env = self._node_env()
+        self._describe_run()
         self._settings_override = settings_override
         self.lease_record: LeaseRecord | None = None
         self.local_url: str | None = None
@@ -115,6 +120,30 @@ class RunEngine:
         self._session: NodeSession | None = None  # SSH nodes only
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
+
+    def _describe_run(self) -> None:
+        """What the run's own records (the seed's phases and events) say about it."""
+        image = self.config.node_image()[0]
+        if self.config.provider == "docker":
+            image = self.config.get_str("docker.image") or image
+        self._sink.describe(
+            provider=self.config.provider,
+            image=image,
+            ssh_node=self.provider.info.ssh,
+            config=config_detail(self.config, image=image, rpc_bind=self.settings.prompt.rpc_addr),
+            env_keys=tuple(sorted(self.node_env)),
+            default_max_tokens=self.settings.prompt.max_tokens,
+            on_runtime_ready=self._node_joined,
+        )
+
+    def _node_joined(self) -> None:
+        # The seed archives what its node sends once it joined the cluster as `node_cluster`
+        # (before that, its bootstrap stdio): the same split here, at the agent's start.
+        self.bridge.frame_source = NODE_CLUSTER_SOURCE
+
+    def shutdown_requested(self, source: str) -> None:
+        """Record who asked the run to end (the seed's `shutdown` phase; first caller wins)."""
+        self._sink.shutdown(source)
 
     def _sink_line(self, text: str) -> None:
         """One of the engine's own lines on the node's provider channel."""
@@ -325,7 +354,7 @@ class RunEngine:
                     await self._start_remote_agent(lease)
                     await self._until_ready_or_session_ends()
                 else:
-                    await self.watch.ready.wait()
+                    await self._until_ready_or_exit()
         except TimeoutError:
             raise self._node_failed(
                 f"the node's engine was not ready within {timeout:g} s",
@@ -351,6 +380,51 @@ class RunEngine:
         )
         self.emit(ready)
         return ready
+
+    async def _until_ready_or_exit(self) -> None:
+        """A local node: its engine reports, or its agent process ends first (the seed's
+        `Exited` before ready), which fails the bring-up at once instead of at the timeout."""
+        ready = asyncio.ensure_future(self.watch.ready.wait())
+        exited = asyncio.ensure_future(self._agent_exit())
+        try:
+            await asyncio.wait({ready, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (ready, exited):
+                task.cancel()
+            await asyncio.gather(ready, exited, return_exceptions=True)
+        if not self.watch.ready.is_set() and exited.done() and not exited.cancelled():
+            raise self._node_failed(
+                f"the node's agent exited (code {exited.result()}) before it was ready",
+                "read the node's stderr channel for why",
+            )
+
+    async def _agent_exit(self) -> int | None:
+        """Returns when a local node's agent process has ended on its own, after emitting
+        `AgentExited` (the seed's `Exited` observation); waits forever when the provider
+        cannot tell (rented nodes: the SSH session watches their agent)."""
+        wait_exited = getattr(self.provider, "wait_exited", None)
+        lease = self.lease_record
+        # A re-attached lease was not started by this process: its provider cannot watch it.
+        adopted = self._resume is not None
+        if (
+            self.provider.info.ssh
+            or wait_exited is None
+            or adopted
+            or not lease
+            or not lease.provider_id
+        ):
+            await asyncio.Event().wait()
+        assert lease is not None and lease.provider_id and wait_exited is not None
+        code: int | None = await wait_exited(lease.provider_id)
+        self.emit(
+            AgentExited(
+                at=self._clock(),
+                lease_key=lease.provider_id,
+                exit_code=code,
+                before_ready=not self.watch.ready.is_set(),
+            )
+        )
+        return code
 
     async def _until_ready_or_session_ends(self) -> None:
         """The SSH retry loop gives up (host key changed, auth, timeout) or the engine
@@ -428,6 +502,24 @@ class RunEngine:
         remote_dir = f"{base}/{self.run_id}"
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
+        command = self.settings.runtime.bootstrap_command
+        if command and self._resume is None:  # once per node: not again on a re-attach
+            await self._run_bootstrap_command(session, command)
+
+    async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
+        """`[vastai] bootstrap_command`, after the agent is set up and started (the seed ran
+        it as the node's bootstrap; here the agent is that, and the command is the user's
+        extra step). A failure fails the bring-up, which tears the lease down."""
+        self._sink_line("running [vastai] bootstrap_command on the node")
+        code = await session.run_in_run_dir(command, self.settings.ssh.ready_timeout)
+        if code != 0:
+            raise self._node_failed(
+                "[vastai] bootstrap_command "
+                + ("did not finish" if code is None else f"exited with status {code}"),
+                "fix the command (its output is on the node's provider channel), or unset "
+                "[vastai] bootstrap_command",
+            )
+        self._sink_line("[vastai] bootstrap_command finished (status 0)")
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
@@ -472,9 +564,11 @@ class RunEngine:
         engine reports a fatal error, or the SSH session gives up (a changed host key, the
         node unreachable past the retry window) — a node we cannot reach is not served."""
         session = self._session
-        waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self.watch.failed.wait())]
+        waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.watch.failed.wait())]
         if session is not None:
             waits.append(asyncio.ensure_future(session.wait()))
+        exited = asyncio.ensure_future(self._agent_exit())
+        waits.append(exited)
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -482,6 +576,11 @@ class RunEngine:
                 task.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
         fatal = self.watch.fatal
+        if fatal is None and exited.done() and not exited.cancelled():
+            raise self._node_failed(
+                f"the node's agent exited on its own (code {exited.result()})",
+                "read the node's stderr channel for why",
+            )
         if fatal is None and session is not None and session.failure is not None:
             failure = session.failure
             raise self._node_failed(failure.message, failure.fix)
@@ -506,7 +605,9 @@ class RunEngine:
             lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
         )
         if rpc:
-            addr = parse_rpc_addr(self.settings.prompt.rpc_addr)
+            addr = parse_rpc_addr(
+                self.settings.prompt.rpc_addr, allow_remote=self.settings.prompt.rpc_allow_remote
+            )
             self._rpc = PromptRpcServer(
                 self.prompts,
                 addr,

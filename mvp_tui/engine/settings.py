@@ -44,6 +44,8 @@ class RuntimeSettings:
     node_python: str
     node_dir: str
     frame_log: Path | None  # archive every datastream frame here
+    # [vastai] bootstrap_command: run on the node after the agent is set up and started.
+    bootstrap_command: str | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
@@ -55,6 +57,7 @@ class RuntimeSettings:
             node_python=config.require_str("runtime.node_python"),
             node_dir=config.require_str("runtime.node_dir"),
             frame_log=config.get_path("observability.datastream_frame_log"),
+            bootstrap_command=config.get_str("vastai.bootstrap_command"),
         )
 
 
@@ -90,10 +93,12 @@ class PromptSettings:
     rpc_addr: str
     max_tokens: int
     openai_port: int  # 0: pick a free one
+    rpc_allow_remote: bool = False  # the user acknowledged an unauthenticated non-loopback RPC
 
     @classmethod
     def from_config(cls, config: Config) -> PromptSettings:
         return cls(
+            rpc_allow_remote=config.get_bool("prompt.rpc_allow_remote"),
             rpc_addr=config.require_str("prompt.rpc_addr"),
             max_tokens=config.require_int("prompt.max_tokens"),
             openai_port=config.require_int("prompt.openai_port"),

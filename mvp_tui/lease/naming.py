@@ -11,8 +11,10 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from mvp_tui.run_ids import RUN_ID_PATTERN
+from mvp_tui.run_ids import check_run_id as check_run_id  # re-exported for the walk
+
 _PREFIX = re.compile(r"[a-z0-9][a-z0-9_]{0,23}")
-_RUN_ID = re.compile(r"r-[0-9a-z]{1,32}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,13 +42,6 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
-def check_run_id(run_id: str) -> str:
-    """`run_id` when it has the shape `new_run_id` gives, else ValueError."""
-    if not _RUN_ID.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r} is not valid: expected 'r-' and lowercase hex")
-    return run_id
-
-
 def attempt_label(prefix: str, run_id: str, node_id: int, attempt: int) -> str:
     """The label of one create attempt."""
     return f"{check_prefix(prefix)}-{check_run_id(run_id)}-{node_id}-{attempt}"
@@ -66,7 +61,7 @@ def parse_label(label: str | None, prefix: str) -> ParsedLabel | None:
     """The parts of `label` when it is one of ours under `prefix`, else None."""
     if not label:
         return None
-    match = re.fullmatch(rf"{re.escape(prefix)}-(r-[0-9a-z]+)-(\d+)-(\d+)", label)
+    match = re.fullmatch(rf"{re.escape(prefix)}-({RUN_ID_PATTERN})-(\d+)-(\d+)", label)
     if match is None:
         return None
     return ParsedLabel(prefix, match[1], int(match[2]), int(match[3]))

@@ -7,12 +7,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
-from mvp_tui.config.keys import RENTED_IMAGE
 from mvp_tui.lease.naming import check_prefix
 
 Sleep = Callable[[float], Awaitable[None]]
 
-RENTED = ("vastai", "runpod")
 LOCAL_POLL_S = 0.5  # a local node answers at once: look often
 LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
 
@@ -95,11 +93,7 @@ class WalkSettings:
         provider's keys). A 0 price cap is unset (no cap) and an empty or 0 figure that means
         nothing is refused when the config loads, so nothing here falls back to a default."""
         vast = config.provider == "vastai"
-        image = config.require_str("image.node")
-        if vast and (vast_image := config.get_str("vastai.image")):
-            image = vast_image
-        elif config.provider in RENTED and config.sources["image.node"].layer == "default":
-            image = RENTED_IMAGE  # the seed's default image is in no registry a host can pull
+        image = config.node_image()[0]
         poll = LOCAL_POLL_S
         if vast:
             poll = float(config.require_int("vastai.poll_interval_secs"))

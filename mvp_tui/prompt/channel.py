@@ -1,12 +1,17 @@
 """Prompt events as the seed's `OrchPromptEvent` records on the `mvp.orch.prompt` channel.
 
 The datastream archives and replays these; the payload shapes (type, phase, status, run_id,
-node_id, request_id, detail) follow the seed so old tooling can read new archives. Answer text
-never goes on the channel, only its size.
+node_id, request_id, detail) and the detail fields follow the seed (`prompt_work` with
+`prompt_bytes` and `max_tokens`, `node_prompt_send` started then ready, `node_prompt_event`,
+`prompt_complete`) so old tooling can read new archives. `request_id` is the RPC client's own
+id when the prompt came over the RPC, else the queue's. A cancelled prompt (the seed cannot
+cancel one) ends with `prompt_complete` status `cancelled`. Answer text never goes on the
+channel, only its size.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mvp_tui.events import EngineEvent
@@ -22,12 +27,20 @@ from mvp_tui.prompt.events import (
 MVP_ORCH_PROMPT = "mvp.orch.prompt"
 
 
-def orch_prompt_records(event: EngineEvent, *, run_id: int, node_id: int) -> list[dict[str, Any]]:
-    """The channel payloads for one prompt event (none for events that are not a prompt's)."""
+def orch_prompt_records(
+    event: EngineEvent,
+    *,
+    run_id: int,
+    node_id: int,
+    request_ids: Mapping[int, int] | None = None,
+) -> list[dict[str, Any]]:
+    """The channel payloads for one prompt event (none for events that are not a prompt's).
+    `request_ids` maps the queue's prompt ids to the RPC clients' own ids."""
     steps = _steps(event)
     if not steps:
         return []
-    request_id = getattr(event, "prompt_id", 0)
+    prompt_id = getattr(event, "prompt_id", 0)
+    request_id = (request_ids or {}).get(prompt_id, prompt_id)
     return [
         {
             "type": "OrchPromptEvent",
@@ -46,14 +59,16 @@ def _steps(event: EngineEvent) -> list[tuple[str, str, dict[str, Any]]]:
     detail: dict[str, Any]
     if isinstance(event, PromptQueued):
         detail = {
-            "prompt_chars": event.text_chars,
+            "prompt_bytes": event.text_bytes,
             "max_tokens": event.max_tokens,
             "position": event.position,
             "source": event.source.value,
         }
         return [("prompt_work", "observed", detail)]
     if isinstance(event, PromptStarted):
-        return [("node_prompt_send", "started", {})]
+        # The request goes to the node's OpenAI-compatible engine (the seed's node actor).
+        detail = {"engine": "openai-compatible"}
+        return [("node_prompt_send", "started", detail), ("node_prompt_send", "ready", detail)]
     if isinstance(event, TextDelta):
         detail = {"event": "TextDelta", "terminal": False, "text_bytes": len(event.text.encode())}
         return [("node_prompt_event", "observed", detail)]
@@ -77,7 +92,6 @@ def _steps(event: EngineEvent) -> list[tuple[str, str, dict[str, Any]]]:
             ("prompt_complete", "failed", {"event": "Fault", "error": event.error}),
         ]
     if isinstance(event, PromptCancelled):
-        # The seed has no "cancelled" status: a cancelled prompt was dropped, and says why.
         detail = {"event": "Cancelled", "reason": "cancelled", "was_active": event.was_active}
-        return [("prompt_complete", "dropped", detail)]
+        return [("prompt_complete", "cancelled", detail)]
     return []

@@ -41,6 +41,8 @@ class PromptQueued(EngineEvent):
     max_tokens: int
     position: int
     source: PromptSource = PromptSource.PANE
+    text_bytes: int = 0  # UTF-8 size (the seed's `prompt_bytes`)
+    request_id: int | None = None  # the RPC client's own id for this prompt
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

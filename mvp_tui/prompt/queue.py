@@ -108,8 +108,10 @@ class PromptQueue:
         *,
         source: PromptSource = PromptSource.PANE,
         listener: EventSink | None = None,
+        request_id: int | None = None,
     ) -> int:
-        """Queue a prompt and return its id; it starts when every earlier one has ended."""
+        """Queue a prompt and return its id; it starts when every earlier one has ended.
+        `request_id` is an RPC client's own id, carried on the channel records."""
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         prompt = PendingPrompt(self._next_id, text, max_tokens, source)
@@ -129,6 +131,8 @@ class PromptQueue:
                 max_tokens=max_tokens,
                 position=position,
                 source=source,
+                text_bytes=len(text.encode("utf-8", "surrogatepass")),
+                request_id=request_id,
             ),
         )
         self._ensure_worker()

@@ -4,8 +4,9 @@ A client writes one `SubmitPrompt` line, `{"request_id": 1, "prompt_text": "…"
 "max_tokens": 64}` (0 or absent → the configured default), and reads `text_delta` lines then
 one `done` or `fault` line, all tagged with its `request_id`; it may then send the next
 request on the same connection. A line that does not parse gets a `fault` line naming the
-problem and the connection is closed, as the seed does. The RPC has no authentication, so it
-only ever binds to a loopback address.
+problem and the connection is closed (the seed closes it without a line). The RPC has no
+authentication, so it binds to a loopback address unless the user explicitly acknowledges
+that (`--rpc-bind-unauthenticated`, `[prompt] rpc_allow_remote = true`).
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ class SubmitPrompt:
         )
 
 
-def parse_rpc_addr(value: str, source: str = "[prompt] rpc_addr") -> RpcAddr:
-    """`host:port` (IPv6 as `[::1]:port`) on loopback, or an error naming `source` and the fix."""
+def parse_rpc_addr(
+    value: str, source: str = "[prompt] rpc_addr", *, allow_remote: bool = False
+) -> RpcAddr:
+    """`host:port` (IPv6 as `[::1]:port`), or an error naming `source` and the fix. Loopback
+    only, unless the user acknowledged (`allow_remote`) that the RPC has no authentication."""
     fix = f"set {source} to a loopback address such as {DEFAULT_RPC_ADDR}"
     host, sep, port_text = value.strip().rpartition(":")
     if not sep or not host:
@@ -99,10 +103,11 @@ def parse_rpc_addr(value: str, source: str = "[prompt] rpc_addr") -> RpcAddr:
         raise RpcAddrError(
             f"invalid {source} {value!r}: {host!r} is not an IP address; fix: {fix}"
         ) from None
-    if not address.is_loopback:
+    if not address.is_loopback and not allow_remote:
         raise RpcAddrError(
             f"refusing {source} {value!r}: the prompt RPC has no authentication, so it only "
-            f"binds to loopback; fix: {fix} (reach it from elsewhere through an SSH tunnel)"
+            f"binds to loopback; fix: {fix} (reach it from elsewhere through an SSH tunnel), "
+            "or acknowledge with --rpc-bind-unauthenticated ([prompt] rpc_allow_remote = true)"
         )
     return RpcAddr(str(address), port)
 
@@ -291,6 +296,7 @@ class PromptRpcServer:
             request.max_tokens,
             source=PromptSource.RPC,
             listener=events.put_nowait,
+            request_id=request.request_id,
         )
         ended = False
         try:

@@ -29,6 +29,7 @@ from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import node_helper
 from mvp_tui.ssh.agent_launch import (
+    ENV_NAME,
     GO_LINE,
     AgentPlan,
     UploadMethod,
@@ -232,6 +233,27 @@ class NodeSession:
             self._line(f"control line {word} not sent: no agent running in {plan.remote_dir}")
             return False
         return True
+
+    async def run_in_run_dir(self, command: str, within_s: float) -> int | None:
+        """Run the user's `command` once on the node, in the agent's run directory with the
+        agent's environment (`[vastai] bootstrap_command`); its output becomes provider
+        lines. The exit status, or None when it could not run or finish within `within_s`."""
+        plan = self._plan
+        if plan is None:
+            raise RuntimeError("start_agent first: the session has no run directory")
+        conn = await self._wait_connection()
+        script = f'cd "$1" && set -a && . ./{ENV_NAME} && set +a && exec sh -c "$2"'
+        full = shlex.join(["sh", "-c", script, "sh", plan.remote_dir, command])
+        try:
+            done = await conn.run(full, check=False, timeout=within_s)
+        except (OSError, asyncssh.Error, TimeoutError) as error:
+            self._line(f"bootstrap command did not finish: {self._one_line(str(error))}")
+            return None
+        for name, output in (("stdout", done.stdout), ("stderr", done.stderr)):
+            text = output.decode("utf-8", "replace") if isinstance(output, bytes) else output
+            for line in (text or "").splitlines():
+                self._line(f"bootstrap command {name}: {line}")
+        return done.exit_status
 
     async def wait(self) -> StopReason:
         """Until the retry loop ends (agent exited after ready, a give-up, or close)."""

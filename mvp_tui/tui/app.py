@@ -296,7 +296,7 @@ class MvpApp(App[int]):
             )
             return
         offers = message.offers
-        if not controller.engine.provider.info.billing:
+        if not controller.engine.provider.info.billing or not self.config.confirm_lease:
             self._start_lease(offers)
             return
         confirm = LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)

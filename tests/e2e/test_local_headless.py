@@ -62,14 +62,14 @@ async def test_local_run_streams_a_prompt_and_leaves_no_process(
     for step in [
         ("config", "ready"),
         ("offers", "ready"),
-        ("lease", "started"),
-        ("lease", "ready"),
-        ("weights", "ready"),
-        ("teardown", "started"),
-        ("teardown", "ready"),
+        ("provider_start", "started"),
+        ("provider_start", "ready"),
+        ("weights_loaded", "ready"),
+        ("provider_stop", "started"),
+        ("provider_stop", "ready"),
     ]:
         assert step in phases, (step, phases)
-    assert phases.index(("lease", "ready")) < phases.index(("weights", "ready"))
+    assert phases.index(("provider_start", "ready")) < phases.index(("weights_loaded", "ready"))
     prompt_phases = {f["payload"]["phase"] for f in run.frames("mvp.orch.prompt")}
     assert prompt_phases, "prompt steps are recorded on mvp.orch.prompt"
     pids = _pids(run)

@@ -55,6 +55,8 @@ def test_a_bad_prefix_is_refused_with_the_fix(prefix: str) -> None:
         attempt_label(prefix, "r-1", 1, 1)
 
 
-def test_a_bad_run_id_is_refused() -> None:
+@pytest.mark.parametrize("run_id", ["1a", "R-1", "r_1", "", "-1"])
+def test_a_bad_run_id_is_refused(run_id: str) -> None:
+    # A plain number is a valid run id (the seed's, see tests/seed); these are not.
     with pytest.raises(ValueError, match="run id"):
-        attempt_label("mvp", "1", 1, 1)
+        attempt_label("mvp", run_id, 1, 1)
