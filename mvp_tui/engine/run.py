@@ -41,7 +41,6 @@ from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
-from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
@@ -502,6 +501,8 @@ class RunEngine:
         lease = self.lease_record
         price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
         redactor = self.redactor
+        from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
+
         self.prompts = PromptQueue(
             lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
         )
