@@ -115,14 +115,20 @@ class NodeBridge:
         try:
             if self._redactor is not None and self._redactor:
                 raw = self._redactor(raw.decode()).encode()
-            channel, payload = parse_frame_bytes(raw)
+            channel, payload, archive_value = parse_frame_bytes(raw)
             if channel not in self._node_channels:
                 self._admit(channel)
         except ValueError as error:  # not UTF-8, FrameLineError, ChannelNameError
             self.rejected += 1
             self.last_rejection = one_line_ascii(str(error))
             return None
-        return self.hub.publish(channel, payload, stream=self.stream, source=self.frame_source)
+        return self.hub.publish(
+            channel,
+            payload,
+            stream=self.stream,
+            source=self.frame_source,
+            archive_value=archive_value,
+        )
 
     def _admit(self, channel: str) -> None:
         """Accept a node's channel name once, or raise ChannelNameError."""

@@ -105,9 +105,11 @@ def parse_frame_line(line: str) -> FrameLine:
     return _parse_general(line)
 
 
-def parse_frame_bytes(raw: bytes) -> tuple[str, bytes]:
-    """`parse_frame_line` of the line's UTF-8 bytes as (channel, payload): same results, same
-    errors (a line that is not UTF-8 raises UnicodeDecodeError, a ValueError too).
+def parse_frame_bytes(raw: bytes) -> tuple[str, bytes, str | None]:
+    """`parse_frame_line` of the line's UTF-8 bytes, same results, same errors (a line that
+    is not UTF-8 raises UnicodeDecodeError, a ValueError too), as (channel, payload, JSON):
+    the third is the payload's text as a JSON string, when the line ends with it (the
+    agent's form for text), for the frame archive to write as is; else None.
 
     The ingest hot path: msgspec decodes the line in one C call. A string payload (the
     engine's log, the bulk of a run) is taken as decoded; a structured payload keeps its JSON
@@ -118,15 +120,24 @@ def parse_frame_bytes(raw: bytes) -> tuple[str, bytes]:
     try:
         frame = _decode_frame(raw)
     except _DecodeError:
-        return parse_frame_line(raw.decode())
+        return (*parse_frame_line(raw.decode()), None)
     if frame.mvp_frame == FRAME_LINE_VERSION:
+        payload = frame.payload
         if raw.endswith(b'"}'):  # a string payload, last (the agent's form): the engine's log
-            try:
-                return frame.channel, _decode_str(frame.payload).encode()
-            except _DecodeError:
-                pass
+            end = len(raw) - 1
+            start = end - len(payload)
+            # Ends with `,"payload":<that string>}`: the string is the payload's own JSON
+            # text (a JSON string holds no unescaped quote to fake that key).
+            if raw.startswith(_PAYLOAD_KEY_BYTES, start - _PAYLOAD_KEY_LEN):
+                quoted = raw[start:end]
+                try:
+                    if 92 not in quoted:  # no backslash: the UTF-8 inside the quotes is the text
+                        return frame.channel, quoted[1:-1], quoted.decode()
+                    return frame.channel, _decode_str(payload).encode(), quoted.decode()
+                except _DecodeError:  # not UTF-8 (msgspec leaves a raw payload unchecked)
+                    pass
         elif raw.startswith(_PREFIX_BYTES):  # an agent record, maybe in the agent's form
-            body = memoryview(frame.payload).tobytes()
+            body = memoryview(payload).tobytes()
             channel = frame.channel.encode()
             if (
                 raw == b"".join((_PREFIX_BYTES, channel, b'"', _PAYLOAD_KEY_BYTES, body, b"}"))
@@ -135,8 +146,8 @@ def parse_frame_bytes(raw: bytes) -> tuple[str, bytes]:
                 and 9 not in body
                 and 13 not in body
             ):
-                return frame.channel, body
-    return parse_frame_line(raw.decode())
+                return frame.channel, body, None
+    return (*parse_frame_line(raw.decode()), None)
 
 
 def _parse_general(line: str) -> FrameLine:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from mvp_tui.datastream.archive import FrameArchive, read_frames
+from mvp_tui.datastream.bridge import NodeBridge
+from mvp_tui.datastream.frame import Frame, StreamId
 from mvp_tui.datastream.frame_line import (
     FrameLine,
     encode_frame_line,
     parse_frame_bytes,
     parse_frame_line,
 )
+from mvp_tui.datastream.hub import ChannelHub
 
 CORPUS: list[bytes] = [
     encode_frame_line("mvp.node.1.engine", "llama_model_loader: - kv 3: arch = llama").encode(),
@@ -43,13 +49,16 @@ CORPUS: list[bytes] = [
     b'{"mvp_frame":1,"channel":"c","payload":"x"',
     b'["mvp_frame",1]',
     b'{"mvp_frame":1,"channel":"c","payload":"\xff"}',
+    b'{"mvp_frame":1,"channel":"c","payload":"raw\ttab"}',  # a control character unescaped
+    b'{"mvp_frame":1,"channel":"c","payload":"raw\x01"}',
+    b'{"mvp_frame":1,"channel":"c","payload":"bad \\x escape"}',
     b"not json at all",
 ]
 
 
 def outcome(parse: object, line: object) -> FrameLine | str:
     try:
-        channel, payload = parse(line)  # type: ignore[operator]
+        channel, payload, *_ = parse(line)  # type: ignore[operator]
     except ValueError as error:
         return f"{type(error).__name__}: {error}"
     return FrameLine(channel, payload)
@@ -69,3 +78,27 @@ def test_bytes_path_matches_the_standard_library_parser(raw: bytes) -> None:
 def test_the_corpus_covers_both_outcomes() -> None:
     kinds = {type(outcome(parse_frame_bytes, raw)) for raw in CORPUS}
     assert kinds == {FrameLine, str}
+
+
+def test_archived_string_payloads_read_back_as_the_frames_published(tmp_path: Path) -> None:
+    """The archive writes a frame line's own JSON string as the record's value when it can:
+    every record must still read back as exactly the frame the hub published."""
+    path = tmp_path / "frames.jsonl"
+    published: list[Frame] = []
+    with FrameArchive(path) as archive:
+        hub = ChannelHub(archive=archive)
+        hub.listeners.append(published.append)
+        bridge = NodeBridge(hub, 1, StreamId("1", 7))
+        for raw in CORPUS:
+            bridge.feed_line("stdout", raw)
+    taken_as_is = [raw for raw in CORPUS if parse_or_none(raw) is not None]
+    assert len(taken_as_is) >= 5  # the corpus does exercise the written-as-is value
+    assert list(read_frames(path)) == published
+    assert len(published) == len(CORPUS)
+
+
+def parse_or_none(raw: bytes) -> str | None:
+    try:
+        return parse_frame_bytes(raw)[2]
+    except ValueError:
+        return None
