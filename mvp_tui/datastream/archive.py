@@ -24,6 +24,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, NoReturn
 
+import msgspec
+
 from mvp_tui.datastream.frame import Frame, StreamId
 
 DEFAULT_FLUSH_RECORDS = 4096
@@ -235,6 +237,47 @@ def parse_record(line: str) -> ArchiveRecord:
         raise ValueError(f"'t' is {t!r}, not a number of seconds")
     frame = Frame(_stream_id(stream), channel, position, _payload(payload))
     return ArchiveRecord(seq, source, frame, t)
+
+
+class _Payload(msgspec.Struct):
+    encoding: str
+    value: str | list[int]
+
+
+class _Record(msgspec.Struct):
+    arrival_seq: int
+    source: str
+    stream: str
+    channel: str
+    position: int
+    payload: _Payload
+    t: float | None = None
+
+
+_decode_record = msgspec.json.Decoder(_Record).decode
+_new_tuple = tuple.__new__
+
+
+def parse_record_bytes(line: bytes) -> ArchiveRecord:
+    """`parse_record` of the line's UTF-8 bytes, same results and errors, msgspec-fast (a
+    seek re-reads thousands of records). What msgspec reads differently from the standard
+    library (lone surrogates, NaN, a bad field) goes through `parse_record`."""
+    try:
+        record = _decode_record(line)
+        payload = record.payload
+        value = payload.value
+        if payload.encoding == "utf8" and type(value) is str:
+            data = value.encode()
+        elif payload.encoding == "bytes" and type(value) is list:
+            data = bytes(value)
+        else:
+            raise ValueError("payload")
+        frame = _new_tuple(
+            Frame, (_stream_id(record.stream), record.channel, record.position, data)
+        )
+        return _new_tuple(ArchiveRecord, (record.arrival_seq, record.source, frame, record.t))
+    except (msgspec.MsgspecError, ValueError):
+        return parse_record(line.decode())
 
 
 _KINDS: dict[str, type[Any]] = {

@@ -243,6 +243,14 @@ class ChannelHub:
         ):
             state.ring_bytes -= len(ring.popleft().payload)
 
+    def restore_counts(self, channel: str, count: int, total_bytes: int) -> None:
+        """Set a channel's running totals (a replay seek rebuilds a hub from a checkpoint:
+        the frames before it count without being published again)."""
+        state = self._channels[channel]
+        state.count = count
+        state.total_bytes = total_bytes
+        self.version += 1
+
     def reset(self) -> None:
         """Forget every channel (a replay seeking backwards); `epoch` tells the UI."""
         self._channels.clear()
