@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 
 from mvp_tui.config import ConfigPaths, load_config
@@ -17,7 +16,7 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.lease.records import RecordStore
 from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
-from tests.e2e.node import Node, container_env
+from tests.e2e.node import Node, vast_node_env
 from tests.fakes.vastai_server import FakeVast
 
 KEY = "fake-vast-key-0123456789"
@@ -31,17 +30,11 @@ def agent_records(engine: RunEngine) -> list[dict[str, object]]:
 async def test_reattach_resumes_the_agent_logs_where_the_earlier_run_stopped(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node.sshd, node.client_key
     state = tmp_path / "state"
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
-        fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
-        env = {
-            "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
-            "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-            "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
-            "MVP_SSH_RETRY_INITIAL_SECS": "0.2", **container_env(fake, tmp_path),
-        }  # fmt: skip
+        fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
+        env = vast_node_env(fake, node, KEY, tmp_path)
         async with HeadlessRun(
             ["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)], state, env=env
         ) as run:
