@@ -38,6 +38,7 @@ from tests.prompt.engine import LlamaServer
 PROMPT = "benchmark the stream"
 TOK_S_TARGET = 0.95
 TTFT_OVERHEAD_TARGET_MS = 20.0
+CEILING_TARGET = 0.9
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,9 @@ async def bench_replay(runs: int, tokens: int) -> None:
         rate = statistics.median(r.tok_s for r, _ in rows)
         us = statistics.median(c for _, c in rows) / tokens * 1e6
         print(f"{name:<21}: {rate:8.0f} tok/s   client CPU {us:5.1f} us/token")
+    ratio = statistics.median(q.tok_s / r.tok_s for (q, _), (r, _) in zip(queued, raw, strict=True))
+    mark = _mark(ratio >= CEILING_TARGET)
+    print(f"ceiling vs raw: {ratio:4.2f}x (target ≥ {CEILING_TARGET:.2f}x) {mark}")
 
 
 def _mark(ok: bool) -> str:
@@ -233,18 +237,28 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--replay-tokens", type=int, default=3000)
     parser.add_argument("--serve-replay", type=int, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--replay-only", action="store_true", help="only the replayed stream (no engine)"
+    )
     args = parser.parse_args()
     if args.serve_replay:
         asyncio.run(serve_replay(args.serve_replay))
+        return
+    if args.replay_only:
+        _replay(args)
         return
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_gguf(
             Path(tmp) / "bench.gguf", f16=True, embd=256, layers=4, heads=8, ctx=1024
         )
         status = asyncio.run(bench(args.runs, args.max_tokens, model))
+    _replay(args)
+    sys.exit(status)
+
+
+def _replay(args: argparse.Namespace) -> None:
     print(f"\nreplayed stream, no engine: {args.replay_tokens} tokens, {args.runs} runs (medians)")
     asyncio.run(bench_replay(args.runs, args.replay_tokens))
-    sys.exit(status)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mvp-tui {__version__}")
     _add_config_flags(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     config_cmd = commands.add_parser(
         "config", help="print the effective configuration and each value's source"
     )
@@ -129,15 +129,32 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, summary) in COMMANDS.items():
         sub = commands.add_parser(
             name,
+            module=module,
             help=summary,
             description=summary,
             epilog=EPILOG,
             usage=f"mvp-tui {name} [ARGS ...] [--KEY VALUE ...]",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        _command_module(module).add_arguments(sub)
         _add_config_flags(sub)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser that imports its module (and adds its arguments) only when that
+    command is parsed: `--version`, `config` and `ls` never import the engine, SSH or HTTP."""
+
+    def __init__(self, *args: Any, module: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._module = module
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._module is not None:
+            module, self._module = self._module, None
+            _command_module(module).add_arguments(self)
+        return super().parse_known_args(args, namespace)
 
 
 def _command_module(name: str) -> Any:

@@ -285,6 +285,9 @@ class Settings:
         self.engine_kind = env.get("MVP_ENGINE_KIND", "").strip()
         self.ready_timeout_s = _env_float(env, "MVP_ENGINE_READY_TIMEOUT_S", 600.0)
         self.stop_timeout_s = _env_float(env, "MVP_ENGINE_STOP_TIMEOUT_S", 10.0)
+        # Seconds between readiness probes when the engine's log gives no hint; 0: 20 ms
+        # growing to 250 ms.
+        self.health_poll_s = _env_float(env, "MVP_ENGINE_POLL_S", 0.0)
         self.download_retries = _env_int(env, "MVP_DOWNLOAD_RETRIES", 5, low=0)
         self.download_retry_delay_s = _env_float(env, "MVP_DOWNLOAD_RETRY_DELAY_S", 1.0)
         self.control_fifo = env.get("MVP_CONTROL_FIFO", "").strip()
@@ -348,6 +351,7 @@ class Control:
 
     STOP = "stop"
     ENGINE_EXIT = "engine_exit"
+    NUDGE = "nudge"  # the engine said something that may mean ready: probe now
 
     def __init__(self) -> None:
         self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
@@ -364,6 +368,9 @@ class Control:
 
     def engine_exited(self, code: int | None) -> None:
         self._events.put((self.ENGINE_EXIT, code))
+
+    def nudge(self) -> None:
+        self._events.put((self.NUDGE, None))
 
     def wait(self, timeout: float | None) -> tuple[str, Any] | None:
         """The next event, or None after `timeout` seconds."""
@@ -953,6 +960,8 @@ class Engine:
             text = clean_text(line, redact=self.emitter.redact)  # redacted before it is cut
             self.last_lines.append(text)
             self.emitter.engine_line(text)
+            if READY_HINT.search(text):
+                self.control.nudge()  # the health loop probes at once instead of next poll
 
     def _watch_exit(self) -> None:
         assert self.proc is not None
@@ -985,6 +994,16 @@ class Engine:
                 killed = True
         self.flush_log()
         return {"engine_exit_code": self.proc.returncode, "killed": killed}
+
+
+# Engine log lines after which readiness may have changed: uvicorn (llama-cpp-python) and
+# llama-server announce their listening socket, llama-server then its loaded model.
+READY_HINT = re.compile(
+    r"Uvicorn running on|server is listening on|HTTP server listening|model loaded"
+    r"|all slots are idle"
+)
+HEALTH_POLL_FIRST_S = 0.02  # the fallback poll, for engines that say none of that
+HEALTH_POLL_MAX_S = 0.25
 
 
 def probe_ready(url: str) -> tuple[str, int | None]:
@@ -1802,7 +1821,8 @@ class Agent:
         url = engine.spec.base_url + engine.spec.ready_path
         started = time.monotonic()
         deadline = started + self.settings.ready_timeout_s
-        interval = 0.05
+        interval = self.settings.health_poll_s or HEALTH_POLL_FIRST_S
+        longest = self.settings.health_poll_s or HEALTH_POLL_MAX_S
         last_state = ""
         while True:
             state, status = probe_ready(url)
@@ -1824,8 +1844,8 @@ class Agent:
                     fix="raise MVP_ENGINE_READY_TIMEOUT_S or read the engine log channel",
                     detail={"last_log_lines": list(engine.last_lines)},
                 )
-            event = self.control.wait(interval)
-            interval = min(interval * 1.5, 0.5)
+            event = self.control.wait(min(interval, max(deadline - time.monotonic(), 0.0)))
+            interval = min(interval * 1.5, longest)
             if self.control.stop_requested:
                 raise Interrupted()
             if event is not None and event[0] == Control.ENGINE_EXIT:

@@ -20,7 +20,7 @@ from mvp_tui.datastream.channels import (
     validate_node_channel,
 )
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
-from mvp_tui.datastream.frame_line import parse_frame_line
+from mvp_tui.datastream.frame_line import parse_frame_bytes
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import one_line_ascii
@@ -31,6 +31,14 @@ FRAME_SOURCE = "node_bootstrap_stdio"
 CUT_MARKER = " … [cut {n} bytes]"
 
 _encode_str: Callable[[str], str] = encode_basestring
+_FRAME_PREFIX = b'{"mvp_frame":'
+
+
+def looks_like_frame(raw: bytes) -> bool:
+    """Could this stdout line be meant as a frame line (`looks_like_frame_line` on bytes)?"""
+    return raw.startswith(b"{") and b'"mvp_frame"' in raw
+
+
 _STDOUT = LogStream.STDOUT
 
 
@@ -84,7 +92,8 @@ class NodeBridge:
         raw = raw.rstrip(b"\r\n")
         if len(raw) > self.max_line_bytes:
             raw = self._cut(raw)
-        if stream is _STDOUT and raw.startswith(b"{") and b'"mvp_frame"' in raw:
+        # The agent's own form first: its prefix is cheaper to test than a search.
+        if stream is _STDOUT and (raw.startswith(_FRAME_PREFIX) or looks_like_frame(raw)):
             frame = self._try_frame(raw)
             if frame is not None:
                 return frame
@@ -104,17 +113,22 @@ class NodeBridge:
     def _try_frame(self, raw: bytes) -> Frame | None:
         """The frame a stdout line carries, or None (counted) when it is not a valid one."""
         try:
-            line = raw.decode()
             if self._redactor is not None and self._redactor:
-                line = self._redactor(line)
-            channel, payload = parse_frame_line(line)
+                raw = self._redactor(raw.decode()).encode()
+            channel, payload, archive_value = parse_frame_bytes(raw)
             if channel not in self._node_channels:
                 self._admit(channel)
         except ValueError as error:  # not UTF-8, FrameLineError, ChannelNameError
             self.rejected += 1
             self.last_rejection = one_line_ascii(str(error))
             return None
-        return self.hub.publish(channel, payload, stream=self.stream, source=self.frame_source)
+        return self.hub.publish(
+            channel,
+            payload,
+            stream=self.stream,
+            source=self.frame_source,
+            archive_value=archive_value,
+        )
 
     def _admit(self, channel: str) -> None:
         """Accept a node's channel name once, or raise ChannelNameError."""

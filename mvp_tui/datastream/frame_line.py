@@ -20,6 +20,8 @@ from collections.abc import Callable
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, NamedTuple
 
+import msgspec
+
 from mvp_tui.datastream.channels import validate_channel
 
 FRAME_LINE_VERSION = 1
@@ -32,6 +34,22 @@ _new_tuple = tuple.__new__
 
 _scan_string: Callable[[str, int], tuple[str, int]] = scanstring
 _scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_PREFIX_BYTES = _PREFIX.encode()
+_PAYLOAD_KEY_BYTES = _PAYLOAD_KEY.encode()
+
+
+class _FrameObject(msgspec.Struct):
+    """A frame line as msgspec decodes it (any key order, extra keys ignored); the payload
+    is left as its JSON text, decoded below only when it is a string."""
+
+    mvp_frame: int
+    channel: str
+    payload: msgspec.Raw
+
+
+_decode_frame = msgspec.json.Decoder(_FrameObject).decode
+_decode_str = msgspec.json.Decoder(str).decode
+_DecodeError = (msgspec.MsgspecError, ValueError)
 
 
 class FrameLineError(ValueError):
@@ -85,6 +103,51 @@ def parse_frame_line(line: str) -> FrameLine:
         except (ValueError, StopIteration):
             pass
     return _parse_general(line)
+
+
+def parse_frame_bytes(raw: bytes) -> tuple[str, bytes, str | None]:
+    """`parse_frame_line` of the line's UTF-8 bytes, same results, same errors (a line that
+    is not UTF-8 raises UnicodeDecodeError, a ValueError too), as (channel, payload, JSON):
+    the third is the payload's text as a JSON string, when the line ends with it (the
+    agent's form for text), for the frame archive to write as is; else None.
+
+    The ingest hot path: msgspec decodes the line in one C call. A string payload (the
+    engine's log, the bulk of a run) is taken as decoded; a structured payload keeps its JSON
+    text as sent when the line is in the agent's compact canonical form. Anything msgspec
+    reads differently from the standard library (NaN, huge numbers, lone surrogates, spacing,
+    other key orders) goes through `parse_frame_line`, which defines the format.
+    """
+    try:
+        frame = _decode_frame(raw)
+    except _DecodeError:
+        return (*parse_frame_line(raw.decode()), None)
+    if frame.mvp_frame == FRAME_LINE_VERSION:
+        payload = frame.payload
+        if raw.endswith(b'"}'):  # a string payload, last (the agent's form): the engine's log
+            end = len(raw) - 1
+            start = end - len(payload)
+            # Ends with `,"payload":<that string>}`: the string is the payload's own JSON
+            # text (a JSON string holds no unescaped quote to fake that key).
+            if raw.startswith(_PAYLOAD_KEY_BYTES, start - _PAYLOAD_KEY_LEN):
+                quoted = raw[start:end]
+                try:
+                    if 92 not in quoted:  # no backslash: the UTF-8 inside the quotes is the text
+                        return frame.channel, quoted[1:-1], quoted.decode()
+                    return frame.channel, _decode_str(payload).encode(), quoted.decode()
+                except _DecodeError:  # not UTF-8 (msgspec leaves a raw payload unchecked)
+                    pass
+        elif raw.startswith(_PREFIX_BYTES):  # an agent record, maybe in the agent's form
+            body = memoryview(payload).tobytes()
+            channel = frame.channel.encode()
+            if (
+                raw == b"".join((_PREFIX_BYTES, channel, b'"', _PAYLOAD_KEY_BYTES, body, b"}"))
+                and 32 not in body  # ints: a byte test is a memchr, a 1-byte bytes test is not
+                and 10 not in body
+                and 9 not in body
+                and 13 not in body
+            ):
+                return frame.channel, body, None
+    return (*parse_frame_line(raw.decode()), None)
 
 
 def _parse_general(line: str) -> FrameLine:

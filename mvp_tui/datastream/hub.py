@@ -161,6 +161,7 @@ class ChannelHub:
         *,
         stream: StreamId | None = None,
         source: str = DEFAULT_SOURCE,
+        archive_value: str | None = None,
     ) -> Frame: ...
 
     def publish(
@@ -170,13 +171,15 @@ class ChannelHub:
         *,
         stream: StreamId | None = None,
         source: str = DEFAULT_SOURCE,
+        archive_value: str | None = None,
     ) -> Frame:
         """Store a frame, or a (channel, payload) to which the hub gives the next position.
 
         A given frame keeps its position when that advances its channel; otherwise it is
         renumbered to the next one, so positions stay monotonic and tail cursors valid.
         The channel name is taken as is: callers holding untrusted names validate them
-        first (the bridge does).
+        first (the bridge does). `archive_value` is the payload's text already as a JSON
+        string, when the caller has it (see `FrameArchive.record`).
         """
         now = self._clock()
         if type(item) is str:
@@ -196,22 +199,24 @@ class ChannelHub:
         size = len(payload)
         ring = state.ring
         ring.append(frame)
-        state.ring_bytes += size
+        ring_bytes = state.ring_bytes + size
         if len(ring) > self.ring_frames:
-            state.ring_bytes -= len(ring.popleft().payload)
-        if state.ring_bytes > self.ring_bytes:
+            ring_bytes -= len(ring.popleft()[3])  # [3]: the payload, without a property call
+        state.ring_bytes = ring_bytes
+        if ring_bytes > self.ring_bytes:
             self._evict(state)
         state.count += 1
         state.total_bytes += size
         state.last_position = position
         state.last_at = now
-        if int(now) == state.second:
+        second = int(now)
+        if second == state.second:
             state.second_count += 1
         else:
-            state.roll(int(now))
+            state.roll(second)
         self.version += 1
         if self.archive is not None:
-            self.archive.record(source, frame)
+            self.archive.record(source, frame, archive_value)
         if self.listeners:
             for listener in self.listeners:
                 listener(frame)
@@ -237,6 +242,14 @@ class ChannelHub:
             len(ring) > self.ring_frames or state.ring_bytes > self.ring_bytes
         ):
             state.ring_bytes -= len(ring.popleft().payload)
+
+    def restore_counts(self, channel: str, count: int, total_bytes: int) -> None:
+        """Set a channel's running totals (a replay seek rebuilds a hub from a checkpoint:
+        the frames before it count without being published again)."""
+        state = self._channels[channel]
+        state.count = count
+        state.total_bytes = total_bytes
+        self.version += 1
 
     def reset(self) -> None:
         """Forget every channel (a replay seeking backwards); `epoch` tells the UI."""

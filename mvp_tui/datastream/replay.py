@@ -7,7 +7,9 @@ Pacing uses each record's `"t"` (archives written with `timing=True`); for recor
 it (the seed's format), frames follow in arrival order, one `untimed_step_s` apart.
 Gaps longer than `max_gap_s` are shortened to it, so a replay of a long idle wait stays
 watchable. `seek(n)` rebuilds the hub as it was after the first `n` records (for a
-single-run archive, up to arrival_seq `n`), without pacing.
+single-run archive, up to arrival_seq `n`), without pacing: from the nearest checkpoint of a
+`SeekIndex` (built in the background as the replay starts), so a seek anywhere in a long
+archive reads only the frames still in the rings there and the records since the checkpoint.
 """
 
 from __future__ import annotations
@@ -17,13 +19,24 @@ import math
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
-from mvp_tui.datastream.archive import ArchiveRecord, read_archive
+from mvp_tui.datastream.archive import ArchiveRecord, parse_record_bytes
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.datastream.seek_index import (
+    DEFAULT_EVERY,
+    Checkpoint,
+    Position,
+    SeekIndex,
+    channel_of,
+    scan,
+    scan_lines,
+)
 
 Sleep = Callable[[float], Awaitable[None]]
 
 DEFAULT_UNTIMED_STEP_S = 0.02
 DEFAULT_MAX_GAP_S = 5.0
+INDEX_CHUNK = 5_000  # records the background indexer scans between yields (~10 ms)
+START = Position(0, 0, 1)
 
 
 class ReplaySource:
@@ -37,15 +50,19 @@ class ReplaySource:
         sleep: Sleep = asyncio.sleep,
         untimed_step_s: float = DEFAULT_UNTIMED_STEP_S,
         max_gap_s: float = DEFAULT_MAX_GAP_S,
+        index_every: int = DEFAULT_EVERY,
     ) -> None:
         self.path = Path(path)
         self.speed = speed
         self.untimed_step_s = untimed_step_s
         self.max_gap_s = max_gap_s
+        self.index_every = index_every  # records between seek checkpoints
         self.index = 0  # records published so far == the next record's ordinal
         self.finished = False
         self._sleep = sleep
-        self._records: Iterator[ArchiveRecord] = iter(())
+        self._records: Iterator[tuple[Position, ArchiveRecord, Position]] = iter(())
+        self._index: SeekIndex | None = None
+        self._indexer: asyncio.Task[None] | None = None
         self._pending: ArchiveRecord | None = None
         self._previous: ArchiveRecord | None = None
         self._paused = False
@@ -91,6 +108,20 @@ class ReplaySource:
         instead of returning, so the viewer can still go back.
         """
         self._restart(hub)
+        self._index = SeekIndex(self.path, hub.ring_frames, hub.ring_bytes, every=self.index_every)
+        self._indexer = asyncio.create_task(self._build_index(self._index))
+        try:
+            return await self._run(hub, hold_at_end)
+        finally:
+            self._indexer.cancel()
+
+    async def _build_index(self, index: SeekIndex) -> None:
+        """Index the whole archive in chunks, yielding to the loop between them."""
+        while not index.complete:
+            index.extend(budget=INDEX_CHUNK)
+            await asyncio.sleep(0)
+
+    async def _run(self, hub: ChannelHub, hold_at_end: bool) -> int:
         while True:
             if self._seek_to is not None:
                 self._apply_seek(hub, self._seek_to)
@@ -125,7 +156,7 @@ class ReplaySource:
     def _restart(self, hub: ChannelHub) -> None:
         if self.index or self.finished:
             hub.reset()
-        self._records = read_archive(self.path)
+        self._records = scan(self.path, START)
         self._pending = None
         self._previous = None
         self.index = 0
@@ -133,8 +164,13 @@ class ReplaySource:
 
     def _apply_seek(self, hub: ChannelHub, target: int) -> None:
         self._seek_to = None
-        if target < self.index:
-            self._restart(hub)
+        index = self._index
+        near = index is None or self.index <= target < self.index + index.every
+        if not near and index is not None:
+            index.extend(until=target)
+            checkpoint = index.before(target)
+            if checkpoint.at.record > self.index or target < self.index:
+                self._rebuild(hub, checkpoint)
         while self.index < target:
             record = self._next()
             if record is None:
@@ -142,9 +178,30 @@ class ReplaySource:
             self._publish(hub, record)
         self._previous = None  # no pause before the first frame after a seek
 
+    def _rebuild(self, hub: ChannelHub, checkpoint: Checkpoint) -> None:
+        """The hub as it was at `checkpoint`: its rings' frames, then its counts."""
+        hub.reset()
+        ring_starts = checkpoint.ring_starts
+        at = checkpoint.at.record
+        for index, _, _, line in scan_lines(self.path, checkpoint.start):
+            if index >= at:
+                break
+            # Older than its channel's ring at the checkpoint: counted below, not shown
+            # (and not decoded further: the index has read every line up to here once).
+            if index >= ring_starts[channel_of(line)]:
+                record = parse_record_bytes(line)
+                hub.publish(record.frame, source=record.source)
+        for channel, (count, total_bytes) in checkpoint.counts.items():
+            hub.restore_counts(channel, count, total_bytes)
+        self._records = scan(self.path, checkpoint.at)
+        self._pending = None
+        self.finished = False
+        self.index = at
+
     def _next(self) -> ArchiveRecord | None:
         if self._pending is None:
-            self._pending = next(self._records, None)
+            item = next(self._records, None)
+            self._pending = item[1] if item is not None else None
         return self._pending
 
     def _publish(self, hub: ChannelHub, record: ArchiveRecord) -> None:

@@ -8,7 +8,6 @@ from mvp_tui.config import Config, ConfigError
 from mvp_tui.providers.base import Provider
 from mvp_tui.providers.local import LocalProvider
 from mvp_tui.providers.local_node import LineHandler
-from mvp_tui.providers.vastai import VastAiProvider
 
 SUPPORTED = ("local", "docker", "vastai", "runpod")
 
@@ -26,6 +25,8 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
                 "MVP_VASTAI_API_KEY, or [vastai] api_key in the config file). Get a key at "
                 "https://cloud.vast.ai/account/"
             )
+        from mvp_tui.providers.vastai import VastAiProvider  # httpx loads when first used
+
         return VastAiProvider(
             api_key=api_key,
             api_url=config.require_str("vastai.api_url"),

@@ -22,7 +22,7 @@ from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
-from mvp_tui.engine.node_watch import NodeWatch
+from mvp_tui.engine.node_watch import WEIGHTS_CHANNEL, NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
@@ -41,7 +41,6 @@ from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
-from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
@@ -324,8 +323,14 @@ class RunEngine:
         self.run_id = earlier.run_id
         self.node_env = self._node_env()
         self.lease_record = earlier.lease
-        self._resume = LogPositions(0, 0)
         lease, ssh = earlier.lease, earlier.lease.ssh
+        # Resume the agent's logs where the earlier run stopped reading them; the engine
+        # verdict it had seen is replayed, as the lines before that point are not re-read.
+        self._resume = LogPositions(*(lease.log_positions or (0, 0)))
+        if lease.log_positions is not None and lease.ready_record is not None:
+            self.hub.publish(
+                WEIGHTS_CHANNEL, lease.ready_record.encode(), stream=self.bridge.stream
+            )
         # Announced like a fresh lease, dated from when it first ran, so spend and the
         # quit guard count it from the start.
         self.emit(
@@ -601,6 +606,8 @@ class RunEngine:
         lease = self.lease_record
         price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
         redactor = self.redactor
+        from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
+
         self.prompts = PromptQueue(
             lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
         )
@@ -640,12 +647,26 @@ class RunEngine:
             if not await session.send_control("detach"):
                 self._sink_line(f"could not tell lease {session.lease_key}'s node to detach")
             await session.close(shutdown_agent=False)
+            self._mark_agent_log(session.positions)
             return
         limit = session.settings.connect_timeout + 2 * session.settings.shutdown_grace + 5
         try:
             await asyncio.wait_for(session.close(shutdown_agent=True), limit)
         except TimeoutError:
             self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
+
+    def _mark_agent_log(self, positions: LogPositions) -> None:
+        """Record where this run stopped reading the agent left running (with the engine
+        verdict it saw), for a later re-attach to resume there."""
+        lease = self.lease_record
+        if lease is None or lease.provider_id is None:
+            return
+        verdict = self.hub.tail(WEIGHTS_CHANNEL).frames
+        ready = verdict[-1].payload.decode("utf-8", "replace") if verdict else None
+        self.store.mark_agent_log(
+            self.run_id, lease.provider_id, (positions.stdout, positions.stderr), ready
+        )
+        lease.log_positions, lease.ready_record = (positions.stdout, positions.stderr), ready
 
     async def destroy_leases(self) -> DownReport:
         """Destroy, confirmed, every lease this run's record holds open (including creates

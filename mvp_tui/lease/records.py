@@ -98,6 +98,10 @@ class LeaseRecord:
     ssh: SshEndpoint | None = None
     host_key: str | None = None  # OpenSSH public key pinned on first connect
     detail: str = ""
+    # Where a run that left the agent running stopped reading its stdout/stderr logs (bytes),
+    # and the agent's engine verdict it had seen: a re-attach resumes there, not from 0.
+    log_positions: tuple[int, int] | None = None
+    ready_record: str | None = None
 
     @property
     def may_bill(self) -> bool:
@@ -182,6 +186,12 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                 "ssh": _ssh_to_json(x.ssh),
                 "host_key": x.host_key,
                 "detail": x.detail,
+                "log_positions": (
+                    None
+                    if x.log_positions is None
+                    else {"stdout": x.log_positions[0], "stderr": x.log_positions[1]}
+                ),
+                "ready_record": x.ready_record,
             }
             for x in record.leases
         ],
@@ -256,6 +266,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _positions_from_json(f: _Fields | None) -> tuple[int, int] | None:
+    return None if f is None else (f.integer("stdout"), f.integer("stderr"))
+
+
 def _ssh_from_json(f: _Fields | None) -> SshEndpoint | None:
     if f is None:
         return None
@@ -311,6 +325,8 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             ssh=_ssh_from_json(x.obj("ssh")),
             host_key=x.opt_text("host_key"),
             detail=x.text("detail"),
+            log_positions=_positions_from_json(x.obj("log_positions")),
+            ready_record=x.opt_text("ready_record"),
         )
         for x in top.items("leases")
     ]
@@ -441,6 +457,16 @@ class RecordStore:
         record = self.load(run_id)
         lease = self._lease(record, provider_id)
         lease.host_key = key_openssh.strip()
+        self.save(record)
+
+    def mark_agent_log(
+        self, run_id: str, provider_id: str, positions: tuple[int, int], ready_record: str | None
+    ) -> None:
+        """Store where reading the agent's logs stopped (a re-attach resumes there)."""
+        record = self.load(run_id)
+        lease = self._lease(record, provider_id)
+        lease.log_positions = positions
+        lease.ready_record = ready_record
         self.save(record)
 
     def pinned_host_key(self, run_id: str, provider_id: str) -> str | None:

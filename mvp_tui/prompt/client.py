@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+import msgspec
 
 from mvp_tui.prompt.events import FaultKind, PromptDone, PromptFault, StreamEvent, TextDelta
 from mvp_tui.prompt.sse import SseParser
@@ -35,6 +36,30 @@ ENGINE_FIX = (
 )
 CONTEXT_FIX = "shorten the prompt or lower max_tokens; the model's context window is fixed"
 CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    completion_tokens: int | None = None
+
+
+class _Chunk(msgspec.Struct):
+    """A streamed chunk as the engines send it, decoded in one C call; any other shape (an
+    error chunk, an odd type) is read by the general path in `_feed`."""
+
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
 
 
 def chat_url(base_url: str) -> str:
@@ -175,18 +200,37 @@ class PromptClient:
                     yield self._http_fault(prompt_id, response.status_code, await response.aread())
                     return
                 parser = SseParser()
+                data: str | None = None  # a lone `data:` line waiting for its blank line
                 async for line in response.aiter_lines():
-                    sse = parser.feed(line)
-                    if sse is None:
+                    # The engines' shape, one `data: ` line then a blank one, read here;
+                    # anything else (comments, names, multi-line data) by the parser.
+                    if data is None and line.startswith("data: ") and parser.empty:
+                        data = line[6:]
                         continue
-                    if sse.data == "[DONE]":
+                    if data is not None:
+                        if line:
+                            parser.feed("data: " + data)
+                            data = None
+                            sse = parser.feed(line)
+                            if sse is None:
+                                continue
+                            data = sse.data
+                    else:
+                        sse = parser.feed(line)
+                        if sse is None:
+                            continue
+                        data = sse.data
+                    if data == "[DONE]":
                         yield tally.done(prompt_id, time.perf_counter())
                         return
-                    outcome = self._feed(prompt_id, tally, sse.data)
+                    outcome = self._feed(prompt_id, tally, data)
+                    data = None
                     if outcome is not None:
                         yield outcome
                         if isinstance(outcome, PromptFault):
                             return
+                if data is not None:
+                    parser.feed("data: " + data)
                 last = parser.flush()
                 if last is not None and last.data == "[DONE]":
                     yield tally.done(prompt_id, time.perf_counter())
@@ -259,6 +303,24 @@ class PromptClient:
     def _feed(self, prompt_id: int, tally: _Tally, data: str) -> StreamEvent | None:
         """Account one chunk; a `TextDelta` for content, a fault for an error chunk."""
         tally.events += 1
+        if '"error"' not in data:
+            try:
+                fast = _decode_chunk(data)
+            except msgspec.MsgspecError:
+                pass
+            else:
+                if fast.usage is not None and fast.usage.completion_tokens is not None:
+                    tally.usage_tokens = fast.usage.completion_tokens
+                if not fast.choices:
+                    return None  # the usage/timings chunk has no choices
+                first = fast.choices[0]
+                if first.finish_reason is not None:
+                    tally.finish_reason = first.finish_reason
+                text = first.delta.content if first.delta is not None else None
+                if text:
+                    tally.add(text, time.perf_counter())
+                    return TextDelta(at=time.time(), prompt_id=prompt_id, text=text)
+                return None
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:

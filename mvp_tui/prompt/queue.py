@@ -14,9 +14,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.prompt.client import ChatMessage, PromptClient
 from mvp_tui.prompt.events import (
     FaultKind,
     PromptCancelled,
@@ -31,7 +31,10 @@ from mvp_tui.prompt.events import (
 from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.untrusted import clean_line
 
-ClientFactory = Callable[[], PromptClient]
+if TYPE_CHECKING:  # httpx loads with the client, when the first prompt runs
+    from mvp_tui.prompt.client import ChatMessage, PromptClient
+
+ClientFactory = Callable[[], "PromptClient"]
 """Gives the client for the next prompt (the endpoint may move when a port forward is redone)."""
 
 SECONDS_PER_HOUR = 3600.0

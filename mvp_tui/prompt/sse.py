@@ -28,6 +28,11 @@ class SseParser:
         self._data: list[str] = []
         self._event = ""
 
+    @property
+    def empty(self) -> bool:
+        """No event is building (no `data:` or `event:` line since the last dispatch)."""
+        return not self._data and not self._event
+
     def feed(self, line: str) -> SseEvent | None:
         """Take one line; the event it completes (on a blank line), else None."""
         if not line:

@@ -12,11 +12,12 @@ import asyncio
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
-
-import asyncssh
+from typing import TYPE_CHECKING, Literal
 
 from mvp_tui.ssh import node_helper
+
+if TYPE_CHECKING:  # types only: the engine imports `LogPositions` before any SSH is used
+    import asyncssh
 
 NodeStreamName = Literal["stdout", "stderr"]
 NodeLineCallback = Callable[[NodeStreamName, bytes], object]

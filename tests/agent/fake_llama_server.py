@@ -2,6 +2,8 @@
 times, then 200, like the real one while it loads. Tests put it on PATH as `llama-server`.
 
 FAKE_LOADING_PROBES: how many /health probes get 503 first (-1: never ready).
+FAKE_READY_HINT_AFTER_S: instead, loading ends by itself that long after the server listens,
+and the server then says so on its log ("main: model loaded", as llama-server does).
 At start it prints one JSON line: its argv and the names of secret-looking env variables.
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -31,6 +34,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": "not found"})
 
+    @staticmethod
+    def loaded() -> None:
+        Handler.loading_left = 0
+        print("main: model loaded", flush=True)
+
     def _send(self, status: int, body: object) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
@@ -47,6 +55,10 @@ def main() -> None:
     secret_names = [k for k in os.environ if any(p in k.upper() for p in ("KEY", "TOKEN"))]
     print(json.dumps({"argv": sys.argv[1:], "secret_env": secret_names}), flush=True)
     server = ThreadingHTTPServer((_arg("--host"), int(_arg("--port"))), Handler)
+    hint_after = os.environ.get("FAKE_READY_HINT_AFTER_S")
+    if hint_after is not None:
+        Handler.loading_left = -1
+        threading.Timer(float(hint_after), Handler.loaded).start()
     server.serve_forever()
 
 

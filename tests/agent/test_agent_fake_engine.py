@@ -141,3 +141,32 @@ async def test_runs_under_python39(tmp_path: Path, tiny_model: Path, path_with: 
         assert run.non_frames == [] and run.stderr == b""
     finally:
         await run.kill()
+
+
+async def test_the_engine_saying_it_is_ready_is_probed_at_once(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """With the timed poll set to an hour, only the engine's own "model loaded" line can
+    bring the probe that finds it ready: the agent sees it within one probe, not one poll."""
+    env = agent_env(
+        tmp_path,
+        PATH=path_with,
+        MVP_GGUF_LOCAL_PATH=str(tiny_model),
+        FAKE_READY_HINT_AFTER_S="0.5",
+        MVP_ENGINE_POLL_S="3600",
+    )
+    run = await AgentRun.start(env)
+    try:
+        loaded = await run.weights(within=60)
+        assert loaded["type"] == "WeightsLoaded", loaded
+        health = [
+            p["state"]
+            for p in run.channel("mvp.node.1.agent")
+            if p["type"] == "NodeAgentProgress" and p["phase"] == "engine_health"
+        ]
+        assert health[0] in ("refused", "loading") and health[-1] == "ready"
+        assert "main: model loaded" in run.channel("mvp.node.1.engine")
+        await run.send("shutdown\n")
+        assert await run.wait_exit() == 0
+    finally:
+        await run.kill()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,3 +62,14 @@ def container_env(fake: FakeVast, directory: Path) -> dict[str, str]:
     path = directory / "container.environ"
     fake.node_env_file = path
     return {"MVP_NODE_PROVIDER_ENV_FILE": str(path)}
+
+
+def vast_node_env(fake: FakeVast, node: Node, key: str, directory: Path) -> dict[str, str]:
+    """A run renting from the fake Vast API whose instance is `node` (this machine's sshd,
+    the engine in this venv)."""
+    return {
+        "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": key, "VAST_URL": fake.url,
+        "MVP_VASTAI_SSH_IDENTITY": str(node.client_key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+        "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
+        "MVP_SSH_RETRY_INITIAL_SECS": "0.2", **container_env(fake, directory),
+    }  # fmt: skip

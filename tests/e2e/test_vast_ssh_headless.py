@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
-from tests.e2e.node import Node, container_env
+from tests.e2e.node import Node, container_env, vast_node_env
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
 
@@ -22,17 +22,11 @@ KEY = "fake-vast-key-0123456789"
 async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node.sshd, node.client_key
+    sshd = node.sshd
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
-        env = {
-            "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
-            "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-            "MVP_NODE_PYTHON": sys.executable,  # the "node" is this machine, engine in our venv
-            "MVP_NODE_DIR": str(node.node_dir), **container_env(fake, tmp_path),
-            "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
-        }  # fmt: skip
+        env = vast_node_env(fake, node, KEY, tmp_path)
         args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello node",
                 "--max-tokens", "12", "--down-after"]  # fmt: skip
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:

@@ -15,7 +15,13 @@ import time
 
 
 class PtyDashboard:
-    def __init__(self, env: dict[str, str], cols: int = 140, rows: int = 40) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        cols: int = 140,
+        rows: int = 40,
+        argv: tuple[str, ...] = ("-m", "mvp_tui"),  # what the interpreter runs
+    ) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
@@ -25,7 +31,7 @@ class PtyDashboard:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mvp_tui"],
+            [sys.executable, *argv],
             stdin=slave, stdout=slave, stderr=slave,
             env={**base, "TERM": "xterm-256color", **env},
             preexec_fn=controlling_tty,

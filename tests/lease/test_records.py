@@ -191,3 +191,18 @@ def test_record_pins_adapt_the_ssh_layers_protocol(store: RecordStore) -> None:
     pins.pin("vastai:7002", "ssh-ed25519 AAAAC3Nza")
     assert pins.get("7002") == "ssh-ed25519 AAAAC3Nza"
     assert RecordStore(store.state_dir).pinned_host_key("r-0a1b", "7002") == "ssh-ed25519 AAAAC3Nza"
+
+
+def test_agent_log_mark_round_trips_and_older_records_have_none(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    _filled(store)
+    assert store.load("r-0a1b").leases[0].log_positions is None  # a record without the mark
+    store.mark_agent_log("r-0a1b", "7002", (4096, 17), '{"type":"WeightsLoaded"}')
+    lease = RecordStore(tmp_path).load("r-0a1b").leases[0]
+    assert lease.log_positions == (4096, 17)
+    assert lease.ready_record == '{"type":"WeightsLoaded"}'
+    doc = json.loads(store.record_path("r-0a1b").read_text())
+    doc["leases"][0]["log_positions"] = {"stdout": "x", "stderr": 0}
+    store.record_path("r-0a1b").write_text(json.dumps(doc))
+    with pytest.raises(RecordError, match=r"leases\[0\]\.log_positions\.stdout"):
+        store.load("r-0a1b")

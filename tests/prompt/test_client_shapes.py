@@ -109,3 +109,36 @@ async def test_errors_never_carry_the_api_key() -> None:
         (fault,) = await run(client)
     assert isinstance(fault, PromptFault)
     assert "test-key-abcdef99" not in fault.error and REDACTED in fault.error
+
+
+async def test_every_sse_shape_and_odd_chunk_reads_as_the_general_path_does() -> None:
+    """The fast path (one `data: ` line then a blank one, a chunk of the engines' types)
+    must agree with the general one on what it does not take: names, comments, multi-line
+    data, no space after the colon, a final event without its blank line, odd types."""
+
+    def data(value: dict[str, Any]) -> bytes:
+        return json.dumps(value).encode()
+
+    body = [
+        b"event: message\ndata: " + data(chunk({"content": "A"})) + b"\n\n",
+        b'data: {"choices":[{"delta":\ndata: {"content":"B"}}]}\n\n',  # data on two lines
+        b"data:" + data(chunk({"content": "C"})) + b"\n\n",  # no space after the colon
+        b"data: " + data(chunk({"content": "D"})) + b"\n: ping\n\n",  # a comment inside
+        b"data: " + data({"choices": [{"delta": {"content": 5}}]}) + b"\n\n",  # not text
+        b"data: " + data({"choices": [{"delta": ["E"]}]}) + b"\n\n",  # delta not an object
+        b"data: " + data({"choices": [{"delta": {"content": "F"}}, 7]}) + b"\n\n",  # 2nd odd
+        b"data: " + data({"choices": [{"delta": {"content": "G"}, "finish_reason": 3}]}),
+        b"\n\n",
+        b"data: " + data({"choices": [], "usage": {"completion_tokens": 4.5}}) + b"\r\n\r\n",
+        b"data: " + data({"choices": [], "usage": {"completion_tokens": 9}}) + b"\n\n",
+        b"data: [DONE]",  # the last event without its blank line
+    ]
+    async with (
+        fake_openai(Canned(200, body)) as fake,
+        PromptClient(fake.base_url, "m") as client,
+    ):
+        events = await run(client)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["A", "B", "C", "D", "F", "G"]
+    done = events[-1]
+    assert isinstance(done, PromptDone), done
+    assert done.tokens_generated == 9 and done.finish_reason is None
