@@ -841,6 +841,9 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
 class Engine:
     """The running engine process, its log forwarder and its exit watcher."""
 
+    # Python ignores SIGPIPE and Popen resets it in the child; a role may keep it ignored.
+    restore_signals = True
+
     def __init__(self, spec: EngineSpec, emitter: Emitter, control: Control) -> None:
         self.spec = spec
         self.emitter = emitter
@@ -849,6 +852,7 @@ class Engine:
         self.stopping = False
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_thread: threading.Thread | None = None
+        self.on_line: Callable[[str], None] | None = None  # sees every cleaned log line
 
     def start(self, env: Mapping[str, str], cwd: Path) -> int:
         try:
@@ -860,6 +864,7 @@ class Engine:
                 env=dict(env),
                 cwd=str(cwd),
                 preexec_fn=_die_with_parent_hook(),
+                restore_signals=self.restore_signals,
             )
         except OSError as exc:
             raise PhaseFailed(
@@ -877,6 +882,8 @@ class Engine:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             text = clean_text(line, redact=self.emitter.redact)  # redacted before it is cut
             self.last_lines.append(text)
+            if self.on_line is not None:
+                self.on_line(text)
             self.emitter.engine_line(text)
 
     def _watch_exit(self) -> None:
@@ -1746,7 +1753,7 @@ class Agent:
             if event is not None and event[0] == Control.ENGINE_EXIT:
                 raise self._engine_died(event[1], "before it was ready")
         load_ms = _ms_since(started)
-        self.emitter.weights(
+        self._report_loaded(
             "WeightsLoaded",
             model_id=self._alias(),
             engine=engine.spec.kind,
@@ -1757,6 +1764,10 @@ class Agent:
             load_ms=load_ms,
         )
         return {"url": url, "load_ms": load_ms}
+
+    def _report_loaded(self, kind: str, **fields: Any) -> None:
+        """The engine serves: say so (a role may first check more, and raise PhaseFailed)."""
+        self.emitter.weights(kind, **fields)
 
     def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
         assert self.engine is not None
@@ -1805,6 +1816,314 @@ class Agent:
         return self.engine.stop(self.settings.stop_timeout_s)
 
 
+# ---------------------------------------------------------------------------------------
+# Roles of a multi-node run (llama.cpp's RPC backend): one main node runs llama-server with
+# `--rpc` listing the workers; each worker runs ggml-rpc-server bound to loopback (the RPC
+# protocol has no authentication: its port is reached through loopback or an SSH tunnel only).
+
+ROLE_SINGLE = "single"
+ROLE_MAIN = "main"
+ROLE_WORKER = "worker"
+RPC_SERVER_BIN = "ggml-rpc-server"
+LLAMA_SERVER_BIN = "llama-server"
+RPC_BIN_FIX = (
+    "build llama.cpp with -DGGML_RPC=ON (scripts/llama-rpc-build.sh does) and put its bin "
+    "directory on PATH or in MVP_RPC_BIN_DIR"
+)
+RPC_PROBE_TIMEOUT_S = 1.0
+# llama.cpp's load log: `load_tensors:   RPC0[127.0.0.1:50052] model buffer size = 12.3 MiB`
+# (one per device) and `CPU_Mapped model buffer size = …` for what stayed on the main node.
+_BUFFER_LINE = re.compile(r"(\S+?)(?:\[([^\]\s]+)\])? model buffer size =\s*([0-9.]+) MiB")
+
+
+class RoleSettings:
+    """The MVP_* keys of a multi-node role, parsed once (ConfigError names key and fix)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.role = env.get("MVP_NODE_ROLE", "").strip().lower() or ROLE_SINGLE
+        if self.role not in (ROLE_SINGLE, ROLE_MAIN, ROLE_WORKER):
+            raise ConfigError(
+                f"MVP_NODE_ROLE={self.role!r} is not a node role; fix: main, worker or unset"
+            )
+        self.bin_dir = env.get("MVP_RPC_BIN_DIR", "").strip()
+        self.rpc_port = _env_int(env, "MVP_RPC_PORT", 0, low=0, high=65535)
+        self.rpc_servers = _csv(env.get("MVP_RPC_SERVERS", ""))
+        self.rpc_nodes = _csv(env.get("MVP_RPC_NODES", ""))
+        self.tensor_split = env.get("MVP_TENSOR_SPLIT", "").strip()
+        self.gpu_layers = _env_int(env, "MVP_GPU_LAYERS", 99, low=0)
+        for endpoint in self.rpc_servers:
+            _split_endpoint(endpoint)
+        if self.role == ROLE_MAIN and not self.rpc_servers:
+            raise ConfigError(
+                "MVP_NODE_ROLE=main needs MVP_RPC_SERVERS (host:port of each worker, "
+                "comma-separated); fix: start the main node after its workers"
+            )
+        if self.rpc_nodes and len(self.rpc_nodes) != len(self.rpc_servers):
+            raise ConfigError(
+                f"MVP_RPC_NODES names {len(self.rpc_nodes)} nodes for "
+                f"{len(self.rpc_servers)} MVP_RPC_SERVERS; fix: one node id per server"
+            )
+        if self.tensor_split and not re.fullmatch(r"[0-9.]+(,[0-9.]+)*", self.tensor_split):
+            raise ConfigError(
+                f"MVP_TENSOR_SPLIT={self.tensor_split!r} is not a list of proportions; "
+                "fix: comma-separated numbers, e.g. 3,1"
+            )
+
+    def worker_name(self, index: int) -> str:
+        """How a failure names the worker behind `--rpc` entry `index`."""
+        endpoint = self.rpc_servers[index]
+        if index < len(self.rpc_nodes):
+            return f"worker node {self.rpc_nodes[index]} (RPC {endpoint})"
+        return f"worker RPC {endpoint}"
+
+
+def _csv(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _split_endpoint(endpoint: str) -> tuple[str, int]:
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(
+            f"MVP_RPC_SERVERS entry {endpoint!r} is not host:port; fix: e.g. 127.0.0.1:50052"
+        )
+    return host, int(port)
+
+
+def find_engine_binary(name: str, bin_dir: str) -> str:
+    """The path of a llama.cpp binary: MVP_RPC_BIN_DIR first, then PATH."""
+    if bin_dir:
+        candidate = os.path.join(os.path.expanduser(bin_dir), name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return found
+    where = f"MVP_RPC_BIN_DIR={bin_dir} or PATH" if bin_dir else "PATH"
+    raise PhaseFailed(f"this node cannot take its role: {name} is not in {where}", fix=RPC_BIN_FIX)
+
+
+def rpc_reachable(endpoint: str, timeout: float = RPC_PROBE_TIMEOUT_S) -> bool:
+    """A TCP connect to a worker (harmless: the server reads EOF and waits for the next)."""
+    host, port = _split_endpoint(endpoint)
+    try:
+        with socket.create_connection((host, port), timeout):
+            return True
+    except OSError:
+        return False
+
+
+def parse_buffer_line(text: str) -> tuple[str, float] | None:
+    """(device, MiB) from a `model buffer size` log line; the device of an RPC buffer is its
+    endpoint ("127.0.0.1:50052"), any other keeps its name ("CPU_Mapped")."""
+    match = _BUFFER_LINE.search(text)
+    if match is None:
+        return None
+    name, endpoint, mib = match.groups()
+    return (endpoint if endpoint and name.startswith("RPC") else name), float(mib)
+
+
+class RpcWorkerEngine(Engine):
+    # A queued client that leaves would kill ggml-rpc-server with SIGPIPE.
+    restore_signals = False
+
+    def stop(self, timeout: float) -> dict[str, Any]:
+        # A frozen (SIGSTOPped) server only acts on SIGTERM once it runs again.
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.send_signal(signal.SIGCONT)
+        return super().stop(timeout)
+
+
+class WorkerAgent(Agent):
+    """A worker node: ggml-rpc-server on loopback, reported once it accepts connections."""
+
+    def __init__(self, *args: Any, role: RoleSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.role = role
+        self.endpoint = ""
+
+    def run(self) -> int:
+        s = self.settings
+        try:
+            self._phase("config", lambda: {**s.summary(self.env), "role": ROLE_WORKER})
+            if self.watchdog is not None:
+                self.watchdog.report_verdict()
+            self._phase("probe", lambda: probe_environment(s.cache_dir))
+            self._phase("engine_start", self._start_rpc_server)
+            self._phase("engine_health", self._wait_listening)
+            return self._watch()
+        except Interrupted:
+            return self._shutdown()
+        except PhaseFailed as failure:
+            return self.fail(failure)
+
+    def _start_rpc_server(self) -> dict[str, Any]:
+        binary = find_engine_binary(RPC_SERVER_BIN, self.role.bin_dir)
+        port = self.role.rpc_port or pick_free_port()
+        threads = self.settings.engine_threads or 1
+        argv = [binary, "-H", ENGINE_HOST, "-p", str(port), "-t", str(threads)]
+        spec = EngineSpec(RPC_SERVER_BIN, argv, "", port)
+        self.endpoint = f"{ENGINE_HOST}:{port}"
+        engine = RpcWorkerEngine(spec, self.emitter, self.control)
+        self.engine = engine
+        env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
+        pid = engine.start(env, _engine_cwd(self.settings.cache_dir))
+        return {"engine": RPC_SERVER_BIN, "pid": pid, "port": port, "argv": argv}
+
+    def _wait_listening(self) -> dict[str, Any]:
+        assert self.engine is not None
+        started = time.monotonic()
+        deadline = started + self.settings.ready_timeout_s
+        while not rpc_reachable(self.endpoint):
+            if time.monotonic() >= deadline:
+                raise PhaseFailed(
+                    f"{RPC_SERVER_BIN} did not listen on {self.endpoint} within "
+                    f"{self.settings.ready_timeout_s:g} s",
+                    fix="raise MVP_ENGINE_READY_TIMEOUT_S or read the engine log channel",
+                    detail={"last_log_lines": list(self.engine.last_lines)},
+                )
+            event = self.control.wait(0.05)
+            if self.control.stop_requested:
+                raise Interrupted()
+            if event is not None and event[0] == Control.ENGINE_EXIT:
+                raise self._engine_died(event[1], "before it listened")
+        load_ms = _ms_since(started)
+        proc = self.engine.proc
+        self.emitter.weights(
+            "RpcServerReady",
+            endpoint=self.endpoint,
+            port=self.engine.spec.port,
+            engine=RPC_SERVER_BIN,
+            engine_pid=proc.pid if proc else None,
+            load_ms=load_ms,
+        )
+        return {"endpoint": self.endpoint, "load_ms": load_ms}
+
+    def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
+        failure = super()._engine_died(code, when)
+        failure.reason = (
+            f"worker node {self.settings.node_id} ({RPC_SERVER_BIN} on {self.endpoint}): "
+            f"{failure.reason}"
+        )
+        failure.detail["worker_node"] = self.settings.node_id
+        return failure
+
+
+def _engine_cwd(cache_dir: Path) -> Path:
+    return cache_dir if cache_dir.is_dir() else Path.cwd()
+
+
+class MainAgent(Agent):
+    """The main node: llama-server with `--rpc` over the workers; ready only once its log
+    shows model buffers on every worker (the "offloaded N/N layers" line is printed even
+    when everything stayed here)."""
+
+    def __init__(self, *args: Any, role: RoleSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.role = role
+        self.placement: dict[str, float] = {}
+        self._placement_lock = threading.Lock()
+
+    def _start_engine(self, model: Path) -> dict[str, Any]:
+        role = self.role
+        binary = find_engine_binary(LLAMA_SERVER_BIN, role.bin_dir)
+        s = self.settings
+        port = s.engine_port or pick_free_port()
+        argv = [binary, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port)]
+        argv += ["-a", self._alias(), "--rpc", ",".join(role.rpc_servers)]
+        argv += ["-ngl", str(role.gpu_layers)]
+        argv += ["--tensor-split", role.tensor_split] if role.tensor_split else []
+        argv += ["-c", str(s.max_context)] if s.max_context else []
+        argv += ["-t", str(s.engine_threads)] if s.engine_threads else []
+        for index, endpoint in enumerate(role.rpc_servers):
+            if not rpc_reachable(endpoint):
+                raise PhaseFailed(
+                    f"{role.worker_name(index)} does not answer: llama-server would abort",
+                    fix="read that worker's channels (mvp.node.<id>.agent) for why",
+                    detail={"worker": endpoint},
+                )
+        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port)
+        engine = Engine(spec, self.emitter, self.control)
+        engine.on_line = self._on_engine_line
+        self.engine = engine
+        env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
+        pid = engine.start(env, model.parent if model.parent.is_dir() else Path.cwd())
+        return {"engine": spec.kind, "pid": pid, "port": port, "argv": argv, "role": ROLE_MAIN}
+
+    def _on_engine_line(self, text: str) -> None:
+        parsed = parse_buffer_line(text)
+        if parsed is not None:
+            device, mib = parsed
+            with self._placement_lock:
+                self.placement[device] = self.placement.get(device, 0.0) + mib
+
+    def _report_loaded(self, kind: str, **fields: Any) -> None:
+        with self._placement_lock:
+            placement = dict(self.placement)
+        missing = [
+            self.role.worker_name(i)
+            for i, endpoint in enumerate(self.role.rpc_servers)
+            if placement.get(endpoint, 0.0) <= 0.0
+        ]
+        if missing:
+            raise PhaseFailed(
+                f"llama-server serves, but its log shows no model buffer on {', '.join(missing)}: "
+                "the layers stayed on the main node",
+                fix="check -ngl / MVP_TENSOR_SPLIT and the workers' devices",
+                detail={"placement_mib": placement},
+            )
+        self.emitter.weights(kind, **fields, placement_mib=placement, role=ROLE_MAIN)
+
+    def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
+        failure = super()._engine_died(code, when)
+        lost = [
+            self.role.worker_name(i)
+            for i, endpoint in enumerate(self.role.rpc_servers)
+            if not rpc_reachable(endpoint)
+        ]
+        if lost:
+            failure.reason = f"lost {', '.join(lost)}: {failure.reason}"
+            failure.detail["lost_workers"] = lost
+        return failure
+
+
+def agent_for_role(
+    env: Mapping[str, str],
+    settings: Settings,
+    emitter: Emitter,
+    control: Control,
+    watchdog: Watchdog | None,
+) -> Agent:
+    """The agent for MVP_NODE_ROLE; a bad role setting becomes an agent that fails its
+    config phase (exit 2) with the reason."""
+    try:
+        role = RoleSettings(env)
+    except ConfigError as exc:
+        return _ConfigFailedAgent(env, settings, emitter, control, watchdog, error=exc)
+    if role.role == ROLE_WORKER:
+        return WorkerAgent(env, settings, emitter, control, watchdog, role=role)
+    if role.role == ROLE_MAIN:
+        return MainAgent(env, settings, emitter, control, watchdog, role=role)
+    return Agent(env, settings, emitter, control, watchdog)
+
+
+class _ConfigFailedAgent(Agent):
+    def __init__(self, *args: Any, error: ConfigError, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.error = error
+
+    def run(self) -> int:
+        def refuse() -> dict[str, Any]:
+            raise self.error
+
+        try:
+            self._phase("config", refuse)
+        except PhaseFailed as failure:
+            return self.fail(failure)
+        return EXIT_CONFIG  # not reached: the phase always fails
+
+
 def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
@@ -1847,7 +2166,7 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
         read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown, watchdog
     )
     fifo: tuple[int, bool] | None = None
-    agent = Agent(env, settings, emitter, control, watchdog)
+    agent = agent_for_role(env, settings, emitter, control, watchdog)
     try:
         if settings.control_fifo:
             try:

@@ -20,12 +20,14 @@ from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
+from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -115,6 +117,11 @@ class RunEngine:
         self._session: NodeSession | None = None  # SSH nodes only
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
+        # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
+        self.workers = WorkerWatch(self.redactor)
+        self.hub.listeners.append(self.workers)
+        self.cluster = Cluster(ClusterSettings.from_config(config), self.node_id, self.workers)
+        self.stall = StallWatch(config.get_float("prompt.stall_secs"))
 
     def _sink_line(self, text: str) -> None:
         """One of the engine's own lines on the node's provider channel."""
@@ -244,19 +251,25 @@ class RunEngine:
             await ensure(identity.public_openssh)
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
+        if self.cluster.settings.multi:
+            result = await self.cluster.lease(offers, self.walk_settings(), self._walk)
+        else:
+            result = await self._walk(offers, self.walk_settings())
+        self.lease_record = result.lease
+        return result
+
+    async def _walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
         walk = LeaseWalk(
             self.provider,
             self.store,
             self._sink,
-            self.walk_settings(),
+            settings,
             self._clock,
             run_id=self.run_id,
             config=self._redacted_config(),
             redact=self.redactor,
         )
-        result = await walk.run(offers)
-        self.lease_record = result.lease
-        return result
+        return await walk.run(offers)
 
     def _redacted_config(self) -> dict[str, object]:
         secret = {k for k in self.config.values if k.endswith("api_key")}
@@ -475,12 +488,20 @@ class RunEngine:
         waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self.watch.failed.wait())]
         if session is not None:
             waits.append(asyncio.ensure_future(session.wait()))
+        stall: asyncio.Future[object] = asyncio.ensure_future(self._stall_watch())
+        waits.append(stall)
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in waits:
                 task.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
+        stalled = stall.exception() if stall.done() and not stall.cancelled() else None
+        if isinstance(stalled, StallDetected) and not self.watch.failed.is_set():
+            raise self._node_failed(
+                self.cluster.describe_stall(str(stalled)),
+                "read the nodes' channels; raise [prompt] stall_secs for a slow model",
+            )
         fatal = self.watch.fatal
         if fatal is None and session is not None and session.failure is not None:
             failure = session.failure
@@ -494,6 +515,28 @@ class RunEngine:
             fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
         )
 
+    async def after_prompts(self, grace_s: float = 15.0) -> None:
+        """Raises `RunFailed` when a prompt's stream broke because the engine went away (a
+        node died mid-answer): with the node's own verdict when it comes within `grace_s`."""
+        lost = self.stall.engine_lost
+        if lost is None:
+            return
+        try:
+            async with asyncio.timeout(grace_s):
+                await self.watch.failed.wait()
+        except TimeoutError:
+            raise self._node_failed(
+                f"prompt {lost.prompt_id} was cut off ({lost.error}) and the node said nothing",
+                "read the node's channels for why",
+            ) from None
+        fatal = self.watch.fatal
+        assert fatal is not None
+        raise self._node_failed(fatal.reason, fatal.fix)
+
+    async def _stall_watch(self) -> object:
+        await self.stall.watch()
+        return None
+
     # -- prompts -------------------------------------------------------------------------------
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
         if self.local_url is None or self.watch.loaded is None:
@@ -503,7 +546,9 @@ class RunEngine:
         price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
         redactor = self.redactor
         self.prompts = PromptQueue(
-            lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
+            lambda: PromptClient(base_url, model, redactor=redactor),
+            self.stall.tap(self._sink),
+            price,
         )
         if rpc:
             addr = parse_rpc_addr(self.settings.prompt.rpc_addr)
