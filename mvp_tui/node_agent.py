@@ -1851,6 +1851,22 @@ class RoleSettings:
         self.rpc_nodes = _csv(env.get("MVP_RPC_NODES", ""))
         self.tensor_split = env.get("MVP_TENSOR_SPLIT", "").strip()
         self.gpu_layers = _env_int(env, "MVP_GPU_LAYERS", 99, low=0)
+        # Rented nodes: the worker authorizes the run's tunnel key for its RPC port only; the
+        # main node reaches each worker through `ssh -L` with the private half.
+        self.tunnel_pubkey = env.get("MVP_RPC_TUNNEL_PUBKEY", "").strip()
+        self.authorized_keys = env.get("MVP_RPC_AUTHORIZED_KEYS", "").strip() or os.path.join(
+            os.path.expanduser("~"), ".ssh", "authorized_keys"
+        )
+        self.tunnels = _csv(env.get("MVP_RPC_TUNNELS", ""))
+        self.tunnel_key = env.get("MVP_RPC_TUNNEL_KEY", "")
+        self.known_hosts = env.get("MVP_RPC_KNOWN_HOSTS", "")
+        for tunnel in self.tunnels:
+            _split_tunnel(tunnel)
+        if self.tunnels and (len(self.tunnels) != len(self.rpc_servers) or not self.tunnel_key):
+            raise ConfigError(
+                "MVP_RPC_TUNNELS needs one entry per MVP_RPC_SERVERS entry and "
+                "MVP_RPC_TUNNEL_KEY; fix: let the dashboard start the main node"
+            )
         for endpoint in self.rpc_servers:
             _split_endpoint(endpoint)
         if self.role == ROLE_MAIN and not self.rpc_servers:
@@ -1888,6 +1904,17 @@ def _split_endpoint(endpoint: str) -> tuple[str, int]:
             f"MVP_RPC_SERVERS entry {endpoint!r} is not host:port; fix: e.g. 127.0.0.1:50052"
         )
     return host, int(port)
+
+
+def _split_tunnel(tunnel: str) -> tuple[str, str, int]:
+    """`user@host:port` → (user, host, port): how the main node reaches a worker's sshd."""
+    user, at, rest = tunnel.partition("@")
+    host, sep, port = rest.rpartition(":")
+    if not at or not user or not sep or not host or not port.isdigit():
+        raise ConfigError(
+            f"MVP_RPC_TUNNELS entry {tunnel!r} is not user@host:port; fix: e.g. root@1.2.3.4:22"
+        )
+    return user, host, int(port)
 
 
 def find_engine_binary(name: str, bin_dir: str) -> str:
@@ -1951,6 +1978,8 @@ class WorkerAgent(Agent):
                 self.watchdog.report_verdict()
             self._phase("probe", lambda: probe_environment(s.cache_dir))
             self._phase("engine_start", self._start_rpc_server)
+            if self.role.tunnel_pubkey:  # before it is reported: the main tunnels right away
+                self._phase("rpc_authorize", self._authorize_tunnel)
             self._phase("engine_health", self._wait_listening)
             return self._watch()
         except Interrupted:
@@ -2000,6 +2029,30 @@ class WorkerAgent(Agent):
         )
         return {"endpoint": self.endpoint, "load_ms": load_ms}
 
+    def _tunnel_line(self) -> str:
+        # Port forwarding to this RPC port only: no shell, no pty, no other port.
+        port = self.endpoint.rpartition(":")[2]
+        options = f'restrict,port-forwarding,permitopen="{ENGINE_HOST}:{port}",command="/bin/false"'
+        return f"{options} {self.role.tunnel_pubkey}"
+
+    def _authorize_tunnel(self) -> dict[str, Any]:
+        path = Path(self.role.authorized_keys)
+        try:
+            edit_authorized_keys(path, add=self._tunnel_line())
+        except OSError as exc:
+            raise PhaseFailed(
+                f"cannot authorize the run's tunnel key in {path}: {exc.strerror or exc}",
+                fix="make ~/.ssh/authorized_keys writable on the worker, or set "
+                "MVP_RPC_AUTHORIZED_KEYS",
+            ) from None
+        return {"authorized_keys": str(path), "permitopen": self.endpoint}
+
+    def stop_engine(self) -> dict[str, Any]:
+        if self.role.tunnel_pubkey and self.endpoint:
+            with contextlib.suppress(OSError):
+                edit_authorized_keys(Path(self.role.authorized_keys), remove=self._tunnel_line())
+        return super().stop_engine()
+
     def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
         failure = super()._engine_died(code, when)
         failure.reason = (
@@ -2008,6 +2061,25 @@ class WorkerAgent(Agent):
         )
         failure.detail["worker_node"] = self.settings.node_id
         return failure
+
+
+def edit_authorized_keys(path: Path, *, add: str = "", remove: str = "") -> None:
+    """Add or remove one line of an authorized_keys file, written atomically, mode 0600."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept = [line for line in lines if line != remove] if remove else lines
+    if add and add not in kept:
+        kept.append(add)
+    if kept == lines:
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.mvp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("".join(f"{line}\n" for line in kept))
+    os.replace(tmp, path)
 
 
 def _engine_cwd(cache_dir: Path) -> Path:
@@ -2022,12 +2094,15 @@ class MainAgent(Agent):
     def __init__(self, *args: Any, role: RoleSettings, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.role = role
+        self.tunnels = Tunnels(self.emitter, self.settings.cache_dir)
         self.placement: dict[str, float] = {}
         self._placement_lock = threading.Lock()
 
     def _start_engine(self, model: Path) -> dict[str, Any]:
         role = self.role
         binary = find_engine_binary(LLAMA_SERVER_BIN, role.bin_dir)
+        if role.tunnels:
+            role.rpc_servers = self.tunnels.open(role)
         s = self.settings
         port = s.engine_port or pick_free_port()
         argv = [binary, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port)]
@@ -2050,6 +2125,11 @@ class MainAgent(Agent):
         env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
         pid = engine.start(env, model.parent if model.parent.is_dir() else Path.cwd())
         return {"engine": spec.kind, "pid": pid, "port": port, "argv": argv, "role": ROLE_MAIN}
+
+    def stop_engine(self) -> dict[str, Any]:
+        detail = super().stop_engine()
+        self.tunnels.close()
+        return detail
 
     def _on_engine_line(self, text: str) -> None:
         parsed = parse_buffer_line(text)
@@ -2086,6 +2166,78 @@ class MainAgent(Agent):
             failure.reason = f"lost {', '.join(lost)}: {failure.reason}"
             failure.detail["lost_workers"] = lost
         return failure
+
+
+class Tunnels:
+    """`ssh -N -L` from the main node to each worker's loopback RPC port, with the run's key
+    (written 0600 for ssh, removed at exit) and the workers' pinned host keys."""
+
+    def __init__(self, emitter: Emitter, cache_dir: Path) -> None:
+        self.emitter = emitter
+        self.dir = cache_dir / f"tunnels-{os.getpid()}"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def open(self, role: RoleSettings) -> list[str]:
+        """The local endpoints that reach the workers, in `--rpc` order."""
+        ssh = shutil.which("ssh")
+        if ssh is None:
+            raise PhaseFailed(
+                "this main node has remote workers but no ssh client (ssh is not on PATH)",
+                fix="use an image with openssh-client installed",
+            )
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        key = self.dir / "id"
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(role.tunnel_key.strip() + "\n")
+        known = self.dir / "known_hosts"
+        known.write_text(role.known_hosts.strip() + "\n")
+        local = []
+        for index, (tunnel, target) in enumerate(zip(role.tunnels, role.rpc_servers, strict=True)):
+            user, host, port = _split_tunnel(tunnel)
+            local_port = pick_free_port()
+            argv = [ssh, "-N", "-T", "-i", str(key), "-p", str(port),
+                    "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                    "-o", "ExitOnForwardFailure=yes", "-o", "StrictHostKeyChecking=yes",
+                    "-o", f"UserKnownHostsFile={known}", "-o", "ServerAliveInterval=5",
+                    "-L", f"{ENGINE_HOST}:{local_port}:{target}", f"{user}@{host}"]  # fmt: skip
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, preexec_fn=_die_with_parent_hook(),
+            )  # fmt: skip
+            self.procs.append(proc)
+            endpoint = f"{ENGINE_HOST}:{local_port}"
+            self._wait(proc, endpoint, role.worker_name(index))
+            local.append(endpoint)
+        return local
+
+    def _wait(self, proc: subprocess.Popen[bytes], endpoint: str, name: str) -> None:
+        deadline = time.monotonic() + 30.0
+        while not rpc_reachable(endpoint):
+            if proc.poll() is not None or time.monotonic() >= deadline:
+                err = (
+                    proc.stderr.read().decode("utf-8", "replace")
+                    if proc.poll() is not None and proc.stderr
+                    else ""
+                )
+                raise PhaseFailed(
+                    f"the SSH tunnel to {name} did not open: "
+                    f"{clean_text(err.strip(), 300, redact=self.emitter.redact) or 'timed out'}",
+                    fix="check that the worker is up and authorized the run's tunnel key",
+                )
+            time.sleep(0.05)  # ssh has no readiness signal but its listening port
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.procs = []
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def agent_for_role(

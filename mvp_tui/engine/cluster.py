@@ -20,18 +20,29 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import WalkResult
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
+if TYPE_CHECKING:  # asyncssh loads only when a rented node needs the tunnel key
+    import asyncssh
+
 WEIGHTS_CHANNEL = "mvp.worker.weights"
 STAGES_KEY = "[runtime] node_stages"
 
 Walk = Callable[[Sequence[Offer], WalkSettings], Awaitable[WalkResult]]
+# Starts a rented worker's agent over SSH (its role env; the event set once it listens).
+StartNode = Callable[[LeaseRecord, Mapping[str, str], asyncio.Event], Awaitable[None]]
+
+
+class Pins(Protocol):
+    def get(self, lease_key: str) -> str | None: ...
 
 
 class ClusterFailed(Exception):
@@ -151,6 +162,10 @@ class WorkerWatch:
         self.ready: dict[int, WorkerReady] = {}
         self.fatal: dict[int, str] = {}
         self.changed = asyncio.Event()
+        self.listening: dict[int, asyncio.Event] = {}  # per worker, for its SSH session
+
+    def ready_event(self, node_id: int) -> asyncio.Event:
+        return self.listening.setdefault(node_id, asyncio.Event())
 
     def __call__(self, frame: Frame) -> None:
         if frame.channel != WEIGHTS_CHANNEL:
@@ -166,6 +181,7 @@ class WorkerWatch:
             pid = record.get("engine_pid")
             endpoint = clean_line(str(record.get("endpoint") or ""), 100, redact=self._redact)
             self.ready[node] = WorkerReady(node, endpoint, pid if isinstance(pid, int) else None)
+            self.ready_event(node).set()
         elif kind == "WorkerFatal":
             self.fatal[node] = clean_line(
                 str(record.get("reason") or "failed"), 600, redact=self._redact
@@ -208,23 +224,37 @@ class Cluster:
         self.main_node_id = main_node_id
         self.watch = watch
         self.workers: list[WorkerReady] = []
+        self.worker_leases: list[LeaseRecord] = []
+        self._tunnel_key: asyncssh.SSHKey | None = None  # rented nodes: one key per run
 
     @property
     def worker_ids(self) -> list[int]:
         return [self.main_node_id + k for k in range(1, self.settings.nodes)]
 
-    async def lease(self, offers: Sequence[Offer], base: WalkSettings, walk: Walk) -> WalkResult:
+    async def lease(
+        self,
+        offers: Sequence[Offer],
+        base: WalkSettings,
+        walk: Walk,
+        start_node: StartNode | None = None,
+    ) -> WalkResult:
         """Every worker leased and listening, then the main node leased with `--rpc` over
-        them: the main's result (its lease is the run's serving one)."""
+        them: the main's result (its lease is the run's serving one). `start_node` starts a
+        rented worker's agent over SSH (a local node's agent starts with its lease)."""
         stages = self.settings.stages
         for position, node_id in enumerate(self.worker_ids):
-            env = dict(base.env, MVP_NODE_ROLE="worker", MVP_LOGICAL_NODE_ID=str(node_id))
-            env.update(_stage_env(stages, position + 1))
-            result = await walk(offers, replace(base, node_id=node_id, env=env))
-            if not result.ok:
+            role = {"MVP_NODE_ROLE": "worker", "MVP_LOGICAL_NODE_ID": str(node_id)}
+            role.update(_stage_env(stages, position + 1))
+            if start_node is not None:
+                role["MVP_RPC_TUNNEL_PUBKEY"] = self.tunnel_public_key()
+            result = await walk(offers, replace(base, node_id=node_id, env={**base.env, **role}))
+            if not result.ok or result.lease is None:
                 raise ClusterFailed(f"worker node {node_id} could not be leased: {result.reason}")
+            self.worker_leases.append(result.lease)
             try:
                 async with asyncio.timeout(self.settings.ready_timeout):
+                    if start_node is not None:
+                        await start_node(result.lease, role, self.watch.ready_event(node_id))
                     self.workers.append(await self.watch.until_ready(node_id))
             except TimeoutError:
                 raise ClusterFailed(
@@ -245,11 +275,46 @@ class Cluster:
         }
         if split.tensor_split:
             env["MVP_TENSOR_SPLIT"] = split.tensor_split
+        if self._tunnel_key is not None:  # rented: each worker's RPC port through its sshd
+            by_node = {x.node_id: x for x in self.worker_leases}
+            env["MVP_RPC_TUNNELS"] = ",".join(_ssh_target(by_node[w.node_id]) for w in ordered)
         return env
+
+    def tunnel_public_key(self) -> str:
+        """The run's tunnel key (made on first use; its private half stays in memory and
+        reaches only the main node's agent, never a record or a log)."""
+        if self._tunnel_key is None:
+            import asyncssh
+
+            self._tunnel_key = asyncssh.generate_private_key("ssh-ed25519", comment="mvp-rpc")
+        return self._tunnel_key.export_public_key().decode().strip()
+
+    def tunnel_secrets(self, pins: Pins) -> dict[str, str]:
+        """What the main node's agent needs to open the tunnels: the private key and the
+        workers' pinned host keys as known_hosts lines."""
+        if self._tunnel_key is None:
+            return {}
+        known = []
+        for lease in self.worker_leases:
+            key = pins.get(lease.provider_id or "")
+            if lease.ssh is not None and key:
+                ssh = lease.ssh
+                host = ssh.host if ssh.port == 22 else f"[{ssh.host}]:{ssh.port}"
+                known.append(f"{host} {key.strip()}")
+        return {
+            "MVP_RPC_TUNNEL_KEY": self._tunnel_key.export_private_key().decode(),
+            "MVP_RPC_KNOWN_HOSTS": "\n".join(known),
+        }
 
     def describe_stall(self, base: str) -> str:
         frozen = self.watch.frozen()
         return f"{base}: {'; '.join(frozen)}" if frozen else base
+
+
+def _ssh_target(lease: LeaseRecord) -> str:
+    if lease.ssh is None:
+        raise ClusterFailed(f"worker lease {lease.provider_id} has no SSH endpoint")
+    return f"{lease.ssh.user}@{lease.ssh.host}:{lease.ssh.port}"
 
 
 def _stage_env(stages: Sequence[Stage], position: int) -> Mapping[str, str]:

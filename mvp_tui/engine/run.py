@@ -8,6 +8,7 @@ event sink and the channel hub only; the dashboard and headless mode both drive 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import time
@@ -115,6 +116,7 @@ class RunEngine:
         self.prompts: PromptQueue | None = None
         self._rpc: PromptRpcServer | None = None
         self._session: NodeSession | None = None  # SSH nodes only
+        self._worker_sessions: list[NodeSession] = []  # a multi-node run's rented workers
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
         # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
@@ -252,7 +254,10 @@ class RunEngine:
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
         if self.cluster.settings.multi:
-            result = await self.cluster.lease(offers, self.walk_settings(), self._walk)
+            ssh = self.provider.info.ssh
+            result = await self.cluster.lease(
+                offers, self.walk_settings(), self._walk, self._start_worker if ssh else None
+            )
         else:
             result = await self._walk(offers, self.walk_settings())
         self.lease_record = result.lease
@@ -420,27 +425,50 @@ class RunEngine:
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
+
+        session = self._new_session(lease, self.watch.ready)
+        self._session = session
+        base = self.settings.runtime.node_dir.rstrip("/")
+        remote_dir = f"{base}/{self.run_id}"
+        env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
+        if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
+            env.update(self.cluster.main_env(), **self.cluster.tunnel_secrets(self._pins()))
+        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
+
+    async def _start_worker(
+        self, lease: LeaseRecord, role_env: Mapping[str, str], ready: asyncio.Event
+    ) -> None:
+        """A worker node of a multi-node run: its own session, agent and directory."""
+        from mvp_tui.providers.local import AGENT_PATH
+
+        session = self._new_session(lease, ready)
+        self._worker_sessions.append(session)
+        node = role_env.get("MVP_LOGICAL_NODE_ID", "")
+        remote_dir = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}-node{node}"
+        env = {**self.node_env, **role_env}
+        env.update(self.watchdog.node_env(lease.running_at or self._clock()))
+        await session.start_agent(AGENT_PATH, env, remote_dir)
+
+    def _pins(self) -> RecordPins:
+        return RecordPins(self.store, self.run_id)
+
+    def _new_session(self, lease: LeaseRecord, ready: asyncio.Event) -> NodeSession:
         from mvp_tui.ssh.session import NodeSession
 
         if lease.ssh is None or lease.provider_id is None:
             raise self._node_failed("the lease has no SSH endpoint", "")
-        session = NodeSession(
+        return NodeSession(
             lease.ssh,
             self._identity,
-            RecordPins(self.store, self.run_id),
+            self._pins(),
             lease.provider_id,
             self.settings.ssh,
             self._sink,
             self._on_node_line,
             self.bridge.feed_provider_line,
-            ready=self.watch.ready,
+            ready=ready,
             redactor=self.redactor,
         )
-        self._session = session
-        base = self.settings.runtime.node_dir.rstrip("/")
-        remote_dir = f"{base}/{self.run_id}"
-        env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
-        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
@@ -488,6 +516,7 @@ class RunEngine:
         waits: list[asyncio.Future[object]] = [asyncio.ensure_future(self.watch.failed.wait())]
         if session is not None:
             waits.append(asyncio.ensure_future(session.wait()))
+        waits += [asyncio.ensure_future(w.wait()) for w in self._worker_sessions]
         stall: asyncio.Future[object] = asyncio.ensure_future(self._stall_watch())
         waits.append(stall)
         try:
@@ -503,6 +532,13 @@ class RunEngine:
                 "read the nodes' channels; raise [prompt] stall_secs for a slow model",
             )
         fatal = self.watch.fatal
+        lost = next((w for w in self._worker_sessions if w.stop_reason is not None), None)
+        if fatal is None and lost is not None:
+            why = lost.failure.message if lost.failure is not None else str(lost.stop_reason)
+            raise self._node_failed(
+                f"the SSH session to worker lease {lost.lease_key} ended: {why}",
+                "read the worker's channels for why",
+            )
         if fatal is None and session is not None and session.failure is not None:
             failure = session.failure
             raise self._node_failed(failure.message, failure.fix)
@@ -575,6 +611,11 @@ class RunEngine:
     async def close_session(self, shutdown_agent: bool = True) -> None:
         """End the SSH session; with `shutdown_agent` the agent and engine are stopped too
         (bounded: the lease is destroyed next, which ends them anyway)."""
+        workers, self._worker_sessions = self._worker_sessions, []
+        for worker in workers:  # a rented multi-node run's workers: stopped with the run
+            limit = worker.settings.connect_timeout + 2 * worker.settings.shutdown_grace + 5
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker.close(shutdown_agent=shutdown_agent), limit)
         session, self._session = self._session, None
         if session is None:
             return
