@@ -1854,7 +1854,7 @@ class RoleSettings:
         # Rented nodes: the worker authorizes the run's tunnel key for its RPC port only; the
         # main node reaches each worker through `ssh -L` with the private half.
         self.tunnel_pubkey = env.get("MVP_RPC_TUNNEL_PUBKEY", "").strip()
-        self.authorized_keys = env.get("MVP_RPC_AUTHORIZED_KEYS", "").strip() or os.path.join(
+        self.authorized_keys = env.get("MVP_RPC_AUTHORIZED_FILE", "").strip() or os.path.join(
             os.path.expanduser("~"), ".ssh", "authorized_keys"
         )
         self.tunnels = _csv(env.get("MVP_RPC_TUNNELS", ""))
@@ -2043,7 +2043,7 @@ class WorkerAgent(Agent):
             raise PhaseFailed(
                 f"cannot authorize the run's tunnel key in {path}: {exc.strerror or exc}",
                 fix="make ~/.ssh/authorized_keys writable on the worker, or set "
-                "MVP_RPC_AUTHORIZED_KEYS",
+                "MVP_RPC_AUTHORIZED_FILE",
             ) from None
         return {"authorized_keys": str(path), "permitopen": self.endpoint}
 
@@ -2069,7 +2069,7 @@ def edit_authorized_keys(path: Path, *, add: str = "", remove: str = "") -> None
         lines = path.read_text().splitlines()
     except FileNotFoundError:
         lines = []
-    kept = [line for line in lines if line != remove] if remove else lines
+    kept = [line for line in lines if not remove or line != remove]
     if add and add not in kept:
         kept.append(add)
     if kept == lines:
@@ -2107,7 +2107,8 @@ class MainAgent(Agent):
         port = s.engine_port or pick_free_port()
         argv = [binary, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port)]
         argv += ["-a", self._alias(), "--rpc", ",".join(role.rpc_servers)]
-        argv += ["-ngl", str(role.gpu_layers)]
+        # -lv 4: the load log (the per-device `model buffer size` lines) is info level 4.
+        argv += ["-ngl", str(role.gpu_layers), "-lv", "4"]
         argv += ["--tensor-split", role.tensor_split] if role.tensor_split else []
         argv += ["-c", str(s.max_context)] if s.max_context else []
         argv += ["-t", str(s.engine_threads)] if s.engine_threads else []

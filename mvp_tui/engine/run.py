@@ -422,6 +422,8 @@ class RunEngine:
             session = self._session
             if session is not None:
                 await session.send_control("heartbeat")
+            for worker in self._worker_sessions:  # each worker's switch hears the run too
+                await worker.send_control("heartbeat")
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
@@ -613,6 +615,8 @@ class RunEngine:
         (bounded: the lease is destroyed next, which ends them anyway)."""
         workers, self._worker_sessions = self._worker_sessions, []
         for worker in workers:  # a rented multi-node run's workers: stopped with the run
+            if not shutdown_agent:  # kept: its silence switch stands down, as the main's
+                await worker.send_control("detach")
             limit = worker.settings.connect_timeout + 2 * worker.settings.shutdown_grace + 5
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(worker.close(shutdown_agent=shutdown_agent), limit)

@@ -33,7 +33,7 @@ PASS_THROUGH_ENV = (
     # Multi-node runs: where the node finds llama.cpp's RPC binaries, and the authorized_keys
     # file a rented worker adds the run's tunnel key to (tests point it at their sshd's).
     "MVP_RPC_BIN_DIR",
-    "MVP_RPC_AUTHORIZED_KEYS",
+    "MVP_RPC_AUTHORIZED_FILE",
 )
 
 

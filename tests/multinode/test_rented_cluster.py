@@ -24,7 +24,8 @@ async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
     sshd, client = node.sshd, node.client_key
     authorized_before = sshd.authorized.read_text()
     with FakeVast(api_key=KEY) as fake:
-        fake.add_offer(dph_total=0.40)
+        for price in (0.40, 0.45):  # one offer per node: a rented offer is gone
+            fake.add_offer(dph_total=price)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
         env = {
             "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
@@ -32,7 +33,7 @@ async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
             "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
             **container_env(fake, tmp_path), "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
             "MVP_RPC_BIN_DIR": rpc_bin_dir, "MVP_ENGINE_THREADS": "1",
-            "MVP_RPC_AUTHORIZED_KEYS": str(sshd.authorized),
+            "MVP_RPC_AUTHORIZED_FILE": str(sshd.authorized),
         }  # fmt: skip
         args = ["--yes", "--nodes", "2", "--gguf-local-path", str(tiny_gguf),
                 "--prompt", "hello nodes", "--max-tokens", "12", "--down-after"]  # fmt: skip
