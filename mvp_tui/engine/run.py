@@ -492,7 +492,10 @@ class RunEngine:
         if not limits.any:
             await asyncio.Event().wait()
         lease, (limit, value, reached) = await watch_limits(
-            limits, lambda: self.lease_record, self._clock
+            limits,
+            lambda: self.lease_record,
+            self._clock,
+            others=lambda: self.cluster.worker_leases,  # a multi-node run's workers bill too
         )
         self.emit(
             LimitReached(
