@@ -11,10 +11,25 @@ import time
 from pathlib import Path
 
 from tests.agent.procs import alive
-from tests.e2e.headless import event
+from tests.e2e.headless import HeadlessRun, event
 from tests.multinode.cluster_run import cluster_run, engine_log, is_weights, run_pids, weights_of
 
 BUFFER = re.compile(r"RPC\d+\[(127\.0\.0\.1:\d+)\] model buffer size =\s*([0-9.]+) MiB")
+LONG_ANSWER = ("--prompt", "tell me a long story", "--max-tokens", "900", "--down-after")
+
+
+async def _worker_serving(run: HeadlessRun) -> int:
+    """The worker's ggml-rpc-server pid, once the answer is streaming."""
+    ready = await run.until(lambda r: is_weights(r, "RpcServerReady"), within=120)
+    await run.until(event("text_delta"), within=120)
+    return int(ready["payload"]["engine_pid"])
+
+
+def _assert_all_torn_down(run: HeadlessRun) -> None:
+    created = {e["provider_id"] for e in run.events("attempt_answered") if e.get("provider_id")}
+    deleted = {e["provider_id"] for e in run.events("lease_deleted")}
+    assert len(created) == 2 and deleted == created
+    assert not any(alive(pid) for pid in run_pids(run))
 
 
 async def test_two_local_nodes_stream_with_buffers_on_the_worker(
@@ -80,24 +95,16 @@ async def test_seed_stages_place_the_layers_as_configured(
 async def test_a_worker_killed_mid_prompt_fails_the_run_named(
     rpc_bin_dir: str, slow_gguf: Path, tmp_path: Path
 ) -> None:
-    run = cluster_run(
-        rpc_bin_dir, slow_gguf, tmp_path / "state",
-        "--prompt", "tell me a long story", "--max-tokens", "900", "--down-after",
-    )  # fmt: skip
+    run = cluster_run(rpc_bin_dir, slow_gguf, tmp_path / "state", *LONG_ANSWER)
     async with run:
-        ready = await run.until(lambda r: is_weights(r, "RpcServerReady"), within=120)
-        await run.until(event("text_delta"), within=120)
-        os.kill(int(ready["payload"]["engine_pid"]), signal.SIGKILL)
+        os.kill(await _worker_serving(run), signal.SIGKILL)
         code = await run.finish(within=120)
     assert code == 1, run.stderr
     assert not run.events("prompt_done")
     failed = run.events("node_failed")[0]
     assert "worker node 2" in failed["reason"], failed
     assert "worker node 2" in run.events("run_finished")[-1]["reason"]
-    created = {e["provider_id"] for e in run.events("attempt_answered") if e.get("provider_id")}
-    deleted = {e["provider_id"] for e in run.events("lease_deleted")}
-    assert len(created) == 2 and deleted == created
-    assert not any(alive(pid) for pid in run_pids(run))
+    _assert_all_torn_down(run)
 
 
 async def test_a_frozen_worker_trips_the_stall_watchdog(
@@ -105,27 +112,22 @@ async def test_a_frozen_worker_trips_the_stall_watchdog(
 ) -> None:
     stall = 3.0
     run = cluster_run(
-        rpc_bin_dir, slow_gguf, tmp_path / "state",
-        "--prompt", "tell me a long story", "--max-tokens", "900", "--down-after",
-        "--stall-secs", str(stall),
-    )  # fmt: skip
+        rpc_bin_dir, slow_gguf, tmp_path / "state", *LONG_ANSWER, "--stall-secs", str(stall)
+    )
     async with run:
-        ready = await run.until(lambda r: is_weights(r, "RpcServerReady"), within=120)
-        await run.until(event("text_delta"), within=120)
-        pid = int(ready["payload"]["engine_pid"])
+        pid = await _worker_serving(run)
         os.kill(pid, signal.SIGSTOP)
         stopped_at = time.monotonic()
         try:
             failed = await run.until(event("node_failed"), within=stall + 5)
             took = time.monotonic() - stopped_at
+            code = await run.finish(within=120)  # the teardown copes with the stopped worker
         finally:
-            if alive(pid):
+            stopped_left = alive(pid)
+            if stopped_left:
                 os.kill(pid, signal.SIGCONT)  # never leave a stopped process behind
-        code = await run.finish(within=120)
     assert took <= stall + 5
     assert code == 1, run.stderr
     assert "no token" in failed["reason"] and "worker node 2" in failed["reason"], failed
-    created = {e["provider_id"] for e in run.events("attempt_answered") if e.get("provider_id")}
-    deleted = {e["provider_id"] for e in run.events("lease_deleted")}
-    assert len(created) == 2 and deleted == created
-    assert not any(alive(p) for p in run_pids(run))
+    assert not stopped_left
+    _assert_all_torn_down(run)
