@@ -21,6 +21,11 @@ if [ -x "$here/.venv/bin/python" ]; then
   (cd "$here" && .venv/bin/python -m tests.docker.image build) ||
     echo "peers: the Docker test image was not built (is the local extra installed?)" >&2
 fi
+# llama.cpp's ggml-rpc-server and llama-server (multi-node runs, tests/multinode), built once
+# from the pinned llama-cpp-python sdist and cached under ~/.cache/mvp-tui/llama.cpp-<version>.
+PYTHON="${PYTHON:-$( [ -x "$here/.venv/bin/python" ] && echo "$here/.venv/bin/python" || echo python3)}" \
+  "$here/scripts/llama-rpc-build.sh" ||
+  echo "peers: llama.cpp's RPC binaries were not built (multi-node tests will skip, or fail under CI)" >&2
 if [ -x "$here/scripts/vastai-cli-venv.sh" ]; then
   "$here/scripts/vastai-cli-venv.sh"
 fi

@@ -32,3 +32,26 @@ def require_executable(name: str, path_candidates: list[str], fix: str) -> str:
         if found:
             return found
     missing_peer(name, f"none of {path_candidates} found", fix)
+
+
+LLAMA_CPP_VERSION = "0.3.36"  # the llama-cpp-python sdist whose vendored llama.cpp is built
+LLAMA_RPC_BINARIES = ("ggml-rpc-server", "llama-server")
+
+
+def llama_rpc_bin_dir() -> str:
+    """Where scripts/llama-rpc-build.sh caches llama.cpp's RPC binaries (by version)."""
+    root = os.environ.get("MVP_LLAMA_CACHE") or os.path.expanduser("~/.cache/mvp-tui")
+    return os.path.join(root, f"llama.cpp-{LLAMA_CPP_VERSION}", "bin")
+
+
+def require_llama_rpc() -> str:
+    """The bin directory holding `ggml-rpc-server` and `llama-server`, or skip/fail."""
+    bin_dir = llama_rpc_bin_dir()
+    missing = [n for n in LLAMA_RPC_BINARIES if not os.access(os.path.join(bin_dir, n), os.X_OK)]
+    if missing:
+        missing_peer(
+            "llama.cpp RPC binaries",
+            f"{', '.join(missing)} not in {bin_dir}",
+            "scripts/llama-rpc-build.sh (builds them once, ~7 min on 2 cores)",
+        )
+    return bin_dir

@@ -119,6 +119,11 @@ class BootstrapModel:
         self.stages: dict[StageId, Stage] = {}
         self.extra: dict[str, Stage] = {}  # orchestrator phases not in the fixed list
         self.switch: SwitchVerdict | None = None  # the switch's `ready` verdict, if any
+        # A multi-node run's workers, one row each (node id → row); kept across the run's
+        # leases (the main node is leased after its workers), cleared by a new run.
+        self.workers: dict[int, Stage] = {}
+        self._worker_endpoints: dict[str, int] = {}
+        self.run_id: str | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -131,7 +136,7 @@ class BootstrapModel:
         return any(s.status is not Status.PENDING for s in self.rows())
 
     def rows(self) -> list[Stage]:
-        return [*self.extra.values(), *self.stages.values()]
+        return [*self.extra.values(), *self.stages.values(), *self.workers.values()]
 
     # -- events ---------------------------------------------------------------------------
     def apply(self, event: EngineEvent) -> bool:
@@ -142,14 +147,14 @@ class BootstrapModel:
         return True
 
     def _pending(self, e: LeasePending) -> None:
-        self._switch_lease(e.provider_id)
+        self._switch_lease(e.provider_id, e.run_id)
         stage = self.stages[StageId.LEASE]
         stage.from_phase = False
         stage.start(e.at - e.waited_s)
         stage.detail = f"{_text(e.provider_id, 24)} {_text(e.raw_state, 24) or 'pending'}"
 
     def _running(self, e: LeaseRunning) -> None:
-        self._switch_lease(e.provider_id)
+        self._switch_lease(e.provider_id, e.run_id)
         stage = self.stages[StageId.LEASE]
         stage.from_phase = False
         if e.host:
@@ -159,9 +164,11 @@ class BootstrapModel:
         stage.started_at = e.at - e.after_s
         stage.finish(e.at, Status.DONE, detail)
 
-    def _switch_lease(self, provider_id: str) -> None:
+    def _switch_lease(self, provider_id: str, run_id: str = "") -> None:
         if self.lease_id is not None and provider_id != self.lease_id:
             self.reset()
+        if run_id and run_id != self.run_id:
+            self.workers, self._worker_endpoints, self.run_id = {}, {}, run_id
         self.lease_id = provider_id
 
     def _ssh(self, e: SshAttempt) -> None:
@@ -207,6 +214,8 @@ class BootstrapModel:
             return False
         when = _num(value.get("at")) or at
         kind = value.get("type")
+        if self._worker_record(value, kind, when):
+            return True
         if kind == "OrchBootstrap":
             return self._orch_phase(value, when)
         if kind == "NodeAgentPhase":
@@ -388,9 +397,53 @@ class BootstrapModel:
         detail = model + (f" on :{port:.0f}" if port else "")
         if load_ms is not None:
             detail += f", loaded in {load_ms / 1000:.1f} s"
+        detail += self._placement(value.get("placement_mib"))
         self.stages[StageId.ENGINE].finish(when, Status.DONE, detail)
         self.stages[StageId.ENGINE].from_phase = False
         return True
+
+    # -- a multi-node run's workers ------------------------------------------------------
+    def _worker_record(self, value: Mapping[str, Any], kind: object, when: float) -> bool:
+        """A worker node's record goes to its own row (its config phase says its role)."""
+        node = value.get("node_id")
+        if not isinstance(node, int) or isinstance(node, bool):
+            return False
+        detail = value.get("detail")
+        if kind == "NodeAgentPhase" and isinstance(detail, dict) and detail.get("role") == "worker":
+            self.workers.setdefault(node, Stage(f"worker node {node}"))
+        row = self.workers.get(node)
+        if row is None:
+            return False
+        if kind == "RpcServerReady":
+            endpoint = _text(value.get("endpoint"), 40)
+            self._worker_endpoints[endpoint] = node
+            row.finish(when, Status.DONE, f"RPC server on {endpoint}")
+        elif kind == "WorkerFatal":
+            row.finish(when, Status.FAILED, _text(value.get("reason")) or "failed")
+        elif kind == "NodeAgentPhase" and value.get("status") == "failed":
+            row.finish(when, Status.FAILED, _detail_text(detail) or "failed")
+        elif kind in ("NodeAgentPhase", "NodeAgentProgress") and row.status is Status.PENDING:
+            row.start(when)
+            row.detail = "starting its RPC server"
+        return True
+
+    def _placement(self, raw: object) -> str:
+        """`; MiB here 0.3, node 2 1.2`: where the model's buffers are, per node."""
+        if not isinstance(raw, dict):
+            return ""
+        here, parts = 0.0, []
+        for device, mib in raw.items():
+            size = _num(mib)
+            if size is None:
+                continue
+            node = self._worker_endpoints.get(device) if isinstance(device, str) else None
+            if node is None:
+                here += size
+                continue
+            parts.append(f"node {node} {size:.1f}")
+            row = self.workers[node]
+            row.detail = f"{row.detail.split(' · ')[0]} · {size:.1f} MiB"
+        return f"; MiB here {here:.1f}, " + ", ".join(parts) if parts else ""
 
 
 # Orchestrator phases that a fixed row already shows from engine events (the seed's names,

@@ -174,6 +174,27 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "runtime",
+        "nodes",
+        Kind.INT,
+        1,
+        "nodes serving one model together: a main node and workers (llama.cpp RPC)",
+        env=("MVP_NODES",),
+        flag="--nodes",
+        minimum=1,
+        maximum=8,
+    ),
+    _k(
+        "runtime",
+        "node_stages",
+        Kind.LIST,
+        [],
+        "each node's stage as stage_index:layer_end_exclusive, main node first; "
+        "empty = split by the workers' memory",
+        env=("MVP_NODE_STAGES",),
+        flag="--node-stages",
+    ),
+    _k(
+        "runtime",
         "node_python",
         Kind.STR,
         "python3",
@@ -282,6 +303,18 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_IROH_RELAY_URL",),
         flag="--relay-url",
         inert=NO_IROH,
+    ),
+    _k(
+        "prompt",
+        "stall_secs",
+        Kind.FLOAT,
+        60.0,
+        "fail the run when no token arrives this long while a prompt runs (a frozen node); "
+        "0 = never",
+        env=("MVP_PROMPT_STALL_SECS",),
+        flag="--stall-secs",
+        minimum=0,
+        zero_is_unset=True,
     ),
     # [model]
     _k(

@@ -241,6 +241,7 @@ class RunController:
             for text in plan.prompts:
                 queue.submit(text, plan.max_tokens)
             await _first_of(queue.drained(), watch, limits)
+            await engine.after_prompts()  # an answer cut off by a dying node fails the run
             return PlanEnd.DONE
         if plan.until is not None or not plan.serve:
             return PlanEnd.DONE

@@ -5,13 +5,13 @@ before create). Unset or 0 means no limit, for each of them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from mvp_tui.config import Config
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.records import LeaseRecord
-from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
+from mvp_tui.lease.spend import lease_uptime_s, total_spend_usd
 
 CHECK_EVERY_S = 1.0
 
@@ -42,14 +42,19 @@ class Limits:
             max_price_per_hour=config.get_float("limits.max_price_per_hour"),
         )
 
-    def breach(self, lease: LeaseRecord, now: float) -> tuple[str, float, float] | None:
-        """(limit, its value, what was reached) once a limit is reached, else None."""
+    def breach(
+        self, lease: LeaseRecord, now: float, others: Sequence[LeaseRecord] = ()
+    ) -> tuple[str, float, float] | None:
+        """(limit, its value, what was reached) once a limit is reached, else None. `others`:
+        the run's other leases (a multi-node run's workers) — spend adds up, hours run
+        from the oldest."""
+        leases = [lease, *others]
         if self.max_spend_usd is not None:
-            spent = lease_spend_usd(lease, now)
+            spent = total_spend_usd(leases, now)
             if spent >= self.max_spend_usd:
                 return "max_spend_usd", self.max_spend_usd, spent
         if self.max_hours is not None:
-            hours = lease_uptime_s(lease, now) / 3600.0
+            hours = max(lease_uptime_s(x, now) for x in leases) / 3600.0
             if hours >= self.max_hours:
                 return "max_hours", self.max_hours, hours
         return None
@@ -67,10 +72,14 @@ async def watch_limits(
     *,
     every_s: float = CHECK_EVERY_S,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    others: Callable[[], Sequence[LeaseRecord]] = tuple,
 ) -> tuple[LeaseRecord, tuple[str, float, float]]:
     """Returns (the lease, the breach) when a limit is reached; runs until then."""
     while True:
         current = lease()
-        if current is not None and (breach := limits.breach(current, clock())) is not None:
+        if current is None:
+            await sleep(every_s)
+            continue
+        if (breach := limits.breach(current, clock(), others())) is not None:
             return current, breach
         await sleep(every_s)

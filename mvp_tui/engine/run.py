@@ -8,6 +8,7 @@ event sink and the channel hub only; the dashboard and headless mode both drive 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import time
@@ -20,12 +21,14 @@ from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import WEIGHTS_CHANNEL, NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
+from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -117,8 +120,14 @@ class RunEngine:
         self.prompts: PromptQueue | None = None
         self._rpc: PromptRpcServer | None = None
         self._session: NodeSession | None = None  # SSH nodes only
+        self._worker_sessions: list[NodeSession] = []  # a multi-node run's rented workers
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
+        # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
+        self.workers = WorkerWatch(self.redactor)
+        self.hub.listeners.append(self.workers)
+        self.cluster = Cluster(ClusterSettings.from_config(config), self.node_id, self.workers)
+        self.stall = StallWatch(config.get_float("prompt.stall_secs"))
 
     def _describe_run(self) -> None:
         """What the run's own records (the seed's phases and events) say about it."""
@@ -272,19 +281,28 @@ class RunEngine:
             await ensure(identity.public_openssh)
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
+        if self.cluster.settings.multi:
+            ssh = self.provider.info.ssh
+            result = await self.cluster.lease(
+                offers, self.walk_settings(), self._walk, self._start_worker if ssh else None
+            )
+        else:
+            result = await self._walk(offers, self.walk_settings())
+        self.lease_record = result.lease
+        return result
+
+    async def _walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
         walk = LeaseWalk(
             self.provider,
             self.store,
             self._sink,
-            self.walk_settings(),
+            settings,
             self._clock,
             run_id=self.run_id,
             config=self._redacted_config(),
             redact=self.redactor,
         )
-        result = await walk.run(offers)
-        self.lease_record = result.lease
-        return result
+        return await walk.run(offers)
 
     def _redacted_config(self) -> dict[str, object]:
         secret = {k for k in self.config.values if k.endswith("api_key")}
@@ -483,33 +501,58 @@ class RunEngine:
             session = self._session
             if session is not None:
                 await session.send_control("heartbeat")
+            for worker in self._worker_sessions:  # each worker's switch hears the run too
+                await worker.send_control("heartbeat")
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
         from mvp_tui.providers.local import AGENT_PATH
+
+        session = self._new_session(lease, self.watch.ready)
+        self._session = session
+        base = self.settings.runtime.node_dir.rstrip("/")
+        remote_dir = f"{base}/{self.run_id}"
+        env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
+        if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
+            env.update(self.cluster.main_env(), **self.cluster.tunnel_secrets(self._pins()))
+        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
+        command = self.settings.runtime.bootstrap_command
+        if command and self._resume is None:  # once per node: not again on a re-attach
+            await self._run_bootstrap_command(session, command)
+
+    async def _start_worker(
+        self, lease: LeaseRecord, role_env: Mapping[str, str], ready: asyncio.Event
+    ) -> None:
+        """A worker node of a multi-node run: its own session, agent and directory."""
+        from mvp_tui.providers.local import AGENT_PATH
+
+        session = self._new_session(lease, ready)
+        self._worker_sessions.append(session)
+        node = role_env.get("MVP_LOGICAL_NODE_ID", "")
+        remote_dir = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}-node{node}"
+        env = {**self.node_env, **role_env}
+        env.update(self.watchdog.node_env(lease.running_at or self._clock()))
+        await session.start_agent(AGENT_PATH, env, remote_dir)
+
+    def _pins(self) -> RecordPins:
+        return RecordPins(self.store, self.run_id)
+
+    def _new_session(self, lease: LeaseRecord, ready: asyncio.Event) -> NodeSession:
         from mvp_tui.ssh.session import NodeSession
 
         if lease.ssh is None or lease.provider_id is None:
             raise self._node_failed("the lease has no SSH endpoint", "")
-        session = NodeSession(
+        return NodeSession(
             lease.ssh,
             self._identity,
-            RecordPins(self.store, self.run_id),
+            self._pins(),
             lease.provider_id,
             self.settings.ssh,
             self._sink,
             self._on_node_line,
             self.bridge.feed_provider_line,
-            ready=self.watch.ready,
+            ready=ready,
             redactor=self.redactor,
         )
-        self._session = session
-        base = self.settings.runtime.node_dir.rstrip("/")
-        remote_dir = f"{base}/{self.run_id}"
-        env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
-        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
-        command = self.settings.runtime.bootstrap_command
-        if command and self._resume is None:  # once per node: not again on a re-attach
-            await self._run_bootstrap_command(session, command)
 
     async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
         """`[vastai] bootstrap_command`, after the agent is set up and started (the seed ran
@@ -546,7 +589,10 @@ class RunEngine:
         if not limits.any:
             await asyncio.Event().wait()
         lease, (limit, value, reached) = await watch_limits(
-            limits, lambda: self.lease_record, self._clock
+            limits,
+            lambda: self.lease_record,
+            self._clock,
+            others=lambda: self.cluster.worker_leases,  # a multi-node run's workers bill too
         )
         self.emit(
             LimitReached(
@@ -574,17 +620,33 @@ class RunEngine:
             waits.append(asyncio.ensure_future(session.wait()))
         exited = asyncio.ensure_future(self._agent_exit())
         waits.append(exited)
+        waits += [asyncio.ensure_future(w.wait()) for w in self._worker_sessions]
+        stall: asyncio.Future[object] = asyncio.ensure_future(self._stall_watch())
+        waits.append(stall)
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in waits:
                 task.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
+        stalled = stall.exception() if stall.done() and not stall.cancelled() else None
+        if isinstance(stalled, StallDetected) and not self.watch.failed.is_set():
+            raise self._node_failed(
+                self.cluster.describe_stall(str(stalled)),
+                "read the nodes' channels; raise [prompt] stall_secs for a slow model",
+            )
         fatal = self.watch.fatal
         if fatal is None and exited.done() and not exited.cancelled():
             raise self._node_failed(
                 f"the node's agent exited on its own (code {exited.result()})",
                 "read the node's stderr channel for why",
+            )
+        lost = next((w for w in self._worker_sessions if w.stop_reason is not None), None)
+        if fatal is None and lost is not None:
+            why = lost.failure.message if lost.failure is not None else str(lost.stop_reason)
+            raise self._node_failed(
+                f"the SSH session to worker lease {lost.lease_key} ended: {why}",
+                "read the worker's channels for why",
             )
         if fatal is None and session is not None and session.failure is not None:
             failure = session.failure
@@ -598,6 +660,28 @@ class RunEngine:
             fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
         )
 
+    async def after_prompts(self, grace_s: float = 15.0) -> None:
+        """Raises `RunFailed` when a prompt's stream broke because the engine went away (a
+        node died mid-answer): with the node's own verdict when it comes within `grace_s`."""
+        lost = self.stall.engine_lost
+        if lost is None:
+            return
+        try:
+            async with asyncio.timeout(grace_s):
+                await self.watch.failed.wait()
+        except TimeoutError:
+            raise self._node_failed(
+                f"prompt {lost.prompt_id} was cut off ({lost.error}) and the node said nothing",
+                "read the node's channels for why",
+            ) from None
+        fatal = self.watch.fatal
+        assert fatal is not None
+        raise self._node_failed(fatal.reason, fatal.fix)
+
+    async def _stall_watch(self) -> object:
+        await self.stall.watch()
+        return None
+
     # -- prompts -------------------------------------------------------------------------------
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
         if self.local_url is None or self.watch.loaded is None:
@@ -609,7 +693,9 @@ class RunEngine:
         from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
 
         self.prompts = PromptQueue(
-            lambda: PromptClient(base_url, model, redactor=redactor), self._sink, price
+            lambda: PromptClient(base_url, model, redactor=redactor),
+            self.stall.tap(self._sink),
+            price,
         )
         if rpc:
             addr = parse_rpc_addr(
@@ -638,6 +724,13 @@ class RunEngine:
     async def close_session(self, shutdown_agent: bool = True) -> None:
         """End the SSH session; with `shutdown_agent` the agent and engine are stopped too
         (bounded: the lease is destroyed next, which ends them anyway)."""
+        workers, self._worker_sessions = self._worker_sessions, []
+        for worker in workers:  # a rented multi-node run's workers: stopped with the run
+            if not shutdown_agent:  # kept: its silence switch stands down, as the main's
+                await worker.send_control("detach")
+            limit = worker.settings.connect_timeout + 2 * worker.settings.shutdown_grace + 5
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(worker.close(shutdown_agent=shutdown_agent), limit)
         session, self._session = self._session, None
         if session is None:
             return

@@ -30,6 +30,10 @@ PASS_THROUGH_ENV = (
     "HF_TOKEN",
     "MVP_HF_ENDPOINT",
     "MVP_NODE_PROVIDER_ENV_FILE",
+    # Multi-node runs: where the node finds llama.cpp's RPC binaries, and the authorized_keys
+    # file a rented worker adds the run's tunnel key to (tests point it at their sshd's).
+    "MVP_RPC_BIN_DIR",
+    "MVP_RPC_AUTHORIZED_FILE",
 )
 
 

@@ -1,0 +1,327 @@
+"""One model over several nodes, on llama.cpp's RPC backend.
+
+A run with `[runtime] nodes` = N > 1 leases N nodes through the same walk: the N−1 workers
+first (each runs `ggml-rpc-server` on its loopback under the node agent's worker role), then
+the main node, whose `llama-server` gets `--rpc` with the workers' endpoints. The main's agent
+reports ready only once its log shows model buffers on every worker; a worker that fails
+(before or after) fails the run, and the teardown covers every lease of the run's record.
+
+The layer split: with `[runtime] node_stages` (each node's seed `stage_index:
+layer_end_exclusive`, main node first) the main keeps the first stage's layers and the
+workers hold theirs in stage order (`-ngl` and `--tensor-split`); without it, the workers
+hold all repeating layers, split by their free memory (llama.cpp's default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from mvp_tui.config import Config, ConfigError
+from mvp_tui.datastream.frame import Frame
+from mvp_tui.lease.records import LeaseRecord
+from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.walk import WalkResult
+from mvp_tui.providers.base import Offer
+from mvp_tui.untrusted import clean_line
+
+if TYPE_CHECKING:  # asyncssh loads only when a rented node needs the tunnel key
+    import asyncssh
+
+WEIGHTS_CHANNEL = "mvp.worker.weights"
+STAGES_KEY = "[runtime] node_stages"
+
+Walk = Callable[[Sequence[Offer], WalkSettings], Awaitable[WalkResult]]
+# Starts a rented worker's agent over SSH (its role env; the event set once it listens).
+StartNode = Callable[[LeaseRecord, Mapping[str, str], asyncio.Event], Awaitable[None]]
+
+
+class Pins(Protocol):
+    def get(self, lease_key: str) -> str | None: ...
+
+
+class ClusterFailed(Exception):
+    """A worker could not be leased or brought up; names the worker."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One node's pipeline stage: layers [previous stage's end, layer_end_exclusive)."""
+
+    stage_index: int
+    layer_end_exclusive: int
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """What the main node's llama-server gets: `-ngl`, `--tensor-split` (empty: by memory),
+    and the order of the workers in `--rpc` (positions in the run's worker list)."""
+
+    gpu_layers: int
+    tensor_split: str
+    worker_order: tuple[int, ...]
+
+
+def parse_stages(raw: Sequence[str], nodes: int, source: str) -> tuple[Stage, ...]:
+    """`["0:6", "1:8"]` → stages, checked: one per node, distinct indexes, ends rising with
+    the index, the main node (first) holding the first stage."""
+    if not raw or nodes == 1:
+        return ()
+    where = f"{STAGES_KEY} = {list(raw)!r} (from {source})"
+    if len(raw) != nodes:
+        raise ConfigError(
+            f"{where} gives {len(raw)} stages for [runtime] nodes = {nodes}; fix: one "
+            "stage_index:layer_end_exclusive per node, main node first"
+        )
+    stages = []
+    for item in raw:
+        index, sep, end = item.partition(":")
+        if not sep or not index.strip().isdigit() or not end.strip().isdigit():
+            raise ConfigError(
+                f'{where}: {item!r} is not stage_index:layer_end_exclusive; fix: e.g. "0:6"'
+            )
+        stages.append(Stage(int(index), int(end)))
+    ordered = sorted(stages, key=lambda s: s.stage_index)
+    if len({s.stage_index for s in stages}) != nodes:
+        raise ConfigError(f"{where}: two nodes have the same stage_index; fix: one stage each")
+    ends = [s.layer_end_exclusive for s in ordered]
+    if ends[0] < 0 or any(b <= a for a, b in itertools.pairwise(ends)):
+        raise ConfigError(
+            f"{where}: layer_end_exclusive must rise with stage_index; fix: each stage ends "
+            "after the one before it"
+        )
+    if ordered[0] != stages[0]:
+        raise ConfigError(
+            f"{where}: the main node (first) must serve the first stage: llama.cpp keeps the "
+            "layers that are not offloaded on the main node, and they are the first ones"
+        )
+    return tuple(stages)
+
+
+def rpc_split(stages: Sequence[Stage], workers: int) -> Split:
+    """The llama-server flags that place each stage's layers on its node.
+
+    llama.cpp keeps layers [0, n_layer + 1 − ngl) on the main node and spreads the rest,
+    in order, over its devices (the RPC workers, in `--rpc` order) by the tensor-split
+    proportions; the output layer (index n_layer) goes with the last stage."""
+    if not stages:
+        return Split(99, "", tuple(range(workers)))
+    main, rest = stages[0], list(enumerate(stages[1:]))
+    rest.sort(key=lambda item: item[1].stage_index)
+    n_layer = max(s.layer_end_exclusive for s in stages)
+    counts, start = [], main.layer_end_exclusive
+    for _, stage in rest:
+        counts.append(stage.layer_end_exclusive - start)
+        start = stage.layer_end_exclusive
+    counts[-1] += 1  # the output layer
+    return Split(
+        gpu_layers=n_layer + 1 - main.layer_end_exclusive,
+        tensor_split=",".join(str(c) for c in counts),
+        worker_order=tuple(position for position, _ in rest),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    nodes: int
+    stages: tuple[Stage, ...]
+    ready_timeout: float
+
+    @property
+    def multi(self) -> bool:
+        return self.nodes > 1
+
+    @classmethod
+    def from_config(cls, config: Config) -> ClusterSettings:
+        nodes = config.require_int("runtime.nodes")
+        source = config.sources.get("runtime.node_stages") or "default"
+        return cls(
+            nodes=nodes,
+            stages=parse_stages(config.get_list("runtime.node_stages"), nodes, str(source)),
+            ready_timeout=config.require_float("ssh.ready_timeout_secs"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerReady:
+    node_id: int
+    endpoint: str  # host:port as the worker sees it (loopback)
+    engine_pid: int | None
+
+
+class WorkerWatch:
+    """A hub listener: each worker's `RpcServerReady` or `WorkerFatal`, by node id."""
+
+    def __init__(self, redact: Callable[[str], str]) -> None:
+        self._redact = redact
+        self.ready: dict[int, WorkerReady] = {}
+        self.fatal: dict[int, str] = {}
+        self.changed = asyncio.Event()
+        self.listening: dict[int, asyncio.Event] = {}  # per worker, for its SSH session
+
+    def ready_event(self, node_id: int) -> asyncio.Event:
+        return self.listening.setdefault(node_id, asyncio.Event())
+
+    def __call__(self, frame: Frame) -> None:
+        if frame.channel != WEIGHTS_CHANNEL:
+            return
+        try:
+            record = json.loads(frame.payload)
+        except (ValueError, UnicodeDecodeError):
+            return
+        if not isinstance(record, dict) or not isinstance(record.get("node_id"), int):
+            return
+        node, kind = record["node_id"], record.get("type")
+        if kind == "RpcServerReady":
+            pid = record.get("engine_pid")
+            endpoint = clean_line(str(record.get("endpoint") or ""), 100, redact=self._redact)
+            self.ready[node] = WorkerReady(node, endpoint, pid if isinstance(pid, int) else None)
+            self.ready_event(node).set()
+        elif kind == "WorkerFatal":
+            self.fatal[node] = clean_line(
+                str(record.get("reason") or "failed"), 600, redact=self._redact
+            )
+        else:
+            return
+        self.changed.set()
+
+    async def until_ready(self, node_id: int) -> WorkerReady:
+        while True:
+            self.changed.clear()
+            if node_id in self.fatal:
+                raise ClusterFailed(f"worker node {node_id} failed: {self.fatal[node_id]}")
+            if node_id in self.ready:
+                return self.ready[node_id]
+            await self.changed.wait()
+
+    def frozen(self) -> list[str]:
+        """Workers on this machine whose RPC server is stopped (SIGSTOP): named in a stall."""
+        names = []
+        for worker in self.ready.values():
+            if worker.engine_pid is not None and _stopped(worker.engine_pid):
+                names.append(f"worker node {worker.node_id} (RPC {worker.endpoint}) is stopped")
+        return names
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] in (b"T", b"t")
+
+
+class Cluster:
+    """Leases a multi-node run's workers, then its main node, through the walk."""
+
+    def __init__(self, settings: ClusterSettings, main_node_id: int, watch: WorkerWatch) -> None:
+        self.settings = settings
+        self.main_node_id = main_node_id
+        self.watch = watch
+        self.workers: list[WorkerReady] = []
+        self.worker_leases: list[LeaseRecord] = []
+        self._tunnel_key: asyncssh.SSHKey | None = None  # rented nodes: one key per run
+
+    @property
+    def worker_ids(self) -> list[int]:
+        return [self.main_node_id + k for k in range(1, self.settings.nodes)]
+
+    async def lease(
+        self,
+        offers: Sequence[Offer],
+        base: WalkSettings,
+        walk: Walk,
+        start_node: StartNode | None = None,
+    ) -> WalkResult:
+        """Every worker leased and listening, then the main node leased with `--rpc` over
+        them: the main's result (its lease is the run's serving one). `start_node` starts a
+        rented worker's agent over SSH (a local node's agent starts with its lease)."""
+        stages = self.settings.stages
+        for position, node_id in enumerate(self.worker_ids):
+            role = {"MVP_NODE_ROLE": "worker", "MVP_LOGICAL_NODE_ID": str(node_id)}
+            role.update(_stage_env(stages, position + 1))
+            if start_node is not None:
+                role["MVP_RPC_TUNNEL_PUBKEY"] = self.tunnel_public_key()
+            result = await walk(offers, replace(base, node_id=node_id, env={**base.env, **role}))
+            if not result.ok or result.lease is None:
+                raise ClusterFailed(f"worker node {node_id} could not be leased: {result.reason}")
+            self.worker_leases.append(result.lease)
+            try:
+                async with asyncio.timeout(self.settings.ready_timeout):
+                    if start_node is not None:
+                        await start_node(result.lease, role, self.watch.ready_event(node_id))
+                    self.workers.append(await self.watch.until_ready(node_id))
+            except TimeoutError:
+                raise ClusterFailed(
+                    f"worker node {node_id}'s RPC server did not listen within "
+                    f"{self.settings.ready_timeout:g} s; raise [ssh] ready_timeout_secs"
+                ) from None
+        return await walk(offers, replace(base, env={**base.env, **self.main_env()}))
+
+    def main_env(self) -> dict[str, str]:
+        split = rpc_split(self.settings.stages, len(self.workers))
+        ordered = [self.workers[i] for i in split.worker_order]
+        env = {
+            "MVP_NODE_ROLE": "main",
+            "MVP_RPC_SERVERS": ",".join(w.endpoint for w in ordered),
+            "MVP_RPC_NODES": ",".join(str(w.node_id) for w in ordered),
+            "MVP_GPU_LAYERS": str(split.gpu_layers),
+            **_stage_env(self.settings.stages, 0),
+        }
+        if split.tensor_split:
+            env["MVP_TENSOR_SPLIT"] = split.tensor_split
+        if self._tunnel_key is not None:  # rented: each worker's RPC port through its sshd
+            by_node = {x.node_id: x for x in self.worker_leases}
+            env["MVP_RPC_TUNNELS"] = ",".join(_ssh_target(by_node[w.node_id]) for w in ordered)
+        return env
+
+    def tunnel_public_key(self) -> str:
+        """The run's tunnel key (made on first use; its private half stays in memory and
+        reaches only the main node's agent, never a record or a log)."""
+        if self._tunnel_key is None:
+            import asyncssh
+
+            self._tunnel_key = asyncssh.generate_private_key("ssh-ed25519", comment="mvp-rpc")
+        return self._tunnel_key.export_public_key().decode().strip()
+
+    def tunnel_secrets(self, pins: Pins) -> dict[str, str]:
+        """What the main node's agent needs to open the tunnels: the private key and the
+        workers' pinned host keys as known_hosts lines."""
+        if self._tunnel_key is None:
+            return {}
+        known = []
+        for lease in self.worker_leases:
+            key = pins.get(lease.provider_id or "")
+            if lease.ssh is not None and key:
+                ssh = lease.ssh
+                host = ssh.host if ssh.port == 22 else f"[{ssh.host}]:{ssh.port}"
+                known.append(f"{host} {key.strip()}")
+        return {
+            "MVP_RPC_TUNNEL_KEY": self._tunnel_key.export_private_key().decode(),
+            "MVP_RPC_KNOWN_HOSTS": "\n".join(known),
+        }
+
+    def describe_stall(self, base: str) -> str:
+        frozen = self.watch.frozen()
+        return f"{base}: {'; '.join(frozen)}" if frozen else base
+
+
+def _ssh_target(lease: LeaseRecord) -> str:
+    if lease.ssh is None:
+        raise ClusterFailed(f"worker lease {lease.provider_id} has no SSH endpoint")
+    return f"{lease.ssh.user}@{lease.ssh.host}:{lease.ssh.port}"
+
+
+def _stage_env(stages: Sequence[Stage], position: int) -> Mapping[str, str]:
+    if not stages:
+        return {}
+    stage = stages[position]
+    return {
+        "MVP_STAGE_INDEX": str(stage.stage_index),
+        "MVP_LAYER_END_EXCLUSIVE": str(stage.layer_end_exclusive),
+    }

@@ -1,0 +1,81 @@
+"""The node agent's multi-node roles on their own, as real processes: what a worker and a
+main node check before they serve, and what they say when they cannot."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import asyncssh
+
+from tests.agent.agent_run import AgentRun, agent_env
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port  # nothing listens here once the socket is closed
+
+
+async def test_a_worker_down_at_start_fails_the_main_before_its_engine_starts(
+    rpc_bin_dir: str, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    endpoint = f"127.0.0.1:{_closed_port()}"
+    env = agent_env(tmp_path, MVP_NODE_ROLE="main", MVP_RPC_SERVERS=endpoint, MVP_RPC_NODES="2",
+                    MVP_RPC_BIN_DIR=rpc_bin_dir, MVP_GGUF_LOCAL_PATH=str(tiny_gguf))  # fmt: skip
+    agent = await AgentRun.start(env)
+    fatal = await agent.weights(within=60)
+    assert await agent.wait_exit() == 1
+    assert fatal["type"] == "WorkerFatal" and fatal["phase"] == "engine_start"
+    assert (
+        fatal["reason"]
+        == f"worker node 2 (RPC {endpoint}) does not answer: llama-server would abort"
+    )
+    assert not any(
+        p.get("phase") == "engine_health" for _, p in agent.frames if isinstance(p, dict)
+    )
+
+
+async def test_a_worker_without_the_rpc_binary_says_what_is_missing(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = agent_env(tmp_path, MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=str(empty),
+                    MVP_LOGICAL_NODE_ID="2", PATH=str(empty))  # fmt: skip
+    agent = await AgentRun.start(env)
+    fatal = await agent.weights(within=60)
+    assert await agent.wait_exit() == 1
+    assert "ggml-rpc-server is not in MVP_RPC_BIN_DIR" in fatal["reason"]
+    assert "-DGGML_RPC=ON" in fatal["fix"]
+
+
+async def test_a_bad_role_setting_is_a_config_failure_naming_the_key(tmp_path: Path) -> None:
+    env = agent_env(tmp_path, MVP_NODE_ROLE="main", MVP_RPC_SERVERS="nohostport")
+    agent = await AgentRun.start(env)
+    fatal = await agent.weights(within=60)
+    assert await agent.wait_exit() == 2
+    assert "MVP_RPC_SERVERS entry 'nohostport' is not host:port" in fatal["reason"]
+
+
+async def test_a_rented_worker_authorizes_the_tunnel_key_for_its_port_only(
+    rpc_bin_dir: str, tmp_path: Path
+) -> None:
+    authorized = tmp_path / "authorized_keys"
+    authorized.write_text("ssh-ed25519 AAAAexisting me@laptop\n")
+    public = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
+    env = agent_env(tmp_path, MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=rpc_bin_dir,
+                    MVP_LOGICAL_NODE_ID="2", MVP_RPC_TUNNEL_PUBKEY=public,
+                    MVP_RPC_AUTHORIZED_FILE=str(authorized))  # fmt: skip
+    agent = await AgentRun.start(env)
+    ready = await agent.weights(within=60)
+    assert ready["type"] == "RpcServerReady"
+    port = ready["endpoint"].rpartition(":")[2]
+    lines = authorized.read_text().splitlines()
+    assert lines[0] == "ssh-ed25519 AAAAexisting me@laptop"
+    assert lines[1] == (
+        f'restrict,port-forwarding,permitopen="127.0.0.1:{port}",command="/bin/false" {public}'
+    )
+    assert authorized.stat().st_mode & 0o077 == 0
+    await agent.send("shutdown\n")
+    assert await agent.wait_exit() == 0
+    assert authorized.read_text() == "ssh-ed25519 AAAAexisting me@laptop\n"
