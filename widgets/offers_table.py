@@ -48,6 +48,7 @@ class _Styles:
     header: Style
     cheap: Style
     picked: Style
+    gone: Style
     cursor: Style
     cursor_cheap: Style
     cursor_picked: Style
@@ -61,6 +62,7 @@ class OffersTable(ScrollView, can_focus=True):
         "offers-table--cursor",
         "offers-table--cheap",
         "offers-table--picked",
+        "offers-table--gone",
     }
     # Structure and the stock look (DataTable's, from theme variables); the app's own
     # colours for cheap and picked rows are in themes/app.tcss.
@@ -255,6 +257,7 @@ class OffersTable(ScrollView, can_focus=True):
                 header=base + component("offers-table--header"),
                 cheap=cheap,
                 picked=picked,
+                gone=base + component("offers-table--gone"),
                 cursor=base + cursor,
                 cursor_cheap=cheap + cursor,
                 cursor_picked=picked + cursor,
@@ -287,6 +290,8 @@ class OffersTable(ScrollView, can_focus=True):
 
     def _row_strip(self, row: OfferRow, styles: _Styles, *, cursor: bool) -> Strip:
         plain = styles.cursor if cursor else styles.base
+        if row.gone:  # sold: the whole row dimmed, "gone" in its pick cell
+            plain = plain + styles.gone if cursor else styles.gone
         pad = Segment(" " * CELL_PADDING, plain)
         segments: list[Segment] = []
         cells = zip(row.cells, self._widths, _RIGHT, strict=True)

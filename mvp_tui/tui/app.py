@@ -38,7 +38,9 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
-from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.lease.events import AttemptAnswered
+from mvp_tui.lease.restart import OpenLease
+from mvp_tui.providers.base import Offer, Outcome, ProviderError
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
@@ -120,6 +122,9 @@ class MvpApp(App[int]):
         self.leases = LiveLeases()
         self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
+        # Where focus was when Enter asked for a lease: unmoved by the time the engine is
+        # ready, it goes to the prompt box (the next thing to do).
+        self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
 
     @property
@@ -137,7 +142,11 @@ class MvpApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
-        yield OffersPane(provider=self.config.provider)
+        yield OffersPane(
+            provider=self.config.provider,
+            max_attempts=self.config.get_int("lease.max_attempts") or 5,
+            clock=self._wall,
+        )
         yield BootstrapPane(clock=self._wall, tz=self._tz)
         yield LeasesPane(clock=self._wall, tz=self._tz)
         yield ChannelsPane()
@@ -190,7 +199,16 @@ class MvpApp(App[int]):
         if isinstance(event, NodeReady):
             for prompt in self.query(PromptPane):
                 prompt.set_ready(event.model_id)
+            self._focus_prompt_if_unmoved()
+        if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
+            # Marked gone at once by the pane; the board is re-read behind the walk.
+            self.action_search_offers(quiet=True)
         self._update_summary()
+
+    def _focus_prompt_if_unmoved(self) -> None:
+        before, self._focus_at_lease = self._focus_at_lease, None
+        if before is not None and self.focused is before and self.screen is self.screen_stack[0]:
+            self.query_one(PromptPane).focus()
 
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
@@ -248,28 +266,7 @@ class MvpApp(App[int]):
         earlier = await engine.earlier_leases()
         if not earlier:
             return
-        lines = [
-            f"  run {o.run_id}: {o.lease.provider_id or o.lease.label} {o.lease.gpu_name} "
-            f"${o.lease.price_per_hour:.3f}/h "
-            f"({'exists' if o.exists else 'the provider did not answer'})"
-            for o in earlier
-        ]
-        choices = [Choice("keep", "Keep for later"), Choice("teardown", "Tear down", "error")]
-        can_attach = (
-            len(earlier) == 1 and engine.provider.info.ssh and earlier[0].exists is True
-            and earlier[0].lease.ssh is not None
-        )  # fmt: skip
-        if can_attach:
-            choices.insert(1, Choice("reattach", "Re-attach", "primary"))
-        screen = ConfirmScreen(
-            f"{len(earlier)} lease(s) from earlier runs may still bill",
-            "\n".join(clean_line(line, 200) for line in lines)
-            + "\n\nTear them down (confirmed by the provider), re-attach, or keep them for "
-            "`mvp-tui down` later.",
-            choices,
-            focus="teardown",
-            cancel_value="keep",
-        )
+        screen = self.earlier_leases_screen(earlier, can_attach=self._can_attach(earlier))
         choice = await self.push_screen_wait(screen)
         if choice == "teardown":
             report = await engine.down_earlier([o.run_id for o in earlier])
@@ -279,12 +276,45 @@ class MvpApp(App[int]):
         elif choice == "reattach":
             self._run(self._serve(lambda c: c.reattach(earlier[0], self._plan())), "re-attach")
 
+    def _can_attach(self, earlier: list[OpenLease]) -> bool:
+        engine = self.engine
+        return (
+            engine is not None and len(earlier) == 1 and engine.provider.info.ssh
+            and earlier[0].exists is True and earlier[0].lease.ssh is not None
+        )  # fmt: skip
+
+    @staticmethod
+    def earlier_leases_screen(earlier: list[OpenLease], *, can_attach: bool) -> ConfirmScreen:
+        """The restart check: what earlier runs left, and what to do with it."""
+        lines = [
+            f"  run {o.run_id}: {o.lease.provider_id or o.lease.label} {o.lease.gpu_name} "
+            f"${o.lease.price_per_hour:.3f}/h "
+            f"({'exists' if o.exists else 'the provider did not answer'})"
+            for o in earlier
+        ]
+        choices = [Choice("keep", "Keep for later"), Choice("teardown", "Tear down", "error")]
+        if can_attach:
+            choices.insert(1, Choice("reattach", "Re-attach", "primary"))
+        return ConfirmScreen(
+            f"{len(earlier)} lease(s) from earlier runs may still bill",
+            "\n".join(clean_line(line, 200) for line in lines)
+            + "\n\nTear them down (confirmed by the provider), re-attach, or keep them for "
+            "`mvp-tui down` later.",
+            choices,
+            focus="teardown",
+            cancel_value="keep",
+        )
+
     async def _search(self) -> None:
         assert self.engine is not None
         offers = await self.engine.search_offers()
         self.query_one(OffersPane).set_offers(offers)
 
-    def action_search_offers(self) -> None:
+    def action_search_offers(self, quiet: bool = False) -> None:
+        if quiet and any(
+            w.name == "offer search" and not w.is_finished for w in self.workers
+        ):
+            return  # one background refresh at a time
         self._run(self._search(), "offer search")
 
     @on(OffersPane.LeaseRequested)
@@ -296,11 +326,16 @@ class MvpApp(App[int]):
             )
             return
         offers = message.offers
+        self._focus_at_lease = self.focused
         if not controller.engine.provider.info.billing:
             self._start_lease(offers)
             return
-        confirm = LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
+        confirm = self.lease_confirm_screen(offers)
         self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
+
+    def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
+        """The confirm before anything bills: the offers in the order they will be tried."""
+        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
 
     def _plan(self) -> Plan:
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
