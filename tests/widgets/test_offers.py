@@ -16,6 +16,11 @@ from tests.widgets.harness import Harness, screen_text
 SIZE = (160, 48)
 
 
+def keys(*offer_ids: str) -> list[str]:
+    """Board row keys of these fake Vast offers."""
+    return [f"vastai:{offer_id}" for offer_id in offer_ids]
+
+
 def harness() -> Harness:
     return Harness(lambda: [OffersPane(provider="vastai")])
 
@@ -66,7 +71,7 @@ async def test_sort_cycles_and_keeps_the_cursor_on_the_same_offer() -> None:
     async with app.run_test(size=SIZE) as pilot:
         pane = await loaded(app)
         await pilot.pause()
-        assert table_keys(pane) == ["vastai:1004", "vastai:1001", "vastai:1002", "vastai:1003", "vastai:1005", "vastai:1006"]  # $/h ↑
+        assert table_keys(pane) == keys("1004", "1001", "1002", "1003", "1005", "1006")  # $/h ↑
         await pilot.press("down", "down")  # on 1002
         assert pane.table.cursor_key() == "vastai:1002"
         seen = []
@@ -121,7 +126,7 @@ async def test_space_builds_the_ordered_pick_list_and_enter_leases_in_that_order
         await pilot.press("down", "down", "down", "space", "up", "up", "space")
         await pilot.press("down", "down", "down", "space")
         assert pane.model.picks == ("vastai:1003", "vastai:1001", "vastai:1005")
-        pick_column = [pick_cell(pane.table, k) for k in ("vastai:1003", "vastai:1001", "vastai:1005", "vastai:1004")]
+        pick_column = [pick_cell(pane.table, k) for k in keys("1003", "1001", "1005", "1004")]
         assert pick_column == ["1", "2", "3", ""]
         await pilot.press("up", "up", "up", "space")  # 1001 out: 1005 moves up to 2
         assert pane.model.picks == ("vastai:1003", "vastai:1005")
@@ -311,7 +316,7 @@ async def test_click_moves_the_cursor_and_a_second_click_leases() -> None:
 def test_model_sorts_on_raw_values_not_formatted_text() -> None:
     model = OffersModel()
     model.set_offers([offer("a", 10.0), offer("b", 9.5), offer("c", 100.25)])
-    assert model.view() == ["vastai:b", "vastai:a", "vastai:c"]  # text order would be 10, 100.25, 9.5
+    assert model.view() == keys("b", "a", "c")  # text order would be 10, 100.25, 9.5
     model.reverse_sort()
     assert model.view() == ["vastai:c", "vastai:a", "vastai:b"]
 
