@@ -131,7 +131,12 @@ class BootstrapModel:
         return any(s.status is not Status.PENDING for s in self.rows())
 
     def rows(self) -> list[Stage]:
-        return [*self.extra.values(), *self.stages.values()]
+        """Rows in lifecycle order: phases before the lease (config, offers), the fixed
+        stages, then the phases after it (teardown, the run's exit) in arrival order."""
+        before = [s for p, s in self.extra.items() if p in BEFORE_LEASE_PHASES]
+        after = [s for p, s in self.extra.items() if p not in BEFORE_LEASE_PHASES]
+        before.sort(key=lambda s: BEFORE_LEASE_PHASES.index(s.name))
+        return [*before, *self.stages.values(), *after]
 
     # -- events ---------------------------------------------------------------------------
     def apply(self, event: EngineEvent) -> bool:
@@ -392,6 +397,9 @@ class BootstrapModel:
 
 
 # Orchestrator phases that a fixed row already shows from engine events.
+# The orchestrator's phases that come before a lease runs; any other extra phase (teardown,
+# orch exit) comes after the fixed stages, whatever order its frames arrived in.
+BEFORE_LEASE_PHASES = ("config", "offers")
 _ORCH_FIXED = {"lease": StageId.LEASE, "ssh": StageId.SSH, "weights": StageId.ENGINE}
 # The agent's phases after the switch's verdict (which comes right after config).
 _AFTER_VERDICT = ("probe", "model", "engine_start", "engine_health")

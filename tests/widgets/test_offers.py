@@ -390,3 +390,34 @@ async def test_a_theme_change_repaints_rows_in_the_new_theme_colours() -> None:
         light = {seg.style for seg in pane.table.render_line(1)}
         assert dark.isdisjoint(light)
         assert pick_cell(pane.table, "vastai:1004") == "1"
+
+
+async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_walked() -> None:
+    from mvp_tui.lease.events import AttemptAnswered
+
+    app = harness()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await loaded(app)
+        await pilot.press("enter")  # no picks: 1004 (cheapest), then the next ones
+        await pilot.pause()
+        (message,) = app.of(OffersPane.LeaseRequested)
+        assert [o.offer_id for o in message.offers][:2] == ["1004", "1001"]
+        pane.handle_event(
+            AttemptAnswered(at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
+                            outcome="unavailable", http_status=404, detail="no_such_ask",
+                            provider_id=None)  # fmt: skip
+        )
+        await pilot.pause()
+        assert pick_cell(pane.table, "vastai:1004") == "gone"
+        assert "1 gone" in str(pane.border_subtitle)
+        assert pane.model.row("vastai:1004").gone
+        # Enter again on the gone row: it is skipped, the walk starts at the next offer.
+        await pilot.press("enter")
+        await pilot.pause()
+        again = app.of(OffersPane.LeaseRequested)[-1]
+        assert isinstance(again, OffersPane.LeaseRequested)
+        assert [o.offer_id for o in again.offers][0] == "1001"
+        # A refresh that lists it again makes it rentable again; one without it drops it.
+        pane.update_offers([o for o in small_offers() if o.offer_id != "1004"], providers=["vastai"])
+        await pilot.pause()
+        assert "vastai:1004" not in pane.table.keys
