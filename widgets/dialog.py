@@ -155,4 +155,3 @@ class DialogScreen(ModalScreen[ResultT]):
     def action_scroll_body(self, lines: int) -> None:
         body = self.query_one(".dialog-body", VerticalScroll)
         body.scroll_to(y=body.scroll_y + lines, animate=False)
-

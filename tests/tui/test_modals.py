@@ -128,4 +128,3 @@ async def test_modal_shows_everything_with_the_focused_button_marked(
             await pilot.press("pagedown")
             await pilot.pause()
             assert body.scroll_y > 0
-

@@ -402,11 +402,11 @@ async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_wal
         await pilot.pause()
         (message,) = app.of(OffersPane.LeaseRequested)
         assert [o.offer_id for o in message.offers][:2] == ["1004", "1001"]
-        pane.handle_event(
-            AttemptAnswered(at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
-                            outcome="unavailable", http_status=404, detail="no_such_ask",
-                            provider_id=None)  # fmt: skip
-        )
+        answer = AttemptAnswered(
+            at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
+            outcome="unavailable", http_status=404, detail="no_such_ask", provider_id=None,
+        )  # fmt: skip
+        pane.handle_event(answer)
         await pilot.pause()
         assert pick_cell(pane.table, "vastai:1004") == "gone"
         assert "1 gone" in str(pane.border_subtitle)
@@ -416,8 +416,9 @@ async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_wal
         await pilot.pause()
         again = app.of(OffersPane.LeaseRequested)[-1]
         assert isinstance(again, OffersPane.LeaseRequested)
-        assert [o.offer_id for o in again.offers][0] == "1001"
+        assert again.offers[0].offer_id == "1001"
         # A refresh that lists it again makes it rentable again; one without it drops it.
-        pane.update_offers([o for o in small_offers() if o.offer_id != "1004"], providers=["vastai"])
+        fresh = [o for o in small_offers() if o.offer_id != "1004"]
+        pane.update_offers(fresh, providers=["vastai"])
         await pilot.pause()
         assert "vastai:1004" not in pane.table.keys
