@@ -26,6 +26,7 @@ from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.node_switch import armed_text, finite
 
 DETAIL_CHARS = 72
+FULL_CHARS = 4000  # a failure's whole text, for the detail view (Enter on the pane)
 REASON_CHARS = 400  # a failed switch's reason names its fix: kept whole, wrapped on screen
 EXTRA_PHASES_KEPT = 8
 
@@ -61,6 +62,7 @@ class Stage:
     progress: float | None = None  # 0..1 while a download runs
     from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
     compact: str = ""  # a shorter detail for a narrow pane ("" = the detail, cut)
+    full: str = ""  # a failure's whole text, uncut ("" = the detail is all there is)
 
     def start(self, at: float) -> None:
         if self.status is Status.PENDING:
@@ -72,7 +74,7 @@ class Stage:
         if self.started_at is None:
             self.started_at = at
         self.status, self.ended_at, self.detail = status, at, detail
-        self.progress, self.compact = None, ""
+        self.progress, self.compact, self.full = None, "", ""
 
     def seconds(self, now: float) -> float | None:
         """How long it took, or has been running; None before it starts."""
@@ -125,6 +127,18 @@ class BootstrapModel:
         self.stages = {sid: Stage(sid.value) for sid in StageId}
         self.extra = {}
         self.switch = None
+
+    @property
+    def failed(self) -> bool:
+        return any(s.status is Status.FAILED for s in self.rows())
+
+    def full_text(self) -> str:
+        """Every row with its whole text, as the detail view shows it."""
+        lines = []
+        for row in self.rows():
+            text = row.full or row.detail
+            lines.append(f"{row.status.value} {row.name}" + (f": {text}" if text else ""))
+        return "\n".join(lines)
 
     @property
     def started(self) -> bool:
@@ -227,6 +241,7 @@ class BootstrapModel:
         if kind == "WorkerFatal":
             reason = _text(value.get("reason")) or "the node cannot serve"
             self.stages[StageId.ENGINE].finish(when, Status.FAILED, reason)
+            self.stages[StageId.ENGINE].full = _detail_text(value, FULL_CHARS)
             return True
         return False
 
@@ -259,6 +274,8 @@ class BootstrapModel:
             if status == "failed" or row.status is Status.PENDING or row.from_phase:
                 row.from_phase = True
                 self._finish_by_status(row, status, when, detail)
+                if status == "failed":
+                    row.full = _detail_text(value.get("detail"), FULL_CHARS)
             return True
         stage = self._phase_stage(phase)
         if stage is None:
@@ -268,6 +285,8 @@ class BootstrapModel:
                     self.extra.pop(next(iter(self.extra)))
                 stage = self.extra[phase] = Stage(phase.replace("_", " "))
         self._finish_by_status(stage, status, when, detail)
+        if status == "failed":
+            stage.full = _detail_text(value.get("detail"), FULL_CHARS)
         return True
 
     def _agent_phase(self, value: Mapping[str, Any], when: float) -> bool:
@@ -291,6 +310,8 @@ class BootstrapModel:
         if status == "failed":
             detail = _detail_text(value.get("detail"))
         self._finish_by_status(stage, status, when, detail)
+        if status == "failed":
+            stage.full = _detail_text(value.get("detail"), FULL_CHARS)
         return True
 
     # -- the node's dead-man's switch -----------------------------------------------------
@@ -396,10 +417,10 @@ class BootstrapModel:
         return True
 
 
-# Orchestrator phases that a fixed row already shows from engine events.
 # The orchestrator's phases that come before a lease runs; any other extra phase (teardown,
 # orch exit) comes after the fixed stages, whatever order its frames arrived in.
 BEFORE_LEASE_PHASES = ("config", "offers")
+# Orchestrator phases that a fixed row already shows from engine events.
 _ORCH_FIXED = {"lease": StageId.LEASE, "ssh": StageId.SSH, "weights": StageId.ENGINE}
 # The agent's phases after the switch's verdict (which comes right after config).
 _AFTER_VERDICT = ("probe", "model", "engine_start", "engine_health")
@@ -411,19 +432,23 @@ def _reason(value: object) -> str:
     return " ".join(clean_line(value, REASON_CHARS).split()) if isinstance(value, str) else ""
 
 
-def _detail_text(detail: object) -> str:
-    """A phase's detail as one short line: its reason or error, else `key value` pairs."""
+def _detail_text(detail: object, limit: int = DETAIL_CHARS) -> str:
+    """A phase's detail as one line: its reason or error, else `key value` pairs."""
     if isinstance(detail, dict):
         for key in ("reason", "error", "message"):
             if isinstance(detail.get(key), str):
-                return _text(detail[key])
+                text = _text(detail[key], limit)
+                fix = detail.get("fix")
+                if limit > DETAIL_CHARS and isinstance(fix, str) and fix:
+                    text += f" — {_text(fix, limit)}"
+                return text
         pairs = (
             f"{key} {value if isinstance(value, str | int | float) else json.dumps(value)}"
             for key, value in detail.items()
             if value not in (None, "")
         )
-        return _text(", ".join(pairs))
-    return _text(detail) if isinstance(detail, str) else ""
+        return _text(", ".join(pairs), limit)
+    return _text(detail, limit) if isinstance(detail, str) else ""
 
 
 def _model_detail(detail: object) -> str:

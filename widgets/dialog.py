@@ -145,9 +145,15 @@ class DialogScreen(ModalScreen[ResultT]):
         return self._value_of(focused) if isinstance(focused, Button) else None
 
     # -- answers ---------------------------------------------------------------------------
+    def act(self, value: str) -> bool:
+        """A choice that acts without closing the dialog (Copy): True when handled."""
+        return False
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(self.result_for(self._value_of(event.button)))
+        value = self._value_of(event.button)
+        if not self.act(value):
+            self.dismiss(self.result_for(value))
 
     def action_cancel(self) -> None:
         self.dismiss(self.result_for(self.cancel_value))

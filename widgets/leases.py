@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Static
 
 from mvp_tui.events import EngineEvent
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
+from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.leases_model import (
     LeasesModel,
     LeaseState,
@@ -85,6 +86,7 @@ class LeasesPane(Pane):
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+d", "teardown", "teardown", id="teardown"),
+        Binding("enter", "detail", "full text", id="leases-detail"),
     ]
 
     class TeardownRequested(Message):
@@ -282,6 +284,23 @@ class LeasesPane(Pane):
             lease = self.selected()
             return True if lease is not None and lease.state.may_bill else None
         return True
+
+    def action_detail(self) -> None:
+        """The selected lease's history lines uncut (every line when none is selected), in
+        a scrollable view; `y` copies."""
+        lease = self.selected()
+        text = self.model.full_text(lease.provider_id if lease is not None else None)
+        if not text:
+            text = self.model.full_text()
+        if not text:
+            return
+        title = f"Lease {lease.provider_id}" if lease is not None else "Lease attempts"
+        self.app.push_screen(DetailScreen(title, text))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        # Enter on a lease row: the DataTable selects it; the detail view opens.
+        event.stop()
+        self.action_detail()
 
     def action_teardown(self) -> None:
         lease = self.selected()
