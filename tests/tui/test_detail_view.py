@@ -65,10 +65,8 @@ async def test_enter_on_a_lease_shows_its_lines_whole() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         for event in walk_events():
             app.post_message(EngineMessage(event))
-        app.post_message(
-            EngineMessage(LeaseNotReady(at=T0 + 96, run_id="r-7f3a", provider_id="7003",
-                                        reason=reason))  # fmt: skip
-        )
+        not_ready = LeaseNotReady(at=T0 + 96, run_id="r-7f3a", provider_id="7003", reason=reason)
+        app.post_message(EngineMessage(not_ready))
         await pilot.pause()
         pane = app.query_one(LeasesPane)
         pane.focus()
