@@ -138,6 +138,11 @@ class LeasesPane(Pane):
         if self.model.apply(event):
             self._render_all()
 
+    def reset(self) -> None:
+        """Forget every line and lease (a replay sought back to its start)."""
+        self.model = LeasesModel(tz=self._tz)
+        self._render_all()
+
     def tick(self) -> None:
         """Advance uptime and spend of leases that may still bill (every second)."""
         now = self._clock()
@@ -280,6 +285,8 @@ class LeasesPane(Pane):
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "teardown" and self.read_only:
+            return False
         if action == "teardown":
             lease = self.selected()
             return True if lease is not None and lease.state.may_bill else None

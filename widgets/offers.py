@@ -176,6 +176,8 @@ class OffersPane(Pane):
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
+            return False
         if action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
             return True if self.model.total else None
         if action == "clear_filter":

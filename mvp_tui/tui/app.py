@@ -46,6 +46,7 @@ from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.replay_control import ReplayControl
+from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
@@ -120,6 +121,7 @@ class MvpApp(App[int]):
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
         self.leases = LiveLeases()
+        self._archive_events: ArchiveEvents | None = None  # a replay's events
         self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
         # Where focus was when Enter asked for a lease: unmoved by the time the engine is
@@ -162,7 +164,11 @@ class MvpApp(App[int]):
             self.query_one(ChannelsPane).attach_hub(self.hub)
             self.query_one(PromptPane).attach_hub(self.hub)
         if self.replay is not None:
+            for pane in self.query(Pane):
+                pane.read_only = True
+            self._archive_events = ArchiveEvents(self._wall)
             self.set_interval(0.25, self._update_summary)
+            self.set_interval(0.25, self._replay_events)
             self.run_worker(self.replay.feed(), name="replay", group="replay")
         if self.engine is not None:
             if self._sink is not None:
@@ -209,6 +215,19 @@ class MvpApp(App[int]):
         before, self._focus_at_lease = self._focus_at_lease, None
         if before is not None and self.focused is before and self.screen is self.screen_stack[0]:
             self.query_one(PromptPane).focus()
+
+    def _replay_events(self) -> None:
+        """A replay's lease and prompt steps, read back from the archive, to every pane."""
+        if self.hub is None or self._archive_events is None:
+            return
+        restarted, events = self._archive_events.poll(self.hub)
+        if restarted:
+            self.query_one(LeasesPane).reset()
+        for event in events:
+            for pane in self.query(Pane):
+                pane.handle_event(event)
+            if isinstance(event, NodeReady):
+                self.query_one(PromptPane).set_ready(event.model_id)
 
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
@@ -429,6 +448,8 @@ class MvpApp(App[int]):
         # Keys that need an engine or a lease are shown dimmed until they make sense.
         if action.startswith("replay_"):
             return self.replay is not None
+        if self.replay is not None and action in {"search_offers", "filter", "teardown"}:
+            return False  # read-only: hidden, not dimmed
         if action == "search_offers":
             return True if self.engine is not None and not self._busy else None
         if action == "filter":
