@@ -128,3 +128,19 @@ async def test_modal_shows_everything_with_the_focused_button_marked(
             await pilot.press("pagedown")
             await pilot.pause()
             assert body.scroll_y > 0
+
+
+async def test_help_at_100x30_shows_every_key_without_scrolling() -> None:
+    from mvp_tui.keymap import APP_BINDINGS
+    from tests.widgets.harness import screen_text
+
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_help(app, pilot)
+        await pilot.pause()
+        body = app.screen.query_one(".dialog-body", VerticalScroll)
+        assert body.max_scroll_y == 0
+        text = screen_text(app)
+        for binding in APP_BINDINGS:
+            assert binding.description in text, binding.id
+            assert binding.id in text, binding.id
