@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime, tzinfo
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
@@ -45,6 +46,7 @@ from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
+from mvp_tui.tui.offer_board import OfferBoard, provider_groups
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.untrusted import clean_line
@@ -93,12 +95,19 @@ class MvpApp(App[int]):
         replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
+        engine_for: Callable[[str], RunEngine] | None = None,
+        label: str = "",
     ) -> None:
         self.config = config
         self._clock = clock
         self._wall = wall
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
         self.engine = engine
+        # A fresh engine for another provider (a pick from another provider's offers); None:
+        # only the run's own provider's offers can be leased.
+        self._engine_for = engine_for
+        self.replaced_engines: list[RunEngine] = []  # engines of providers walked before
+        self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
         self._sink = sink
         self.hub = engine.hub if engine is not None else hub
@@ -120,6 +129,16 @@ class MvpApp(App[int]):
         self.theme = theme_name
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
+        self.board = (
+            OfferBoard(
+                config,
+                own=lambda: self._engine().config.provider,
+                search_own=lambda: self._engine().search_offers(),
+                redactor=engine.redactor,
+            )
+            if engine is not None
+            else None
+        )
         self.leases = LiveLeases()
         self._archive_events: ArchiveEvents | None = None  # a replay's events
         self.controller = RunController(engine) if engine is not None else None
@@ -182,7 +201,13 @@ class MvpApp(App[int]):
     def _post_engine_event(self, event: EngineEvent) -> None:
         self.post_message(EngineMessage(event))
 
+    def _engine(self) -> RunEngine:
+        assert self.engine is not None, "no engine: the bare shell or a replay"
+        return self.engine
+
     async def on_unmount(self) -> None:
+        if self.board is not None:
+            await self.board.aclose()
         if self.engine is None:
             return
         loop = asyncio.get_running_loop()
@@ -240,12 +265,13 @@ class MvpApp(App[int]):
             return
         self.query_one(StatusBar).summary = RunSummary(
             run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
-            provider=self.config.provider,
+            provider=engine.config.provider if engine is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
             price_per_hour=self.leases.price_per_hour(),
             spent_usd=self.leases.spent_usd(now),
             cap_usd=self._limits.max_spend_usd,
+            label=self.label,
         )
         self.refresh_bindings()
 
@@ -325,9 +351,13 @@ class MvpApp(App[int]):
         )
 
     async def _search(self) -> None:
-        assert self.engine is not None
-        offers = await self.engine.search_offers()
-        self.query_one(OffersPane).set_offers(offers)
+        """Every provider on the board at once; one that fails keeps its last rows and says
+        why in the pane's footer, the others' offers are fresh."""
+        assert self.board is not None
+        result = await self.board.search()
+        pane = self.query_one(OffersPane)
+        pane.update_offers(result.offers, providers=result.answered)
+        pane.set_notes(result.notes)
 
     def action_search_offers(self, quiet: bool = False) -> None:
         if quiet and any(
@@ -344,13 +374,38 @@ class MvpApp(App[int]):
                 "a lease is already running or in progress", severity="warning", markup=False
             )
             return
-        offers = message.offers
+        offers = self._leasable(message.offers)
+        if not offers:
+            return
         self._focus_at_lease = self.focused
-        if not controller.engine.provider.info.billing:
+        if not any(self._bills(kind) for kind in {o.provider for o in offers}):
             self._start_lease(offers)
             return
         confirm = self.lease_confirm_screen(offers)
         self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
+
+    def _leasable(self, offers: tuple[Offer, ...]) -> tuple[Offer, ...]:
+        """The offers this dashboard can lease: all of them when it can start an engine for
+        another provider, else the run's own provider's (and it says why the rest are not)."""
+        own = self._engine().config.provider
+        if self._engine_for is not None:
+            return offers
+        kept = tuple(o for o in offers if o.provider == own)
+        others = sorted({o.provider for o in offers} - {own})
+        if others:
+            self.notify(
+                f"offers of {', '.join(others)} are leased from `mvp-tui --provider "
+                f"{others[0]}`; this run leases on {own}",
+                severity="warning",
+                markup=False,
+            )
+        return kept
+
+    def _bills(self, kind: str) -> bool:
+        engine = self._engine()
+        if kind == engine.config.provider:
+            return engine.provider.info.billing
+        return self.board.info_billing(kind) if self.board is not None else True
 
     def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
         """The confirm before anything bills: the offers in the order they will be tried."""
@@ -370,20 +425,71 @@ class MvpApp(App[int]):
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
         if self.controller is None or self.controller.closed:
             return
-        self._run(self._serve(lambda c: c.lease_and_serve(offers, self._plan())), "lease")
+        self._run(self._walk_providers(offers), "lease")
 
-    async def _serve(self, lifecycle: Callable[[RunController], Awaitable[PlanEnd]]) -> None:
+    async def _walk_providers(self, offers: tuple[Offer, ...]) -> None:
+        """The offers in their order, across providers: each provider's run of offers is
+        walked by an engine of that provider; when none of them gave a serving node (and
+        nothing bills), the next provider's are tried."""
+        groups = provider_groups(offers)
+        for index, (kind, group) in enumerate(groups):
+            if not await self._use_engine(kind):
+                return
+            following = groups[index + 1][0] if index + 1 < len(groups) else None
+            walk = partial(RunController.lease_and_serve, offers=group, plan=self._plan())
+            if await self._serve(walk, following):
+                return
+
+    async def _use_engine(self, kind: str) -> bool:
+        """Make the run's engine one of `kind` (a fresh engine, its channels shown), when it
+        holds nothing; False (and why) when that cannot be."""
+        engine = self._engine()
+        if engine.config.provider == kind:
+            return True
+        controller = self.controller
+        if self._engine_for is None or (controller is not None and controller.holds_lease):
+            return False
+        try:
+            fresh = self._engine_for(kind)
+        except ConfigError as exc:
+            self.notify(clean_line(str(exc), 600), title=f"cannot lease on {kind}",
+                        severity="error", timeout=15, markup=False)  # fmt: skip
+            return False
+        self.replaced_engines.append(engine)
+        self.engine, self.controller, self.hub = fresh, RunController(fresh), fresh.hub
+        self._limits = fresh.settings.limits
+        for pane in (self.query_one(BootstrapPane), self.query_one(ChannelsPane)):
+            pane.attach_hub(fresh.hub)
+        self.query_one(PromptPane).attach_hub(fresh.hub)
+        fresh.started()
+        await engine.aclose()
+        self._update_summary()
+        return True
+
+    async def _serve(
+        self,
+        lifecycle: Callable[[RunController], Awaitable[PlanEnd]],
+        following: str | None = None,
+    ) -> bool:
         """A lease (new or re-attached) from the walk to serving, owned by the controller:
-        a failure tears it down (confirmed) and says why; a stop just ends it."""
+        a failure tears it down (confirmed) and says why; a stop just ends it. False when it
+        failed before serving with nothing left billing and `following` (a provider) is next."""
         controller = self.controller
         assert controller is not None
         try:
             await lifecycle(controller)
         except RunAborted as aborted:
+            if following is not None and not controller.served and aborted.result.nothing_bills:
+                self.notify(clean_line(aborted.reason, 600),
+                            title=f"no lease on {controller.engine.config.provider}; "
+                            f"trying {following}", severity="warning", timeout=15,
+                            markup=False)  # fmt: skip
+                return False
             self.notify(clean_line(aborted.reason, 600), title="the run stopped",
                         severity="error", timeout=15, markup=False)  # fmt: skip
             self._say_left(aborted.result)
         self._update_summary()
+        return True
 
     def _say_left(self, result: StopResult) -> None:
         if not result.nothing_bills:
