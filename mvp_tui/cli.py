@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("ls", "list runs with leases that may still exist"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
     "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),
+    "rehearse": ("rehearse", "the whole lifecycle offline: a simulated marketplace, this machine "
+                 "as the node (--faults NAME replays what can go wrong)"),
 }
 
 

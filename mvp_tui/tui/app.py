@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, tzinfo
 from functools import partial
 from typing import Any, ClassVar
@@ -46,7 +46,7 @@ from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
-from mvp_tui.tui.offer_board import OfferBoard, provider_groups
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard, provider_groups
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.untrusted import clean_line
@@ -97,6 +97,7 @@ class MvpApp(App[int]):
         tz: tzinfo | None = None,
         engine_for: Callable[[str], RunEngine] | None = None,
         label: str = "",
+        board_kinds: Sequence[str] = BOARD_PROVIDERS,
     ) -> None:
         self.config = config
         self._clock = clock
@@ -132,9 +133,10 @@ class MvpApp(App[int]):
         self.board = (
             OfferBoard(
                 config,
-                own=lambda: self._engine().config.provider,
+                own=lambda: self._engine().provider.info.name,
                 search_own=lambda: self._engine().search_offers(),
                 redactor=engine.redactor,
+                kinds=board_kinds,
             )
             if engine is not None
             else None
@@ -163,13 +165,14 @@ class MvpApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
+        engine = self.engine
         yield OffersPane(
-            provider=self.config.provider,
+            provider=engine.provider.info.name if engine is not None else self.config.provider,
             max_attempts=self.config.get_int("lease.max_attempts") or 5,
             clock=self._wall,
         )
         yield BootstrapPane(clock=self._wall, tz=self._tz)
-        yield LeasesPane(clock=self._wall, tz=self._tz)
+        yield LeasesPane(clock=self._wall, tz=self._tz, tag=self.label)
         yield ChannelsPane()
         yield PromptPane()
         yield Footer()
@@ -265,7 +268,7 @@ class MvpApp(App[int]):
             return
         self.query_one(StatusBar).summary = RunSummary(
             run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
-            provider=engine.config.provider if engine is not None else self.config.provider,
+            provider=engine.provider.info.name if engine is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
             price_per_hour=self.leases.price_per_hour(),
@@ -387,7 +390,7 @@ class MvpApp(App[int]):
     def _leasable(self, offers: tuple[Offer, ...]) -> tuple[Offer, ...]:
         """The offers this dashboard can lease: all of them when it can start an engine for
         another provider, else the run's own provider's (and it says why the rest are not)."""
-        own = self._engine().config.provider
+        own = self._engine().provider.info.name
         if self._engine_for is not None:
             return offers
         kept = tuple(o for o in offers if o.provider == own)
@@ -403,7 +406,7 @@ class MvpApp(App[int]):
 
     def _bills(self, kind: str) -> bool:
         engine = self._engine()
-        if kind == engine.config.provider:
+        if kind == engine.provider.info.name:
             return engine.provider.info.billing
         return self.board.info_billing(kind) if self.board is not None else True
 
@@ -444,7 +447,7 @@ class MvpApp(App[int]):
         """Make the run's engine one of `kind` (a fresh engine, its channels shown), when it
         holds nothing; False (and why) when that cannot be."""
         engine = self._engine()
-        if engine.config.provider == kind:
+        if engine.provider.info.name == kind:
             return True
         controller = self.controller
         if self._engine_for is None or (controller is not None and controller.holds_lease):
@@ -481,7 +484,7 @@ class MvpApp(App[int]):
         except RunAborted as aborted:
             if following is not None and not controller.served and aborted.result.nothing_bills:
                 self.notify(clean_line(aborted.reason, 600),
-                            title=f"no lease on {controller.engine.config.provider}; "
+                            title=f"no lease on {controller.engine.provider.info.name}; "
                             f"trying {following}", severity="warning", timeout=15,
                             markup=False)  # fmt: skip
                 return False
