@@ -102,8 +102,10 @@ class LeasesPane(Pane):
         clock: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
         id: str | None = "leases-pane",
+        tag: str = "",
     ) -> None:
         super().__init__(id=id)
+        self.tag = tag  # on every lease row ("rehearsal": nobody takes it for a real rental)
         self.model = LeasesModel(tz=tz)
         self._clock = clock
         self._tz = tz
@@ -269,7 +271,7 @@ class LeasesPane(Pane):
         live = lease.state is LeaseState.RUNNING
         return [
             Text("▶" if live else "·", style=state_style),
-            Text(lease.provider_id),
+            Text(f"{lease.provider_id} ({self.tag})" if self.tag else lease.provider_id),
             Text(lease.gpu),
             Text(lease.state.value, style=state_style),
             self._uptime(lease, now),
