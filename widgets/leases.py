@@ -43,6 +43,7 @@ from mvp_tui.widgets.pane import Pane
 
 LEASE_COLUMNS = ("", "lease", "GPU", "state", "uptime", "$/h", "spend")
 SWITCH_COLUMN = "switch"
+PRICE_RISE_TOLERANCE = 0.001  # a quote this close to the leased price is the same price
 TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
 SCROLLBAR_CELLS = 2
 _STATE_CLASS = {
@@ -144,6 +145,20 @@ class LeasesPane(Pane):
         """Forget every line and lease (a replay sought back to its start)."""
         self.model = LeasesModel(tz=self._tz)
         self._render_all()
+
+    def set_current_price(self, provider_id: str, now: float, leased_at: float) -> bool:
+        """The provider's current $/h for a live lease; True the first time a rise to this
+        price is seen (the app then says it once), and the row shows the badge."""
+        lease = self.model.leases.get(provider_id)
+        if lease is None:
+            return False
+        rise = now > leased_at * (1 + PRICE_RISE_TOLERANCE)
+        shown = now if rise else None
+        if shown == lease.current_price:
+            return False
+        lease.current_price = shown
+        self._render_leases()
+        return rise
 
     def tick(self) -> None:
         """Advance uptime and spend of leases that may still bill (every second)."""
@@ -275,9 +290,15 @@ class LeasesPane(Pane):
             Text(lease.gpu),
             Text(lease.state.value, style=state_style),
             self._uptime(lease, now),
-            Text(f"${lease.price_per_hour:.2f}/h", justify="right"),
+            self._price(lease),
             self._spend(lease, now),
         ]
+
+    def _price(self, lease: LeaseView) -> Text:
+        text = Text(f"${lease.price_per_hour:.2f}/h", justify="right")
+        if lease.current_price is not None:  # the provider quotes more now: a badge
+            text.append(f" ↑${lease.current_price:.2f}", style=self._style("leases--warn"))
+        return text
 
     def _uptime(self, lease: LeaseView, now: float) -> Text:
         return Text(uptime_text(lease.uptime_s(now)), justify="right")

@@ -137,6 +137,7 @@ class LeaseView:
     final_spend_usd: float | None = None
     endpoint: str = ""
     switch: SwitchView | None = None
+    current_price: float | None = None  # the provider's quote now, when above the leased one
 
     def uptime_s(self, now: float) -> float:
         if self.final_uptime_s is not None:

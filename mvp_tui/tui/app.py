@@ -196,6 +196,9 @@ class MvpApp(App[int]):
             if self._sink is not None:
                 self._sink.connect(self._post_engine_event)
             self.set_interval(1.0, self._update_summary)
+            refresh = self.config.get_float("ui.offers_refresh_secs")
+            if refresh:  # 0 or unset: never (r still searches)
+                self.set_interval(refresh, self._refresh)
             self._run(self._start(), "start")
             loop = asyncio.get_running_loop()
             for sig in EXIT_SIGNALS:
@@ -361,6 +364,34 @@ class MvpApp(App[int]):
         pane = self.query_one(OffersPane)
         pane.update_offers(result.offers, providers=result.answered)
         pane.set_notes(result.notes)
+
+    def _refresh(self) -> None:
+        """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
+        lease's current $/h asked of its provider."""
+        self.action_search_offers(quiet=True)
+        if self.leases.ids() and not any(w.name == "price check" and not w.is_finished
+                                         for w in self.workers):  # fmt: skip
+            self._run(self._check_prices(), "price check")
+
+    async def _check_prices(self) -> None:
+        """A lease whose provider now quotes more than it was leased at: a badge on its row
+        and one toast (per new price)."""
+        engine = self._engine()
+        for provider_id in self.leases.ids():
+            leased_at = self.leases.price_of(provider_id)
+            status = await engine.provider.get(provider_id)
+            now = status.price_per_hour
+            if leased_at is None or now is None:
+                continue
+            if self.query_one(LeasesPane).set_current_price(provider_id, now, leased_at):
+                self.notify(
+                    f"lease {clean_line(provider_id, 40)} now costs ${now:.3f}/h "
+                    f"(leased at ${leased_at:.3f}/h)",
+                    title="price rise",
+                    severity="warning",
+                    timeout=15,
+                    markup=False,
+                )
 
     def action_search_offers(self, quiet: bool = False) -> None:
         if quiet and any(

@@ -29,10 +29,10 @@ from tests.tui.test_dashboard_run import is_
 from tests.widgets.harness import screen_text
 
 
-def _fresh_config(home: Path):  # type: ignore[no-untyped-def]
+def _fresh_config(home: Path, refresh: str = "60"):  # type: ignore[no-untyped-def]
     """A new user's configuration: an empty home, no config file, no keys."""
     env = {"HOME": str(home), "MVP_STATE_DIR": str(home / ".local" / "state" / "mvp-tui"),
-           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"}  # fmt: skip
+           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0", "MVP_UI_OFFERS_REFRESH_SECS": refresh}  # fmt: skip
     return load_config(env=env, paths=ConfigPaths(default=home / ".config" / "none.toml"))
 
 
