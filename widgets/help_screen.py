@@ -19,7 +19,8 @@ HelpScreen > .dialog { border: round $accent; }
 """
 
 
-def _key_label(keys: str) -> str:
+def key_label(keys: str) -> str:
+    """Textual key names as a person reads them: `question_mark` → `?`, `ctrl+d` stays."""
     names = {
         "question_mark": "?",
         "slash": "/",
@@ -49,7 +50,7 @@ class HelpScreen(DialogScreen[None]):
     def rows(self) -> list[tuple[str, str, str]]:
         """(keys as shown, what it does, binding id), remaps applied."""
         return [
-            (_key_label(self._remapped.get(b.id, b.keys)), b.description, b.id)
+            (key_label(self._remapped.get(b.id, b.keys)), b.description, b.id)
             for b in self._key_specs
         ]
 

@@ -92,12 +92,12 @@ class OffersTable(ScrollView, can_focus=True):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "cursor up", show=False),
-        Binding("down", "cursor_down", "cursor down", show=False),
-        Binding("pageup", "cursor_page_up", "page up", show=False),
-        Binding("pagedown", "cursor_page_down", "page down", show=False),
-        Binding("home,ctrl+home", "cursor_first", "first row", show=False),
-        Binding("end,ctrl+end", "cursor_last", "last row", show=False),
+        Binding("up", "cursor_up", "cursor up", show=False, id="offers-cursor-up"),
+        Binding("down", "cursor_down", "cursor down", show=False, id="offers-cursor-down"),
+        Binding("pageup", "cursor_page_up", "page up", show=False, id="offers-page-up"),
+        Binding("pagedown", "cursor_page_down", "page down", show=False, id="offers-page-down"),
+        Binding("home,ctrl+home", "cursor_first", "first row", show=False, id="offers-first"),
+        Binding("end,ctrl+end", "cursor_last", "last row", show=False, id="offers-last"),
     ]
 
     class RowSelected(Message):

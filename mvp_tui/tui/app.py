@@ -9,15 +9,16 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, tzinfo
 from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
@@ -44,6 +45,7 @@ from mvp_tui.lease.restart import OpenLease
 from mvp_tui.providers.base import Offer, Outcome, ProviderError
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
+from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard, provider_groups
@@ -53,7 +55,7 @@ from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
-from mvp_tui.widgets.help_screen import HelpScreen
+from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
@@ -580,9 +582,53 @@ class MvpApp(App[int]):
     def action_focus_previous_pane(self) -> None:
         self._focus_pane(-1)
 
+    # -- the command palette -------------------------------------------------------------
+    def _key_of(self, binding_id: str) -> str:
+        """The key a binding has now (a `[ui.keys]` remap applied), as a person reads it."""
+        spec = next((b for b in all_bindings() if b.id == binding_id), None)
+        keys = self.config.ui_keys.get(binding_id, spec.keys if spec is not None else "")
+        return key_label(keys)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The app's own commands first, each with its key (as Posting shows them)."""
+        ours = [
+            ("Lease the focused offer", "lease", "the focused offer, then the next ones "
+             "(or your picks in order)", lambda: self.query_one(OffersPane).action_lease()),
+            ("Tear down the selected lease", "teardown", "destroy it, confirmed by the "
+             "provider", self.action_teardown),
+            ("Search offers again", "search-offers", "every provider on the board",
+             self.action_search_offers),
+            ("Open a channel's log", "channels-open", "the selected channel in the Channels "
+             "pane", self._open_channel),
+            ("Replay an archive", "", "how to replay this run's datastream archive",
+             self._say_replay),
+            ("Switch theme", "toggle-theme", "mvp-dark / mvp-light (saved in the config)",
+             self.action_toggle_theme),
+            ("Show keys", "help", "every key with its id for [ui.keys]", self.action_help),
+        ]  # fmt: skip
+        for title, binding_id, help_text, callback in ours:
+            key = f" ({self._key_of(binding_id)})" if binding_id else ""
+            yield SystemCommand(f"{title}{key}", help_text, callback)
+        yield from super().get_system_commands(screen)
+
+    def _open_channel(self) -> None:
+        channels = self.query_one(ChannelsPane)
+        channels.focus()
+        channels.action_open_log()
+
+    def _say_replay(self) -> None:
+        archive = self.config.get_path("observability.datastream_frame_log")
+        text = (
+            f"replay this run with: mvp-tui replay {archive}"
+            if archive is not None
+            else "set [observability] datastream_frame_log (or --datastream-frame-log) to "
+            "archive a run; then: mvp-tui replay FILE"
+        )
+        self.notify(text, title="replay an archive", timeout=20, markup=False)
+
     # -- keys ----------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(list(APP_BINDINGS), dict(self.config.ui_keys)))
+        self.push_screen(HelpScreen(all_bindings(), dict(self.config.ui_keys)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Keys that need an engine or a lease are shown dimmed until they make sense.

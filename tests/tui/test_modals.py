@@ -130,17 +130,23 @@ async def test_modal_shows_everything_with_the_focused_button_marked(
             assert body.scroll_y > 0
 
 
-async def test_help_at_100x30_shows_every_key_without_scrolling() -> None:
+async def test_help_at_100x30_is_readable_and_reaches_every_key() -> None:
     from mvp_tui.keymap import APP_BINDINGS
+    from mvp_tui.tui.bindings import all_bindings
     from tests.widgets.harness import screen_text
 
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         await open_help(app, pilot)
         await pilot.pause()
+        first = screen_text(app)
+        for binding in APP_BINDINGS[:12]:  # the app's keys, on the first page
+            assert binding.id in first, binding.id
+        seen = first
         body = app.screen.query_one(".dialog-body", VerticalScroll)
-        assert body.max_scroll_y == 0
-        text = screen_text(app)
-        for binding in APP_BINDINGS:
-            assert binding.description in text, binding.id
-            assert binding.id in text, binding.id
+        while body.scroll_y < body.max_scroll_y:
+            await pilot.press("pagedown")
+            await pilot.pause()
+            seen += screen_text(app)
+        for binding in all_bindings():
+            assert binding.id in seen, binding.id
