@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, tzinfo
 from functools import partial
@@ -61,6 +62,7 @@ from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.prompt import PromptPane
+from mvp_tui.widgets.sparkline import sparkline
 from mvp_tui.widgets.status_bar import RunSummary, StatusBar
 
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
@@ -144,6 +146,7 @@ class MvpApp(App[int]):
             else None
         )
         self.leases = LiveLeases()
+        self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
         self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
@@ -280,8 +283,16 @@ class MvpApp(App[int]):
             spent_usd=self.leases.spent_usd(now),
             cap_usd=self._limits.max_spend_usd,
             label=self.label,
+            rate_trend=self._rate_trend(),
         )
         self.refresh_bindings()
+
+    def _rate_trend(self) -> str:
+        """$/h over the session: a point whenever the session's $/h changes."""
+        rate = self.leases.price_per_hour()
+        if not self._rates or self._rates[-1] != rate:
+            self._rates.append(rate)
+        return sparkline(list(self._rates)) if any(self._rates) else ""
 
     # -- engine work ---------------------------------------------------------------------------
     def _run(self, work: Coroutine[Any, Any, object], name: str) -> Worker[object]:
