@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("ls", "list runs with leases that may still exist"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
     "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),
+    "rehearse": ("rehearse", "the whole lifecycle offline: a simulated marketplace, this machine "
+                 "as the node (--faults NAME replays what can go wrong)"),
 }
 
 
@@ -183,21 +185,9 @@ def _run_config(config: Config) -> int:
 
 
 def _run_dashboard(config: Config) -> int:
-    from mvp_tui.engine.run import RunEngine
-    from mvp_tui.tui.app import MvpApp
-    from mvp_tui.tui.engine_port import ForwardingSink
-    from mvp_tui.tui.last_resort import after_dashboard
+    from mvp_tui.tui.dashboard import run_dashboard
 
-    sink = ForwardingSink()
-    engine = RunEngine(config, sink)
-    app = MvpApp(config, engine=engine, sink=sink)
-    try:
-        app.run()  # the app stops the run and closes the engine when it unmounts
-    finally:
-        # Whatever ended the app (a crash, a dead terminal), its run's leases are either
-        # confirmed gone or named here with exit 3.
-        code = after_dashboard(config, engine.run_id, app.controller, app.return_code)
-    return code
+    return run_dashboard(config)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

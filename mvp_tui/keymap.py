@@ -37,11 +37,18 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("replay-slower", "minus", "replay_speed(0.5)", "replay: slower"),
 )
 
-# Bindings of the panes and modals (widgets/), remappable by id like the app's own.
+# Bindings of the panes and modals (widgets/), remappable by id like the app's own. This
+# list is the widgets' own binding ids (kept free of Textual for the config loader);
+# `mvp_tui.tui.bindings.widget_bindings()` derives them from the widget classes, and a test
+# holds the two equal, so a binding added to a widget is remappable at once.
 WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "offers-sort", "offers-sort-reverse", "offers-pick", "offers-clear-filter", "filter-clear",
-    "channels-open", "channel-log-back", "channel-log-follow", "prompt-cancel",
-    "prompt-history-older", "prompt-history-newer", "lease-confirm-cancel",
+    "offers-cursor-up", "offers-cursor-down", "offers-page-up", "offers-page-down",
+    "offers-first", "offers-last", "channels-open", "channel-log-back", "channel-log-follow",
+    "channel-log-copy", "prompt-cancel", "prompt-history-older", "prompt-history-newer",
+    "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",
+    "dialog-left", "dialog-right", "dialog-scroll-up", "dialog-scroll-down", "dialog-page-up",
+    "dialog-page-down",
 })  # fmt: skip
 
 BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS) | WIDGET_BINDING_IDS

@@ -24,12 +24,14 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from mvp_tui.datastream import MVP_ORCH_BOOTSTRAP, MVP_WORKER_WEIGHTS, ChannelHub
 from mvp_tui.events import EngineEvent
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
+from mvp_tui.widgets.detail import DetailScreen, node_log_tail
 from mvp_tui.widgets.pane import Pane
 
 POLL_S = 0.25
@@ -61,6 +63,9 @@ class BootstrapPane(Pane):
         "the model loading and the engine's health. Nothing to bootstrap yet."
     )
     COMPONENT_CLASSES: ClassVar[set[str]] = set(_STATUS_CLASS.values()) | {"bootstrap--time"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "detail", "full text", id="bootstrap-detail"),
+    ]
 
     def __init__(
         self,
@@ -119,6 +124,25 @@ class BootstrapPane(Pane):
     def _channels(self, hub: ChannelHub) -> list[str]:
         fixed = [c for c in (MVP_ORCH_BOOTSTRAP, MVP_WORKER_WEIGHTS) if hub.has_channel(c)]
         return fixed + [c for c in hub.channels() if _AGENT_CHANNEL.fullmatch(c)]
+
+    # -- keys ----------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "detail":
+            return True if self.model.started else None
+        return True
+
+    def action_detail(self) -> None:
+        """Every row's whole text (a failure's reason uncut), and the node's last log lines
+        when something failed, in a scrollable view (`y` copies)."""
+        if not self.model.started:
+            return
+        text = self.model.full_text()
+        if self.model.failed:
+            logs = node_log_tail(self.hub)
+            if logs:
+                text += "\n\nThe node's last log lines:\n" + "\n".join(logs)
+        lease = f" of lease {self.model.lease_id}" if self.model.lease_id else ""
+        self.app.push_screen(DetailScreen(f"Bootstrap{lease}", text))
 
     # -- rendering -----------------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:

@@ -26,6 +26,7 @@ from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.node_switch import armed_text, finite
 
 DETAIL_CHARS = 72
+FULL_CHARS = 4000  # a failure's whole text, for the detail view (Enter on the pane)
 REASON_CHARS = 400  # a failed switch's reason names its fix: kept whole, wrapped on screen
 EXTRA_PHASES_KEPT = 8
 
@@ -61,6 +62,7 @@ class Stage:
     progress: float | None = None  # 0..1 while a download runs
     from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
     compact: str = ""  # a shorter detail for a narrow pane ("" = the detail, cut)
+    full: str = ""  # a failure's whole text, uncut ("" = the detail is all there is)
 
     def start(self, at: float) -> None:
         if self.status is Status.PENDING:
@@ -72,7 +74,7 @@ class Stage:
         if self.started_at is None:
             self.started_at = at
         self.status, self.ended_at, self.detail = status, at, detail
-        self.progress, self.compact = None, ""
+        self.progress, self.compact, self.full = None, "", ""
 
     def seconds(self, now: float) -> float | None:
         """How long it took, or has been running; None before it starts."""
@@ -132,11 +134,29 @@ class BootstrapModel:
         self.switch = None
 
     @property
+    def failed(self) -> bool:
+        return any(s.status is Status.FAILED for s in self.rows())
+
+    def full_text(self) -> str:
+        """Every row with its whole text, as the detail view shows it."""
+        lines = []
+        for row in self.rows():
+            text = row.full or row.detail
+            lines.append(f"{row.status.value} {row.name}" + (f": {text}" if text else ""))
+        return "\n".join(lines)
+
+    @property
     def started(self) -> bool:
         return any(s.status is not Status.PENDING for s in self.rows())
 
     def rows(self) -> list[Stage]:
-        return [*self.extra.values(), *self.stages.values(), *self.workers.values()]
+        """Rows in lifecycle order: phases before the lease (config, offers), the fixed
+        stages, a multi-node run's workers, then the phases after it (teardown, the run's
+        exit) in arrival order."""
+        before = [s for p, s in self.extra.items() if p in BEFORE_LEASE_PHASES]
+        after = [s for p, s in self.extra.items() if p not in BEFORE_LEASE_PHASES]
+        before.sort(key=lambda s: BEFORE_LEASE_PHASES.index(s.name))
+        return [*before, *self.stages.values(), *self.workers.values(), *after]
 
     # -- events ---------------------------------------------------------------------------
     def apply(self, event: EngineEvent) -> bool:
@@ -231,6 +251,7 @@ class BootstrapModel:
         if kind == "WorkerFatal":
             reason = _text(value.get("reason")) or "the node cannot serve"
             self.stages[StageId.ENGINE].finish(when, Status.FAILED, reason)
+            self.stages[StageId.ENGINE].full = _detail_text(value, FULL_CHARS)
             return True
         return False
 
@@ -263,6 +284,8 @@ class BootstrapModel:
             if status == "failed" or row.status is Status.PENDING or row.from_phase:
                 row.from_phase = True
                 self._finish_by_status(row, status, when, detail)
+                if status == "failed":
+                    row.full = _detail_text(value.get("detail"), FULL_CHARS)
             return True
         if phase in _ORCH_QUIET:
             return True
@@ -274,6 +297,8 @@ class BootstrapModel:
                     self.extra.pop(next(iter(self.extra)))
                 stage = self.extra[phase] = Stage(phase.replace("_", " "))
         self._finish_by_status(stage, status, when, detail)
+        if status == "failed":
+            stage.full = _detail_text(value.get("detail"), FULL_CHARS)
         return True
 
     def _agent_phase(self, value: Mapping[str, Any], when: float) -> bool:
@@ -297,6 +322,8 @@ class BootstrapModel:
         if status == "failed":
             detail = _detail_text(value.get("detail"))
         self._finish_by_status(stage, status, when, detail)
+        if status == "failed":
+            stage.full = _detail_text(value.get("detail"), FULL_CHARS)
         return True
 
     # -- the node's dead-man's switch -----------------------------------------------------
@@ -455,6 +482,9 @@ _ORCH_FIXED = {
 # The seed's phases that only restate a row or the Prompt pane: on the channel, not here.
 _ORCH_QUIET = frozenset({"node_provisioner", "node_spec", "node_runtime_ready", "watchdog",
                          "prompt_rpc", "prompt_loop", "serve_prompts", "shutdown"})  # fmt: skip
+# The orchestrator's phases that come before a lease runs; any other extra phase (teardown,
+# orch exit) comes after the fixed stages, whatever order its frames arrived in.
+BEFORE_LEASE_PHASES = ("config", "offers")
 # The agent's phases after the switch's verdict (which comes right after config).
 _AFTER_VERDICT = ("probe", "model", "engine_start", "engine_health")
 
@@ -465,19 +495,23 @@ def _reason(value: object) -> str:
     return " ".join(clean_line(value, REASON_CHARS).split()) if isinstance(value, str) else ""
 
 
-def _detail_text(detail: object) -> str:
-    """A phase's detail as one short line: its reason or error, else `key value` pairs."""
+def _detail_text(detail: object, limit: int = DETAIL_CHARS) -> str:
+    """A phase's detail as one line: its reason or error, else `key value` pairs."""
     if isinstance(detail, dict):
         for key in ("reason", "error", "message"):
             if isinstance(detail.get(key), str):
-                return _text(detail[key])
+                text = _text(detail[key], limit)
+                fix = detail.get("fix")
+                if limit > DETAIL_CHARS and isinstance(fix, str) and fix:
+                    text += f" — {_text(fix, limit)}"
+                return text
         pairs = (
             f"{key} {value if isinstance(value, str | int | float) else json.dumps(value)}"
             for key, value in detail.items()
             if value not in (None, "")
         )
-        return _text(", ".join(pairs))
-    return _text(detail) if isinstance(detail, str) else ""
+        return _text(", ".join(pairs), limit)
+    return _text(detail, limit) if isinstance(detail, str) else ""
 
 
 def _model_detail(detail: object) -> str:

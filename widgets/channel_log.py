@@ -82,6 +82,7 @@ class ChannelLogScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back", id="channel-log-back"),
         Binding("f", "follow", "follow", id="channel-log-follow"),
+        Binding("y", "copy", "copy", id="channel-log-copy"),
     ]
 
     def __init__(self, hub: ChannelHub, channel: str, *, max_lines: int = MAX_LINES) -> None:
@@ -174,6 +175,11 @@ class ChannelLogScreen(Screen[None]):
             self._version = -1
             self.flush()
         self.log_widget.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def action_copy(self) -> None:
+        """The log's lines (cleaned, as shown) to the clipboard."""
+        self.app.copy_to_clipboard("\n".join(self.log_widget.lines))
+        self.app.notify("log copied to the clipboard", timeout=3, markup=False)
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -159,12 +159,27 @@ NUMBERS_WIDTH = 24
 
 
 def fit_name(name: str, width: int) -> str:
-    """A channel name cut in the middle to `width`, keeping its start and its distinctive
-    end (node number and stream): the counts beside it must stay on screen."""
-    if len(name) <= width or width < 8:
+    """A channel name cut to `width`, keeping its meaningful tail in whole segments
+    (`…bootstrap`, `mvp.…node.12.provider`) and its first segments when they fit: the
+    counts beside it must stay on screen."""
+    if len(name) <= width or width < 4:
         return name
-    tail = (width - 1) * 2 // 3
-    return name[: width - 1 - tail] + "…" + name[-tail:]
+    segments = name.split(".")
+    tail = segments[-1]
+    for segment in reversed(segments[:-1]):
+        longer = f"{segment}.{tail}"
+        if len(longer) + 1 > width:
+            break
+        tail = longer
+    if len(tail) + 1 > width:  # even the last segment is too long: its end, cut
+        return "…" + name[-(width - 1) :]
+    room = width - 1 - len(tail)
+    head = ""
+    for segment in segments[: -tail.count(".") - 1]:  # whole leading segments that fit
+        if len(head) + len(segment) + 1 > room:
+            break
+        head += f"{segment}."
+    return f"{head}…{tail}"
 
 
 def _cells(stats: ChannelStats, name_width: int = 10_000) -> list[Text]:

@@ -3,20 +3,18 @@ and what happens when a step fails. Focus starts on Cancel; it returns True to l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widget import Widget
+from textual.widgets import Static
 
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
+from mvp_tui.widgets.dialog import Choice, DialogScreen
 
 if TYPE_CHECKING:
     from mvp_tui.config import Config
@@ -64,6 +62,7 @@ def offers_table(offers: Sequence[Offer]) -> Table:
     table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
     for name, justify in (
         ("#", "right"),
+        ("provider", "left"),
         ("offer", "left"),
         ("GPU", "left"),
         ("VRAM", "right"),
@@ -74,6 +73,7 @@ def offers_table(offers: Sequence[Offer]) -> Table:
     for position, offer in enumerate(offers, start=1):
         table.add_row(
             Text(f"{position}"),
+            Text(clean_line(offer.provider, 12)),
             Text(clean_line(offer.offer_id, 24)),
             Text(f"{clean_line(offer.gpu_name, 32)} ×{offer.num_gpus}"),
             Text(f"{offer.vram_gib_total:.0f} GB"),
@@ -83,36 +83,35 @@ def offers_table(offers: Sequence[Offer]) -> Table:
     return table
 
 
-class LeaseConfirmScreen(ModalScreen[bool]):
-    """Returns True to lease, False (Cancel, Esc) not to."""
+class LeaseConfirmScreen(DialogScreen[bool]):
+    """Returns True to lease, False (Cancel, Esc) not to. Focus starts on Cancel."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "cancel", "cancel", id="lease-confirm-cancel"),
-        Binding("left", "app.focus_previous", "previous", show=False, id="lease-confirm-left"),
-        Binding("right", "app.focus_next", "next", show=False, id="lease-confirm-right"),
-    ]
+    button_prefix = "lease-"
 
     def __init__(self, offers: Sequence[Offer], limits: LeaseLimits, *, provider: str) -> None:
-        super().__init__()
+        super().__init__(focus="cancel", cancel_value="cancel")
         self.offers = tuple(offers)
         self.limits = limits
         self.provider = provider
 
-    def compose(self) -> ComposeResult:
+    def dialog_title(self) -> Text:
         count = len(self.offers)
-        title = (
-            f"Lease on {self.provider}: 1 offer"
-            if count == 1
-            else f"Lease on {self.provider}: {count} offers, tried in this order"
-        )
-        with Vertical(id="lease-confirm"):
-            yield Static(Text(title), classes="confirm-title")
-            yield Static(offers_table(self.offers), id="lease-confirm-offers")
-            yield Static(self._limits_text(), id="lease-confirm-limits")
-            yield Static(Text(ON_FAILURE), id="lease-confirm-failure")
-            with Horizontal():
-                yield Button("Cancel", id="lease-cancel")
-                yield Button("Lease", id="lease-go", variant="warning")
+        providers = sorted({offer.provider for offer in self.offers}) or [self.provider]
+        where = ", ".join(clean_line(p, 20) for p in providers)
+        if count == 1:
+            return Text(f"Lease on {where}: 1 offer")
+        return Text(f"Lease on {where}: {count} offers, tried in this order")
+
+    def compose_body(self) -> Iterable[Widget]:
+        yield Static(offers_table(self.offers), id="lease-confirm-offers")
+        yield Static(self._limits_text(), id="lease-confirm-limits")
+        yield Static(Text(ON_FAILURE), id="lease-confirm-failure")
+
+    def choices(self) -> list[Choice]:
+        return [Choice("cancel", "Cancel"), Choice("go", "Lease", "warning")]
+
+    def result_for(self, value: str) -> bool:
+        return value == "go"
 
     def _limits_text(self) -> Text:
         text = Text("limits  ")
@@ -124,13 +123,3 @@ class LeaseConfirmScreen(ModalScreen[bool]):
         if not any(is_set for _, _, is_set in self.limits.lines()):
             text.append("  (no limit set: only the provider's balance stops the spend)")
         return text
-
-    def on_mount(self) -> None:
-        self.query_one("#lease-cancel", Button).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        self.dismiss(event.button.id == "lease-go")
-
-    def action_cancel(self) -> None:
-        self.dismiss(False)

@@ -29,6 +29,7 @@ from textual.widgets import DataTable, Static
 
 from mvp_tui.events import EngineEvent
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
+from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.leases_model import (
     LeasesModel,
     LeaseState,
@@ -42,6 +43,7 @@ from mvp_tui.widgets.pane import Pane
 
 LEASE_COLUMNS = ("", "lease", "GPU", "state", "uptime", "$/h", "spend")
 SWITCH_COLUMN = "switch"
+PRICE_RISE_TOLERANCE = 0.001  # a quote this close to the leased price is the same price
 TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
 SCROLLBAR_CELLS = 2
 _STATE_CLASS = {
@@ -85,6 +87,7 @@ class LeasesPane(Pane):
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+d", "teardown", "teardown", id="teardown"),
+        Binding("enter", "detail", "full text", id="leases-detail"),
     ]
 
     class TeardownRequested(Message):
@@ -100,8 +103,10 @@ class LeasesPane(Pane):
         clock: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
         id: str | None = "leases-pane",
+        tag: str = "",
     ) -> None:
         super().__init__(id=id)
+        self.tag = tag  # on every lease row ("rehearsal": nobody takes it for a real rental)
         self.model = LeasesModel(tz=tz)
         self._clock = clock
         self._tz = tz
@@ -135,6 +140,25 @@ class LeasesPane(Pane):
     def handle_event(self, event: EngineEvent) -> None:
         if self.model.apply(event):
             self._render_all()
+
+    def reset(self) -> None:
+        """Forget every line and lease (a replay sought back to its start)."""
+        self.model = LeasesModel(tz=self._tz)
+        self._render_all()
+
+    def set_current_price(self, provider_id: str, now: float, leased_at: float) -> bool:
+        """The provider's current $/h for a live lease; True the first time a rise to this
+        price is seen (the app then says it once), and the row shows the badge."""
+        lease = self.model.leases.get(provider_id)
+        if lease is None:
+            return False
+        rise = now > leased_at * (1 + PRICE_RISE_TOLERANCE)
+        shown = now if rise else None
+        if shown == lease.current_price:
+            return False
+        lease.current_price = shown
+        self._render_leases()
+        return rise
 
     def tick(self) -> None:
         """Advance uptime and spend of leases that may still bill (every second)."""
@@ -262,13 +286,19 @@ class LeasesPane(Pane):
         live = lease.state is LeaseState.RUNNING
         return [
             Text("▶" if live else "·", style=state_style),
-            Text(lease.provider_id),
+            Text(f"{lease.provider_id} ({self.tag})" if self.tag else lease.provider_id),
             Text(lease.gpu),
             Text(lease.state.value, style=state_style),
             self._uptime(lease, now),
-            Text(f"${lease.price_per_hour:.2f}/h", justify="right"),
+            self._price(lease),
             self._spend(lease, now),
         ]
+
+    def _price(self, lease: LeaseView) -> Text:
+        text = Text(f"${lease.price_per_hour:.2f}/h", justify="right")
+        if lease.current_price is not None:  # the provider quotes more now: a badge
+            text.append(f" ↑${lease.current_price:.2f}", style=self._style("leases--warn"))
+        return text
 
     def _uptime(self, lease: LeaseView, now: float) -> Text:
         return Text(uptime_text(lease.uptime_s(now)), justify="right")
@@ -278,10 +308,29 @@ class LeasesPane(Pane):
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "teardown" and self.read_only:
+            return False
         if action == "teardown":
             lease = self.selected()
             return True if lease is not None and lease.state.may_bill else None
         return True
+
+    def action_detail(self) -> None:
+        """The selected lease's history lines uncut (every line when none is selected), in
+        a scrollable view; `y` copies."""
+        lease = self.selected()
+        text = self.model.full_text(lease.provider_id if lease is not None else None)
+        if not text:
+            text = self.model.full_text()
+        if not text:
+            return
+        title = f"Lease {lease.provider_id}" if lease is not None else "Lease attempts"
+        self.app.push_screen(DetailScreen(title, text))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        # Enter on a lease row: the DataTable selects it; the detail view opens.
+        event.stop()
+        self.action_detail()
 
     def action_teardown(self) -> None:
         lease = self.selected()

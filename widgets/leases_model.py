@@ -43,6 +43,7 @@ from mvp_tui.widgets.node_switch import armed_text, finite
 HISTORY_LINES = 200
 LEASES_KEPT = 20
 DETAIL_CHARS = 80
+FULL_CHARS = 4000  # a provider or node text kept whole for the detail view
 REASON_CHARS = 400  # a failed switch's reason names its fix: kept whole (history wraps)
 
 
@@ -107,9 +108,20 @@ class HistoryLine:
     parts: list[tuple[str, Tone]]
     label: str | None = None
     provider_id: str | None = None
+    notes: list[str] = field(default_factory=list)  # provider/node texts uncut (detail view)
 
     def add(self, text: str, tone: Tone) -> None:
         self.parts.append((text, tone))
+
+    def note(self, text: str) -> None:
+        """Keep a text the line shows cut, whole, for the detail view."""
+        if len(text) > DETAIL_CHARS:
+            self.notes.append(clean_line(text, FULL_CHARS))
+
+    def full_text(self, tz: tzinfo | None) -> str:
+        parts = "  ".join(part for part, _ in self.parts)
+        head = f"{clock_text(self.at, tz)}  {parts}"
+        return "\n".join([head, *(f"    {note}" for note in self.notes)])
 
 
 @dataclass(slots=True)
@@ -125,6 +137,7 @@ class LeaseView:
     final_spend_usd: float | None = None
     endpoint: str = ""
     switch: SwitchView | None = None
+    current_price: float | None = None  # the provider's quote now, when above the leased one
 
     def uptime_s(self, now: float) -> float:
         if self.final_uptime_s is not None:
@@ -289,6 +302,7 @@ class LeasesModel:
             line.add("→ reconciling…", Tone.PENDING)
         else:
             line.add(f"{outcome}{status}{detail} → stop", Tone.FAIL)
+        line.note(e.detail)
 
     def _reconcile_started(self, e: ReconcileStarted) -> None:
         line = self._by_label.get(e.label)
@@ -332,7 +346,9 @@ class LeasesModel:
 
     def _not_ready(self, e: LeaseNotReady) -> None:
         self._lease(e.provider_id).state = LeaseState.NOT_READY
-        self._lease_line(e.at, e.provider_id).add(f"→ not ready: {_detail(e.reason)}", Tone.FAIL)
+        line = self._lease_line(e.at, e.provider_id)
+        line.add(f"→ not ready: {_detail(e.reason)}", Tone.FAIL)
+        line.note(e.reason)
 
     def _deleting(self, e: LeaseDeleting) -> None:
         self._lease(e.provider_id).state = LeaseState.DELETING
@@ -416,6 +432,7 @@ class LeasesModel:
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
         line.add(f"→ delete UNCONFIRMED, may still bill: {_detail(e.reason)}", Tone.FAIL)
+        line.note(e.reason)
 
     def _skipped(self, e: OfferSkipped) -> None:
         self._new_line(
@@ -424,10 +441,21 @@ class LeasesModel:
 
     def _walk_failed(self, e: WalkFailed) -> None:
         what = e.failure.value.replace("_", " ")
-        self._new_line(
+        line = self._new_line(
             e.at,
             (f"no lease ({what}) after {e.attempts} attempt(s): {_detail(e.reason)}", Tone.FAIL),
         )
+        line.note(e.reason)
+
+    # -- the detail view ----------------------------------------------------------------------
+    def full_text(self, provider_id: str | None = None) -> str:
+        """Every history line uncut (those of one lease when given), for the detail view."""
+        lines = [
+            line.full_text(self.tz)
+            for line in self.history
+            if provider_id is None or line.provider_id == provider_id
+        ]
+        return "\n".join(lines)
 
     def _sweep(self, e: Sweep) -> None:
         if not e.listed:

@@ -8,7 +8,8 @@ back on the same offer by key. Nothing is capped: all matching offers are rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,11 +17,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
-from mvp_tui.providers.base import Offer
+from mvp_tui.events import EngineEvent
+from mvp_tui.lease.events import AttemptAnswered
+from mvp_tui.providers.base import Offer, Outcome
+from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.filter_bar import FilterBar
-from mvp_tui.widgets.offers_model import OffersModel
+from mvp_tui.widgets.offers_model import OffersModel, offer_key
 from mvp_tui.widgets.offers_table import OffersTable
 from mvp_tui.widgets.pane import Pane
 
@@ -31,7 +35,8 @@ class OffersPane(Pane):
     TITLE = "Offers"
     EMPTY_TEXT = (
         "Offers from {provider} appear here, filtered by your limits and sorted by $/h. "
-        "Press r to search, / to filter, space to pick a fallback order, Enter to lease."
+        "Press r to search, / to filter, space to pick a fallback order, Enter to lease "
+        "(the focused offer, then the next ones if it is gone)."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "filter", id="filter"),
@@ -49,9 +54,21 @@ class OffersPane(Pane):
             super().__init__()
             self.offers = offers
 
-    def __init__(self, *, provider: str, id: str | None = "offers-pane") -> None:
+    def __init__(
+        self,
+        *,
+        provider: str,
+        id: str | None = "offers-pane",
+        max_attempts: int = 5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.provider = provider
+        self.max_attempts = max_attempts
         self.model = OffersModel()
+        self._clock = clock
+        self._read_at: float | None = None  # when the offers were last read (their age)
+        self._notes: dict[str, str] = {}  # provider -> why it has no offers on the board
+        self._walking: tuple[Offer, ...] = ()  # the offers of the last Enter, in order
         # The offer the cursor was on when a filter hid it: it comes back with the offer,
         # unless the user has moved the cursor since (then `_placed` differs).
         self._hidden_key: str | None = None
@@ -67,11 +84,14 @@ class OffersPane(Pane):
             placeholder="filter GPU / location  (Enter keeps, Esc clears)", id="offers-filter"
         )
         yield OffersTable(id="offers-table")
+        yield Static(id="offers-notes")
 
     def on_mount(self) -> None:
         self.query_one(FilterBar).display = False
         self.query_one(OffersTable).display = False
+        self.query_one("#offers-notes", Static).display = False
         self.border_subtitle = ""
+        self.set_interval(5.0, self._show_age)
 
     @property
     def table(self) -> OffersTable:
@@ -84,7 +104,49 @@ class OffersPane(Pane):
     def set_offers(self, offers: Sequence[Offer]) -> None:
         """Show these offers (a search or a refresh); cursor and picks stay on their ids."""
         self.model.set_offers(offers)
+        self._read_at = self._clock()
         self.refresh_view()
+
+    def update_offers(self, offers: Sequence[Offer], *, providers: Sequence[str]) -> None:
+        """A refresh of these providers' offers, in place by row key; the other providers'
+        rows (one that failed this time, say) stay on the board."""
+        self.model.update_offers(offers, providers=providers)
+        self._read_at = self._clock()
+        self.refresh_view()
+
+    def set_notes(self, notes: Mapping[str, str]) -> None:
+        """Why a provider has no offers on the board (an error, no credentials), shown in
+        the pane's footer; the other providers' offers are unaffected."""
+        self._notes = dict(notes)
+        lines = [f"{clean_line(p, 12)}: {clean_line(n, 300)}" for p, n in sorted(notes.items())]
+        label = self.query_one("#offers-notes", Static)
+        label.update(Text("\n".join(lines)))
+        label.display = bool(lines)
+
+    @property
+    def notes(self) -> dict[str, str]:
+        return dict(self._notes)
+
+    def mark_gone(self, offer_ids: Sequence[str]) -> None:
+        """The provider said these offers are sold (ids as the walk names them)."""
+        keys = [offer_key(o) for o in self._walking if o.offer_id in offer_ids]
+        if keys:
+            self.model.mark_gone(keys)
+            self.refresh_view()
+
+    def handle_event(self, event: EngineEvent) -> None:
+        if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
+            self.mark_gone([event.offer_id])
+
+    def _show_age(self) -> None:
+        if self.model.total:
+            self.border_subtitle = Text(self._subtitle())
+
+    def _subtitle(self) -> str:
+        text = self.model.subtitle(self.provider)
+        if self._read_at is not None:
+            text += f" · {age_text(self._clock() - self._read_at)} old"
+        return text
 
     def refresh_view(self) -> None:
         """Hand the table the model's current rows, keeping the cursor on its offer."""
@@ -104,7 +166,7 @@ class OffersPane(Pane):
         has_rows = self.model.total > 0
         self.set_empty(not has_rows)
         table.display = has_rows
-        self.border_subtitle = Text(self.model.subtitle(self.provider)) if has_rows else ""
+        self.border_subtitle = Text(self._subtitle()) if has_rows else ""
         keys_state = (has_rows, bool(self.model.filter_text))
         if keys_state != self._keys_state:  # the footer redraws only when a key changes
             self._keys_state = keys_state
@@ -114,6 +176,8 @@ class OffersPane(Pane):
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
+            return False
         if action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
             return True if self.model.total else None
         if action == "clear_filter":
@@ -143,8 +207,9 @@ class OffersPane(Pane):
             self.refresh_view()
 
     def action_lease(self) -> None:
-        offers = self.model.chosen(self.table.cursor_key())
+        offers = self.model.chosen(self.table.cursor_key(), self.max_attempts)
         if offers:
+            self._walking = offers
             self.post_message(self.LeaseRequested(offers))
 
     def on_offers_table_row_selected(self, event: OffersTable.RowSelected) -> None:
@@ -176,3 +241,13 @@ class OffersPane(Pane):
             self.refresh_view()
         bar.display = bool(self.model.filter_text)
         self.table.focus()
+
+
+def age_text(seconds: float) -> str:
+    """`12 s`, `3 min`, `2 h`: how old the board's prices are."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min"
+    return f"{seconds // 3600:.0f} h"

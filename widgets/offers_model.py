@@ -54,22 +54,31 @@ class Column(enum.Enum):
     """The table's columns, in order; the value is the column key and its header."""
 
     PICK = "pick"
+    PROVIDER = "provider"
     GPU = "GPU"
     N = "n"
     VRAM = "VRAM"
     PRICE = "$/h"
     PER_GIB = "$/GB·h"
-    RELIABILITY = "rel"
+    RELIABILITY = "stock/rel"
     DOWN = "↓Mb/s"
     UP = "↑Mb/s"
     WHERE = "where"
 
     @property
     def numeric(self) -> bool:
-        return self not in (Column.GPU, Column.WHERE)
+        return self not in TEXT_COLUMNS
 
 
 COLUMNS: tuple[Column, ...] = tuple(Column)
+# Columns of text (provider names, places, stock words), measured rather than formatted.
+TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE})
+GONE = "gone"  # the pick cell of an offer the provider said is sold
+
+
+def offer_key(offer: Offer) -> str:
+    """The board's row key: offer ids are only unique within one provider."""
+    return f"{offer.provider}:{offer.offer_id}"
 _SORT_COLUMNS: dict[SortKey, Column] = {
     SortKey.PRICE: Column.PRICE,
     SortKey.PER_GIB: Column.PER_GIB,
@@ -109,6 +118,7 @@ class OfferRow:
     cells: tuple[str, ...]  # one per `COLUMNS`, already sanitised and formatted
     cheap: bool
     picked: bool
+    gone: bool = False  # the provider said it is sold: dimmed until the next refresh
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +128,8 @@ class _Entry:
     offer: Offer
     gpu: str
     location: str
+    provider: str
+    stock: str  # the provider's stock hint, else its reliability
 
 
 class _Cleaner:
@@ -141,7 +153,9 @@ def _entries(offers: Iterable[Offer]) -> dict[str, _Entry]:
     for offer in offers:
         gpu = clean(offer.gpu_name, GPU_NAME_CHARS)
         location = clean(offer.location, LOCATION_CHARS)
-        out[offer.offer_id] = _Entry(offer, gpu, location)
+        provider = clean(offer.provider, 12)
+        stock = clean(offer.stock, 8) if offer.stock else f"{offer.reliability:.3f}"
+        out[offer_key(offer)] = _Entry(offer, gpu, location, provider, stock)
     return out
 
 
@@ -153,12 +167,13 @@ class OffersModel:
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
-        self._values: dict[Column, list[float]] = {}
+        self._values: dict[Column, list[float]] = {c: [] for c in _NUMBERS}
         self._cheap_limit = 0.0
         self.filter_text = ""
         self.sort_key = SortKey.PRICE
         self.ascending = SortKey.PRICE.ascending_first
         self._picks: list[str] = []
+        self._gone: set[str] = set()
         self._view: list[str] | None = None  # cached ordered, filtered ids
         # The last view made and what from: a longer filter in the same sort narrows it.
         self._last: tuple[tuple[SortKey, bool, str], list[str]] | None = None
@@ -170,17 +185,41 @@ class OffersModel:
     def set_offers(self, offers: Iterable[Offer]) -> None:
         """Replace the offers (a refresh); picks of offers that are gone are dropped."""
         self._entries = _entries(offers)
-        self._haystacks = {k: f"{e.gpu} {e.location}".lower() for k, e in self._entries.items()}
+        self._haystacks = {
+            k: f"{e.provider} {e.gpu} {e.location}".lower() for k, e in self._entries.items()
+        }
         self._by_id = sorted(self._entries)
         offers_by_id = [self._entries[key].offer for key in self._by_id]
         self._values = {c: list(map(f.value, offers_by_id)) for c, f in _NUMBERS.items()}
         self._picks = [key for key in self._picks if key in self._entries]
+        self._gone &= set(self._entries)  # still listed after a refresh: still marked
         per_gib = sorted(value for value in self._values[Column.PER_GIB] if value > 0)
         self._cheap_limit = per_gib[int(len(per_gib) * CHEAP_FRACTION)] if per_gib else 0.0
         self._view = self._last = None
         self._orders = {}
         self._rows = {}
         self._widths = None
+
+    def update_offers(self, offers: Iterable[Offer], *, providers: Iterable[str]) -> None:
+        """A refresh of some providers: their rows are replaced (in place, by key), the
+        other providers' rows stay as they are."""
+        refreshed = set(providers)
+        kept = [e.offer for e in self._entries.values() if e.offer.provider not in refreshed]
+        fresh = list(offers)
+        fresh_keys = {offer_key(o) for o in fresh}
+        self._gone -= fresh_keys  # listed again by the provider: rentable again
+        self.set_offers([*kept, *fresh])
+
+    def mark_gone(self, keys: Iterable[str]) -> None:
+        """The provider said these are sold: dimmed, marked, and never walked again."""
+        gone = {key for key in keys if key in self._entries}
+        self._gone |= gone
+        self._picks = [key for key in self._picks if key not in gone]
+        for key in gone:
+            self._rows.pop(key, None)
+
+    def is_gone(self, key: str) -> bool:
+        return key in self._gone
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text.strip()
@@ -200,7 +239,7 @@ class OffersModel:
         """Add the offer at the end of the fallback list, or take it out."""
         if offer_id in self._picks:
             self._picks.remove(offer_id)
-        elif offer_id in self._entries:
+        elif offer_id in self._entries and offer_id not in self._gone:
             self._picks.append(offer_id)
 
     # -- output ---------------------------------------------------------------------------
@@ -264,17 +303,16 @@ class OffersModel:
     def _make_row(self, offer_id: str, pick: int | None) -> OfferRow:
         entry = self._entries[offer_id]
         offer = entry.offer
+        gone = offer_id in self._gone
         per_gib = offer.price_per_gib_vram_hour
-        cheap = 0 < per_gib <= self._cheap_limit
-        cells = [f"{pick}" if pick else ""]
+        cheap = 0 < per_gib <= self._cheap_limit and not gone
+        cells = [GONE if gone else f"{pick}" if pick else ""]
         for column in COLUMNS[1:]:
-            if column is Column.GPU:
-                cells.append(entry.gpu)
-            elif column is Column.WHERE:
-                cells.append(entry.location)
+            if column in TEXT_COLUMNS or column is Column.RELIABILITY:
+                cells.append(_text_of(entry, column))
             else:
                 cells.append(_NUMBERS[column].text(offer))
-        return OfferRow(offer_id, tuple(cells), cheap, bool(pick))
+        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone)
 
     def widths(self) -> tuple[int, ...]:
         """Each column's width in cells, wide enough for its header and every offer's text.
@@ -288,11 +326,10 @@ class OffersModel:
             for column in COLUMNS:
                 width = cell_len(column.value)
                 if column is Column.PICK:
-                    width = max(width, len(str(len(self._entries))))
-                elif column is Column.GPU:
-                    width = max([width, *(cell_len(t) for t in {e.gpu for e in entries})])
-                elif column is Column.WHERE:
-                    width = max([width, *(cell_len(t) for t in {e.location for e in entries})])
+                    width = max(width, len(str(len(self._entries))), len(GONE))
+                elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
+                    texts = {_text_of(e, column) for e in entries}
+                    width = max([width, *(cell_len(t) for t in texts)])
                 elif entries:
                     values, spec = self._values[column], _NUMBERS[column].spec
                     width = max(width, *(len(spec.format(v)) for v in (min(values), max(values))))
@@ -300,17 +337,36 @@ class OffersModel:
             self._widths = tuple(out)
         return self._widths
 
-    def chosen(self, highlighted: str | None) -> tuple[Offer, ...]:
-        """What Enter leases: the picks in order, or else the highlighted offer."""
-        keys: Sequence[str] = self._picks or ([highlighted] if highlighted else [])
+    def chosen(self, highlighted: str | None, max_attempts: int = 1) -> tuple[Offer, ...]:
+        """What Enter leases, in the order it is tried: the picks, or else the highlighted
+        offer and the ones after it in the board's current order, up to `max_attempts`.
+        Offers marked gone are never walked."""
+        keys: Sequence[str] = self._picks
+        if not keys and highlighted is not None:
+            view = self.view()
+            start = view.index(highlighted) if highlighted in view else 0
+            keys = [k for k in view[start:] if k not in self._gone][: max(1, max_attempts)]
         return tuple(self._entries[k].offer for k in keys if k in self._entries)
 
     def subtitle(self, provider: str) -> str:
         """`vastai · 214 match · sort $/h ↑ · filter '4090' · 2 picked` for the border."""
         arrow = "↑" if self.ascending else "↓"
         parts = [provider, f"{len(self.view())} match", f"sort {self.sort_key.value} {arrow}"]
+        if self._gone:
+            parts.append(f"{len(self._gone)} gone")
         if self.filter_text:
             parts.append(f"filter '{clean_line(self.filter_text, 40)}'")
         if self._picks:
             parts.append(f"{len(self._picks)} picked")
         return " · ".join(parts)
+
+
+def _text_of(entry: _Entry, column: Column) -> str:
+    """A text column's cell (provider text already sanitised in `_entries`)."""
+    if column is Column.PROVIDER:
+        return entry.provider
+    if column is Column.GPU:
+        return entry.gpu
+    if column is Column.WHERE:
+        return entry.location
+    return entry.stock

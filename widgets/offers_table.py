@@ -48,6 +48,7 @@ class _Styles:
     header: Style
     cheap: Style
     picked: Style
+    gone: Style
     cursor: Style
     cursor_cheap: Style
     cursor_picked: Style
@@ -61,6 +62,7 @@ class OffersTable(ScrollView, can_focus=True):
         "offers-table--cursor",
         "offers-table--cheap",
         "offers-table--picked",
+        "offers-table--gone",
     }
     # Structure and the stock look (DataTable's, from theme variables); the app's own
     # colours for cheap and picked rows are in themes/app.tcss.
@@ -90,12 +92,12 @@ class OffersTable(ScrollView, can_focus=True):
     }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "cursor up", show=False),
-        Binding("down", "cursor_down", "cursor down", show=False),
-        Binding("pageup", "cursor_page_up", "page up", show=False),
-        Binding("pagedown", "cursor_page_down", "page down", show=False),
-        Binding("home,ctrl+home", "cursor_first", "first row", show=False),
-        Binding("end,ctrl+end", "cursor_last", "last row", show=False),
+        Binding("up", "cursor_up", "cursor up", show=False, id="offers-cursor-up"),
+        Binding("down", "cursor_down", "cursor down", show=False, id="offers-cursor-down"),
+        Binding("pageup", "cursor_page_up", "page up", show=False, id="offers-page-up"),
+        Binding("pagedown", "cursor_page_down", "page down", show=False, id="offers-page-down"),
+        Binding("home,ctrl+home", "cursor_first", "first row", show=False, id="offers-first"),
+        Binding("end,ctrl+end", "cursor_last", "last row", show=False, id="offers-last"),
     ]
 
     class RowSelected(Message):
@@ -255,6 +257,7 @@ class OffersTable(ScrollView, can_focus=True):
                 header=base + component("offers-table--header"),
                 cheap=cheap,
                 picked=picked,
+                gone=base + component("offers-table--gone"),
                 cursor=base + cursor,
                 cursor_cheap=cheap + cursor,
                 cursor_picked=picked + cursor,
@@ -287,6 +290,8 @@ class OffersTable(ScrollView, can_focus=True):
 
     def _row_strip(self, row: OfferRow, styles: _Styles, *, cursor: bool) -> Strip:
         plain = styles.cursor if cursor else styles.base
+        if row.gone:  # sold: the whole row dimmed, "gone" in its pick cell
+            plain = plain + styles.gone if cursor else styles.gone
         pad = Segment(" " * CELL_PADDING, plain)
         segments: list[Segment] = []
         cells = zip(row.cells, self._widths, _RIGHT, strict=True)

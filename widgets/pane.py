@@ -26,6 +26,8 @@ class Pane(Vertical, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.border_title = self.TITLE
+        # A replay: keys that would act on a live run are hidden (they could do nothing).
+        self.read_only = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.empty_text()), classes="empty")

@@ -42,9 +42,11 @@ from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.sparkline import sparkline
 
 POLL_S = 0.25
 QUESTION_CHARS = 400
+RATES_KEPT = 12  # prompts in the tok/s sparkline
 
 
 class PromptInput(Input):
@@ -126,6 +128,7 @@ class PromptPane(Pane):
         self._stream: MarkdownStream | None = None
         self._version = -1
         self._weights_position = -1
+        self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
 
     def compose_content(self) -> ComposeResult:
         yield Static(id="prompt-question")
@@ -246,7 +249,9 @@ class PromptPane(Pane):
         self.live = None
         if isinstance(event, PromptDone):
             stats.set_class(False, "-fault")
-            stats.update(Text(summary(event) + self._queue_note()))
+            self.rates.append(event.tokens_per_s)
+            trend = f" · tok/s {sparkline(list(self.rates))}" if len(self.rates) > 1 else ""
+            stats.update(Text(summary(event) + trend + self._queue_note()))
         elif isinstance(event, PromptFault):
             stats.set_class(True, "-fault")
             stats.update(Text(_fault_text(event) + self._queue_note()))

@@ -23,6 +23,8 @@ class RunSummary:
     spent_usd: float = 0.0
     cap_usd: float | None = None
     replay: str | None = None  # "replay FILE · 2.0× · frame 120/400 · paused" in replay mode
+    label: str = ""  # "rehearsal": a simulated marketplace, nothing real is rented
+    rate_trend: str = ""  # a sparkline of the session's $/h
 
     def with_spend(self, price_per_hour: float, spent_usd: float, live: int) -> RunSummary:
         return replace(self, price_per_hour=price_per_hour, spent_usd=spent_usd, live_leases=live)
@@ -50,8 +52,13 @@ class StatusBar(Widget):
         live = "no lease live" if s.live_leases == 0 else f"{s.live_leases} lease(s) live"
         text = Text()
         text.append(" mvp-tui ", style="bold reverse")
+        if s.label:
+            text.append(f" {s.label.upper()} ", style="bold reverse")
         text.append(f"  run {s.run_id or '—'} · {s.provider} · {s.profile} · {live}")
-        text.append(f" · ${s.price_per_hour:.2f}/h · spent ${s.spent_usd:.2f}")
+        text.append(f" · ${s.price_per_hour:.2f}/h")
+        if s.rate_trend:
+            text.append(f" {s.rate_trend}")
+        text.append(f" · spent ${s.spent_usd:.2f}")
         if s.cap_usd is not None:
             text.append(f" · cap ${s.cap_usd:.2f}")
         clock = self._clock().strftime("%H:%M:%S")

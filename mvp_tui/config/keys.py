@@ -436,6 +436,17 @@ KEYS: tuple[KeySpec, ...] = (
         flag="--delete-timeout-secs",
         minimum=1,
     ),
+    _k(
+        "lease",
+        "max_attempts",
+        Kind.INT,
+        5,
+        "Enter without picks tries the focused offer, then the next ones in the board's sort "
+        "order, up to this many offers",
+        env=("MVP_LEASE_MAX_ATTEMPTS",),
+        flag="--max-attempts",
+        minimum=1,
+    ),
     # [ssh]
     _k(
         "ssh",
@@ -874,6 +885,16 @@ KEYS: tuple[KeySpec, ...] = (
         "dashboard theme (mvp-dark, mvp-light, or any Textual theme)",
         env=("MVP_UI_THEME",),
         flag="--theme",
+    ),
+    _k(
+        "ui",
+        "offers_refresh_secs",
+        Kind.FLOAT,
+        60.0,
+        "the offer board re-reads prices and stock this often, in place (0 = never)",
+        env=("MVP_UI_OFFERS_REFRESH_SECS",),
+        flag="--offers-refresh-secs",
+        minimum=0,
     ),
     # [state]
     _k(

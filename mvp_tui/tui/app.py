@@ -9,14 +9,17 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, tzinfo
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
@@ -38,22 +41,28 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
-from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.lease.events import AttemptAnswered
+from mvp_tui.lease.restart import OpenLease
+from mvp_tui.providers.base import Offer, Outcome, ProviderError
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
+from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard, provider_groups
 from mvp_tui.tui.replay_control import ReplayControl
+from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
-from mvp_tui.widgets.help_screen import HelpScreen
+from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.prompt import PromptPane
+from mvp_tui.widgets.sparkline import sparkline
 from mvp_tui.widgets.status_bar import RunSummary, StatusBar
 
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
@@ -90,12 +99,20 @@ class MvpApp(App[int]):
         replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
+        engine_for: Callable[[str], RunEngine] | None = None,
+        label: str = "",
+        board_kinds: Sequence[str] = BOARD_PROVIDERS,
     ) -> None:
         self.config = config
         self._clock = clock
         self._wall = wall
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
         self.engine = engine
+        # A fresh engine for another provider (a pick from another provider's offers); None:
+        # only the run's own provider's offers can be leased.
+        self._engine_for = engine_for
+        self.replaced_engines: list[RunEngine] = []  # engines of providers walked before
+        self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
         self._sink = sink
         self.hub = engine.hub if engine is not None else hub
@@ -117,9 +134,25 @@ class MvpApp(App[int]):
         self.theme = theme_name
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
+        self.board = (
+            OfferBoard(
+                config,
+                own=lambda: self._engine().provider.info.name,
+                search_own=lambda: self._engine().search_offers(),
+                redactor=engine.redactor,
+                kinds=board_kinds,
+            )
+            if engine is not None
+            else None
+        )
         self.leases = LiveLeases()
+        self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
+        self._archive_events: ArchiveEvents | None = None  # a replay's events
         self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
+        # Where focus was when Enter asked for a lease: unmoved by the time the engine is
+        # ready, it goes to the prompt box (the next thing to do).
+        self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
 
     @property
@@ -137,9 +170,14 @@ class MvpApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
-        yield OffersPane(provider=self.config.provider)
+        engine = self.engine
+        yield OffersPane(
+            provider=engine.provider.info.name if engine is not None else self.config.provider,
+            max_attempts=self.config.get_int("lease.max_attempts") or 5,
+            clock=self._wall,
+        )
         yield BootstrapPane(clock=self._wall, tz=self._tz)
-        yield LeasesPane(clock=self._wall, tz=self._tz)
+        yield LeasesPane(clock=self._wall, tz=self._tz, tag=self.label)
         yield ChannelsPane()
         yield PromptPane()
         yield Footer()
@@ -153,12 +191,19 @@ class MvpApp(App[int]):
             self.query_one(ChannelsPane).attach_hub(self.hub)
             self.query_one(PromptPane).attach_hub(self.hub)
         if self.replay is not None:
+            for pane in self.query(Pane):
+                pane.read_only = True
+            self._archive_events = ArchiveEvents(self._wall)
             self.set_interval(0.25, self._update_summary)
+            self.set_interval(0.25, self._replay_events)
             self.run_worker(self.replay.feed(), name="replay", group="replay")
         if self.engine is not None:
             if self._sink is not None:
                 self._sink.connect(self._post_engine_event)
             self.set_interval(1.0, self._update_summary)
+            refresh = self.config.get_float("ui.offers_refresh_secs")
+            if refresh:  # 0 or unset: never (r still searches)
+                self.set_interval(refresh, self._refresh)
             self._run(self._start(), "start")
             loop = asyncio.get_running_loop()
             for sig in EXIT_SIGNALS:
@@ -167,7 +212,13 @@ class MvpApp(App[int]):
     def _post_engine_event(self, event: EngineEvent) -> None:
         self.post_message(EngineMessage(event))
 
+    def _engine(self) -> RunEngine:
+        assert self.engine is not None, "no engine: the bare shell or a replay"
+        return self.engine
+
     async def on_unmount(self) -> None:
+        if self.board is not None:
+            await self.board.aclose()
         if self.engine is None:
             return
         loop = asyncio.get_running_loop()
@@ -190,7 +241,29 @@ class MvpApp(App[int]):
         if isinstance(event, NodeReady):
             for prompt in self.query(PromptPane):
                 prompt.set_ready(event.model_id)
+            self._focus_prompt_if_unmoved()
+        if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
+            # Marked gone at once by the pane; the board is re-read behind the walk.
+            self.action_search_offers(quiet=True)
         self._update_summary()
+
+    def _focus_prompt_if_unmoved(self) -> None:
+        before, self._focus_at_lease = self._focus_at_lease, None
+        if before is not None and self.focused is before and self.screen is self.screen_stack[0]:
+            self.query_one(PromptPane).focus()
+
+    def _replay_events(self) -> None:
+        """A replay's lease and prompt steps, read back from the archive, to every pane."""
+        if self.hub is None or self._archive_events is None:
+            return
+        restarted, events = self._archive_events.poll(self.hub)
+        if restarted:
+            self.query_one(LeasesPane).reset()
+        for event in events:
+            for pane in self.query(Pane):
+                pane.handle_event(event)
+            if isinstance(event, NodeReady):
+                self.query_one(PromptPane).set_ready(event.model_id)
 
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
@@ -203,14 +276,23 @@ class MvpApp(App[int]):
             return
         self.query_one(StatusBar).summary = RunSummary(
             run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
-            provider=self.config.provider,
+            provider=engine.provider.info.name if engine is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
             price_per_hour=self.leases.price_per_hour(),
             spent_usd=self.leases.spent_usd(now),
             cap_usd=self._limits.max_spend_usd,
+            label=self.label,
+            rate_trend=self._rate_trend(),
         )
         self.refresh_bindings()
+
+    def _rate_trend(self) -> str:
+        """$/h over the session: a point whenever the session's $/h changes."""
+        rate = self.leases.price_per_hour()
+        if not self._rates or self._rates[-1] != rate:
+            self._rates.append(rate)
+        return sparkline(list(self._rates)) if any(self._rates) else ""
 
     # -- engine work ---------------------------------------------------------------------------
     def _run(self, work: Coroutine[Any, Any, object], name: str) -> Worker[object]:
@@ -248,28 +330,7 @@ class MvpApp(App[int]):
         earlier = await engine.earlier_leases()
         if not earlier:
             return
-        lines = [
-            f"  run {o.run_id}: {o.lease.provider_id or o.lease.label} {o.lease.gpu_name} "
-            f"${o.lease.price_per_hour:.3f}/h "
-            f"({'exists' if o.exists else 'the provider did not answer'})"
-            for o in earlier
-        ]
-        choices = [Choice("keep", "Keep for later"), Choice("teardown", "Tear down", "error")]
-        can_attach = (
-            len(earlier) == 1 and engine.provider.info.ssh and earlier[0].exists is True
-            and earlier[0].lease.ssh is not None
-        )  # fmt: skip
-        if can_attach:
-            choices.insert(1, Choice("reattach", "Re-attach", "primary"))
-        screen = ConfirmScreen(
-            f"{len(earlier)} lease(s) from earlier runs may still bill",
-            "\n".join(clean_line(line, 200) for line in lines)
-            + "\n\nTear them down (confirmed by the provider), re-attach, or keep them for "
-            "`mvp-tui down` later.",
-            choices,
-            focus="teardown",
-            cancel_value="keep",
-        )
+        screen = self.earlier_leases_screen(earlier, can_attach=self._can_attach(earlier))
         choice = await self.push_screen_wait(screen)
         if choice == "teardown":
             report = await engine.down_earlier([o.run_id for o in earlier])
@@ -279,12 +340,77 @@ class MvpApp(App[int]):
         elif choice == "reattach":
             self._run(self._serve(lambda c: c.reattach(earlier[0], self._plan())), "re-attach")
 
-    async def _search(self) -> None:
-        assert self.engine is not None
-        offers = await self.engine.search_offers()
-        self.query_one(OffersPane).set_offers(offers)
+    def _can_attach(self, earlier: list[OpenLease]) -> bool:
+        engine = self.engine
+        return (
+            engine is not None and len(earlier) == 1 and engine.provider.info.ssh
+            and earlier[0].exists is True and earlier[0].lease.ssh is not None
+        )  # fmt: skip
 
-    def action_search_offers(self) -> None:
+    @staticmethod
+    def earlier_leases_screen(earlier: list[OpenLease], *, can_attach: bool) -> ConfirmScreen:
+        """The restart check: what earlier runs left, and what to do with it."""
+        lines = [
+            f"  run {o.run_id}: {o.lease.provider_id or o.lease.label} {o.lease.gpu_name} "
+            f"${o.lease.price_per_hour:.3f}/h "
+            f"({'exists' if o.exists else 'the provider did not answer'})"
+            for o in earlier
+        ]
+        choices = [Choice("keep", "Keep for later"), Choice("teardown", "Tear down", "error")]
+        if can_attach:
+            choices.insert(1, Choice("reattach", "Re-attach", "primary"))
+        return ConfirmScreen(
+            f"{len(earlier)} lease(s) from earlier runs may still bill",
+            "\n".join(clean_line(line, 200) for line in lines)
+            + "\n\nTear them down (confirmed by the provider), re-attach, or keep them for "
+            "`mvp-tui down` later.",
+            choices,
+            focus="teardown",
+            cancel_value="keep",
+        )
+
+    async def _search(self) -> None:
+        """Every provider on the board at once; one that fails keeps its last rows and says
+        why in the pane's footer, the others' offers are fresh."""
+        assert self.board is not None
+        result = await self.board.search()
+        pane = self.query_one(OffersPane)
+        pane.update_offers(result.offers, providers=result.answered)
+        pane.set_notes(result.notes)
+
+    def _refresh(self) -> None:
+        """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
+        lease's current $/h asked of its provider."""
+        self.action_search_offers(quiet=True)
+        if self.leases.ids() and not any(w.name == "price check" and not w.is_finished
+                                         for w in self.workers):  # fmt: skip
+            self._run(self._check_prices(), "price check")
+
+    async def _check_prices(self) -> None:
+        """A lease whose provider now quotes more than it was leased at: a badge on its row
+        and one toast (per new price)."""
+        engine = self._engine()
+        for provider_id in self.leases.ids():
+            leased_at = self.leases.price_of(provider_id)
+            status = await engine.provider.get(provider_id)
+            now = status.price_per_hour
+            if leased_at is None or now is None:
+                continue
+            if self.query_one(LeasesPane).set_current_price(provider_id, now, leased_at):
+                self.notify(
+                    f"lease {clean_line(provider_id, 40)} now costs ${now:.3f}/h "
+                    f"(leased at ${leased_at:.3f}/h)",
+                    title="price rise",
+                    severity="warning",
+                    timeout=15,
+                    markup=False,
+                )
+
+    def action_search_offers(self, quiet: bool = False) -> None:
+        if quiet and any(
+            w.name == "offer search" and not w.is_finished for w in self.workers
+        ):
+            return  # one background refresh at a time
         self._run(self._search(), "offer search")
 
     @on(OffersPane.LeaseRequested)
@@ -295,12 +421,43 @@ class MvpApp(App[int]):
                 "a lease is already running or in progress", severity="warning", markup=False
             )
             return
-        offers = message.offers
-        if not controller.engine.provider.info.billing or not self.config.confirm_lease:
+        offers = self._leasable(message.offers)
+        if not offers:
+            return
+        self._focus_at_lease = self.focused
+        bills = any(self._bills(kind) for kind in {o.provider for o in offers})
+        if not bills or not self.config.confirm_lease:  # [vastai] confirm_lease = false
             self._start_lease(offers)
             return
-        confirm = LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
+        confirm = self.lease_confirm_screen(offers)
         self.push_screen(confirm, lambda ok: self._start_lease(offers) if ok else None)
+
+    def _leasable(self, offers: tuple[Offer, ...]) -> tuple[Offer, ...]:
+        """The offers this dashboard can lease: all of them when it can start an engine for
+        another provider, else the run's own provider's (and it says why the rest are not)."""
+        own = self._engine().provider.info.name
+        if self._engine_for is not None:
+            return offers
+        kept = tuple(o for o in offers if o.provider == own)
+        others = sorted({o.provider for o in offers} - {own})
+        if others:
+            self.notify(
+                f"offers of {', '.join(others)} are leased from `mvp-tui --provider "
+                f"{others[0]}`; this run leases on {own}",
+                severity="warning",
+                markup=False,
+            )
+        return kept
+
+    def _bills(self, kind: str) -> bool:
+        engine = self._engine()
+        if kind == engine.provider.info.name:
+            return engine.provider.info.billing
+        return self.board.info_billing(kind) if self.board is not None else True
+
+    def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
+        """The confirm before anything bills: the offers in the order they will be tried."""
+        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
 
     def _plan(self) -> Plan:
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
@@ -316,20 +473,71 @@ class MvpApp(App[int]):
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
         if self.controller is None or self.controller.closed:
             return
-        self._run(self._serve(lambda c: c.lease_and_serve(offers, self._plan())), "lease")
+        self._run(self._walk_providers(offers), "lease")
 
-    async def _serve(self, lifecycle: Callable[[RunController], Awaitable[PlanEnd]]) -> None:
+    async def _walk_providers(self, offers: tuple[Offer, ...]) -> None:
+        """The offers in their order, across providers: each provider's run of offers is
+        walked by an engine of that provider; when none of them gave a serving node (and
+        nothing bills), the next provider's are tried."""
+        groups = provider_groups(offers)
+        for index, (kind, group) in enumerate(groups):
+            if not await self._use_engine(kind):
+                return
+            following = groups[index + 1][0] if index + 1 < len(groups) else None
+            walk = partial(RunController.lease_and_serve, offers=group, plan=self._plan())
+            if await self._serve(walk, following):
+                return
+
+    async def _use_engine(self, kind: str) -> bool:
+        """Make the run's engine one of `kind` (a fresh engine, its channels shown), when it
+        holds nothing; False (and why) when that cannot be."""
+        engine = self._engine()
+        if engine.provider.info.name == kind:
+            return True
+        controller = self.controller
+        if self._engine_for is None or (controller is not None and controller.holds_lease):
+            return False
+        try:
+            fresh = self._engine_for(kind)
+        except ConfigError as exc:
+            self.notify(clean_line(str(exc), 600), title=f"cannot lease on {kind}",
+                        severity="error", timeout=15, markup=False)  # fmt: skip
+            return False
+        self.replaced_engines.append(engine)
+        self.engine, self.controller, self.hub = fresh, RunController(fresh), fresh.hub
+        self._limits = fresh.settings.limits
+        for pane in (self.query_one(BootstrapPane), self.query_one(ChannelsPane)):
+            pane.attach_hub(fresh.hub)
+        self.query_one(PromptPane).attach_hub(fresh.hub)
+        fresh.started()
+        await engine.aclose()
+        self._update_summary()
+        return True
+
+    async def _serve(
+        self,
+        lifecycle: Callable[[RunController], Awaitable[PlanEnd]],
+        following: str | None = None,
+    ) -> bool:
         """A lease (new or re-attached) from the walk to serving, owned by the controller:
-        a failure tears it down (confirmed) and says why; a stop just ends it."""
+        a failure tears it down (confirmed) and says why; a stop just ends it. False when it
+        failed before serving with nothing left billing and `following` (a provider) is next."""
         controller = self.controller
         assert controller is not None
         try:
             await lifecycle(controller)
         except RunAborted as aborted:
+            if following is not None and not controller.served and aborted.result.nothing_bills:
+                self.notify(clean_line(aborted.reason, 600),
+                            title=f"no lease on {controller.engine.provider.info.name}; "
+                            f"trying {following}", severity="warning", timeout=15,
+                            markup=False)  # fmt: skip
+                return False
             self.notify(clean_line(aborted.reason, 600), title="the run stopped",
                         severity="error", timeout=15, markup=False)  # fmt: skip
             self._say_left(aborted.result)
         self._update_summary()
+        return True
 
     def _say_left(self, result: StopResult) -> None:
         if not result.nothing_bills:
@@ -386,14 +594,60 @@ class MvpApp(App[int]):
     def action_focus_previous_pane(self) -> None:
         self._focus_pane(-1)
 
+    # -- the command palette -------------------------------------------------------------
+    def _key_of(self, binding_id: str) -> str:
+        """The key a binding has now (a `[ui.keys]` remap applied), as a person reads it."""
+        spec = next((b for b in all_bindings() if b.id == binding_id), None)
+        keys = self.config.ui_keys.get(binding_id, spec.keys if spec is not None else "")
+        return key_label(keys)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The app's own commands first, each with its key (as Posting shows them)."""
+        ours = [
+            ("Lease the focused offer", "lease", "the focused offer, then the next ones "
+             "(or your picks in order)", lambda: self.query_one(OffersPane).action_lease()),
+            ("Tear down the selected lease", "teardown", "destroy it, confirmed by the "
+             "provider", self.action_teardown),
+            ("Search offers again", "search-offers", "every provider on the board",
+             self.action_search_offers),
+            ("Open a channel's log", "channels-open", "the selected channel in the Channels "
+             "pane", self._open_channel),
+            ("Replay an archive", "", "how to replay this run's datastream archive",
+             self._say_replay),
+            ("Switch theme", "toggle-theme", "mvp-dark / mvp-light (saved in the config)",
+             self.action_toggle_theme),
+            ("Show keys", "help", "every key with its id for [ui.keys]", self.action_help),
+        ]  # fmt: skip
+        for title, binding_id, help_text, callback in ours:
+            key = f" ({self._key_of(binding_id)})" if binding_id else ""
+            yield SystemCommand(f"{title}{key}", help_text, callback)
+        yield from super().get_system_commands(screen)
+
+    def _open_channel(self) -> None:
+        channels = self.query_one(ChannelsPane)
+        channels.focus()
+        channels.action_open_log()
+
+    def _say_replay(self) -> None:
+        archive = self.config.get_path("observability.datastream_frame_log")
+        text = (
+            f"replay this run with: mvp-tui replay {archive}"
+            if archive is not None
+            else "set [observability] datastream_frame_log (or --datastream-frame-log) to "
+            "archive a run; then: mvp-tui replay FILE"
+        )
+        self.notify(text, title="replay an archive", timeout=20, markup=False)
+
     # -- keys ----------------------------------------------------------------------------
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(list(APP_BINDINGS), dict(self.config.ui_keys)))
+        self.push_screen(HelpScreen(all_bindings(), dict(self.config.ui_keys)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Keys that need an engine or a lease are shown dimmed until they make sense.
         if action.startswith("replay_"):
             return self.replay is not None
+        if self.replay is not None and action in {"search_offers", "filter", "teardown"}:
+            return False  # read-only: hidden, not dimmed
         if action == "search_offers":
             return True if self.engine is not None and not self._busy else None
         if action == "filter":

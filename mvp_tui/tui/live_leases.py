@@ -37,6 +37,13 @@ class LiveLeases:
         ):
             self._closed_spend += event.spend_usd
 
+    def ids(self) -> list[str]:
+        return list(self._live)
+
+    def price_of(self, provider_id: str) -> float | None:
+        live = self._live.get(provider_id)
+        return live.price_per_hour if live is not None else None
+
     def price_per_hour(self) -> float:
         return sum(live.price_per_hour for live in self._live.values())
 

@@ -19,7 +19,6 @@ from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.engine_port import ForwardingSink
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
-from mvp_tui.widgets.prompt import PromptPane
 from tests.agent.procs import alive
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
@@ -81,7 +80,9 @@ async def test_local_run_from_enter_to_tokens_and_quit_destroys(tmp_path: Path) 
         assert isinstance(ready, NodeReady)
         await pilot.pause()
         assert app.live_leases == 1
-        app.query_one(PromptPane).focus()
+        # Focus was not moved since Enter: the prompt box has it, typing goes there.
+        await pilot.pause()
+        assert app.focused is app.query_one("#prompt-input")
         await pilot.press(*"hello", "enter")
         done = await seen.first(is_(PromptDone), within=60)
         assert isinstance(done, PromptDone) and done.tokens_generated >= 1

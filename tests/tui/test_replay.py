@@ -12,6 +12,7 @@ from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.widgets.status_bar import StatusBar
 from tests.tui.apps import FIXED_NOW
 from tests.widgets.data import write_archive
+from tests.widgets.harness import screen_text
 
 
 def _app(archive: Path, speed: float = 64.0) -> tuple[MvpApp, ReplayControl]:
@@ -52,3 +53,72 @@ async def test_pause_and_seek_back_by_keys(tmp_path: Path) -> None:
         after = sum(s.count for s in control.hub.snapshot().channels)
         assert before == control.total
         assert after == control.total - max(1, control.total // 10)
+
+
+def _run_archive(path: Path) -> Path:
+    """What a run archives: its events through the engine's own tap (OrchTap) onto an
+    archive-backed hub: the walk, SSH, the engine ready, one prompt, the teardown."""
+    from mvp_tui.datastream.archive import FrameArchive
+    from mvp_tui.datastream.frame import StreamId
+    from mvp_tui.datastream.hub import ChannelHub
+    from mvp_tui.engine.events import NodeReady
+    from mvp_tui.engine.orch import OrchTap
+    from mvp_tui.lease.events import DeleteReason, LeaseDeleted, LeaseDeleting
+    from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptStarted, TextDelta
+    from mvp_tui.secrets import Redactor
+    from tests.widgets.data import RUN, T0, ssh_events, walk_events
+
+    clock = iter(range(100_000))
+    hub = ChannelHub(clock=lambda: float(next(clock)) / 1000, stream=StreamId("mvp-orch", 1))
+    with FrameArchive(path, timing=False) as archive:
+        hub.archive = archive
+        tap = OrchTap(lambda _e: None, hub, run_id=RUN, node_id=1, redactor=Redactor([]))
+        events = [
+            *walk_events(),
+            *ssh_events(),
+            NodeReady(at=T0 + 90, run_id=RUN, model_id="tiny", engine="llama.cpp",
+                      local_url="http://127.0.0.1:18081", load_ms=800),
+            PromptQueued(at=T0 + 91, prompt_id=1, text_chars=5, max_tokens=16, position=0),
+            PromptStarted(at=T0 + 91.1, prompt_id=1),
+            *[TextDelta(at=T0 + 91.2 + i / 10, prompt_id=1, text="tok ") for i in range(3)],
+            PromptDone(at=T0 + 92, prompt_id=1, final_text="tok tok tok", tokens_generated=3,
+                       elapsed_ms=900, ttft_ms=100, tokens_per_s=3.3),
+            LeaseDeleting(at=T0 + 95, run_id=RUN, provider_id="7003",
+                          reason=DeleteReason.REQUESTED),
+            LeaseDeleted(at=T0 + 97, run_id=RUN, provider_id="7003", uptime_s=23.3,
+                         spend_usd=0.0023),
+        ]  # fmt: skip
+        for event in events:
+            tap(event)
+    return path
+
+
+async def test_replay_fills_leases_and_prompt_and_shows_only_replay_keys(tmp_path: Path) -> None:
+    from textual.widgets import Static
+
+    from mvp_tui.widgets.leases import LeasesPane
+    from mvp_tui.widgets.leases_model import LeaseState
+    from mvp_tui.widgets.prompt import PromptPane
+    from tests.widgets.data import wait_until
+
+    archive = _run_archive(tmp_path / "run.jsonl")
+    app, control = _app(archive)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await control.source.idle.wait()
+        leases = app.query_one(LeasesPane)
+        await wait_until(pilot, lambda: "7003" in leases.model.leases)
+        await wait_until(pilot, lambda: leases.model.leases["7003"].state is LeaseState.DELETED)
+        history = leases.model.full_text()
+        assert "unavailable" in history  # the first offer was sold: its create line
+        assert "created 7003" in history
+        prompt = app.query_one(PromptPane)
+        stats = prompt.query_one("#prompt-stats", Static)
+        await wait_until(pilot, lambda: "3 tok" in str(stats.render()))
+        assert prompt.query_one("#prompt-question").display
+        # The footer: replay keys shown, the live ones (lease, teardown, offers, sort) not.
+        await wait_until(pilot, lambda: "pause" in screen_text(app).splitlines()[-1])
+        text = screen_text(app).splitlines()[-1]
+        for replay_key in ("pause", "back 10%", "forward 10%", "faster", "slower"):
+            assert replay_key in text, text
+        for live in ("offers", "teardown", "sort", "lease"):
+            assert live not in text, text

@@ -160,3 +160,25 @@ async def test_channel_log_reports_frames_that_left_the_ring() -> None:
         screen.flush()
         assert screen.skipped == 250 and screen.written == 101
         assert screen.log_widget.lines[1] == "… 250 frame(s) not shown: they left the buffer"
+
+
+def test_checklist_rows_keep_lifecycle_order_whatever_order_phases_arrive() -> None:
+    import json
+
+    from mvp_tui.widgets.bootstrap_model import BootstrapModel
+
+    model = BootstrapModel()
+
+    def phase(name: str, status: str, at: float) -> None:
+        record = {"type": "OrchBootstrap", "phase": name, "status": status, "at": at}
+        model.record("mvp.orch.bootstrap", json.dumps(record).encode(), at)
+
+    # A teardown phase first (a replay seeking, an earlier lease), then the run's start.
+    phase("teardown", "started", 10.0)
+    phase("offers", "ready", 2.0)
+    phase("config", "ready", 1.0)
+    phase("lease", "ready", 5.0)
+    names = [row.name for row in model.rows()]
+    assert names[:3] == ["config", "offers", "lease running"]
+    assert names[-1] == "teardown"
+    assert names.index("engine healthy") < names.index("teardown")

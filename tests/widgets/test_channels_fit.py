@@ -10,10 +10,15 @@ from tests.widgets.harness import Harness
 LONG = "mvp.provisioning.logs.node.12.provider"
 
 
-def test_fit_name_keeps_start_and_distinctive_end() -> None:
+def test_fit_name_keeps_the_meaningful_tail_in_whole_segments() -> None:
     assert fit_name("mvp.orch.bootstrap", 40) == "mvp.orch.bootstrap"
     cut = fit_name(LONG, 20)
-    assert len(cut) == 20 and cut.startswith("mvp.") and cut.endswith("12.provider")
+    assert cut == "…node.12.provider"  # the tail wins over the start
+    # The walk-through's 100x30 case: "mvp.…otstrap" lost the name's meaning.
+    assert fit_name("mvp.orch.bootstrap", 12) == "…bootstrap"
+    assert fit_name("mvp.orch.bootstrap", 16) == "…orch.bootstrap"
+    assert fit_name("mvp.provisioning.events", 14) == "mvp.…events"
+    assert fit_name("x" * 30, 10) == "…" + "x" * 9
 
 
 async def test_counts_stay_on_screen_when_the_pane_is_narrow() -> None:

@@ -8,12 +8,17 @@ from rich.cells import cell_len
 from textual.widgets import Static
 
 from mvp_tui.widgets.offers import OffersPane
-from mvp_tui.widgets.offers_model import COLUMNS, OfferRow, OffersModel, SortKey
+from mvp_tui.widgets.offers_model import COLUMNS, OfferRow, OffersModel, SortKey, offer_key
 from mvp_tui.widgets.offers_table import OffersTable
 from tests.widgets.data import many_offers, offer, small_offers
 from tests.widgets.harness import Harness, screen_text
 
 SIZE = (160, 48)
+
+
+def keys(*offer_ids: str) -> list[str]:
+    """Board row keys of these fake Vast offers."""
+    return [f"vastai:{offer_id}" for offer_id in offer_ids]
 
 
 def harness() -> Harness:
@@ -66,22 +71,22 @@ async def test_sort_cycles_and_keeps_the_cursor_on_the_same_offer() -> None:
     async with app.run_test(size=SIZE) as pilot:
         pane = await loaded(app)
         await pilot.pause()
-        assert table_keys(pane) == ["1004", "1001", "1002", "1003", "1005", "1006"]  # $/h ↑
+        assert table_keys(pane) == keys("1004", "1001", "1002", "1003", "1005", "1006")  # $/h ↑
         await pilot.press("down", "down")  # on 1002
-        assert pane.table.cursor_key() == "1002"
+        assert pane.table.cursor_key() == "vastai:1002"
         seen = []
         for _ in range(len(SortKey)):
             await pilot.press("s")
             seen.append(pane.model.sort_key)
-            assert pane.table.cursor_key() == "1002"
+            assert pane.table.cursor_key() == "vastai:1002"
             assert table_keys(pane) == pane.model.view()
         assert seen == [*list(SortKey)[1:], SortKey.PRICE]
         await pilot.press("s", "s")  # VRAM, biggest first
-        assert table_keys(pane)[:2] == ["1005", "1006"]
+        assert table_keys(pane)[:2] == ["vastai:1005", "vastai:1006"]
         assert "sort VRAM ↓" in str(pane.border_subtitle)
         await pilot.press("S")
         assert "sort VRAM ↑" in str(pane.border_subtitle)
-        assert pane.table.cursor_key() == "1002"
+        assert pane.table.cursor_key() == "vastai:1002"
 
 
 async def test_filter_narrows_and_escape_restores() -> None:
@@ -90,7 +95,7 @@ async def test_filter_narrows_and_escape_restores() -> None:
         pane = await loaded(app)
         await pilot.press("down")  # 1001
         await pilot.press("slash", "o", "h", "i", "o")
-        assert sorted(table_keys(pane)) == ["1002", "1005"]
+        assert sorted(table_keys(pane)) == ["vastai:1002", "vastai:1005"]
         assert "2 match" in str(pane.border_subtitle) and "filter 'ohio'" in str(
             pane.border_subtitle
         )
@@ -98,7 +103,7 @@ async def test_filter_narrows_and_escape_restores() -> None:
         assert len(table_keys(pane)) == 6
         assert pane.model.filter_text == ""
         assert "filter" not in str(pane.border_subtitle)
-        assert pane.table.cursor_key() == "1001"  # back on the offer it was on
+        assert pane.table.cursor_key() == "vastai:1001"  # back on the offer it was on
         assert app.focused is pane.table
 
 
@@ -107,7 +112,7 @@ async def test_filter_kept_with_enter_matches_every_word() -> None:
     async with app.run_test(size=SIZE) as pilot:
         pane = await loaded(app)
         await pilot.press("slash", *"4090 texas", "enter")
-        assert table_keys(pane) == ["1001"]
+        assert table_keys(pane) == ["vastai:1001"]
         assert app.focused is pane.table
         await pilot.press("escape")  # Esc on the table drops a kept filter too
         assert len(table_keys(pane)) == 6
@@ -120,12 +125,12 @@ async def test_space_builds_the_ordered_pick_list_and_enter_leases_in_that_order
         # rows: 1004 1001 1002 1003 1005 1006; pick 1003, then 1001, then 1005
         await pilot.press("down", "down", "down", "space", "up", "up", "space")
         await pilot.press("down", "down", "down", "space")
-        assert pane.model.picks == ("1003", "1001", "1005")
-        pick_column = [pick_cell(pane.table, k) for k in ("1003", "1001", "1005", "1004")]
+        assert pane.model.picks == ("vastai:1003", "vastai:1001", "vastai:1005")
+        pick_column = [pick_cell(pane.table, k) for k in keys("1003", "1001", "1005", "1004")]
         assert pick_column == ["1", "2", "3", ""]
         await pilot.press("up", "up", "up", "space")  # 1001 out: 1005 moves up to 2
-        assert pane.model.picks == ("1003", "1005")
-        assert pick_cell(pane.table, "1005") == "2"
+        assert pane.model.picks == ("vastai:1003", "vastai:1005")
+        assert pick_cell(pane.table, "vastai:1005") == "2"
         assert "2 picked" in str(pane.border_subtitle)
         await pilot.press("enter")
         await pilot.pause()
@@ -142,7 +147,8 @@ async def test_enter_without_picks_leases_the_highlighted_offer() -> None:
         await pilot.pause()
         (message,) = app.of(OffersPane.LeaseRequested)
         assert isinstance(message, OffersPane.LeaseRequested)
-        assert [o.offer_id for o in message.offers] == ["1001"]
+        # The highlighted offer, then the next ones in the board's order (up to 5).
+        assert [o.offer_id for o in message.offers] == ["1001", "1002", "1003", "1005", "1006"]
 
 
 async def test_refresh_with_new_prices_repaints_and_keeps_the_cursor_by_key() -> None:
@@ -154,16 +160,16 @@ async def test_refresh_with_new_prices_repaints_and_keeps_the_cursor_by_key() ->
         pane.set_offers(fresh)
         await pilot.pause()
         assert pane.table.row_count == 6
-        assert pane.table.cursor_key() == "1002"
-        assert " 0.351 " in painted(pane.table, "1002")
+        assert pane.table.cursor_key() == "vastai:1002"
+        assert " 0.351 " in painted(pane.table, "vastai:1002")
         assert " 0.351 " in screen_text(app)
         # One offer gone, one new: the cursor stays on its offer, which moved down a row.
         fresh = [*fresh[:2], *fresh[3:], offer("1007", 0.05, "RTX 4080")]
         pane.set_offers(fresh)
         await pilot.pause()
-        assert "1003" not in table_keys(pane)
-        assert table_keys(pane)[0] == "1007"  # sorted by $/h: the new cheapest first
-        assert pane.table.cursor_key() == "1002"
+        assert "vastai:1003" not in table_keys(pane)
+        assert table_keys(pane)[0] == "vastai:1007"  # sorted by $/h: the new cheapest first
+        assert pane.table.cursor_key() == "vastai:1002"
         assert pane.table.cursor_row == 3
 
 
@@ -174,8 +180,8 @@ async def test_picks_of_offers_that_disappear_are_dropped() -> None:
         await pilot.press("space", "down", "space")  # 1004, 1001
         pane.set_offers([o for o in small_offers() if o.offer_id != "1004"])
         await pilot.pause()
-        assert pane.model.picks == ("1001",)
-        assert pick_cell(pane.table, "1001") == "1"
+        assert pane.model.picks == ("vastai:1001",)
+        assert pick_cell(pane.table, "vastai:1001") == "1"
 
 
 async def test_provider_text_is_shown_literally_sanitised() -> None:
@@ -208,11 +214,11 @@ async def test_all_ten_thousand_offers_are_rows_and_end_reaches_the_last() -> No
         assert "10000 match ·" in str(pane.border_subtitle)
         cheapest = min(offers, key=lambda o: (o.price_per_hour, o.offer_id))
         dearest = max(offers, key=lambda o: (o.price_per_hour, o.offer_id))
-        assert table.cursor_key() == cheapest.offer_id
+        assert table.cursor_key() == offer_key(cheapest)
         await pilot.press("end")
-        assert table.cursor_row == 9_999 and table.cursor_key() == dearest.offer_id
+        assert table.cursor_row == 9_999 and table.cursor_key() == offer_key(dearest)
         assert 9_999 in visible_rows(table)
-        assert f" {dearest.price_per_hour:.3f} " in painted(table, dearest.offer_id)
+        assert f" {dearest.price_per_hour:.3f} " in painted(table, offer_key(dearest))
         assert f" {dearest.price_per_hour:.3f} " in screen_text(app)
         await pilot.press("home")
         assert table.cursor_row == 0 and table.scroll_y == 0
@@ -296,50 +302,51 @@ async def test_click_moves_the_cursor_and_a_second_click_leases() -> None:
         await pilot.pause()
         table = pane.table
         assert await pilot.click(OffersTable, offset=(20, 3))  # line 3: the third row
-        assert table.cursor_key() == table_keys(pane)[2] == "1002"
+        assert table.cursor_key() == table_keys(pane)[2] == "vastai:1002"
         assert await pilot.click(OffersTable, offset=(20, 0))  # the header: nothing
-        assert table.cursor_key() == "1002"
+        assert table.cursor_key() == "vastai:1002"
         assert app.of(OffersPane.LeaseRequested) == []
         assert await pilot.click(OffersTable, offset=(5, 3))
         await pilot.pause()
         (message,) = app.of(OffersPane.LeaseRequested)
         assert isinstance(message, OffersPane.LeaseRequested)
-        assert [o.offer_id for o in message.offers] == ["1002"]
+        assert [o.offer_id for o in message.offers] == ["1002", "1003", "1005", "1006"]
 
 
 def test_model_sorts_on_raw_values_not_formatted_text() -> None:
     model = OffersModel()
     model.set_offers([offer("a", 10.0), offer("b", 9.5), offer("c", 100.25)])
-    assert model.view() == ["b", "a", "c"]  # text order would be 10, 100.25, 9.5
+    assert model.view() == keys("b", "a", "c")  # text order would be 10, 100.25, 9.5
     model.reverse_sort()
-    assert model.view() == ["c", "a", "b"]
+    assert model.view() == ["vastai:c", "vastai:a", "vastai:b"]
 
 
 def test_model_chosen_prefers_picks_in_order() -> None:
     model = OffersModel()
     model.set_offers(small_offers())
-    assert [o.offer_id for o in model.chosen("1002")] == ["1002"]
-    model.toggle_pick("1005")
-    model.toggle_pick("1001")
-    assert [o.offer_id for o in model.chosen("1002")] == ["1005", "1001"]
+    assert [o.offer_id for o in model.chosen("vastai:1002")] == ["1002"]
+    assert [o.offer_id for o in model.chosen("vastai:1002", 3)] == ["1002", "1003", "1005"]
+    model.toggle_pick("vastai:1005")
+    model.toggle_pick("vastai:1001")
+    assert [o.offer_id for o in model.chosen("vastai:1002", 3)] == ["1005", "1001"]
     assert model.chosen(None) == model.chosen("x")
 
 
 def test_model_sort_ties_keep_id_order_both_ways() -> None:
     model = OffersModel()
     model.set_offers([offer("c", 1.0), offer("a", 1.0), offer("b", 0.5), offer("d", 1.0)])
-    assert model.view() == ["b", "a", "c", "d"]
+    assert model.view() == ["vastai:b", "vastai:a", "vastai:c", "vastai:d"]
     model.reverse_sort()
-    assert model.view() == ["a", "c", "d", "b"]
+    assert model.view() == ["vastai:a", "vastai:c", "vastai:d", "vastai:b"]
 
 
 def test_model_filter_matches_every_word_in_gpu_or_place() -> None:
     model = OffersModel()
     model.set_offers(small_offers())
     model.set_filter("  rtx   OHIO ")
-    assert model.view() == ["1002"]
+    assert model.view() == ["vastai:1002"]
     model.set_filter("us 4090")
-    assert model.view() == ["1001", "1002"]
+    assert model.view() == ["vastai:1001", "vastai:1002"]
     model.set_filter("")
     assert len(model.view()) == 6
 
@@ -349,7 +356,7 @@ def test_model_widths_fit_every_formatted_cell_without_formatting_them_all() -> 
     offers = [*many_offers(500), offer("wide", 12_345.5, "Ｈ100 全角", n=16, down=123_456)]
     model.set_offers(offers)
     widths = model.widths()
-    rows = [model.row(o.offer_id) for o in offers]
+    rows = [model.row(offer_key(o)) for o in offers]
     for index, column in enumerate(COLUMNS):
         needed = max([cell_len(column.value), *(cell_len(r.cells[index]) for r in rows)])
         assert widths[index] == needed, column
@@ -382,4 +389,36 @@ async def test_a_theme_change_repaints_rows_in_the_new_theme_colours() -> None:
         await pilot.pause()
         light = {seg.style for seg in pane.table.render_line(1)}
         assert dark.isdisjoint(light)
-        assert pick_cell(pane.table, "1004") == "1"
+        assert pick_cell(pane.table, "vastai:1004") == "1"
+
+
+async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_walked() -> None:
+    from mvp_tui.lease.events import AttemptAnswered
+
+    app = harness()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = await loaded(app)
+        await pilot.press("enter")  # no picks: 1004 (cheapest), then the next ones
+        await pilot.pause()
+        (message,) = app.of(OffersPane.LeaseRequested)
+        assert [o.offer_id for o in message.offers][:2] == ["1004", "1001"]
+        answer = AttemptAnswered(
+            at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
+            outcome="unavailable", http_status=404, detail="no_such_ask", provider_id=None,
+        )  # fmt: skip
+        pane.handle_event(answer)
+        await pilot.pause()
+        assert pick_cell(pane.table, "vastai:1004") == "gone"
+        assert "1 gone" in str(pane.border_subtitle)
+        assert pane.model.row("vastai:1004").gone
+        # Enter again on the gone row: it is skipped, the walk starts at the next offer.
+        await pilot.press("enter")
+        await pilot.pause()
+        again = app.of(OffersPane.LeaseRequested)[-1]
+        assert isinstance(again, OffersPane.LeaseRequested)
+        assert again.offers[0].offer_id == "1001"
+        # A refresh that lists it again makes it rentable again; one without it drops it.
+        fresh = [o for o in small_offers() if o.offer_id != "1004"]
+        pane.update_offers(fresh, providers=["vastai"])
+        await pilot.pause()
+        assert "vastai:1004" not in pane.table.keys

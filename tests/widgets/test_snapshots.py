@@ -16,7 +16,6 @@ from mvp_tui.prompt.events import PromptQueued, PromptRpcListening, PromptStarte
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
-from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
 from mvp_tui.widgets.prompt import PromptPane
@@ -120,17 +119,6 @@ def test_offers_table_with_picks_sort_and_filter(snap_compare) -> None:  # type:
     assert snap_compare(app, terminal_size=BIG, run_before=offers_with_picks_sort_filter())
 
 
-def test_lease_confirm_modal(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    app = Harness(panes, layout="grid")
-
-    async def run_before(pilot: Pilot[None]) -> None:
-        limits = LeaseLimits(max_price_per_hour=0.5, max_spend_usd=5.0, max_hours=2.0)
-        pilot.app.push_screen(LeaseConfirmScreen(small_offers()[:3], limits, provider="vastai"))
-        await pilot.pause()
-
-    assert snap_compare(app, terminal_size=BIG, run_before=run_before)
-
-
 def test_leases_pane_mid_walk(snap_compare) -> None:  # type: ignore[no-untyped-def]
     app = Harness(lambda: [LeasesPane(clock=fixed_clock(T0 + 95), tz=UTC)])
 
@@ -143,9 +131,5 @@ def test_leases_pane_mid_walk(snap_compare) -> None:  # type: ignore[no-untyped-
 
     assert snap_compare(app, terminal_size=BIG, run_before=run_before)
 
-
-@pytest.mark.parametrize("size", [BIG, SMALL], ids=["160x48", "100x30"])
-def test_dashboard_mid_run(snap_compare, archive: Path, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
-    """Channels pane, bootstrap, leases and the prompt pane mid-stream, replayed."""
-    app = Harness(panes, layout="grid")
-    assert snap_compare(app, terminal_size=size, run_before=dashboard(archive))
+# The composed dashboard (every pane, the confirm, a failure's view) is snapshotted as the
+# real app in tests/tui/test_app_snapshots.py.

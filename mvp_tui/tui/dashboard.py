@@ -1,0 +1,44 @@
+"""Run the dashboard on a configuration: its engine, engines for the board's other
+providers (a pick from another provider's offers), and the last-resort check that nothing
+of any of its runs bills unnoticed once it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from mvp_tui.config import Config
+
+
+def run_dashboard(
+    config: Config,
+    *,
+    environ: Mapping[str, str] | None = None,
+    wrap: Callable[[Config], Config] = lambda c: c,
+    header: str = "",
+) -> int:
+    """`wrap` adjusts the configuration of each provider's engine (the rehearsal's loopback
+    marketplace); `header` labels the status bar (e.g. "rehearsal")."""
+    from mvp_tui.engine.run import RunEngine
+    from mvp_tui.tui.app import MvpApp
+    from mvp_tui.tui.engine_port import ForwardingSink
+    from mvp_tui.tui.last_resort import after_dashboard
+
+    sink = ForwardingSink()
+    engine = RunEngine(config, sink, environ=environ)
+
+    def engine_for(kind: str) -> RunEngine:
+        return RunEngine(wrap(config.for_provider(kind)), sink, environ=environ)
+
+    app = MvpApp(config, engine=engine, sink=sink, engine_for=engine_for, label=header)
+    try:
+        app.run()  # the app stops the run and closes the engine when it unmounts
+    finally:
+        # Whatever ended the app (a crash, a dead terminal), its runs' leases are either
+        # confirmed gone or named here with exit 3 (an engine the app replaced first).
+        final = app.engine or engine
+        codes = [
+            after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
+            for earlier in app.replaced_engines
+        ]
+        codes.append(after_dashboard(final.config, final.run_id, app.controller, app.return_code))
+    return max(codes)

@@ -1,0 +1,155 @@
+"""One offer board across providers: every configured provider searched at once.
+
+The run's own provider is searched through its engine (the search is an engine event and
+a bootstrap phase); the others through clients built here from the same configuration
+(`Config.for_provider`: the same file, env and flags). A provider without credentials is
+not asked: the board says "not configured" and names the key to set. One that fails says
+why in the pane's footer; the others' offers stay on the board.
+
+No Textual here: the app shows what `search` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from mvp_tui.config import Config, ConfigError
+from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.settings import selection_policy
+from mvp_tui.providers.base import Offer, Provider, ProviderError
+from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import clean_line
+
+# The providers a board may show, in the order their notes read.
+BOARD_PROVIDERS = ("vastai", "runpod", "local", "docker")
+# Asked besides the run's own only when their credentials are set (local: always; docker
+# needs a daemon this app starts, so only when it is the run's provider).
+CREDENTIAL_KEYS = {"vastai": "VASTAI_API_KEY", "runpod": "RUNPOD_API_KEY"}
+SEARCH_TIMEOUT_S = 30.0
+NOTE_CHARS = 300
+
+
+@dataclass(slots=True)
+class BoardResult:
+    """One search of the board: the offers of the providers that answered, and why the
+    others have none."""
+
+    offers: list[Offer] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)  # kinds whose offers are fresh
+    notes: dict[str, str] = field(default_factory=dict)  # kind -> why it has no offers
+
+
+class OfferBoard:
+    """Searches every provider on the board at once; `own` is the run's provider, searched
+    by `search_own` (the engine's search)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        own: Callable[[], str],
+        search_own: Callable[[], Awaitable[list[Offer]]],
+        redactor: Redactor,
+        build: Callable[[Config], Provider] = build_provider,
+        kinds: Sequence[str] = BOARD_PROVIDERS,
+    ) -> None:
+        self._config = config
+        self._own = own
+        self._search_own = search_own
+        self._redact = redactor
+        self._build = build
+        self._kinds = tuple(kinds)
+        self._providers: dict[str, Provider] = {}
+        self._unconfigured: dict[str, str] = {}
+
+    def info_billing(self, kind: str) -> bool:
+        """Whether leasing on `kind` bills (asks first); unknown providers are assumed to."""
+        provider = self._providers.get(kind)
+        return provider.info.billing if provider is not None else kind != "local"
+
+    def _wanted(self, kind: str) -> bool:
+        if kind == self._own() or kind == "local":
+            return True
+        return kind in CREDENTIAL_KEYS
+
+    def _provider(self, kind: str) -> Provider | None:
+        """The board's client for `kind`, built once; None (and a note) without credentials."""
+        if kind in self._providers:
+            return self._providers[kind]
+        if kind in self._unconfigured:
+            return None
+        try:
+            provider = self._build(self._config.for_provider(kind))
+        except ConfigError as exc:
+            key = CREDENTIAL_KEYS.get(kind)
+            text = str(exc)
+            why = f"set {key}" if key and "api_key" in text else clean_line(text, NOTE_CHARS)
+            self._unconfigured[kind] = f"not configured: {why} (see `mvp-tui config`)"
+            return None
+        self._providers[kind] = provider
+        return provider
+
+    async def search(self) -> BoardResult:
+        """Every provider at once; each answers, fails or is not configured on its own."""
+        result = BoardResult()
+        own = self._own()
+        kinds = [k for k in self._kinds if self._wanted(k)]
+        if own not in kinds:
+            kinds.insert(0, own)
+        searches: dict[str, Awaitable[list[Offer]]] = {}
+        for kind in kinds:
+            if kind == own:
+                searches[kind] = self._search_own()
+                continue
+            provider = self._provider(kind)
+            if provider is None:
+                result.notes[kind] = self._unconfigured[kind]
+                continue
+            policy = selection_policy(self._config.for_provider(kind))
+            searches[kind] = provider.search_offers(dataclasses.replace(policy, limit=64))
+        answers = await asyncio.gather(
+            *(asyncio.wait_for(s, SEARCH_TIMEOUT_S) for s in searches.values()),
+            return_exceptions=True,
+        )
+        for kind, answer in zip(searches, answers, strict=True):
+            if isinstance(answer, BaseException):
+                result.notes[kind] = self._why(answer)
+                continue
+            result.answered.append(kind)
+            # Rows are keyed by provider: an offer is always its provider's, by kind.
+            result.offers += [
+                o if o.provider == kind else dataclasses.replace(o, provider=kind) for o in answer
+            ]
+        return result
+
+    def _why(self, error: BaseException) -> str:
+        if isinstance(error, TimeoutError):
+            text = f"no answer within {SEARCH_TIMEOUT_S:g} s; r searches again"
+        elif isinstance(error, ProviderError | ConfigError | OSError):
+            text = str(error)
+        else:
+            text = f"{type(error).__name__}: {error}"
+        return clean_line(self._redact(text), NOTE_CHARS)
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            try:
+                await provider.aclose()
+            except Exception:  # closing a client must never stop the app's exit
+                continue
+
+
+def provider_groups(offers: Sequence[Offer]) -> list[tuple[str, tuple[Offer, ...]]]:
+    """The offers in their order, as runs of one provider (`[v1, v2, l1, v3]` gives
+    vastai (v1, v2), local (l1), vastai (v3)): each run is one engine's walk."""
+    groups: list[tuple[str, tuple[Offer, ...]]] = []
+    for offer in offers:
+        if groups and groups[-1][0] == offer.provider:
+            kind, run = groups[-1]
+            groups[-1] = (kind, (*run, offer))
+        else:
+            groups.append((offer.provider, (offer,)))
+    return groups
