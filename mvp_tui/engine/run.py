@@ -122,7 +122,12 @@ class RunEngine:
         # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
         self.workers = WorkerWatch(self.redactor)
         self.hub.listeners.append(self.workers)
-        self.cluster = Cluster(ClusterSettings.from_config(config), self.node_id, self.workers)
+        self.cluster = Cluster(
+            ClusterSettings.from_config(config),
+            self.node_id,
+            self.workers,
+            phase=self._sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
+        )
         self.stall = StallWatch(config.get_float("prompt.stall_secs"))
 
     def _sink_line(self, text: str) -> None:
