@@ -315,6 +315,12 @@ class RunEngine:
         in that record) instead of renting anew."""
         if self.lease_record is not None:
             raise RunFailed("this run already holds a lease; tear it down before re-attaching")
+        nodes = {x.node_id for x in self.store.load(earlier.run_id).open_leases()}
+        if len(nodes) > 1:  # its workers' sessions would not be re-made
+            raise RunFailed(
+                f"run {earlier.run_id} holds leases of {len(nodes)} nodes: a multi-node run "
+                f"cannot be re-attached; end it with `mvp-tui down {earlier.run_id}`"
+            )
         self.run_id = earlier.run_id
         self.node_env = self._node_env()
         self.lease_record = earlier.lease
