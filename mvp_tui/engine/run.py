@@ -445,7 +445,9 @@ class RunEngine:
         remote_dir = f"{base}/{self.run_id}"
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
-            env.update(self.cluster.main_env(), **self.cluster.tunnel_secrets(self._pins()))
+            secrets = self.cluster.tunnel_secrets(self._pins())
+            self.redactor.add(secrets.get("MVP_RPC_TUNNEL_KEY"))  # never echoed back either
+            env.update(self.cluster.main_env(), **secrets)
         await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
 
     async def _start_worker(
