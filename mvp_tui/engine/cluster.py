@@ -41,6 +41,10 @@ Walk = Callable[[Sequence[Offer], WalkSettings], Awaitable[WalkResult]]
 StartNode = Callable[[LeaseRecord, Mapping[str, str], asyncio.Event], Awaitable[None]]
 
 
+# Writes one of the seed's bootstrap steps on `mvp.orch.bootstrap`: (phase, status, detail).
+Phase = Callable[[str, str, Mapping[str, object]], object]
+
+
 class Pins(Protocol):
     def get(self, lease_key: str) -> str | None: ...
 
@@ -219,8 +223,15 @@ def _stopped(pid: int) -> bool:
 class Cluster:
     """Leases a multi-node run's workers, then its main node, through the walk."""
 
-    def __init__(self, settings: ClusterSettings, main_node_id: int, watch: WorkerWatch) -> None:
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        main_node_id: int,
+        watch: WorkerWatch,
+        phase: Phase | None = None,
+    ) -> None:
         self.settings = settings
+        self._phase = phase or (lambda *_: None)
         self.main_node_id = main_node_id
         self.watch = watch
         self.workers: list[WorkerReady] = []
@@ -247,21 +258,55 @@ class Cluster:
             role.update(_stage_env(stages, position + 1))
             if start_node is not None:
                 role["MVP_RPC_TUNNEL_PUBKEY"] = self.tunnel_public_key()
+            self._phase("stage_provision", "started", {"node_id": node_id, "role": "worker"})
             result = await walk(offers, replace(base, node_id=node_id, env={**base.env, **role}))
             if not result.ok or result.lease is None:
-                raise ClusterFailed(f"worker node {node_id} could not be leased: {result.reason}")
+                reason = f"worker node {node_id} could not be leased: {result.reason}"
+                self._phase("stage_provision", "failed", {"node_id": node_id, "reason": reason})
+                raise ClusterFailed(reason)
             self.worker_leases.append(result.lease)
-            try:
-                async with asyncio.timeout(self.settings.ready_timeout):
-                    if start_node is not None:
-                        await start_node(result.lease, role, self.watch.ready_event(node_id))
-                    self.workers.append(await self.watch.until_ready(node_id))
-            except TimeoutError:
-                raise ClusterFailed(
-                    f"worker node {node_id}'s RPC server did not listen within "
-                    f"{self.settings.ready_timeout:g} s; raise [ssh] ready_timeout_secs"
-                ) from None
-        return await walk(offers, replace(base, env={**base.env, **self.main_env()}))
+            self._phase(
+                "stage_provision",
+                "ready",
+                {"node_id": node_id, "provider_id": result.lease.provider_id},
+            )
+            self.workers.append(await self._join(node_id, result.lease, role, start_node))
+        main = self.main_env()
+        route: dict[str, object] = {
+            "rpc": main["MVP_RPC_SERVERS"],
+            "gpu_layers": int(main["MVP_GPU_LAYERS"]),
+        }
+        self._phase(
+            "node_route", "ready", {**route, "tensor_split": main.get("MVP_TENSOR_SPLIT", "")}
+        )
+        return await walk(offers, replace(base, env={**base.env, **main}))
+
+    async def _join(
+        self,
+        node_id: int,
+        lease: LeaseRecord,
+        role: Mapping[str, str],
+        start_node: StartNode | None,
+    ) -> WorkerReady:
+        """The worker's agent started (rented) and its RPC server listening."""
+        self._phase("node_join", "started", {"node_id": node_id})
+        try:
+            async with asyncio.timeout(self.settings.ready_timeout):
+                if start_node is not None:
+                    await start_node(lease, role, self.watch.ready_event(node_id))
+                ready = await self.watch.until_ready(node_id)
+        except TimeoutError:
+            reason = (
+                f"worker node {node_id}'s RPC server did not listen within "
+                f"{self.settings.ready_timeout:g} s; raise [ssh] ready_timeout_secs"
+            )
+            self._phase("node_join", "failed", {"node_id": node_id, "reason": reason})
+            raise ClusterFailed(reason) from None
+        except ClusterFailed as failed:
+            self._phase("node_join", "failed", {"node_id": node_id, "reason": str(failed)})
+            raise
+        self._phase("node_join", "ready", {"node_id": node_id, "endpoint": ready.endpoint})
+        return ready
 
     def main_env(self) -> dict[str, str]:
         split = rpc_split(self.settings.stages, len(self.workers))

@@ -126,7 +126,12 @@ class RunEngine:
         # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
         self.workers = WorkerWatch(self.redactor)
         self.hub.listeners.append(self.workers)
-        self.cluster = Cluster(ClusterSettings.from_config(config), self.node_id, self.workers)
+        self.cluster = Cluster(
+            ClusterSettings.from_config(config),
+            self.node_id,
+            self.workers,
+            phase=self._sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
+        )
         self.stall = StallWatch(config.get_float("prompt.stall_secs"))
 
     def _describe_run(self) -> None:
@@ -338,6 +343,12 @@ class RunEngine:
         in that record) instead of renting anew."""
         if self.lease_record is not None:
             raise RunFailed("this run already holds a lease; tear it down before re-attaching")
+        nodes = {x.node_id for x in self.store.load(earlier.run_id).open_leases()}
+        if len(nodes) > 1:  # its workers' sessions would not be re-made
+            raise RunFailed(
+                f"run {earlier.run_id} holds leases of {len(nodes)} nodes: a multi-node run "
+                f"cannot be re-attached; end it with `mvp-tui down {earlier.run_id}`"
+            )
         self.run_id = earlier.run_id
         self.node_env = self._node_env()
         self.lease_record = earlier.lease
@@ -513,7 +524,9 @@ class RunEngine:
         remote_dir = f"{base}/{self.run_id}"
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
-            env.update(self.cluster.main_env(), **self.cluster.tunnel_secrets(self._pins()))
+            secrets = self.cluster.tunnel_secrets(self._pins())
+            self.redactor.add(secrets.get("MVP_RPC_TUNNEL_KEY"))  # never echoed back either
+            env.update(self.cluster.main_env(), **secrets)
         await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
         command = self.settings.runtime.bootstrap_command
         if command and self._resume is None:  # once per node: not again on a re-attach

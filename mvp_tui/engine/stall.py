@@ -87,7 +87,10 @@ class StallWatch:
             silent = self._clock() - self._last
             if silent >= stall:
                 raise StallDetected(self._active, silent, stall)
+            # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that
+            # lands as the event is set, and this task would never end.
             try:
-                await asyncio.wait_for(self._progress.wait(), stall - silent)
+                async with asyncio.timeout(stall - silent):
+                    await self._progress.wait()
             except TimeoutError:
                 continue  # re-checked above: a token may have come at the deadline

@@ -61,6 +61,13 @@ async def test_two_local_nodes_stream_with_buffers_on_the_worker(
     pids = run_pids(run)
     assert len(pids) == 4 and not any(alive(pid) for pid in pids)
     assert run.events("run_finished")[-1]["exit_code"] == 0
+    # The seed's stage steps, in order, on the orchestrator's bootstrap channel.
+    steps = [
+        (f["payload"]["phase"], f["payload"]["status"]) for f in run.frames("mvp.orch.bootstrap")
+    ]
+    order = [("stage_provision", "ready"), ("node_join", "ready"), ("node_route", "ready"),
+             ("weights", "ready")]  # fmt: skip
+    assert [steps.index(step) for step in order] == sorted(steps.index(step) for step in order)
 
 
 async def test_seed_stages_place_the_layers_as_configured(

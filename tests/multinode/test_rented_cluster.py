@@ -4,37 +4,44 @@ worker authorized for that port only, and both leases are torn down, confirmed."
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 from pathlib import Path
 
 from tests.agent.procs import alive
-from tests.e2e.headless import HeadlessRun
+from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.node import Node, container_env
 from tests.fakes.vastai_server import FakeVast
-from tests.multinode.cluster_run import engine_log, weights_of
+from tests.multinode.cluster_run import engine_log, is_weights, weights_of
 
 KEY = "fake-vast-key-0123456789"
 BUFFER = re.compile(r"RPC\d+\[(127\.0\.0\.1:\d+)\] model buffer size =\s*([0-9.]+) MiB")
 
 
+def _two_offers(fake: FakeVast, node: Node, bin_dir: str, tmp: Path) -> dict[str, str]:
+    """Two offers (a rented offer is gone), both "instances" on the test's sshd; the env."""
+    for price in (0.40, 0.45):
+        fake.add_offer(dph_total=price)
+    fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
+    return {
+        "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
+        "MVP_VASTAI_SSH_IDENTITY": str(node.client_key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+        "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
+        **container_env(fake, tmp), "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+        "MVP_RPC_BIN_DIR": bin_dir, "MVP_ENGINE_THREADS": "1",
+        "MVP_RPC_AUTHORIZED_FILE": str(node.sshd.authorized),
+    }  # fmt: skip
+
+
 async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
     node: Node, rpc_bin_dir: str, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    sshd, client = node.sshd, node.client_key
+    sshd = node.sshd
     authorized_before = sshd.authorized.read_text()
     with FakeVast(api_key=KEY) as fake:
-        for price in (0.40, 0.45):  # one offer per node: a rented offer is gone
-            fake.add_offer(dph_total=price)
-        fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
-        env = {
-            "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
-            "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-            "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
-            **container_env(fake, tmp_path), "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
-            "MVP_RPC_BIN_DIR": rpc_bin_dir, "MVP_ENGINE_THREADS": "1",
-            "MVP_RPC_AUTHORIZED_FILE": str(sshd.authorized),
-        }  # fmt: skip
+        env = _two_offers(fake, node, rpc_bin_dir, tmp_path)
         args = ["--yes", "--nodes", "2", "--gguf-local-path", str(tiny_gguf),
                 "--prompt", "hello nodes", "--max-tokens", "12", "--down-after"]  # fmt: skip
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
@@ -63,3 +70,25 @@ async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
     engines = [int(p["engine_pid"]) for p in (worker, loaded)]  # type: ignore[call-overload]
     agents = [int(e["pid"]) for e in run.events("agent_started")]
     assert len(agents) == 2 and not any(alive(pid) for pid in engines + agents)
+
+
+async def test_a_rented_worker_killed_mid_prompt_ends_the_run_named_both_destroyed(
+    node: Node, rpc_bin_dir: str, slow_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        env = _two_offers(fake, node, rpc_bin_dir, tmp_path)
+        args = ["--yes", "--nodes", "2", "--gguf-local-path", str(slow_gguf), "--prompt",
+                "tell me a long story", "--max-tokens", "900", "--down-after"]  # fmt: skip
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            ready = await run.until(lambda r: is_weights(r, "RpcServerReady"), within=120)
+            await run.until(event("text_delta"), within=120)
+            os.kill(int(ready["payload"]["engine_pid"]), signal.SIGKILL)
+            code = await run.finish(within=180)
+        assert code == 1, run.stderr
+        assert fake.billing() == [] and len(fake.destroyed()) == 2
+    assert "worker node 2" in run.events("node_failed")[0]["reason"]
+    assert "worker node 2" in run.events("run_finished")[-1]["reason"]
+    (loaded,) = weights_of(run, "WeightsLoaded")
+    agents = [int(e["pid"]) for e in run.events("agent_started")]
+    engine = int(loaded["engine_pid"])  # type: ignore[call-overload]
+    assert not any(alive(pid) for pid in [*agents, engine])
