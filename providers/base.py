@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from mvp_tui.errors import UserError
+
 
 @dataclass(frozen=True, slots=True)
 class SelectionPolicy:
@@ -136,20 +138,15 @@ class DestroyResult:
     http_status: int | None = None
 
 
-class ProviderError(Exception):
+class ProviderError(UserError):
     """A provider call failed in a way the caller must show to the user.
 
     `fix` says what the user can do; the message never contains a secret.
     """
 
     def __init__(self, message: str, *, fix: str = "", http_status: int | None = None) -> None:
-        super().__init__(message)
-        self.fix = fix
+        super().__init__(message, fix=fix)
         self.http_status = http_status
-
-    def __str__(self) -> str:
-        base = super().__str__()
-        return f"{base} — {self.fix}" if self.fix else base
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config.keys import KeySpec, Kind
+from mvp_tui.errors import UserError
 from mvp_tui.run_ids import check_run_id
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -33,15 +34,11 @@ class Source:
         return f"flag {self.where}"
 
 
-class ConfigError(Exception):
-    """A configuration problem, stated in one line with its fix."""
+class ConfigError(UserError):
+    """A configuration problem, stated in one line with its fix (key, value, source)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
+    def __init__(self, message: str, *, fix: str = "") -> None:
+        super().__init__(message, fix=fix)
 
 
 def value_error(spec: KeySpec, raw: object, source: Source, why: str = "") -> ConfigError:

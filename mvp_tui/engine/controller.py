@@ -22,6 +22,7 @@ from typing import Any
 from mvp_tui.config import ConfigError
 from mvp_tui.engine.events import RunStateChanged
 from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.errors import UserError
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease
 from mvp_tui.providers.base import Offer, ProviderError
@@ -187,8 +188,8 @@ class RunController:
         raise RunAborted(reason, await self.stop(reason=reason)) from error
 
     def _describe(self, error: BaseException) -> str:
-        if isinstance(error, SshError):
-            text = f"{error.message}; {error.fix}" if error.fix else error.message
+        if isinstance(error, UserError):
+            text = str(error)
         elif isinstance(error, OSError) and self._in_state_dir(error.filename):
             text = (
                 f"the run record {error.filename} could not be written ({error.strerror}): "

@@ -35,6 +35,7 @@ from mvp_tui.engine.watchdog import (
     verdict_event,
     watchdog_record,
 )
+from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.events import LeaseRunning
@@ -59,8 +60,11 @@ if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
 NODE_CLUSTER_SOURCE = "node_cluster"
 
 
-class RunFailed(Exception):
-    """The run cannot go on; the message says why and what to do."""
+class RunFailed(UserError):
+    """The run cannot go on; the message says why, the fix what to do."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message, fix=fix)
 
 
 class RunEngine:
@@ -593,7 +597,7 @@ class RunEngine:
     def _node_failed(self, reason: str, fix: str) -> RunFailed:
         reason, fix = self.redactor(reason), self.redactor(fix)
         self.emit(NodeFailed(at=self._clock(), run_id=self.run_id, reason=reason, fix=fix))
-        return RunFailed(f"{reason}; {fix}" if fix else reason)
+        return RunFailed(reason, fix)
 
     async def guard_limits(self) -> None:
         """Returns only by raising `RunFailed` when `[limits] max_spend_usd` or `max_hours`

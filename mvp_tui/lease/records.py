@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mvp_tui.errors import UserError
 from mvp_tui.lease.atomic import fsync_dir, write_atomic
 from mvp_tui.providers.base import SshEndpoint
 
@@ -50,16 +51,17 @@ class LeaseRecordState(enum.Enum):
     UNKNOWN = "unknown"  # an unclear create: it may exist (looked up by its label)
 
 
-class RecordError(Exception):
+class RecordError(UserError):
     """A run record cannot be read or used; names the file and what to do."""
 
     def __init__(self, path: Path, problem: str, fix: str = "") -> None:
         self.path = path
         self.problem = problem
-        self.fix = fix or (
-            "check the provider's console for instances of this run, then move the file aside"
+        super().__init__(
+            f"run record {path}: {problem}",
+            fix=fix
+            or "check the provider's console for instances of this run, then move the file aside",
         )
-        super().__init__(f"run record {path}: {problem} — {self.fix}")
 
 
 @dataclass(slots=True)

@@ -6,17 +6,11 @@ a passphrase or an env value. `fix` is kept apart so the dashboard can show it o
 
 from __future__ import annotations
 
+from mvp_tui.errors import UserError
 
-class SshError(Exception):
+
+class SshError(UserError):
     """An SSH step failed in a way the user must see."""
-
-    def __init__(self, message: str, *, fix: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.fix = fix
-
-    def __str__(self) -> str:
-        return f"{self.message}; fix: {self.fix}" if self.fix else self.message
 
 
 class IdentityError(SshError):
