@@ -15,11 +15,12 @@ archive reads only the frames still in the rings there and the records since the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
-from mvp_tui.datastream.archive import ArchiveRecord, parse_record_bytes
+from mvp_tui.datastream.archive import ArchiveError, ArchiveRecord, parse_record_bytes
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.seek_index import (
     DEFAULT_EVERY,
@@ -116,10 +117,12 @@ class ReplaySource:
             self._indexer.cancel()
 
     async def _build_index(self, index: SeekIndex) -> None:
-        """Index the whole archive in chunks, yielding to the loop between them."""
-        while not index.complete:
-            index.extend(budget=INDEX_CHUNK)
-            await asyncio.sleep(0)
+        """Index the whole archive in chunks, yielding to the loop between them. A bad line
+        stops it quietly: the replay reaching that line reports it."""
+        with contextlib.suppress(ArchiveError):
+            while not index.complete:
+                index.extend(budget=INDEX_CHUNK)
+                await asyncio.sleep(0)
 
     async def _run(self, hub: ChannelHub, hold_at_end: bool) -> int:
         while True:

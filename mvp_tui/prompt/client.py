@@ -200,23 +200,20 @@ class PromptClient:
                     yield self._http_fault(prompt_id, response.status_code, await response.aread())
                     return
                 parser = SseParser()
+                parsing = False  # the parser holds part of an event
                 data: str | None = None  # a lone `data:` line waiting for its blank line
                 async for line in response.aiter_lines():
                     # The engines' shape, one `data: ` line then a blank one, read here;
                     # anything else (comments, names, multi-line data) by the parser.
-                    if data is None and line.startswith("data: ") and parser.empty:
+                    if data is None and not parsing and line.startswith("data: "):
                         data = line[6:]
                         continue
-                    if data is not None:
-                        if line:
+                    if data is None or line:  # (a blank line after `data` dispatches it)
+                        if data is not None:
                             parser.feed("data: " + data)
                             data = None
-                            sse = parser.feed(line)
-                            if sse is None:
-                                continue
-                            data = sse.data
-                    else:
                         sse = parser.feed(line)
+                        parsing = not parser.empty
                         if sse is None:
                             continue
                         data = sse.data

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui.datastream.archive import FrameArchive, read_archive
+from mvp_tui.datastream.archive import ArchiveError, FrameArchive, parse_record, read_archive
 from mvp_tui.datastream.frame import Frame, StreamId
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.replay import ReplaySource
@@ -92,3 +92,25 @@ async def test_replay_goes_on_from_a_seek_as_from_a_full_replay(tmp_path: Path) 
     source.resume()
     assert await asyncio.wait_for(task, 10) == 600
     assert picture(hub) == picture(replayed_up_to(path, 600))
+
+
+async def test_a_bad_line_stops_the_replay_there_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    write_mixed(path, 300)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[200] = b'{"arrival_seq": "not a record"}\n'
+    path.write_bytes(b"".join(lines))
+    source = ReplaySource(path, speed=float("inf"), index_every=16)
+    hub = ChannelHub(**RING)
+    with pytest.raises(ArchiveError, match=r"mixed\.jsonl:201: not a frame archive record"):
+        await asyncio.wait_for(source.feed(hub), 10)
+    assert source.index == 200
+    assert picture(hub) == picture(replayed_up_to_raw(lines[:200]))
+
+
+def replayed_up_to_raw(lines: list[bytes]) -> ChannelHub:
+    hub = ChannelHub(**RING)
+    for line in lines:
+        record = parse_record(line.decode())
+        hub.publish(record.frame, source=record.source)
+    return hub
