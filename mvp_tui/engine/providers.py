@@ -45,9 +45,6 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
 
 
 def _runpod(config: Config) -> Provider:
-    from mvp_tui.providers.base import ProviderError
-    from mvp_tui.providers.runpod import DEFAULT_API_URL, RunPodProvider, RunPodSettings
-
     api_key = config.get_str("runpod.api_key")
     if not api_key:
         raise ConfigError(
@@ -55,6 +52,9 @@ def _runpod(config: Config) -> Provider:
             "MVP_RUNPOD_API_KEY, or [runpod] api_key in the config file). Get a key at "
             "https://www.runpod.io/console/user/settings"
         )
+    # httpx loads with the provider, only once there is a key to use it with.
+    from mvp_tui.providers.base import ProviderError
+    from mvp_tui.providers.runpod import DEFAULT_API_URL, RunPodProvider, RunPodSettings
     cuda = config.get_str("runpod.min_cuda_version")
     if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
         raise ConfigError(
