@@ -21,6 +21,7 @@ from tests.faults.test_dashboard_exits import (  # noqa: F401  (fixtures)
 )
 
 RIGHT = b"\x1b[C"
+DOWN = b"\x1b[B"
 
 
 @pytest.fixture
@@ -42,7 +43,9 @@ async def until_billing(server: FakeVast, count: int, within: float = 30.0) -> N
 
 async def lease_by_keys(dash: PtyDashboard, fake: FakeVast) -> None:  # noqa: F811
     await asyncio.to_thread(dash.wait_for, "RTX 3090")
-    dash.press(b"\r")  # Enter on the cheapest offer: the confirm opens on Cancel
+    # The board also lists this machine first ($0): Down to the Vast offer.
+    dash.press(DOWN)
+    dash.press(b"\r")  # Enter on the RTX 3090: the confirm opens on Cancel
     await asyncio.to_thread(dash.wait_for, "Lease on vastai")  # the confirm
     dash.press(RIGHT)  # Cancel → Lease
     dash.press(b"\r")
