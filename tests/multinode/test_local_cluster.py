@@ -66,7 +66,7 @@ async def test_two_local_nodes_stream_with_buffers_on_the_worker(
         (f["payload"]["phase"], f["payload"]["status"]) for f in run.frames("mvp.orch.bootstrap")
     ]
     order = [("stage_provision", "ready"), ("node_join", "ready"), ("node_route", "ready"),
-             ("weights", "ready")]  # fmt: skip
+             ("weights_loaded", "ready")]  # fmt: skip
     assert [steps.index(step) for step in order] == sorted(steps.index(step) for step in order)
 
 
