@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.lease.naming import parse_label
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
 AGENT_DIR = "/opt/mvp-node"
@@ -283,14 +284,15 @@ def published_url_rewrite(host_port: int) -> Callable[[bytes], bytes]:
     other line passes unchanged. Interim, until the run engine asks the provider
     (`engine_url`) for non-SSH nodes."""
     url = f"http://127.0.0.1:{host_port}"
+    loaded_mark, weights_mark = f'"{WEIGHTS_LOADED}"'.encode(), f'"{WEIGHTS_CHANNEL}"'.encode()
 
     def rewrite(line: bytes) -> bytes:
-        if b'"WeightsLoaded"' not in line or b'"mvp.worker.weights"' not in line:
+        if loaded_mark not in line or weights_mark not in line:
             return line
         try:
             record = json.loads(line)
             payload = record["payload"]
-            if payload.get("type") != "WeightsLoaded":
+            if payload.get("type") != WEIGHTS_LOADED:
                 return line
         except (ValueError, KeyError, TypeError, AttributeError):
             return line

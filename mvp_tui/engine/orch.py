@@ -28,6 +28,7 @@ from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunFinish
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.channel import orch_prompt_records
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening
 from mvp_tui.secrets import Redactor
@@ -283,7 +284,7 @@ class OrchTap:
             self._phase(
                 "weights_loaded",
                 "ready",
-                source_channel="mvp.worker.weights",
+                source_channel=WEIGHTS_CHANNEL,
                 model_id=event.model_id,
                 engine=event.engine,
                 local_url=event.local_url,

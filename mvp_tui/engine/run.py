@@ -24,7 +24,7 @@ from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
-from mvp_tui.engine.node_watch import WEIGHTS_CHANNEL, NodeWatch
+from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.providers import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
@@ -45,6 +45,7 @@ from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError

@@ -24,8 +24,6 @@ from mvp_tui.prompt.events import (
     TextDelta,
 )
 
-MVP_ORCH_PROMPT = "mvp.orch.prompt"
-
 
 def orch_prompt_records(
     event: EngineEvent,
