@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from mvp_tui.config.keys import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
+from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     ConfigError,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mvp_tui.config import Config
-from mvp_tui.config.keys import KEYS
+from mvp_tui.config.schema import KEYS
 from mvp_tui.datastream.channels import LogStream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.records import OrchestratorEmitter, ProvisionEventKind

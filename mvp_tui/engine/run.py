@@ -26,7 +26,7 @@ from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarte
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
@@ -39,8 +39,8 @@ from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.events import LeaseRunning
-from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import new_run_id
+from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
