@@ -145,7 +145,7 @@ class DockerSettings:
     cached_model_host_path: Path | None = None
     cached_model_source: str = ""
     container_prefix: str = CONTAINER_PREFIX
-    stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed
+    stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed's local Docker node
     shutdown_wait_s: float = 5.0  # after "shutdown" on stdin, before the stop
     remove_confirm_s: float = 30.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
@@ -161,7 +161,8 @@ def gpu_request(settings: DockerSettings) -> GpuRequest:
 
 
 def container_name(prefix: str, label: str) -> str:
-    """`{prefix}-{run}-{node}` as the seed names it (the label's prefix, run and node); a
+    """`{prefix}-{run}-{node}` as the seed's local Docker node names it (the label's
+    prefix, run and node); a
     label we did not make is used whole, made safe for Docker."""
     parsed = _parse_any(label)
     if parsed is not None:

@@ -5,7 +5,7 @@ the key never goes into a URL, and every text that leaves this module passes a `
 that knows it. Every create answer is classified into an `Outcome` (providers/vastai_answers.py);
 a 429 is retried here with back-off because Vast refused that call without performing it.
 
-Choices the reference leaves open, decided here:
+Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, decided here:
 - `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
   `--ssh --direct` (its spelling, which Vast echoes back in `image_runtype`): Vast maps a
   real port 22 when the host has direct ports and keeps its SSH proxy as the fallback, so no

@@ -1,6 +1,7 @@
 """Vast.ai instance rows (`GET /instances/{id}/`, `GET /api/v1/instances/`) as `LeaseStatus`.
 
-Two facts the seed got wrong are encoded here: the SSH endpoint is *either* direct
+Two facts the Vast seed's SSH endpoint lookup got wrong are encoded here: the SSH endpoint
+is *either* direct
 (`public_ipaddr` + the host port mapped to 22/tcp) *or* the proxy (`ssh_host:ssh_port`),
 never a mix of the two; and a row only counts as reachable once it is running.
 """

@@ -35,7 +35,8 @@ from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 
 _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
-# Keys whose value is the user's own text or a path: the seed shows only that one is set.
+# Keys whose value is the user's own text or a path: the orchestrator seed's config record
+# shows only that one is set.
 _HAS_ONLY = {"onstart", "bootstrap_command", "ssh_identity"}
 # Destroys that end the run (the seed's `provider_stop`), not the walk replacing a candidate.
 _TEARDOWN = {lease.DeleteReason.REQUESTED, lease.DeleteReason.INTERRUPTED}

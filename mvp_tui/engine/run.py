@@ -155,7 +155,8 @@ class RunEngine:
         )
 
     def _node_joined(self) -> None:
-        # The seed archives what its node sends once it joined the cluster as `node_cluster`
+        # The orchestrator seed's frame archive files what its node sends once it joined the
+        # cluster as `node_cluster`
         # (before that, its bootstrap stdio): the same split here, at the agent's start.
         self.bridge.frame_source = NODE_CLUSTER_SOURCE
 
@@ -573,7 +574,7 @@ class RunEngine:
         )
 
     async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
-        """`[vastai] bootstrap_command`, after the agent is set up and started (the seed ran
+        """`[vastai] bootstrap_command`, after the agent is set up and started (the Vast seed ran
         it as the node's bootstrap; here the agent is that, and the command is the user's
         extra step). A failure fails the bring-up, which tears the lease down."""
         self._sink_line("running [vastai] bootstrap_command on the node")
