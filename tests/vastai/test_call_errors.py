@@ -24,29 +24,26 @@ CALLS: dict[str, tuple[str, str, Call]] = {
 }
 
 
-@pytest.mark.parametrize("name", CALLS)
-async def test_a_server_error_reads_the_shared_way(
-    name: str, fake: FakeVast, provider: VastAiProvider
-) -> None:
-    op, action, call = CALLS[name]
-    fake.script(op, Fault(status=502, body={"error": "bad_gateway", "msg": "upstream down"}))
-    with pytest.raises(ProviderError) as info:
-        await call(provider)
-    assert str(info.value).startswith(f"Vast.ai failed while {action} (")
-    assert info.value.fix == "a server-side error: retry in a minute"
-    assert info.value.http_status == 502
+# A status, what the message starts with (after "Vast.ai "), and the fix it gives.
+ANSWERS = {
+    "server error": (502, "failed while", "a server-side error: retry in a minute"),
+    "refusal": (400, "rejected", "check the values sent and [vastai] api_url"),
+}
 
 
+@pytest.mark.parametrize("answer", ANSWERS)
 @pytest.mark.parametrize("name", CALLS)
-async def test_a_refusal_reads_the_shared_way(
-    name: str, fake: FakeVast, provider: VastAiProvider
+async def test_a_bad_status_reads_the_shared_way(
+    name: str, answer: str, fake: FakeVast, provider: VastAiProvider
 ) -> None:
     op, action, call = CALLS[name]
-    fake.script(op, Fault(status=400, body={"error": "invalid_args", "msg": "no"}))
+    status, says, fix = ANSWERS[answer]
+    fake.script(op, Fault(status=status, body={"error": "invalid_args", "msg": "no"}))
     with pytest.raises(ProviderError) as info:
         await call(provider)
-    assert str(info.value).startswith(f"Vast.ai rejected {action} (")
-    assert "[vastai] api_url" in info.value.fix
+    assert str(info.value).startswith(f"Vast.ai {says} {action} (")
+    assert info.value.fix.startswith(fix)
+    assert info.value.http_status == status
 
 
 @pytest.mark.parametrize("name", CALLS)
