@@ -19,7 +19,8 @@ _PENDING = {"created", "loading", "rebooting", "restarting", "scheduling", "unkn
 _STOPPED = {"stopped", "frozen", "paused"}
 _DEAD = {"exited", "offline", "error", "failed"}
 _GONE = {"destroyed", "terminated", "deleted"}
-# Texts in status_msg that mean the container will never start (vast self-test, dstack, seed).
+# Texts in status_msg that mean the container will never start (vast self-test, dstack,
+# the Vast seed).
 _FATAL_MSG = re.compile(r"Error|error:|failed|unresolvable CDI")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-:]*$")
 _DETAIL_CHARS = 300
