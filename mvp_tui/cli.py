@@ -15,8 +15,8 @@ from typing import Any
 
 from mvp_tui import __version__
 from mvp_tui.config import Config, ConfigError, ConfigPaths, load_config
-from mvp_tui.config.keys import KEYS, KeySpec, Kind
 from mvp_tui.config.loader import flag_dest
+from mvp_tui.config.schema import KEYS, KeySpec, Kind
 from mvp_tui.exit_codes import ExitCode
 
 EPILOG = """\

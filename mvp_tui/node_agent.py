@@ -81,7 +81,6 @@ from pathlib import Path
 from typing import IO, Any
 
 FRAME_VERSION = 1
-WEIGHTS_CHANNEL = "mvp.worker.weights"
 GGUF_MAGIC = b"GGUF"
 ENGINE_HOST = "127.0.0.1"
 ENGINE_LINE_MAX = 2000
@@ -97,6 +96,34 @@ EXIT_FATAL = 1
 EXIT_CONFIG = 2
 
 LOCAL_PATH_KEY = "[model] gguf_local_path (MVP_GGUF_LOCAL_PATH)"
+
+# --- node protocol: begin (copied verbatim into node_agent.py; a test checks) ---
+WEIGHTS_CHANNEL = "mvp.worker.weights"  # the node's verdict: WeightsLoaded | WorkerFatal | ...
+NODE_CHANNEL_PREFIX = "mvp.node."
+AGENT_CHANNEL_SUFFIX = ".agent"  # mvp.node.<N>.agent: phases, progress, notices
+ENGINE_CHANNEL_SUFFIX = ".engine"  # mvp.node.<N>.engine: the engine's log, one line a frame
+
+NODE_AGENT_PHASE = "NodeAgentPhase"
+NODE_AGENT_PROGRESS = "NodeAgentProgress"
+NODE_AGENT_NOTICE = "NodeAgentNotice"
+WEIGHTS_LOADED = "WeightsLoaded"
+WORKER_FATAL = "WorkerFatal"
+RPC_SERVER_READY = "RpcServerReady"  # a multi-node worker's RPC server listens
+
+WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgentProgress
+
+
+def agent_channel(node_id: int) -> str:
+    """`mvp.node.<N>.agent`."""
+    return f"{NODE_CHANNEL_PREFIX}{node_id}{AGENT_CHANNEL_SUFFIX}"
+
+
+def engine_channel(node_id: int) -> str:
+    """`mvp.node.<N>.engine`."""
+    return f"{NODE_CHANNEL_PREFIX}{node_id}{ENGINE_CHANNEL_SUFFIX}"
+
+
+# --- node protocol: end ---
 
 # Terminal escape sequences and control characters (the rules of mvp_tui/untrusted.py,
 # copied because this file must stand alone on the node).
@@ -192,11 +219,11 @@ class Emitter:
 
     @property
     def agent_channel(self) -> str:
-        return f"mvp.node.{self.node_id}.agent"
+        return agent_channel(self.node_id)
 
     @property
     def engine_channel(self) -> str:
-        return f"mvp.node.{self.node_id}.engine"
+        return engine_channel(self.node_id)
 
     def frame(self, channel: str, payload: Any) -> None:
         line = self._redact.text(frame_line(channel, self._redact.value(payload))) + "\n"
@@ -222,16 +249,16 @@ class Emitter:
     def phase(
         self, phase: str, status: str, detail: dict[str, Any], elapsed_ms: int | None = None
     ) -> None:
-        record = self._record("NodeAgentPhase", phase=phase, status=status, detail=detail)
+        record = self._record(NODE_AGENT_PHASE, phase=phase, status=status, detail=detail)
         if elapsed_ms is not None:
             record["elapsed_ms"] = elapsed_ms
         self.frame(self.agent_channel, record)
 
     def progress(self, phase: str, **fields: Any) -> None:
-        self.frame(self.agent_channel, self._record("NodeAgentProgress", phase=phase, **fields))
+        self.frame(self.agent_channel, self._record(NODE_AGENT_PROGRESS, phase=phase, **fields))
 
     def notice(self, message: str) -> None:
-        self.frame(self.agent_channel, self._record("NodeAgentNotice", message=message))
+        self.frame(self.agent_channel, self._record(NODE_AGENT_NOTICE, message=message))
 
     def weights(self, kind: str, **fields: Any) -> None:
         self.frame(WEIGHTS_CHANNEL, self._record(kind, **fields))
@@ -1035,7 +1062,6 @@ def probe_ready(url: str) -> tuple[str, int | None]:
 # ---------------------------------------------------------------------------------------
 # The dead-man's switch: deadline and silence, proven at start, destroying its own instance
 
-WATCHDOG_PHASE = "watchdog"
 WATCHDOG_WORDS = ("heartbeat", "detach", "attach")
 API_PROVIDERS = ("vastai", "runpod")
 LOCAL_PROVIDERS = ("local", "docker")
@@ -1753,7 +1779,7 @@ class Agent:
     def fail(self, failure: PhaseFailed) -> int:
         trigger = self.watchdog.close() if self.watchdog is not None else None
         self.emitter.weights(
-            "WorkerFatal",
+            WORKER_FATAL,
             reason=failure.reason,
             fix=failure.fix,
             model_id=self._alias(),
@@ -1862,7 +1888,7 @@ class Agent:
                 raise self._engine_died(event[1], "before it was ready")
         load_ms = _ms_since(started)
         self._report_loaded(
-            "WeightsLoaded",
+            WEIGHTS_LOADED,
             model_id=self._alias(),
             engine=engine.spec.kind,
             port=engine.spec.port,
@@ -2128,7 +2154,7 @@ class WorkerAgent(Agent):
         load_ms = _ms_since(started)
         proc = self.engine.proc
         self.emitter.weights(
-            "RpcServerReady",
+            RPC_SERVER_READY,
             endpoint=self.endpoint,
             port=self.engine.spec.port,
             engine=RPC_SERVER_BIN,
@@ -2414,7 +2440,7 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
         run_id = clean_text(env.get("MVP_RUN_ID", "").strip(), 64)
         emitter = Emitter(out_fd, redactor, run_id, _lenient_int(env.get("MVP_LOGICAL_NODE_ID")))
         emitter.phase("config", "failed", {"reason": str(exc)})
-        emitter.weights("WorkerFatal", reason=str(exc), fix="", phase="config")
+        emitter.weights(WORKER_FATAL, reason=str(exc), fix="", phase="config")
         emitter.phase("agent_exit", "failed", {"exit_code": EXIT_CONFIG, "reason": str(exc)})
         return EXIT_CONFIG
     emitter = Emitter(out_fd, redactor, settings.run_id, settings.node_id)

@@ -41,6 +41,7 @@ import docker.errors  # type: ignore[import-untyped]
 
 from mvp_tui import node_agent
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WORKER_FATAL
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -380,9 +381,9 @@ class DockerProvider:
         elif status == 0 and lease.node.saw_exit:
             reason += " (the agent ended on its own: its dead-man's switch, or a shutdown)"
         fatal = node_agent.frame_line(
-            "mvp.worker.weights",
+            WEIGHTS_CHANNEL,
             {
-                "type": "WorkerFatal",
+                "type": WORKER_FATAL,
                 "reason": reason + (f"; last lines: {last}" if last else ""),
                 "fix": "read the node's stderr and agent channels; check the image holds "
                 "python3 and an engine",

@@ -22,7 +22,12 @@ from typing import Any
 
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]
 
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WORKER_FATAL
 from mvp_tui.providers.local_node import CUT_MARKER, MAX_LINE_BYTES, LineHandler
+
+# A frame line holds these JSON strings when it carries the agent's own WorkerFatal.
+_WEIGHTS_MARK = f'"{WEIGHTS_CHANNEL}"'.encode()
+_FATAL_MARK = f'"{WORKER_FATAL}"'.encode()
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +96,7 @@ class AttachedNode:
     def _deliver(self, kind: str, line: bytes) -> None:
         if kind == "stdout" and self.rewrite is not None:
             line = self.rewrite(line)
-        if kind == "stdout" and b'"mvp.worker.weights"' in line and b'"WorkerFatal"' in line:
+        if kind == "stdout" and _WEIGHTS_MARK in line and _FATAL_MARK in line:
             self.saw_fatal = True
         if kind == "stdout" and b'"agent_exit"' in line:
             self.saw_exit = True

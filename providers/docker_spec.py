@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.lease.naming import parse_label
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
 AGENT_DIR = "/opt/mvp-node"
@@ -144,7 +145,7 @@ class DockerSettings:
     cached_model_host_path: Path | None = None
     cached_model_source: str = ""
     container_prefix: str = CONTAINER_PREFIX
-    stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed
+    stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed's local Docker node
     shutdown_wait_s: float = 5.0  # after "shutdown" on stdin, before the stop
     remove_confirm_s: float = 30.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
@@ -160,7 +161,8 @@ def gpu_request(settings: DockerSettings) -> GpuRequest:
 
 
 def container_name(prefix: str, label: str) -> str:
-    """`{prefix}-{run}-{node}` as the seed names it (the label's prefix, run and node); a
+    """`{prefix}-{run}-{node}` as the seed's local Docker node names it (the label's
+    prefix, run and node); a
     label we did not make is used whole, made safe for Docker."""
     parsed = _parse_any(label)
     if parsed is not None:
@@ -283,14 +285,15 @@ def published_url_rewrite(host_port: int) -> Callable[[bytes], bytes]:
     other line passes unchanged. Interim, until the run engine asks the provider
     (`engine_url`) for non-SSH nodes."""
     url = f"http://127.0.0.1:{host_port}"
+    loaded_mark, weights_mark = f'"{WEIGHTS_LOADED}"'.encode(), f'"{WEIGHTS_CHANNEL}"'.encode()
 
     def rewrite(line: bytes) -> bytes:
-        if b'"WeightsLoaded"' not in line or b'"mvp.worker.weights"' not in line:
+        if loaded_mark not in line or weights_mark not in line:
             return line
         try:
             record = json.loads(line)
             payload = record["payload"]
-            if payload.get("type") != "WeightsLoaded":
+            if payload.get("type") != WEIGHTS_LOADED:
                 return line
         except (ValueError, KeyError, TypeError, AttributeError):
             return line

@@ -5,7 +5,7 @@ the key never goes into a URL, and every text that leaves this module passes a `
 that knows it. Every create answer is classified into an `Outcome` (providers/vastai_answers.py);
 a 429 is retried here with back-off because Vast refused that call without performing it.
 
-Choices the reference leaves open, decided here:
+Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, decided here:
 - `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
   `--ssh --direct` (its spelling, which Vast echoes back in `image_runtype`): Vast maps a
   real port 22 when the host has direct ports and keeps its SSH proxy as the fallback, so no
@@ -317,16 +317,25 @@ class VastAiProvider:
     def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
         return self._errors.no_answer(action, no_answer.reason)
 
+    def _usable(
+        self, answer: Answer | NoAnswer, action: str, *, need_object: bool = False
+    ) -> Answer:
+        """`answer` when `action` can use it; no answer, a status outside 2xx or (with
+        `need_object`) a body that is not a JSON object raises the shared wording (ApiErrors)."""
+        if isinstance(answer, NoAnswer):
+            raise self._unreachable(answer, action)
+        if not 200 <= answer.status < 300 or (need_object and not isinstance(answer.body, Mapping)):
+            raise self._error(answer, action)
+        return answer
+
     # -- Provider ---------------------------------------------------------------------------
 
     async def search_offers(self, policy: SelectionPolicy) -> list[Offer]:
         """Offers matching `policy`, cheapest first; rows left out are in `last_skipped`."""
         action = "searching offers"
-        answer = await self._call("POST", "/api/v0/bundles/", body=build_search_query(policy))
-        if isinstance(answer, NoAnswer):
-            raise self._unreachable(answer, action)
-        if not 200 <= answer.status < 300:
-            raise self._error(answer, action)
+        answer = self._usable(
+            await self._call("POST", "/api/v0/bundles/", body=build_search_query(policy)), action
+        )
         try:
             page = read_offers(answer.body, policy, redact=self._redact)
         except MalformedOffer as exc:
@@ -366,13 +375,10 @@ class VastAiProvider:
         """The instance as Vast reports it now; `{"instances": null}` or 404 → GONE."""
         instance = _numeric_id(provider_id, "instance id")
         action = f"reading instance {instance}"
-        answer = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
-        if isinstance(answer, NoAnswer):
-            raise self._unreachable(answer, action)
-        if is_instance_gone(answer):
-            return gone(instance, self._redact(answer.detail()))
-        if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
-            raise self._error(answer, action)
+        reply = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
+        if not isinstance(reply, NoAnswer) and is_instance_gone(reply):
+            return gone(instance, self._redact(reply.detail()))
+        answer = self._usable(reply, action, need_object=True)
         row = answer.body.get("instances", ...)
         if isinstance(row, list):  # tolerate the list shape some API versions send
             row = next(
@@ -402,11 +408,11 @@ class VastAiProvider:
         found: list[LeaseStatus] = []
         seen_tokens: set[str] = set()
         for _ in range(_MAX_LIST_PAGES):
-            answer = await self._call("GET", "/api/v1/instances/", params=params)
-            if isinstance(answer, NoAnswer):
-                raise self._unreachable(answer, action)
-            if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
-                raise self._error(answer, action)
+            answer = self._usable(
+                await self._call("GET", "/api/v1/instances/", params=params),
+                action,
+                need_object=True,
+            )
             rows = answer.body.get("instances") or []
             if not isinstance(rows, list):
                 raise self._error(answer, action)
@@ -466,34 +472,29 @@ class VastAiProvider:
                 "the SSH public key is not in OpenSSH format",
                 fix='expected one line like "ssh-ed25519 AAAAC3… comment"',
             )
-        answer = await self._call("GET", "/api/v0/ssh/")
-        if isinstance(answer, NoAnswer):
-            raise self._unreachable(answer, "listing account SSH keys")
-        if not 200 <= answer.status < 300:
-            raise self._error(answer, "listing account SSH keys")
+        answer = self._usable(await self._call("GET", "/api/v0/ssh/"), "listing account SSH keys")
         if identity in {_key_identity(text) for text in _account_key_texts(answer.body)}:
             return False
         key_line = " ".join(public_key_openssh.strip().split())
-        answer = await self._call("POST", "/api/v0/ssh/", body={"ssh_key": key_line})
-        if isinstance(answer, NoAnswer):
-            raise self._unreachable(answer, "registering the SSH key")
-        if not 200 <= answer.status < 300 or answer.success is False:
-            if answer.error_code == "team_ssh_keys_not_supported":
-                raise ProviderError(
-                    "Vast.ai does not take SSH keys from a team API key",
-                    fix="use a personal API key, or add the key once at console.vast.ai → Keys",
-                    http_status=answer.status,
-                )
-            raise self._error(answer, "registering the SSH key")
+        posted = await self._call("POST", "/api/v0/ssh/", body={"ssh_key": key_line})
+        if not isinstance(posted, NoAnswer) and posted.error_code == "team_ssh_keys_not_supported":
+            raise ProviderError(
+                "Vast.ai does not take SSH keys from a team API key",
+                fix="use a personal API key, or add the key once at console.vast.ai → Keys",
+                http_status=posted.status,
+            )
+        registered = self._usable(posted, "registering the SSH key")
+        if registered.success is False:
+            raise self._error(registered, "registering the SSH key")
         return True
 
     async def account(self) -> VastAccount:
         """The key's account (a cheap check that the key works); raises on a bad key."""
-        answer = await self._call("GET", "/api/v0/users/current/")
-        if isinstance(answer, NoAnswer):
-            raise self._unreachable(answer, "checking the API key")
-        if not 200 <= answer.status < 300 or not isinstance(answer.body, Mapping):
-            raise self._error(answer, "checking the API key")
+        answer = self._usable(
+            await self._call("GET", "/api/v0/users/current/"),
+            "checking the API key",
+            need_object=True,
+        )
         credit = answer.body.get("credit")
         return VastAccount(
             user_id=clean_line(str(answer.body.get("id", "")), 40, redact=self._redact),

@@ -3,7 +3,8 @@
 Vast's error answers are `{"success": false, "error": "<code>", "msg": "<text>"}` with a
 status that is not always the one you would guess (a revoked key can come back as 404, a
 sold offer as 404 or 410, a bid that is too low as 200 with an error *and* a new instance).
-Every classification lives here, in one place, with the reference's evidence beside it.
+Every classification lives here, in one place, with the evidence from the Vast.ai API facts
+(/work/shared/reference/vastai.md) beside it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Vast.ai instance rows (`GET /instances/{id}/`, `GET /api/v1/instances/`) as `LeaseStatus`.
 
-Two facts the seed got wrong are encoded here: the SSH endpoint is *either* direct
+Two facts the Vast seed's SSH endpoint lookup got wrong are encoded here: the SSH endpoint
+is *either* direct
 (`public_ipaddr` + the host port mapped to 22/tcp) *or* the proxy (`ssh_host:ssh_port`),
 never a mix of the two; and a row only counts as reachable once it is running.
 """
@@ -18,7 +19,8 @@ _PENDING = {"created", "loading", "rebooting", "restarting", "scheduling", "unkn
 _STOPPED = {"stopped", "frozen", "paused"}
 _DEAD = {"exited", "offline", "error", "failed"}
 _GONE = {"destroyed", "terminated", "deleted"}
-# Texts in status_msg that mean the container will never start (vast self-test, dstack, seed).
+# Texts in status_msg that mean the container will never start (vast self-test, dstack,
+# the Vast seed).
 _FATAL_MSG = re.compile(r"Error|error:|failed|unresolvable CDI")
 _HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.\-:]*$")
 _DETAIL_CHARS = 300

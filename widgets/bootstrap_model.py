@@ -21,6 +21,14 @@ from typing import Any
 
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import LeasePending, LeaseRunning
+from mvp_tui.node_protocol import (
+    NODE_AGENT_PHASE,
+    NODE_AGENT_PROGRESS,
+    RPC_SERVER_READY,
+    WATCHDOG_PHASE,
+    WEIGHTS_LOADED,
+    WORKER_FATAL,
+)
 from mvp_tui.ssh.events import AgentExited, AgentStarted, AttemptOutcome, HostKeyPinned, SshAttempt
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.node_switch import armed_text, finite
@@ -238,17 +246,17 @@ class BootstrapModel:
             return True
         if kind == "OrchBootstrap":
             return self._orch_phase(value, when)
-        if kind == "NodeAgentPhase":
-            if value.get("phase") == "watchdog":
+        if kind == NODE_AGENT_PHASE:
+            if value.get("phase") == WATCHDOG_PHASE:
                 return self._watchdog_phase(value, when)
             return self._agent_phase(value, when)
-        if kind == "NodeAgentProgress":
-            if value.get("phase") == "watchdog":
+        if kind == NODE_AGENT_PROGRESS:
+            if value.get("phase") == WATCHDOG_PHASE:
                 return self._watchdog_progress(value, when)
             return self._agent_progress(value, when)
-        if kind == "WeightsLoaded":
+        if kind == WEIGHTS_LOADED:
             return self._weights_loaded(value, when)
-        if kind == "WorkerFatal":
+        if kind == WORKER_FATAL:
             reason = _text(value.get("reason")) or "the node cannot serve"
             self.stages[StageId.ENGINE].finish(when, Status.FAILED, reason)
             self.stages[StageId.ENGINE].full = _detail_text(value, FULL_CHARS)
@@ -436,20 +444,20 @@ class BootstrapModel:
         if not isinstance(node, int) or isinstance(node, bool):
             return False
         detail = value.get("detail")
-        if kind == "NodeAgentPhase" and isinstance(detail, dict) and detail.get("role") == "worker":
+        if kind == NODE_AGENT_PHASE and isinstance(detail, dict) and detail.get("role") == "worker":
             self.workers.setdefault(node, Stage(f"worker node {node}"))
         row = self.workers.get(node)
         if row is None:
             return False
-        if kind == "RpcServerReady":
+        if kind == RPC_SERVER_READY:
             endpoint = _text(value.get("endpoint"), 40)
             self._worker_endpoints[endpoint] = node
             row.finish(when, Status.DONE, f"RPC server on {endpoint}")
-        elif kind == "WorkerFatal":
+        elif kind == WORKER_FATAL:
             row.finish(when, Status.FAILED, _text(value.get("reason")) or "failed")
-        elif kind == "NodeAgentPhase" and value.get("status") == "failed":
+        elif kind == NODE_AGENT_PHASE and value.get("status") == "failed":
             row.finish(when, Status.FAILED, _detail_text(detail) or "failed")
-        elif kind in ("NodeAgentPhase", "NodeAgentProgress") and row.status is Status.PENDING:
+        elif kind in (NODE_AGENT_PHASE, NODE_AGENT_PROGRESS) and row.status is Status.PENDING:
             row.start(when)
             row.detail = "starting its RPC server"
         return True

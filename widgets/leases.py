@@ -31,8 +31,8 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
 from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.leases_model import (
+    LeaseDisplayState,
     LeasesModel,
-    LeaseState,
     LeaseView,
     Tone,
     clock_text,
@@ -47,14 +47,14 @@ PRICE_RISE_TOLERANCE = 0.001  # a quote this close to the leased price is the sa
 TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
 SCROLLBAR_CELLS = 2
 _STATE_CLASS = {
-    LeaseState.PENDING: "leases--pending",
-    LeaseState.RUNNING: "leases--live",
-    LeaseState.NOT_READY: "leases--fail",
-    LeaseState.DELETING: "leases--pending",
-    LeaseState.DELETED: "leases--muted",
-    LeaseState.UNCONFIRMED: "leases--fail",
-    LeaseState.NODE_DESTROYED: "leases--warn",
-    LeaseState.NODE_ENDED: "leases--warn",
+    LeaseDisplayState.PENDING: "leases--pending",
+    LeaseDisplayState.RUNNING: "leases--live",
+    LeaseDisplayState.NOT_READY: "leases--fail",
+    LeaseDisplayState.DELETING: "leases--pending",
+    LeaseDisplayState.DELETED: "leases--muted",
+    LeaseDisplayState.UNCONFIRMED: "leases--fail",
+    LeaseDisplayState.NODE_DESTROYED: "leases--warn",
+    LeaseDisplayState.NODE_ENDED: "leases--warn",
 }
 _TONE_CLASS = {
     Tone.PLAIN: "",
@@ -283,7 +283,7 @@ class LeasesPane(Pane):
 
     def _cells(self, lease: LeaseView, now: float) -> list[Text]:
         state_style = self._style(_STATE_CLASS[lease.state])
-        live = lease.state is LeaseState.RUNNING
+        live = lease.state is LeaseDisplayState.RUNNING
         return [
             Text("▶" if live else "·", style=state_style),
             Text(f"{lease.provider_id} ({self.tag})" if self.tag else lease.provider_id),

@@ -58,7 +58,7 @@ class Tone(enum.Enum):
     MUTED = "muted"
 
 
-class LeaseState(enum.Enum):
+class LeaseDisplayState(enum.Enum):
     """A lease as the pane shows it; the words are what the user reads."""
 
     PENDING = "pending"
@@ -74,7 +74,7 @@ class LeaseState(enum.Enum):
 
     @property
     def may_bill(self) -> bool:
-        return self is not LeaseState.DELETED
+        return self is not LeaseDisplayState.DELETED
 
 
 class SwitchStatus(enum.Enum):
@@ -132,7 +132,7 @@ class LeaseView:
     gpu: str = ""
     price_per_hour: float = 0.0
     created_at: float | None = None
-    state: LeaseState = LeaseState.PENDING
+    state: LeaseDisplayState = LeaseDisplayState.PENDING
     final_uptime_s: float | None = None
     final_spend_usd: float | None = None
     endpoint: str = ""
@@ -176,7 +176,7 @@ def switch_text(lease: LeaseView, tz: tzinfo | None, now: float) -> tuple[str, T
     an agent and is gone)."""
     switch = lease.switch
     if switch is None:
-        if lease.state is LeaseState.RUNNING:
+        if lease.state is LeaseDisplayState.RUNNING:
             return "switch pending", Tone.PENDING  # the node has not given its verdict yet
         return "", Tone.PLAIN
     status = switch.status
@@ -336,7 +336,7 @@ class LeasesModel:
 
     def _running(self, e: LeaseRunning) -> None:
         lease = self._lease(e.provider_id)
-        lease.state = LeaseState.RUNNING
+        lease.state = LeaseDisplayState.RUNNING
         self._node_lease[e.run_id] = lease.provider_id
         lease.price_per_hour = e.price_per_hour or lease.price_per_hour
         if lease.created_at is None:
@@ -345,20 +345,20 @@ class LeasesModel:
         self._lease_line(e.at, e.provider_id).add(f"→ running after {e.after_s:.1f} s", Tone.OK)
 
     def _not_ready(self, e: LeaseNotReady) -> None:
-        self._lease(e.provider_id).state = LeaseState.NOT_READY
+        self._lease(e.provider_id).state = LeaseDisplayState.NOT_READY
         line = self._lease_line(e.at, e.provider_id)
         line.add(f"→ not ready: {_detail(e.reason)}", Tone.FAIL)
         line.note(e.reason)
 
     def _deleting(self, e: LeaseDeleting) -> None:
-        self._lease(e.provider_id).state = LeaseState.DELETING
+        self._lease(e.provider_id).state = LeaseDisplayState.DELETING
         line = self._lease_line(e.at, e.provider_id)
         line.add(f"→ deleting ({e.reason.value.replace('_', ' ')})…", Tone.PENDING)
 
     def _deleted(self, e: LeaseDeleted) -> None:
         lease = self._lease(e.provider_id)
-        by_node = lease.state in (LeaseState.NODE_DESTROYED, LeaseState.NODE_ENDED)
-        lease.state = LeaseState.DELETED
+        by_node = lease.state in (LeaseDisplayState.NODE_DESTROYED, LeaseDisplayState.NODE_ENDED)
+        lease.state = LeaseDisplayState.DELETED
         lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
@@ -417,18 +417,20 @@ class LeasesModel:
                 uptime = lease.uptime_s(e.at)
                 lease.final_uptime_s = uptime
                 lease.final_spend_usd = spend_usd(lease.price_per_hour, uptime)
-                lease.state = LeaseState.NODE_DESTROYED if destroyed else LeaseState.NODE_ENDED
+                lease.state = (
+                    LeaseDisplayState.NODE_DESTROYED if destroyed else LeaseDisplayState.NODE_ENDED
+                )
 
     def _node_ready(self, e: NodeReady) -> None:
         """Ready without a verdict: the node runs no switch."""
         provider_id = self._node_lease.get(e.run_id)
         lease = self.leases.get(provider_id) if provider_id is not None else None
-        if lease is not None and lease.switch is None and lease.state is LeaseState.RUNNING:
+        if lease is not None and lease.switch is None and lease.state is LeaseDisplayState.RUNNING:
             lease.switch = SwitchView(SwitchStatus.NONE)
             self._lease_line(e.at, lease.provider_id).add("→ no node switch reported", Tone.WARN)
 
     def _unconfirmed(self, e: LeaseDeleteUnconfirmed) -> None:
-        self._lease(e.provider_id).state = LeaseState.UNCONFIRMED
+        self._lease(e.provider_id).state = LeaseDisplayState.UNCONFIRMED
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
         line.add(f"→ delete UNCONFIRMED, may still bill: {_detail(e.reason)}", Tone.FAIL)

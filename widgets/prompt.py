@@ -10,7 +10,6 @@ markdown with link opening off, never as Rich markup.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,6 +26,7 @@ from textual.widgets.markdown import MarkdownStream
 from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.events import EngineEvent
+from mvp_tui.node_protocol import WEIGHTS_LOADED, parse_record, record_type
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
     PromptCancelled,
@@ -174,11 +174,8 @@ class PromptPane(Pane):
         self._version = hub.version
         tail = hub.tail(MVP_WORKER_WEIGHTS, self._weights_position)
         for frame in tail.frames:
-            try:
-                record = json.loads(frame.payload)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("type") == "WeightsLoaded":
+            record = parse_record(frame.payload)
+            if record_type(record) == WEIGHTS_LOADED:
                 model = record.get("model_id")
                 self.set_ready(model if isinstance(model, str) else None)
         if tail.last_position >= 0:

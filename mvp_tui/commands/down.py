@@ -8,7 +8,7 @@ import sys
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.headless import JsonLines
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.records import RecordStore, RunRecord
 from mvp_tui.lease.restart import DownReport, LeaseRef, down, runs_to_down

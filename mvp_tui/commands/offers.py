@@ -9,7 +9,7 @@ import json
 import sys
 
 from mvp_tui.config import Config
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.providers.base import Offer, ProviderError

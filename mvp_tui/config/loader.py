@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from mvp_tui.config.keys import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
+from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     ConfigError,
@@ -138,7 +138,8 @@ class Config:
 
     def node_image(self) -> tuple[str, Source]:
         """The node's image and where it came from. Unset on a rented provider: llama.cpp's
-        public CUDA image (`RENTED_IMAGE`). As in the seed, `[vastai] image` wins
+        public CUDA image (`RENTED_IMAGE`). As in the orchestrator seed's layered config,
+        `[vastai] image` wins
         over `[image] node` from the same layer or a lower one (the file's over the file's),
         and an image given by env or flag wins over a file's: the later layer wins."""
         image = self.require_str("image.node")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mvp_tui.config.keys import KEYS, UI_KEYS_SECTION
 from mvp_tui.config.loader import Config
+from mvp_tui.config.schema import KEYS, UI_KEYS_SECTION
 from mvp_tui.secrets import REDACTED
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import tomlkit
 import tomlkit.exceptions
 
-from mvp_tui.config.keys import BY_DOTTED, SECTIONS, UI_KEYS_SECTION
+from mvp_tui.config.schema import BY_DOTTED, SECTIONS, UI_KEYS_SECTION
 from mvp_tui.config.values import ConfigError
 
 _TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(?:#.*)?$")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import enum
 import re
 
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
+
 MVP_ORCH_BOOTSTRAP = "mvp.orch.bootstrap"
 MVP_ORCH_PROMPT = "mvp.orch.prompt"
 MVP_PROVISIONING_EVENTS = "mvp.provisioning.events"
 MVP_PROVISIONING_LOGS = "mvp.provisioning.logs"
-MVP_WORKER_WEIGHTS = "mvp.worker.weights"
+MVP_WORKER_WEIGHTS = WEIGHTS_CHANNEL  # the node protocol's (mvp_tui/node_protocol.py)
 
 NODE_LOG_PREFIX = "mvp.provisioning.logs.node."
 ENGINE_ONLY_PREFIXES = ("mvp.orch.", "mvp.provisioning.")

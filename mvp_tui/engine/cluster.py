@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,13 +26,19 @@ from mvp_tui.datastream.frame import Frame
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import WalkResult
+from mvp_tui.node_protocol import (
+    RPC_SERVER_READY,
+    WEIGHTS_CHANNEL,
+    WORKER_FATAL,
+    parse_record,
+    record_type,
+)
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
 if TYPE_CHECKING:  # asyncssh loads only when a rented node needs the tunnel key
     import asyncssh
 
-WEIGHTS_CHANNEL = "mvp.worker.weights"
 STAGES_KEY = "[runtime] node_stages"
 
 Walk = Callable[[Sequence[Offer], WalkSettings], Awaitable[WalkResult]]
@@ -174,19 +179,16 @@ class WorkerWatch:
     def __call__(self, frame: Frame) -> None:
         if frame.channel != WEIGHTS_CHANNEL:
             return
-        try:
-            record = json.loads(frame.payload)
-        except (ValueError, UnicodeDecodeError):
+        record = parse_record(frame.payload)
+        if not isinstance(record.get("node_id"), int):
             return
-        if not isinstance(record, dict) or not isinstance(record.get("node_id"), int):
-            return
-        node, kind = record["node_id"], record.get("type")
-        if kind == "RpcServerReady":
+        node, kind = record["node_id"], record_type(record)
+        if kind == RPC_SERVER_READY:
             pid = record.get("engine_pid")
             endpoint = clean_line(str(record.get("endpoint") or ""), 100, redact=self._redact)
             self.ready[node] = WorkerReady(node, endpoint, pid if isinstance(pid, int) else None)
             self.ready_event(node).set()
-        elif kind == "WorkerFatal":
+        elif kind == WORKER_FATAL:
             self.fatal[node] = clean_line(
                 str(record.get("reason") or "failed"), 600, redact=self._redact
             )

@@ -7,15 +7,20 @@ node cannot serve; this turns those frames into an asyncio event the run waits o
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.node_protocol import (
+    WEIGHTS_CHANNEL,
+    WEIGHTS_LOADED,
+    WORKER_FATAL,
+    int_field,
+    parse_record,
+    record_type,
+)
 from mvp_tui.untrusted import clean_line
-
-WEIGHTS_CHANNEL = "mvp.worker.weights"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +51,12 @@ class NodeWatch:
     def __call__(self, frame: Frame) -> None:
         if frame.channel != WEIGHTS_CHANNEL:
             return
-        record = _record(frame.payload)
-        kind = record.get("type")
-        if kind == "WeightsLoaded" and self.loaded is None:
+        record = parse_record(frame.payload)
+        kind = record_type(record)
+        if kind == WEIGHTS_LOADED and self.loaded is None:
             self.loaded = _loaded(record, self._redact)
             self.ready.set()
-        elif kind == "WorkerFatal":
+        elif kind == WORKER_FATAL:
             self.fatal = WorkerFatal(
                 reason=clean_line(
                     str(record.get("reason") or "the node failed"), 600, redact=self._redact
@@ -68,21 +73,11 @@ class NodeWatch:
         self.fatal = None
 
 
-def _record(payload: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(payload)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> WeightsLoaded:
-    port = record.get("port")
-    load_ms = record.get("load_ms")
     return WeightsLoaded(
         model_id=clean_line(str(record.get("model_id") or ""), 200, redact=redact),
         engine=clean_line(str(record.get("engine") or ""), 100, redact=redact),
         base_url=clean_line(str(record.get("base_url") or ""), 300, redact=redact),
-        port=port if isinstance(port, int) else 0,
-        load_ms=load_ms if isinstance(load_ms, int) else None,
+        port=int_field(record, "port") or 0,
+        load_ms=int_field(record, "load_ms"),
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mvp_tui.config import Config
-from mvp_tui.config.keys import KEYS
+from mvp_tui.config.schema import KEYS
 from mvp_tui.datastream.channels import LogStream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.records import OrchestratorEmitter, ProvisionEventKind
@@ -28,13 +28,15 @@ from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunFinish
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.channel import orch_prompt_records
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 
 _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
-# Keys whose value is the user's own text or a path: the seed shows only that one is set.
+# Keys whose value is the user's own text or a path: the orchestrator seed's config record
+# shows only that one is set.
 _HAS_ONLY = {"onstart", "bootstrap_command", "ssh_identity"}
 # Destroys that end the run (the seed's `provider_stop`), not the walk replacing a candidate.
 _TEARDOWN = {lease.DeleteReason.REQUESTED, lease.DeleteReason.INTERRUPTED}
@@ -283,7 +285,7 @@ class OrchTap:
             self._phase(
                 "weights_loaded",
                 "ready",
-                source_channel="mvp.worker.weights",
+                source_channel=WEIGHTS_CHANNEL,
                 model_id=event.model_id,
                 engine=event.engine,
                 local_url=event.local_url,

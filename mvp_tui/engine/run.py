@@ -24,9 +24,9 @@ from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
-from mvp_tui.engine.node_watch import WEIGHTS_CHANNEL, NodeWatch
+from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
@@ -39,12 +39,13 @@ from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.events import LeaseRunning
-from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import new_run_id
+from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import Offer, Provider, ProviderError
@@ -154,7 +155,8 @@ class RunEngine:
         )
 
     def _node_joined(self) -> None:
-        # The seed archives what its node sends once it joined the cluster as `node_cluster`
+        # The orchestrator seed's frame archive files what its node sends once it joined the
+        # cluster as `node_cluster`
         # (before that, its bootstrap stdio): the same split here, at the agent's start.
         self.bridge.frame_source = NODE_CLUSTER_SOURCE
 
@@ -572,7 +574,7 @@ class RunEngine:
         )
 
     async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
-        """`[vastai] bootstrap_command`, after the agent is set up and started (the seed ran
+        """`[vastai] bootstrap_command`, after the agent is set up and started (the Vast seed ran
         it as the node's bootstrap; here the agent is that, and the command is the user's
         extra step). A failure fails the bring-up, which tears the lease down."""
         self._sink_line("running [vastai] bootstrap_command on the node")

@@ -8,7 +8,6 @@ reaches the node.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +16,13 @@ from mvp_tui.config import Config
 from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.limits import Limits
 from mvp_tui.events import EngineEvent
+from mvp_tui.node_protocol import (
+    AGENT_CHANNEL_SUFFIX,
+    NODE_AGENT_PHASE,
+    WATCHDOG_PHASE,
+    parse_record,
+    record_type,
+)
 from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
@@ -87,15 +93,12 @@ class NodeWatchdog(EngineEvent):
 
 def watchdog_record(frame: Frame) -> dict[str, Any] | None:
     """The agent's `watchdog` phase record in a frame, if it is one."""
-    if not frame.channel.endswith(".agent"):
+    if not frame.channel.endswith(AGENT_CHANNEL_SUFFIX):
         return None
-    try:
-        value = json.loads(frame.payload)
-    except (ValueError, UnicodeDecodeError):
+    value = parse_record(frame.payload)
+    if record_type(value) != NODE_AGENT_PHASE:
         return None
-    if not isinstance(value, dict) or value.get("type") != "NodeAgentPhase":
-        return None
-    return value if value.get("phase") == "watchdog" else None
+    return value if value.get("phase") == WATCHDOG_PHASE else None
 
 
 def verdict_event(

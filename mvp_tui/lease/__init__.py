@@ -6,7 +6,6 @@ Provider-agnostic: everything here speaks only `mvp_tui.providers.base.Provider`
 from __future__ import annotations
 
 from mvp_tui.lease.events import DeleteReason, WalkFailure
-from mvp_tui.lease.host_keys import RecordPins
 from mvp_tui.lease.naming import (
     attempt_label,
     belongs_to_run,
@@ -15,9 +14,10 @@ from mvp_tui.lease.naming import (
     parse_label,
     run_prefix,
 )
+from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import (
-    AttemptOutcome,
     AttemptRecord,
+    CreateAttemptOutcome,
     LeaseRecord,
     LeaseRecordState,
     RecordError,
@@ -31,8 +31,8 @@ from mvp_tui.lease.teardown import teardown
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
 
 __all__ = [
-    "AttemptOutcome",
     "AttemptRecord",
+    "CreateAttemptOutcome",
     "DeleteReason",
     "DownReport",
     "LeaseRecord",

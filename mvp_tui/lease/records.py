@@ -25,7 +25,7 @@ RECORD_FILE = "record.json"
 _E = TypeVar("_E", bound=enum.Enum)
 
 
-class AttemptOutcome(enum.Enum):
+class CreateAttemptOutcome(enum.Enum):
     """How one create attempt was answered, as recorded."""
 
     PENDING = "pending"  # recorded before the call; no answer yet (a crash here may leave one)
@@ -75,7 +75,7 @@ class AttemptRecord:
     gpu_name: str
     price_per_hour: float
     started_at: float
-    outcome: AttemptOutcome = AttemptOutcome.PENDING
+    outcome: CreateAttemptOutcome = CreateAttemptOutcome.PENDING
     answered_at: float | None = None
     http_status: int | None = None
     detail: str = ""
@@ -303,7 +303,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             gpu_name=a.text("gpu_name"),
             price_per_hour=a.number("price_per_hour"),
             started_at=a.number("started_at"),
-            outcome=a.choice("outcome", AttemptOutcome),
+            outcome=a.choice("outcome", CreateAttemptOutcome),
             answered_at=a.opt_number("answered_at"),
             http_status=a.opt_integer("http_status"),
             detail=a.text("detail"),

@@ -19,7 +19,8 @@ LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
 class WalkSettings:
     """Timing (seconds), limits and the create request's contents.
 
-    Production defaults follow the seed: reconcile after 5 s and 15 s, a look every 5 s,
+    Production defaults are the RunPod seed's lease walk timings: reconcile after 5 s and
+    15 s, a look every 5 s,
     15 min to become running, 60 s for a delete to show. Tests pass milliseconds; every wait
     goes through `sleep`, so nothing sleeps longer than it is told.
     """

@@ -45,8 +45,8 @@ from mvp_tui.lease.events import (
 from mvp_tui.lease.naming import attempt_label, check_run_id, new_run_id
 from mvp_tui.lease.reconcile import find_by_label, sweep, track
 from mvp_tui.lease.records import (
-    AttemptOutcome,
     AttemptRecord,
+    CreateAttemptOutcome,
     LeaseRecord,
     LeaseRecordState,
     RecordError,
@@ -197,7 +197,7 @@ class LeaseWalk:
         reads its catalog again) sorts the offers left; an offer is never tried twice."""
         reorder = getattr(self.provider, "reorder_offers", None)
         attempts = self._rec.attempts[self._first_attempt :]
-        unplaceable = (AttemptOutcome.UNAVAILABLE, AttemptOutcome.FORBIDDEN)
+        unplaceable = (CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.FORBIDDEN)
         if reorder is None or not queue or not attempts or attempts[-1].outcome not in unplaceable:
             return queue
         done = {(o.provider, o.offer_id) for o in tried}
@@ -300,7 +300,7 @@ class LeaseWalk:
             return await self.provider.create(offer, request)
         except ProviderError as exc:
             # The call may have reached the provider: treat it as unclear.
-            attempt.outcome = AttemptOutcome.ERROR
+            attempt.outcome = CreateAttemptOutcome.ERROR
             return CreateResult(Outcome.AMBIGUOUS, None, str(exc), exc.http_status)
 
     def _record_answer(
@@ -309,13 +309,13 @@ class LeaseWalk:
         """Write the answer to the record, then tell the UI (in that order: a crash right
         after the event still finds the lease)."""
         record = self._rec
-        raised = attempt.outcome is AttemptOutcome.ERROR
+        raised = attempt.outcome is CreateAttemptOutcome.ERROR
         attempt.answered_at = self.clock()
         attempt.http_status = result.http_status
         attempt.detail = self._clean(result.detail)
         attempt.provider_id = result.provider_id
         if not raised:
-            attempt.outcome = AttemptOutcome(result.outcome.value)
+            attempt.outcome = CreateAttemptOutcome(result.outcome.value)
         if result.provider_id:
             placeholder.provider_id = result.provider_id
             placeholder.state = LeaseRecordState.PENDING
@@ -362,7 +362,7 @@ class LeaseWalk:
         unconfirmed: list[str] = []
         if found.adopted is not None:
             adopted = track(record, found.adopted, self.clock())
-            attempt.outcome = AttemptOutcome.ADOPTED
+            attempt.outcome = CreateAttemptOutcome.ADOPTED
             attempt.provider_id = found.adopted.provider_id
             duplicates = [track(record, other, self.clock()) for other in found.others]
             self.store.save(record)
@@ -379,7 +379,7 @@ class LeaseWalk:
                 )
                 (destroyed if ok else unconfirmed).append(duplicate.provider_id or "")
         else:
-            attempt.outcome = AttemptOutcome.AMBIGUOUS
+            attempt.outcome = CreateAttemptOutcome.AMBIGUOUS
             self.store.save(record)
         self._emit(
             Reconciled(
@@ -589,7 +589,8 @@ class LeaseWalk:
     def _exhausted(self) -> _Stop:
         attempts = self._rec.attempts[self._first_attempt :]
         if attempts and all(
-            a.outcome in (AttemptOutcome.AMBIGUOUS, AttemptOutcome.ERROR) for a in attempts
+            a.outcome in (CreateAttemptOutcome.AMBIGUOUS, CreateAttemptOutcome.ERROR)
+            for a in attempts
         ):
             return _Stop(
                 WalkFailure.UNANSWERED,
@@ -647,7 +648,11 @@ class LeaseWalk:
         return True
 
     def _unclear_attempts(self) -> bool:
-        unclear = (AttemptOutcome.AMBIGUOUS, AttemptOutcome.ERROR, AttemptOutcome.ADOPTED)
+        unclear = (
+            CreateAttemptOutcome.AMBIGUOUS,
+            CreateAttemptOutcome.ERROR,
+            CreateAttemptOutcome.ADOPTED,
+        )
         return any(a.outcome in unclear for a in self._rec.attempts[self._first_attempt :])
 
     def _miss(self, offer: Offer, result: CreateResult) -> str:

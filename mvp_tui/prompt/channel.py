@@ -1,10 +1,11 @@
 """Prompt events as the seed's `OrchPromptEvent` records on the `mvp.orch.prompt` channel.
 
 The datastream archives and replays these; the payload shapes (type, phase, status, run_id,
-node_id, request_id, detail) and the detail fields follow the seed (`prompt_work` with
+node_id, request_id, detail) and the detail fields follow the orchestrator seed's prompt
+records (`prompt_work` with
 `prompt_bytes` and `max_tokens`, `node_prompt_send` started then ready, `node_prompt_event`,
 `prompt_complete`) so old tooling can read new archives. `request_id` is the RPC client's own
-id when the prompt came over the RPC, else the queue's. A cancelled prompt (the seed cannot
+id when the prompt came over the RPC, else the queue's. A cancelled prompt (the seed's RPC cannot
 cancel one) ends with `prompt_complete` status `cancelled`. Answer text never goes on the
 channel, only its size.
 """
@@ -23,8 +24,6 @@ from mvp_tui.prompt.events import (
     PromptStarted,
     TextDelta,
 )
-
-MVP_ORCH_PROMPT = "mvp.orch.prompt"
 
 
 def orch_prompt_records(

@@ -4,7 +4,8 @@ A client writes one `SubmitPrompt` line, `{"request_id": 1, "prompt_text": "…"
 "max_tokens": 64}` (0 or absent → the configured default), and reads `text_delta` lines then
 one `done` or `fault` line, all tagged with its `request_id`; it may then send the next
 request on the same connection. A line that does not parse gets a `fault` line naming the
-problem and the connection is closed (the seed closes it without a line). The RPC has no
+problem and the connection is closed (the orchestrator seed's RPC closes it without a
+line). The RPC has no
 authentication, so it binds to a loopback address unless the user explicitly acknowledges
 that (`--rpc-bind-unauthenticated`, `[prompt] rpc_allow_remote = true`).
 """

@@ -135,7 +135,7 @@ _CREATE_ERRORS = {
 
 
 def _default_offer(offer_id: int) -> dict[str, Any]:
-    """A full bundles row with realistic values (field names from the reference)."""
+    """A full bundles row with realistic values (field names from Vast's bundles search answer)."""
     now = time.time()
     return {
         "id": offer_id,

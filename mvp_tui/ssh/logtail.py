@@ -40,7 +40,7 @@ class FrameKind(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class HelperFrame:
     kind: FrameKind
     payload: bytes
 
@@ -49,7 +49,7 @@ class FrameError(Exception):
     """The node-side reader sent something that is not a frame."""
 
 
-async def read_frame(reader: asyncssh.SSHReader[bytes]) -> Frame | None:
+async def read_frame(reader: asyncssh.SSHReader[bytes]) -> HelperFrame | None:
     """The next frame, or None when the stream ended (possibly mid-frame: a drop)."""
     try:
         header = await reader.readexactly(node_helper.HEADER.size)
@@ -58,7 +58,7 @@ async def read_frame(reader: asyncssh.SSHReader[bytes]) -> Frame | None:
     except asyncio.IncompleteReadError:
         return None
     try:
-        return Frame(FrameKind(kind), payload)
+        return HelperFrame(FrameKind(kind), payload)
     except ValueError:
         raise FrameError(f"unknown frame kind {kind!r} from the node reader") from None
 

@@ -67,9 +67,9 @@ from mvp_tui.ssh.forward import Forward, PortForwards
 from mvp_tui.ssh.hostkeys import HostKeyPins, fingerprint_of
 from mvp_tui.ssh.identity import SshIdentity
 from mvp_tui.ssh.logtail import (
-    Frame,
     FrameError,
     FrameKind,
+    HelperFrame,
     LineAssembler,
     LogPositions,
     NodeLineCallback,
@@ -487,7 +487,7 @@ class NodeSession:
         self._discard_partials()
         return await self._reader_ended(process)
 
-    def _apply(self, frame: Frame) -> AttemptResult | None:
+    def _apply(self, frame: HelperFrame) -> AttemptResult | None:
         """One frame; a result when it ends the stream (the agent exited)."""
         if frame.kind is FrameKind.STDOUT:
             self._stdout.feed(frame.payload, self._on_node_line)

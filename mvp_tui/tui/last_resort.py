@@ -14,7 +14,7 @@ import sys
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.controller import RunController, StopResult
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.restart import LeaseRef, down

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor

@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.datastream import MVP_ORCH_BOOTSTRAP, ChannelHub
-from mvp_tui.datastream.channels import NODE_LOG_PREFIX
+from mvp_tui.datastream.channels import MVP_ORCH_PROMPT, NODE_LOG_PREFIX
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt import events as prompt
-from mvp_tui.prompt.channel import MVP_ORCH_PROMPT
 
 NOT_ARCHIVED = "*(the answer's text is not archived; only its size and timings)*"
 _CREATE_LINE = re.compile(r"^create (\S+) on offer (\S+): ([a-z_]+)(?: \((.*)\))?$", re.S)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mvp_tui import node_agent
-from mvp_tui.config.keys import RENTED_IMAGE
+from mvp_tui.config.schema import RENTED_IMAGE
 from tests.agent.agent_run import AgentRun, agent_env
 
 

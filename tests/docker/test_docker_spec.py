@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import load_config
-from mvp_tui.config.keys import KEYS
 from mvp_tui.config.loader import flag_dest
+from mvp_tui.config.schema import KEYS
 from mvp_tui.providers.docker import settings_from_config
 from mvp_tui.providers.docker_spec import (
     DockerSettings,

@@ -9,9 +9,9 @@ import pytest
 import tomlkit
 
 from mvp_tui.config import ConfigError, ConfigPaths, load_config
-from mvp_tui.config.keys import KEYS
 from mvp_tui.config.loader import flag_dest
 from mvp_tui.config.report import render
+from mvp_tui.config.schema import KEYS
 from mvp_tui.config.toml_file import write_key
 
 REPO = Path(__file__).resolve().parents[2]

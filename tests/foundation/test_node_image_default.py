@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui.config.keys import DEFAULT_IMAGE, RENTED_IMAGE
+from mvp_tui.config.schema import DEFAULT_IMAGE, RENTED_IMAGE
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.ssh.settings import SshSettings
 from tests.foundation.test_settings_zero import load

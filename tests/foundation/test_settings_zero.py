@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import Config, ConfigError, ConfigPaths, load_config
-from mvp_tui.config.keys import BY_DOTTED
 from mvp_tui.config.report import render
+from mvp_tui.config.schema import BY_DOTTED
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.settings import (

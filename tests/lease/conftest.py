@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
-from mvp_tui.events import EngineEvent, RecordingSink
 from mvp_tui.lease import RecordStore, WalkSettings
-
-
-class WaitingSink(RecordingSink):
-    """A recording sink a test can await: `await sink.wait_for(LeasePending)`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._changed = asyncio.Event()
-
-    def __call__(self, event: EngineEvent) -> None:
-        super().__call__(event)
-        self._changed.set()
-
-    async def wait_for(self, cls: type[EngineEvent], timeout_s: float = 5.0) -> EngineEvent:
-        async with asyncio.timeout(timeout_s):
-            while not self.of(cls):
-                self._changed.clear()
-                await self._changed.wait()
-        return self.of(cls)[0]
 
 
 def fast_settings(**overrides: object) -> WalkSettings:

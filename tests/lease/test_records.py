@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.lease import (
-    AttemptOutcome,
     AttemptRecord,
+    CreateAttemptOutcome,
     LeaseRecord,
     LeaseRecordState,
     RecordError,
@@ -35,7 +35,7 @@ def _filled(store: RecordStore, run_id: str = "r-0a1b") -> None:
             gpu_name="RTX 4090",
             price_per_hour=0.3,
             started_at=101.0,
-            outcome=AttemptOutcome.CREATED,
+            outcome=CreateAttemptOutcome.CREATED,
             answered_at=102.0,
             http_status=200,
             detail="",
@@ -66,7 +66,7 @@ def test_a_record_round_trips(store: RecordStore) -> None:
     assert loaded.run_id == "r-0a1b" and loaded.provider == "vastai"
     assert loaded.config == {"vastai": {"api_key": "<redacted>"}, "gpu": "4090"}
     (attempt,) = loaded.attempts
-    assert attempt.outcome is AttemptOutcome.CREATED and attempt.provider_id == "7002"
+    assert attempt.outcome is CreateAttemptOutcome.CREATED and attempt.provider_id == "7002"
     (lease,) = loaded.leases
     assert lease.state is LeaseRecordState.RUNNING
     assert lease.ssh == SshEndpoint("1.2.3.4", 22022, "root", "direct")

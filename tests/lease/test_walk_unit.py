@@ -10,7 +10,7 @@ import pytest
 
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import (
-    AttemptOutcome,
+    CreateAttemptOutcome,
     LeaseRecordState,
     LeaseWalk,
     RecordStore,
@@ -19,8 +19,9 @@ from mvp_tui.lease import (
 from mvp_tui.lease import events as ev
 from mvp_tui.providers.base import CreateRequest, Offer, Outcome
 from mvp_tui.secrets import Redactor
-from tests.lease.conftest import WaitingSink, fast_settings
+from tests.lease.conftest import fast_settings
 from tests.lease.scripted import ScriptedProvider, Step, offer
+from tests.prompt.waiting import WaitingSink
 
 
 def _walk(
@@ -49,7 +50,7 @@ async def test_a_created_lease_runs_and_is_recorded(store: RecordStore) -> None:
     (lease,) = record.leases
     assert lease.state is LeaseRecordState.RUNNING and lease.provider_id == "7001"
     assert lease.label == "mvp-r-5ca1ab1e-1-1" and lease.ssh == result.endpoint
-    assert record.attempts[0].outcome is AttemptOutcome.CREATED
+    assert record.attempts[0].outcome is CreateAttemptOutcome.CREATED
     assert provider.count("list") == 0  # no unclear create: no sweep
 
 
@@ -81,8 +82,8 @@ async def test_unavailable_and_forbidden_move_to_the_next_offer(store: RecordSto
     record = store.load("r-5ca1ab1e")
     assert [x.offer_id for x in record.leases] == ["3"]  # refusals leave no placeholder
     assert [a.outcome for a in record.attempts][:2] == [
-        AttemptOutcome.UNAVAILABLE,
-        AttemptOutcome.FORBIDDEN,
+        CreateAttemptOutcome.UNAVAILABLE,
+        CreateAttemptOutcome.FORBIDDEN,
     ]
 
 
@@ -128,7 +129,7 @@ async def test_an_unclear_create_that_made_an_instance_is_adopted(store: RecordS
     assert provider.billing() == ["7001"]
     (rec,) = sink.of(ev.Reconciled)
     assert rec.adopted_id == "7001" and rec.destroyed == ()  # type: ignore[attr-defined]
-    assert store.load("r-5ca1ab1e").attempts[0].outcome is AttemptOutcome.ADOPTED
+    assert store.load("r-5ca1ab1e").attempts[0].outcome is CreateAttemptOutcome.ADOPTED
 
 
 async def test_a_provider_error_on_create_is_reconciled_like_an_unclear_answer(

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from mvp_tui.prompt.channel import MVP_ORCH_PROMPT, orch_prompt_records
+from mvp_tui.datastream.channels import MVP_ORCH_PROMPT
+from mvp_tui.prompt.channel import orch_prompt_records
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (

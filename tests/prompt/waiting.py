@@ -1,21 +1,22 @@
-"""An event sink tests can await: record everything, wake a waiter when its event arrives."""
+"""The event sink tests await (every suite's one): record everything, wake a waiter when its
+event arrives."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 
-from mvp_tui.events import EngineEvent
+from mvp_tui.events import EngineEvent, RecordingSink
 from mvp_tui.prompt.events import is_end
 
 Predicate = Callable[[EngineEvent], bool]
 
 
-class WaitingSink:
+class WaitingSink(RecordingSink):
     """A `RecordingSink` with `await sink.first(predicate)` instead of sleeps."""
 
     def __init__(self) -> None:
-        self.events: list[EngineEvent] = []
+        super().__init__()
         self._waiters: list[tuple[Predicate, asyncio.Future[EngineEvent]]] = []
 
     def __call__(self, event: EngineEvent) -> None:
@@ -32,6 +33,10 @@ class WaitingSink:
         future: asyncio.Future[EngineEvent] = asyncio.get_running_loop().create_future()
         self._waiters.append((predicate, future))
         return await asyncio.wait_for(future, within)
+
+    async def wait_for(self, cls: type[EngineEvent], timeout_s: float = 5.0) -> EngineEvent:
+        """The first event of type `cls` (already seen or still to come)."""
+        return await self.first(lambda e: isinstance(e, cls), timeout_s)
 
     async def end_of(self, prompt_id: int, within: float = 30.0) -> EngineEvent:
         """The event that ended `prompt_id`."""

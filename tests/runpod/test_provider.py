@@ -10,7 +10,7 @@ import pytest
 
 from mvp_tui.config import ConfigError
 from mvp_tui.config.loader import ConfigPaths, load_config
-from mvp_tui.engine.providers import build_provider
+from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.providers.base import (
     CreateRequest,
     DestroyOutcome,

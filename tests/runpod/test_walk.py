@@ -12,7 +12,7 @@ import asyncssh
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure, teardown
 from mvp_tui.lease import events as ev
-from mvp_tui.lease.records import AttemptOutcome
+from mvp_tui.lease.records import CreateAttemptOutcome
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.runpod import HOST_KEY_ENV
 from tests.fakes.runpod_server import FakeRunPod, Fault
@@ -48,7 +48,7 @@ async def test_auto_walk_rereads_the_catalog_adopts_the_lost_create_and_tears_do
         assert gpus_created(fake) == ["NVIDIA RTX A5000", "NVIDIA GeForce RTX 4090"]
         assert catalog_reads(fake) == 2
         assert [a.outcome for a in result.attempts] == [
-            AttemptOutcome.UNAVAILABLE, AttemptOutcome.ADOPTED]  # fmt: skip
+            CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.ADOPTED]  # fmt: skip
         (pod,) = fake.pods()
         assert result.lease is not None and result.lease.provider_id == pod["id"]
         assert [e.raw_state for e in sink.of(ev.LeasePending)][-1] == "RUNNING (no SSH yet)"

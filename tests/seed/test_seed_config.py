@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import ConfigError, ConfigPaths, load_config
-from mvp_tui.config.keys import KEYS
 from mvp_tui.config.loader import flag_dest
+from mvp_tui.config.schema import KEYS
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.settings import RunSettings, node_env
 from mvp_tui.lease.naming import attempt_label, parse_label

@@ -37,7 +37,7 @@ FAST = SshSettings(
 )
 
 
-class Harness:
+class SshHarness:
     """Collects what a session reports, and waits on it without sleeping."""
 
     def __init__(self, sshd: Sshd, identity: SshIdentity, remote_dir: Path) -> None:
@@ -128,5 +128,5 @@ async def sshd(stopped_sshd: Sshd) -> Sshd:
 
 
 @pytest.fixture
-def harness(stopped_sshd: Sshd, identity: SshIdentity, tmp_path: Path) -> Harness:
-    return Harness(stopped_sshd, identity, tmp_path / "node" / "run-1")
+def harness(stopped_sshd: Sshd, identity: SshIdentity, tmp_path: Path) -> SshHarness:
+    return SshHarness(stopped_sshd, identity, tmp_path / "node" / "run-1")

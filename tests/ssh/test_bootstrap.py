@@ -24,7 +24,7 @@ from mvp_tui.ssh import (
     SshSettings,
     StopReason,
 )
-from tests.ssh.conftest import FAST, STANDIN, Harness
+from tests.ssh.conftest import FAST, STANDIN, SshHarness
 from tests.ssh.sshd import Sshd, cmdline, processes_in, processes_mentioning, running
 
 TOKEN = "tok-9f8e7d6c5b4a"
@@ -40,12 +40,12 @@ def standin_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def numbered(harness: Harness) -> list[str]:
+def numbered(harness: SshHarness) -> list[str]:
     return [line for line in harness.stdout() if line.startswith("line ")]
 
 
 async def test_agent_starts_detached_and_its_lines_arrive_in_order(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     session = harness.session()
     env = standin_env(STANDIN_LINES="25")
@@ -65,7 +65,7 @@ async def test_agent_starts_detached_and_its_lines_arrive_in_order(
 
 
 async def test_env_reaches_the_agent_through_a_private_file_never_the_command_line(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     session = harness.session()
     pid = await session.start_agent(STANDIN, standin_env(STANDIN_HOLD="1"), str(harness.remote_dir))
@@ -82,7 +82,7 @@ async def test_env_reaches_the_agent_through_a_private_file_never_the_command_li
 
 
 async def test_retries_follow_the_backoff_until_sshd_comes_up(
-    stopped_sshd: Sshd, harness: Harness
+    stopped_sshd: Sshd, harness: SshHarness
 ) -> None:
     delays: list[float] = []
 
@@ -126,7 +126,7 @@ def test_default_backoff_is_one_second_doubling_to_thirty() -> None:
 
 
 async def test_an_agent_that_exits_before_ready_is_started_again(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     session = harness.session()
     await session.start_agent(
@@ -150,7 +150,7 @@ async def test_an_agent_that_exits_before_ready_is_started_again(
 
 
 async def test_sshd_crash_mid_stream_resumes_lines_without_gap_or_duplicate(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     session = harness.session()
     total = 150
@@ -183,7 +183,7 @@ async def test_sshd_crash_mid_stream_resumes_lines_without_gap_or_duplicate(
 
 @pytest.mark.parametrize("stubborn", [False, True])
 async def test_close_stops_the_agent_and_leaves_no_task_or_process(
-    sshd: Sshd, harness: Harness, stubborn: bool
+    sshd: Sshd, harness: SshHarness, stubborn: bool
 ) -> None:
     before = asyncio.all_tasks()
     env = standin_env(STANDIN_HOLD="1", STANDIN_IGNORE_SHUTDOWN="1" if stubborn else "0")
@@ -201,7 +201,7 @@ async def test_close_stops_the_agent_and_leaves_no_task_or_process(
 
 
 async def test_after_ready_a_node_that_stays_gone_ends_the_loop_at_the_reconnect_timeout(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     settings = dataclasses.replace(FAST, reconnect_timeout=1.0)
     session = harness.session(settings)
@@ -223,7 +223,7 @@ async def test_after_ready_a_node_that_stays_gone_ends_the_loop_at_the_reconnect
 
 
 async def test_a_setup_that_fails_on_the_node_is_retried_then_named_at_the_timeout(
-    sshd: Sshd, harness: Harness, tmp_path: Path
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
@@ -236,7 +236,7 @@ async def test_a_setup_that_fails_on_the_node_is_retried_then_named_at_the_timeo
     await session.close()
 
 
-async def test_resume_where_no_agent_runs_starts_one(sshd: Sshd, harness: Harness) -> None:
+async def test_resume_where_no_agent_runs_starts_one(sshd: Sshd, harness: SshHarness) -> None:
     session = harness.session()
     pid = await session.start_agent(
         STANDIN, standin_env(STANDIN_LINES="3"), str(harness.remote_dir), resume=LogPositions()

@@ -14,7 +14,7 @@ import pytest
 from mvp_tui import node_agent
 from mvp_tui.ssh import SessionStopped
 from tests.fakes.tiny_gguf import write_tiny_gguf
-from tests.ssh.conftest import Harness
+from tests.ssh.conftest import SshHarness
 from tests.ssh.sshd import Sshd
 
 AGENT = Path(node_agent.__file__)
@@ -43,7 +43,7 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def records(harness: Harness) -> list[dict[str, Any]]:
+def records(harness: SshHarness) -> list[dict[str, Any]]:
     found = []
     for line in harness.stdout():
         try:
@@ -55,7 +55,7 @@ def records(harness: Harness) -> list[dict[str, Any]]:
     return found
 
 
-def has(harness: Harness, kind: str, phase: str, **fields: Any) -> bool:
+def has(harness: SshHarness, kind: str, phase: str, **fields: Any) -> bool:
     return any(
         r.get("type") == kind
         and r.get("phase") == phase
@@ -65,7 +65,7 @@ def has(harness: Harness, kind: str, phase: str, **fields: Any) -> bool:
 
 
 async def test_control_lines_reach_the_running_agent(
-    sshd: Sshd, harness: Harness, tmp_path: Path
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     session = harness.session()
     assert await session.send_control("heartbeat") is False, "not started: no connection"

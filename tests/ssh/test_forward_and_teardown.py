@@ -12,7 +12,7 @@ import pytest
 
 from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.ssh import AgentStop, AttemptOutcome, PortForwarded, SessionClosed, SshAttempt
-from tests.ssh.conftest import FAST, STANDIN, Harness
+from tests.ssh.conftest import FAST, STANDIN, SshHarness
 from tests.ssh.sshd import Sshd, free_port, processes_in, running
 
 
@@ -45,7 +45,7 @@ async def get(port: int, path: str) -> httpx.Response:
 
 
 async def test_the_forward_carries_http_and_keeps_its_port_across_a_reconnect(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     async with http_node_service() as service_port:
         session = harness.session()
@@ -72,7 +72,7 @@ async def test_the_forward_carries_http_and_keeps_its_port_across_a_reconnect(
             await get(local, "/closed")  # the forward is gone with the session
 
 
-async def test_a_chosen_local_port_is_used(sshd: Sshd, harness: Harness) -> None:
+async def test_a_chosen_local_port_is_used(sshd: Sshd, harness: SshHarness) -> None:
     async with http_node_service() as service_port:
         session = harness.session()
         await session.start_agent(STANDIN, {"STANDIN_HOLD": "1"}, str(harness.remote_dir))
@@ -83,7 +83,7 @@ async def test_a_chosen_local_port_is_used(sshd: Sshd, harness: Harness) -> None
 
 
 async def test_close_while_waiting_for_sshd_leaves_no_task(
-    stopped_sshd: Sshd, harness: Harness
+    stopped_sshd: Sshd, harness: SshHarness
 ) -> None:
     before = asyncio.all_tasks()
     session = harness.session(dataclasses.replace(FAST, backoff_initial=30.0, backoff_cap=30.0))
@@ -96,7 +96,7 @@ async def test_close_while_waiting_for_sshd_leaves_no_task(
     assert [c.agent for c in harness.of(SessionClosed)] == [AgentStop.NOT_STARTED]
 
 
-async def test_close_in_the_middle_of_a_handshake_leaves_no_task(harness: Harness) -> None:
+async def test_close_in_the_middle_of_a_handshake_leaves_no_task(harness: SshHarness) -> None:
     """The node accepts TCP but never answers: close() must not wait for the connect timeout."""
     accepted = asyncio.Event()
 
@@ -125,7 +125,7 @@ async def test_close_in_the_middle_of_a_handshake_leaves_no_task(harness: Harnes
 
 
 async def test_close_while_the_node_is_unreachable_reports_it_and_the_agent_survives(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     session = harness.session(dataclasses.replace(FAST, connect_timeout=2.0))
     pid = await session.start_agent(STANDIN, {"STANDIN_HOLD": "1"}, str(harness.remote_dir))

@@ -20,12 +20,12 @@ from mvp_tui.ssh import (
     StopReason,
 )
 from mvp_tui.ssh.hostkeys import fingerprint_of
-from tests.ssh.conftest import STANDIN, Harness
+from tests.ssh.conftest import STANDIN, SshHarness
 from tests.ssh.sshd import Sshd
 
 
 async def test_first_connect_pins_the_key_and_a_changed_key_is_refused(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     first = harness.session()
     await first.start_agent(STANDIN, {"STANDIN_HOLD": "1"}, str(harness.remote_dir))
@@ -60,7 +60,7 @@ async def test_first_connect_pins_the_key_and_a_changed_key_is_refused(
 
 
 async def test_reattach_after_restart_checks_the_pin_from_disk_and_resumes_lines(
-    sshd: Sshd, harness: Harness, tmp_path: Path
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     harness.pins = FilePins(tmp_path / "state" / "pins.json")
     env = {"STANDIN_LINES": "40", "STANDIN_DELAY": "0.03"}

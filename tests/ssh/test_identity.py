@@ -13,7 +13,7 @@ import pytest
 from mvp_tui.ssh import IdentityError, load_identity
 from mvp_tui.ssh.identity import IdentitySource
 from tests.peers import require_executable
-from tests.ssh.conftest import STANDIN, Harness
+from tests.ssh.conftest import STANDIN, SshHarness
 from tests.ssh.sshd import Sshd
 
 PASSPHRASE = "correct horse battery"
@@ -149,7 +149,7 @@ async def test_an_encrypted_key_the_agent_does_not_hold_is_refused(tmp_path: Pat
 
 
 async def test_an_encrypted_key_held_by_ssh_agent_reaches_the_node(
-    stopped_sshd: Sshd, harness: Harness, tmp_path: Path
+    stopped_sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     key = keygen(tmp_path / "id_enc", PASSPHRASE)
     fingerprint = keygen_fingerprint(key)

@@ -11,7 +11,7 @@ from mvp_tui.ssh import AgentFileError, AttemptOutcome, Phase, SshAttempt, SshSe
 from mvp_tui.ssh.agent_launch import env_file, follow_command, make_plan, upload
 from mvp_tui.ssh.backoff import Backoff
 from mvp_tui.ssh.logtail import LineAssembler, LogPositions
-from tests.ssh.conftest import STANDIN, Harness
+from tests.ssh.conftest import STANDIN, SshHarness
 from tests.ssh.sshd import Sshd
 
 
@@ -135,7 +135,7 @@ def test_events_are_json_with_named_outcomes() -> None:
 
 
 async def test_a_node_without_sftp_gets_the_files_through_a_command(
-    sshd_exe: str, tmp_path: Path, harness: Harness
+    sshd_exe: str, tmp_path: Path, harness: SshHarness
 ) -> None:
     bare = Sshd(sshd_exe, tmp_path / "bare-sshd", sftp=False)  # the brief's exact recipe
     bare.authorize(harness.identity.public_openssh)
@@ -155,7 +155,7 @@ async def test_a_node_without_sftp_gets_the_files_through_a_command(
         await bare.stop()
 
 
-async def test_upload_reports_which_way_it_went(sshd: Sshd, harness: Harness) -> None:
+async def test_upload_reports_which_way_it_went(sshd: Sshd, harness: SshHarness) -> None:
     from mvp_tui.ssh.agent_launch import UploadMethod
     from mvp_tui.ssh.connect import open_connection
 

@@ -30,14 +30,14 @@ from mvp_tui.ssh import (
     load_identity,
 )
 from mvp_tui.ssh.banner import ssh_banner, strikes_after
-from tests.ssh.conftest import FAST, STANDIN, Harness
+from tests.ssh.conftest import FAST, STANDIN, SshHarness
 from tests.ssh.sshd import Sshd, write_key
 
 BANNER = b"SSH-2.0-OpenSSH_9.6\r\n"
 
 
 async def test_a_wrong_user_is_an_auth_error_after_bounded_attempts(
-    sshd: Sshd, harness: Harness
+    sshd: Sshd, harness: SshHarness
 ) -> None:
     endpoint = SshEndpoint(host="127.0.0.1", port=sshd.port, user="no-such-user", via="direct")
     session = harness.session(endpoint=endpoint)
@@ -54,7 +54,7 @@ async def test_a_wrong_user_is_an_auth_error_after_bounded_attempts(
 
 
 async def test_a_key_the_node_does_not_hold_is_an_auth_error(
-    sshd: Sshd, harness: Harness, tmp_path: Path
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     other = write_key(tmp_path / "other_key", asyncssh.generate_private_key("ssh-ed25519"))
     stranger = await load_identity(other, use_env_agent=False)
@@ -79,7 +79,7 @@ def image_without_python(tmp_path: Path) -> str:
 
 
 async def test_an_image_without_python3_stops_at_once_naming_it(
-    stopped_sshd: Sshd, harness: Harness, tmp_path: Path
+    stopped_sshd: Sshd, harness: SshHarness, tmp_path: Path
 ) -> None:
     """No retry can help an image that lacks python3: one attempt, and the error says so."""
     stopped_sshd.options = ["-o", f"SetEnv={image_without_python(tmp_path)}"]
@@ -156,7 +156,7 @@ async def banner_then_close(reader: asyncio.StreamReader, writer: asyncio.Stream
 
 
 async def test_a_local_failure_against_a_live_sshd_stops_after_two_strikes(
-    harness: Harness,
+    harness: SshHarness,
 ) -> None:
     async with fake_node(banner_then_bad_kexinit) as port:
         endpoint = SshEndpoint(host="127.0.0.1", port=port, user="root", via="direct")
@@ -174,7 +174,7 @@ async def test_a_local_failure_against_a_live_sshd_stops_after_two_strikes(
 
 
 async def test_a_node_dropping_the_handshake_keeps_the_wait_until_the_timeout(
-    harness: Harness,
+    harness: SshHarness,
 ) -> None:
     async with fake_node(banner_then_close) as port:
         endpoint = SshEndpoint(host="127.0.0.1", port=port, user="root", via="direct")

@@ -97,7 +97,7 @@ async def test_replay_fills_leases_and_prompt_and_shows_only_replay_keys(tmp_pat
     from textual.widgets import Static
 
     from mvp_tui.widgets.leases import LeasesPane
-    from mvp_tui.widgets.leases_model import LeaseState
+    from mvp_tui.widgets.leases_model import LeaseDisplayState
     from mvp_tui.widgets.prompt import PromptPane
     from tests.widgets.data import wait_until
 
@@ -107,7 +107,9 @@ async def test_replay_fills_leases_and_prompt_and_shows_only_replay_keys(tmp_pat
         await control.source.idle.wait()
         leases = app.query_one(LeasesPane)
         await wait_until(pilot, lambda: "7003" in leases.model.leases)
-        await wait_until(pilot, lambda: leases.model.leases["7003"].state is LeaseState.DELETED)
+        await wait_until(
+            pilot, lambda: leases.model.leases["7003"].state is LeaseDisplayState.DELETED
+        )
         history = leases.model.full_text()
         assert "unavailable" in history  # the first offer was sold: its create line
         assert "created 7003" in history

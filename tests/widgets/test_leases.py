@@ -9,7 +9,7 @@ from textual.widgets import Static
 from mvp_tui.lease import events as ev
 from mvp_tui.widgets.confirm import ConfirmScreen
 from mvp_tui.widgets.leases import LeasesPane
-from mvp_tui.widgets.leases_model import HISTORY_LINES, LeasesModel, LeaseState
+from mvp_tui.widgets.leases_model import HISTORY_LINES, LeaseDisplayState, LeasesModel
 from tests.widgets.data import NOW, RUN, T0, fixed_clock, walk_events
 from tests.widgets.harness import Harness, screen_text
 
@@ -157,4 +157,4 @@ def test_a_lease_that_may_bill_is_never_forgotten() -> None:
             )
         )
     assert len(model.leases) == 40
-    assert all(lease.state is LeaseState.RUNNING for lease in model.leases.values())
+    assert all(lease.state is LeaseDisplayState.RUNNING for lease in model.leases.values())

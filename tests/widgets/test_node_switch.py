@@ -18,8 +18,8 @@ from mvp_tui.widgets.bootstrap import BootstrapPane, layout_rows
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, StageId, Status
 from mvp_tui.widgets.leases import SWITCH_COLUMN, LeasesPane
 from mvp_tui.widgets.leases_model import (
+    LeaseDisplayState,
     LeasesModel,
-    LeaseState,
     SwitchStatus,
     Tone,
     switch_text,
@@ -329,9 +329,9 @@ def test_the_node_destroying_its_own_lease() -> None:
     model = leases(verdict(), verdict("fired", at=T0 + 9074, trigger="deadline"))
     lease = model.leases["7003"]
     assert switch_text(lease, UTC, NOW) == ("switch fired (deadline): destroying", Tone.PENDING)
-    assert lease.state is LeaseState.RUNNING
+    assert lease.state is LeaseDisplayState.RUNNING
     model.apply(verdict("destroyed", at=T0 + 9080.5, trigger="deadline", deadline_at=None))
-    assert lease.state is LeaseState.NODE_DESTROYED and lease.state.may_bill
+    assert lease.state is LeaseDisplayState.NODE_DESTROYED and lease.state.may_bill
     assert lease.switch is not None and lease.switch.deadline_at == DEADLINE  # kept
     assert switch_text(lease, UTC, NOW) == ("its node destroyed it (deadline)", Tone.WARN)
     assert lease.uptime_s(T0 + 99_999) == T0 + 9080.5 - (T0 + 32.5)  # stopped at its word
@@ -340,7 +340,7 @@ def test_the_node_destroying_its_own_lease() -> None:
     assert "→ node switch fired (deadline): destroying its lease…" not in parts  # answered
     model.apply(ev.LeaseDeleted(at=T0 + 9100, run_id=RUN, provider_id="7003", uptime_s=9048.0,
                                 spend_usd=1.0305))  # fmt: skip
-    assert lease.state is LeaseState.DELETED
+    assert lease.state is LeaseDisplayState.DELETED
     assert switch_text(lease, UTC, NOW) == ("its node destroyed it (deadline)", Tone.WARN)
     assert last_parts(model)[-1] == "→ confirmed gone ($1.030)"
 
@@ -355,7 +355,7 @@ def test_a_deleted_lease_shows_the_provider_s_receipt_beside_the_estimate() -> N
 
 def test_a_local_node_ended_and_events_of_other_runs() -> None:
     model = leases(verdict("ended", trigger="idle"))
-    assert model.leases["7003"].state is LeaseState.NODE_ENDED
+    assert model.leases["7003"].state is LeaseDisplayState.NODE_ENDED
     assert switch_text(model.leases["7003"], UTC, NOW)[0] == "its node ended it (idle)"
     other = leases()
     before = len(other.history), [x.switch for x in other.leases.values()]

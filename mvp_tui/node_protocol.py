@@ -1,0 +1,74 @@
+"""The node protocol's one home: the agent's channel names, its record types, and the parsers
+the app reads its records with.
+
+The node agent (mvp_tui/node_agent.py) writes frame lines (see datastream/frame_line.py) on
+these channels; the engine (engine/node_watch.py, engine/cluster.py, engine/watchdog.py),
+the Docker provider and the dashboard's panes (widgets/bootstrap_model.py, widgets/prompt.py)
+read them. Everything here is standard library only.
+
+Why the agent carries a copy: the agent travels to a node as ONE file by three routes (SFTP
+into the run directory, a Docker container's stdin, a local child process by path) and runs
+there with no `mvp_tui` package. So the block between the `node protocol` markers below is
+embedded verbatim in node_agent.py, and tests/foundation/test_node_protocol.py fails when the
+two differ, or when any other module types an `"mvp.node.`/`"mvp.worker.` name or a record
+type's name itself. The parsers are not copied: only the app parses records.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# --- node protocol: begin (copied verbatim into node_agent.py; a test checks) ---
+WEIGHTS_CHANNEL = "mvp.worker.weights"  # the node's verdict: WeightsLoaded | WorkerFatal | ...
+NODE_CHANNEL_PREFIX = "mvp.node."
+AGENT_CHANNEL_SUFFIX = ".agent"  # mvp.node.<N>.agent: phases, progress, notices
+ENGINE_CHANNEL_SUFFIX = ".engine"  # mvp.node.<N>.engine: the engine's log, one line a frame
+
+NODE_AGENT_PHASE = "NodeAgentPhase"
+NODE_AGENT_PROGRESS = "NodeAgentProgress"
+NODE_AGENT_NOTICE = "NodeAgentNotice"
+WEIGHTS_LOADED = "WeightsLoaded"
+WORKER_FATAL = "WorkerFatal"
+RPC_SERVER_READY = "RpcServerReady"  # a multi-node worker's RPC server listens
+
+WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgentProgress
+
+
+def agent_channel(node_id: int) -> str:
+    """`mvp.node.<N>.agent`."""
+    return f"{NODE_CHANNEL_PREFIX}{node_id}{AGENT_CHANNEL_SUFFIX}"
+
+
+def engine_channel(node_id: int) -> str:
+    """`mvp.node.<N>.engine`."""
+    return f"{NODE_CHANNEL_PREFIX}{node_id}{ENGINE_CHANNEL_SUFFIX}"
+
+
+# --- node protocol: end ---
+
+
+def is_agent_channel(channel: str) -> bool:
+    """Whether `channel` is some node's `mvp.node.<N>.agent`."""
+    return channel.startswith(NODE_CHANNEL_PREFIX) and channel.endswith(AGENT_CHANNEL_SUFFIX)
+
+
+def parse_record(payload: bytes | str) -> dict[str, Any]:
+    """A frame's payload as the agent's record (a JSON object); `{}` for anything else."""
+    try:
+        value = json.loads(payload)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def record_type(record: dict[str, Any]) -> str | None:
+    """The record's `type` (one of the names above), or None."""
+    kind = record.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def int_field(record: dict[str, Any], name: str) -> int | None:
+    """An integer field (not a bool), or None when absent or of another type."""
+    value = record.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

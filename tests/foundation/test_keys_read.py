@@ -1,0 +1,57 @@
+"""Every configuration key is read: named in a getter call (`config.get_*`/`require_*`,
+`config["..."]`, a provider's `_get(config, "...")`) somewhere in the shipped code, or marked
+inert (a seed key accepted and not built, which the loader reads to warn, see
+tests/seed/test_seed_config.py). A key nothing reads is implemented or removed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from mvp_tui.config.schema import KEYS
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ("mvp_tui", "providers", "widgets")
+SCHEMA = ROOT / "mvp_tui" / "config" / "schema.py"
+
+
+def _named_in_reads(tree: ast.AST) -> set[str]:
+    """String constants anywhere inside call arguments or subscripts (a getter's key)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.Call):
+            parts = [*node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, ast.Subscript):
+            parts = [node.slice]
+        for part in parts:
+            for inner in ast.walk(part):
+                if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+                    names.add(inner.value)
+    return names
+
+
+def _reads() -> set[str]:
+    names: set[str] = set()
+    for top in SHIPPED:
+        for path in (ROOT / top).rglob("*.py"):
+            if path != SCHEMA:
+                names |= _named_in_reads(ast.parse(path.read_text(encoding="utf-8")))
+    return names
+
+
+def test_every_key_is_read_or_declared_inert() -> None:
+    reads = _reads()
+    unread = [spec.dotted for spec in KEYS if not spec.inert and spec.dotted not in reads]
+    assert not unread, (
+        f"keys nothing reads (implement them, or remove them and their example): {unread}"
+    )
+
+
+def test_the_scan_sees_the_ways_a_key_is_read() -> None:
+    source = (
+        'a = config.require_float("ssh.x")\nb = _get(config, "docker.y")\n'
+        'c = config["z.w"]\nd = f(p if q else "v.u")\ne = "not.read"\n'
+    )
+    assert _named_in_reads(ast.parse(source)) >= {"ssh.x", "docker.y", "z.w", "v.u"}
+    assert "not.read" not in _named_in_reads(ast.parse(source))

@@ -1,0 +1,147 @@
+"""What may import what (ARCHITECTURE.md, "Layers"): read from every import statement of the
+shipped code, lazy ones inside functions and `TYPE_CHECKING` blocks included.
+
+The runtime checks beside it (tests/foundation/test_packaging.py's
+`test_engine_and_providers_never_import_textual`, tests/datastream/test_isolation.py) prove
+the same for what actually loads; this one names the file and line that breaks a rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Source folder → installed package name (providers/, widgets/, themes/ install under mvp_tui).
+PACKAGES = {
+    "mvp_tui": "mvp_tui",
+    "providers": "mvp_tui.providers",
+    "widgets": "mvp_tui.widgets",
+    "themes": "mvp_tui.themes",
+}
+
+NODE = ("mvp_tui.node_agent", "mvp_tui.ssh.node_helper")
+BASE = tuple(
+    f"mvp_tui.{name}"
+    for name in (
+        "errors",
+        "events",
+        "untrusted",
+        "secrets",
+        "node_protocol",
+        "exit_codes",
+        "run_ids",
+        "lazy_names",
+        "keymap",
+        "config",
+    )
+)
+ENGINE = tuple(
+    f"mvp_tui.{name}" for name in ("providers", "lease", "ssh", "datastream", "prompt", "engine")
+)
+UI = ("mvp_tui.widgets", "mvp_tui.themes", "mvp_tui.tui")
+ENTRY = ("mvp_tui.cli", "mvp_tui.__main__", "mvp_tui.commands", "mvp_tui.rehearsal")
+UI_LIBRARIES = ("textual", "rich")
+NETWORK_LIBRARIES = ("httpx", "asyncssh", "docker")
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _modules() -> Iterator[tuple[str, Path]]:
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            yield ".".join([package, *parts]), path
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
+    """(line, imported name) for every import; `from a import b` yields `a` and `a.b`."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base == "__future__":
+                continue
+            yield node.lineno, base
+            for alias in node.names:
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def _breaks(module: str, target: str) -> str | None:
+    """Why `module` may not import `target`, or None."""
+    top = target.split(".")[0]
+    if _within(module, NODE):
+        if top not in sys.stdlib_module_names:
+            return "the node side runs alone on a node: standard library only"
+        return None
+    if _within(module, BASE) and top == "mvp_tui" and not _within(target, BASE):
+        return "the base layer imports only the base layer"
+    if _within(module, (*BASE, *ENGINE)) and (
+        top in UI_LIBRARIES or _within(target, (*UI, *ENTRY))
+    ):
+        return "the engine side knows nothing of Textual, the UI or the commands"
+    if _within(module, BASE) and top in NETWORK_LIBRARIES:
+        return "the base layer does no network"
+    if _within(module, ("mvp_tui.datastream",)) and (
+        top in NETWORK_LIBRARIES or _within(target, ("mvp_tui.providers", "mvp_tui.ssh"))
+    ):
+        return "the datastream (and so replay) can reach no provider and no node"
+    if _within(module, ("mvp_tui.widgets",)):
+        if top in NETWORK_LIBRARIES:
+            return "widgets know nothing of HTTP, SSH or Docker"
+        if _within(target, ("mvp_tui.providers",)) and not _within(
+            target, ("mvp_tui.providers.base",)
+        ):
+            return "widgets see providers only through providers/base.py's types"
+        if _within(target, ("mvp_tui.tui", *ENTRY)):
+            return "widgets are composed by the app, never the other way round"
+    engine = ("mvp_tui.engine",)
+    if _within(module, ENGINE) and _within(target, engine) and not _within(module, engine):
+        return "only the engine drives providers, leases, SSH, the datastream and prompts"
+    return None
+
+
+def _violations() -> list[str]:
+    found = []
+    for module, path in _modules():
+        for line, target in _imports(module, path):
+            why = _breaks(module, target)
+            if why:
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {target}: {why}")
+    return sorted(set(found))
+
+
+def test_every_import_keeps_to_the_layers() -> None:
+    modules = dict(_modules())
+    assert {"mvp_tui.engine.run", "mvp_tui.providers.vastai", "mvp_tui.widgets.prompt"} <= set(
+        modules
+    )
+    assert "mvp_tui.node_protocol" in {t for _, t in _imports("", modules["mvp_tui.engine.run"])}
+    assert _violations() == []
+
+
+def test_the_rules_catch_each_kind_of_break() -> None:
+    assert _breaks("mvp_tui.node_agent", "mvp_tui.node_protocol")
+    assert _breaks("mvp_tui.node_agent", "json") is None
+    assert _breaks("mvp_tui.untrusted", "mvp_tui.lease.records")
+    assert _breaks("mvp_tui.engine.run", "textual.app")
+    assert _breaks("mvp_tui.providers.vastai", "mvp_tui.widgets.offers")
+    assert _breaks("mvp_tui.datastream.hub", "httpx")
+    assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.vastai")
+    assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.base.Offer") is None
+    assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
+    assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
+    assert _breaks("mvp_tui.tui.app", "textual.app") is None
