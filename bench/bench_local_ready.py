@@ -29,6 +29,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+
+def worktree_env() -> dict[str, str]:
+    """A development worktree's redirect (`MVP_WT` and the PYTHONPATH of its sitecustomize)
+    passed on, so the processes measured run this checkout's code, widgets included."""
+    if not os.environ.get("MVP_WT"):
+        return {}
+    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {"MVP_WT": os.environ["MVP_WT"], "PYTHONPATH": os.pathsep.join([*path, str(REPO)])}
+
+
 from tests.fakes.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 
@@ -72,6 +82,7 @@ def engine_floor(model: Path) -> float:
 def ours(model: Path, state: Path, trace: bool = False) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
     env.update({"MVP_STATE_DIR": str(state), "PYTHONPATH": str(REPO)})
+    env.update(worktree_env())
     argv = [
         sys.executable, "-m", "mvp_tui", "up", "--headless", "--until", "ready",
         "--down-after", "--provider", "local", "--gguf-local-path", str(model),
