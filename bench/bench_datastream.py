@@ -77,10 +77,12 @@ def mixed(n: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def ingest(lines: Iterable[tuple[str, bytes]], archive_path: Path) -> ChannelHub:
+def ingest(
+    lines: Iterable[tuple[str, bytes]], archive_path: Path, secrets: list[str] = SECRETS
+) -> ChannelHub:
     archive = FrameArchive(archive_path)
     hub = ChannelHub(stream=StreamId("mvp-orchestrator", 7), archive=archive)
-    bridge = NodeBridge(hub, 1, StreamId("1", 7), redactor=Redactor(SECRETS))
+    bridge = NodeBridge(hub, 1, StreamId("1", 7), redactor=Redactor(secrets))
     feed = bridge.feed_line
     for kind, raw in lines:
         feed(kind, raw)
@@ -100,7 +102,13 @@ def best_of(rounds: int, *runs: Callable[[], None]) -> list[float]:
     return best
 
 
-def compare(label: str, lines: list[tuple[str, bytes]], tmp: Path, rounds: int) -> None:
+def compare(
+    label: str,
+    lines: list[tuple[str, bytes]],
+    tmp: Path,
+    rounds: int,
+    secrets: list[str] = SECRETS,
+) -> None:
     loads = json.loads
 
     def raw() -> None:
@@ -108,7 +116,7 @@ def compare(label: str, lines: list[tuple[str, bytes]], tmp: Path, rounds: int) 
             loads(line)
 
     def ours() -> None:
-        ingest(lines, tmp / f"{label}.jsonl").snapshot()
+        ingest(lines, tmp / f"{label}.jsonl", secrets).snapshot()
         (tmp / f"{label}.jsonl").unlink()
 
     raw_s, ours_s = best_of(rounds, raw, ours)
@@ -298,7 +306,9 @@ def main() -> None:
             tmp,
             args.rounds,
         )
-        compare("mix of frame lines", [x for x in mixed(n) if x[0] == "stdout"], tmp, args.rounds)
+        frame_mix = [x for x in mixed(n) if x[0] == "stdout"]
+        compare("mix of frame lines", frame_mix, tmp, args.rounds)
+        compare("the mix, no secrets", frame_mix, tmp, args.rounds, secrets=[])
         plain_cost(tmp, n, args.rounds)
         parsers([x[1] for x in mixed(n) if x[0] == "stdout"], args.rounds)
         print(f"volume ({args.frames:,} frames of the mix):")
