@@ -27,16 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-
-def worktree_env() -> dict[str, str]:
-    """A development worktree's redirect (`MVP_WT` and the PYTHONPATH of its sitecustomize)
-    passed on, so the processes measured run this checkout's code, widgets included."""
-    if not os.environ.get("MVP_WT"):
-        return {}
-    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {"MVP_WT": os.environ["MVP_WT"], "PYTHONPATH": os.pathsep.join([*path, str(REPO)])}
-
-
+from bench.worktree import worktree_env  # noqa: E402
 from tests.faults.pty_dashboard import PtyDashboard  # noqa: E402
 
 BARE_APP = """
