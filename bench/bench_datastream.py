@@ -1,9 +1,10 @@
 """Datastream ingest: node stdout lines through bridge + hub + archive, against raw json.loads.
 
 Figures printed:
-- per-line cost of the full ingest path (NodeBridge.feed_line → ChannelHub.publish →
-  FrameArchive.record) for each kind of line, and of `json.loads` on the same lines; the
-  ratio raw/ours is the ingest speed as a fraction of raw parsing (target ≥ 1.0x);
+- per-line cost of the full ingest path (NodeBridge.feed_line, redacting with the run's
+  secrets → ChannelHub.publish → FrameArchive.record) for each kind of line, and of
+  `json.loads` on the same lines; the ratio raw/ours is the ingest speed as a fraction of
+  raw parsing (target ≥ 1.0x);
 - what the candidate fast parsers cost on the same lines (msgspec, the one the ingest path
   uses, and orjson when it is installed), the measurement that chose msgspec;
 - frames/s, tracemalloc peak and RSS after `--frames` (default 1M) frames of a realistic mix;
@@ -39,6 +40,10 @@ from mvp_tui.datastream.frame import StreamId  # noqa: E402
 from mvp_tui.datastream.frame_line import encode_frame_line  # noqa: E402
 from mvp_tui.datastream.hub import ChannelHub  # noqa: E402
 from mvp_tui.datastream.replay import ReplaySource  # noqa: E402
+from mvp_tui.secrets import Redactor  # noqa: E402
+
+# A run's bridge redacts every line with the run's secrets (provider key, HF token).
+SECRETS = ["vast_4f9c2e7b1a0d5e6f8a7b6c5d4e3f2a1b", "hf_9a8b7c6d5e4f3a2b1c0d9e8f7a6b"]
 
 ENGINE_LOG = "llama_model_loader: - kv {i:>3}: general.architecture str = llama"
 
@@ -72,10 +77,12 @@ def mixed(n: int) -> list[tuple[str, bytes]]:
     return out
 
 
-def ingest(lines: Iterable[tuple[str, bytes]], archive_path: Path) -> ChannelHub:
+def ingest(
+    lines: Iterable[tuple[str, bytes]], archive_path: Path, secrets: list[str] = SECRETS
+) -> ChannelHub:
     archive = FrameArchive(archive_path)
     hub = ChannelHub(stream=StreamId("mvp-orchestrator", 7), archive=archive)
-    bridge = NodeBridge(hub, 1, StreamId("1", 7))
+    bridge = NodeBridge(hub, 1, StreamId("1", 7), redactor=Redactor(secrets))
     feed = bridge.feed_line
     for kind, raw in lines:
         feed(kind, raw)
@@ -95,7 +102,13 @@ def best_of(rounds: int, *runs: Callable[[], None]) -> list[float]:
     return best
 
 
-def compare(label: str, lines: list[tuple[str, bytes]], tmp: Path, rounds: int) -> None:
+def compare(
+    label: str,
+    lines: list[tuple[str, bytes]],
+    tmp: Path,
+    rounds: int,
+    secrets: list[str] = SECRETS,
+) -> None:
     loads = json.loads
 
     def raw() -> None:
@@ -103,7 +116,7 @@ def compare(label: str, lines: list[tuple[str, bytes]], tmp: Path, rounds: int) 
             loads(line)
 
     def ours() -> None:
-        ingest(lines, tmp / f"{label}.jsonl").snapshot()
+        ingest(lines, tmp / f"{label}.jsonl", secrets).snapshot()
         (tmp / f"{label}.jsonl").unlink()
 
     raw_s, ours_s = best_of(rounds, raw, ours)
@@ -293,7 +306,9 @@ def main() -> None:
             tmp,
             args.rounds,
         )
-        compare("mix of frame lines", [x for x in mixed(n) if x[0] == "stdout"], tmp, args.rounds)
+        frame_mix = [x for x in mixed(n) if x[0] == "stdout"]
+        compare("mix of frame lines", frame_mix, tmp, args.rounds)
+        compare("the mix, no secrets", frame_mix, tmp, args.rounds, secrets=[])
         plain_cost(tmp, n, args.rounds)
         parsers([x[1] for x in mixed(n) if x[0] == "stdout"], args.rounds)
         print(f"volume ({args.frames:,} frames of the mix):")

@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.worktree import worktree_env  # noqa: E402
 from tests.fakes.tiny_gguf import write_tiny_gguf  # noqa: E402
 
 
@@ -72,6 +73,7 @@ def engine_floor(model: Path) -> float:
 def ours(model: Path, state: Path, trace: bool = False) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
     env.update({"MVP_STATE_DIR": str(state), "PYTHONPATH": str(REPO)})
+    env.update(worktree_env())
     argv = [
         sys.executable, "-m", "mvp_tui", "up", "--headless", "--until", "ready",
         "--down-after", "--provider", "local", "--gguf-local-path", str(model),

@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.worktree import worktree_env  # noqa: E402
 from tests.faults.pty_dashboard import PtyDashboard  # noqa: E402
 
 BARE_APP = """
@@ -96,6 +97,7 @@ def main() -> None:
             "MVP_STATE_DIR": str(tmp / "state"),
             "XDG_CONFIG_HOME": str(tmp / "config"),
             "PYTHONPATH": str(REPO),
+            **worktree_env(),
         }
         # As installed: bytecode cached (a warm-up run writes it), not compiled per start.
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)

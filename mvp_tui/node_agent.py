@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import http.client
 import importlib.util
 import json
 import os
@@ -73,12 +72,17 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # HTTP (http.client pulls in email and ssl: ~20 ms) loads when first used: a download,
+    # a readiness probe, a provider call; not at the agent's start, nor in the dashboard,
+    # which imports this file for the local node.
+    import urllib.error
+    import urllib.request
 
 FRAME_VERSION = 1
 GGUF_MAGIC = b"GGUF"
@@ -608,23 +612,28 @@ class DownloadError(Exception):
         self.permanent = permanent
 
 
-class _DropAuthOnCrossHostRedirect(urllib.request.HTTPRedirectHandler):
-    """Follows redirects but never sends the hub token to another host (the CDN)."""
+def _drop_auth_on_cross_host_redirect() -> urllib.request.HTTPRedirectHandler:
+    """A handler that follows redirects but never sends the hub token to another host (the
+    CDN); made on first use, as urllib.request loads then."""
+    import urllib.request
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: Any,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        old_host = urllib.parse.urlsplit(req.full_url).netloc
-        if new is not None and urllib.parse.urlsplit(newurl).netloc != old_host:
-            new.remove_header("Authorization")
-        return new
+    class DropAuthOnCrossHostRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(
+            self,
+            req: urllib.request.Request,
+            fp: IO[bytes],
+            code: int,
+            msg: str,
+            headers: Any,
+            newurl: str,
+        ) -> urllib.request.Request | None:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            old_host = urllib.parse.urlsplit(req.full_url).netloc
+            if new is not None and urllib.parse.urlsplit(newurl).netloc != old_host:
+                new.remove_header("Authorization")
+            return new
+
+    return DropAuthOnCrossHostRedirect()
 
 
 def model_cache_path(settings: Settings) -> Path:
@@ -654,7 +663,9 @@ class Downloader:
         self.settings = settings
         self.emitter = emitter
         self.control = control
-        self.opener = urllib.request.build_opener(_DropAuthOnCrossHostRedirect())
+        import urllib.request
+
+        self.opener = urllib.request.build_opener(_drop_auth_on_cross_host_redirect())
 
     def fetch(self, url: str, dest: Path) -> dict[str, Any]:
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -692,6 +703,8 @@ class Downloader:
         raise Interrupted()
 
     def _request(self, url: str, offset: int) -> urllib.request.Request:
+        import urllib.request
+
         request = urllib.request.Request(url, headers={"User-Agent": "mvp-node/1"})
         if self.settings.hf_token:
             request.add_header("Authorization", f"Bearer {self.settings.hf_token}")
@@ -700,6 +713,8 @@ class Downloader:
         return request
 
     def _attempt(self, url: str, part: Path) -> int:
+        import urllib.error
+
         offset = part.stat().st_size if part.exists() else 0
         try:
             response = self.opener.open(self._request(url, offset), timeout=30)
@@ -720,6 +735,8 @@ class Downloader:
             return self._copy(response, part, offset, total)
 
     def _copy(self, response: IO[bytes], part: Path, offset: int, total: int | None) -> int:
+        import http.client
+
         done = offset
         started = time.monotonic()
         last_report = 0.0
@@ -1045,6 +1062,9 @@ HEALTH_POLL_MAX_S = 0.25
 
 def probe_ready(url: str) -> tuple[str, int | None]:
     """One readiness probe: ("ready"|"loading"|"refused"|"http"|"error", status)."""
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
             response.read(65536)
@@ -1231,25 +1251,34 @@ class ApiAnswer:
         return f"HTTP {self.status}" + (f" {text}" if text else "")
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """The instance key is never carried to wherever a redirect points."""
+def _no_redirects() -> urllib.request.HTTPRedirectHandler:
+    """A handler that follows no redirect: the instance key is never carried to wherever a
+    redirect points."""
+    import urllib.request
 
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: Any,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        return None
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(
+            self,
+            req: urllib.request.Request,
+            fp: IO[bytes],
+            code: int,
+            msg: str,
+            headers: Any,
+            newurl: str,
+        ) -> urllib.request.Request | None:
+            return None
+
+    return NoRedirects()
 
 
 def api_request(
     method: str, url: str, key: str, body: Any = None, timeout: float = WATCHDOG_HTTP_TIMEOUT_S
 ) -> ApiAnswer:
     """One authenticated JSON call (Bearer key, our own User-Agent); never raises."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
     data = None if body is None else json.dumps(body).encode()
     headers = {
         "Authorization": f"Bearer {key}",
@@ -1259,7 +1288,7 @@ def api_request(
     if data is not None:
         headers["Content-Type"] = "application/json"
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
-    opener = urllib.request.build_opener(_NoRedirects())
+    opener = urllib.request.build_opener(_no_redirects())
     try:
         with opener.open(request, timeout=timeout) as response:
             status, raw = response.status, response.read(1 << 20)

@@ -11,19 +11,45 @@ class Redactor:
 
     def __init__(self, secrets: list[str] | None = None) -> None:
         self._secrets: set[str] = set()
+        # Longest first (a secret containing another is replaced whole), sorted once per
+        # `add`, not on every call: the datastream redacts every line of a node's output.
+        self._ordered: tuple[str, ...] = ()
+        # The same secrets as UTF-8 bytes, for `found_in` on raw node lines; None when one
+        # has no byte form (then `found_in` always says yes and the text path decides).
+        self._needles: tuple[bytes, ...] | None = ()
         for s in secrets or []:
             self.add(s)
 
     def add(self, secret: str | None) -> None:
         # Very short values would redact ordinary words; real keys are long.
-        if secret and len(secret) >= 6:
+        if secret and len(secret) >= 6 and secret not in self._secrets:
             self._secrets.add(secret)
+            self._ordered = tuple(sorted(self._secrets, key=len, reverse=True))
+            try:
+                # surrogateescape: how node bytes that are not UTF-8 are decoded for __call__.
+                self._needles = tuple(s.encode("utf-8", "surrogateescape") for s in self._ordered)
+            except UnicodeEncodeError:
+                self._needles = None
 
     def __call__(self, text: str) -> str:
-        for secret in sorted(self._secrets, key=len, reverse=True):
+        for secret in self._ordered:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
+
+    def found_in(self, raw: bytes) -> bool:
+        """Whether `raw` may hold a secret: False means `self(raw.decode(...))` (strict or
+        surrogateescape) would change nothing, so a caller can skip decoding for it."""
+        needles = self._needles
+        if needles is None:
+            return True
+        # find(), not `in`: bytes.__contains__ first tries the needle as an int and raises
+        # and clears a TypeError inside, twice the cost on a short line. A loop, not any():
+        # a generator costs more than the search.
+        for needle in needles:  # noqa: SIM110
+            if raw.find(needle) != -1:
+                return True
+        return False
 
     def __bool__(self) -> bool:
         return bool(self._secrets)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -20,8 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Markdown, Static
-from textual.widgets.markdown import MarkdownStream
+from textual.widgets import Input, Static
 
 from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
 from mvp_tui.engine.events import NodeReady
@@ -43,6 +43,10 @@ from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.sparkline import sparkline
+
+if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
+    from textual.widgets import Markdown
+    from textual.widgets.markdown import MarkdownStream
 
 POLL_S = 0.25
 QUESTION_CHARS = 400
@@ -126,14 +130,14 @@ class PromptPane(Pane):
         self._reset = False
         self._wake = asyncio.Event()
         self._stream: MarkdownStream | None = None
+        self._markdown_mounted = False
         self._version = -1
         self._weights_position = -1
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
 
     def compose_content(self) -> ComposeResult:
         yield Static(id="prompt-question")
-        with VerticalScroll(id="prompt-answer"):
-            yield Markdown(id="prompt-markdown", open_links=False)
+        yield VerticalScroll(id="prompt-answer")  # its Markdown: see _ensure_markdown
         yield Static(id="prompt-stats")
         yield PromptInput(self.history, id="prompt-input")
 
@@ -141,8 +145,19 @@ class PromptPane(Pane):
         for selector in ("#prompt-question", "#prompt-answer", "#prompt-stats", "#prompt-input"):
             self.query_one(selector).display = False
         self.query_one("#prompt-answer", VerticalScroll).anchor()
-        self.run_worker(self._pump(), group="prompt-stream", name="markdown pump")
         self.set_interval(POLL_S, self.poll)
+
+    def _ensure_markdown(self) -> None:
+        """Mount the answer's Markdown (and start its pump) once, when the prompt box opens:
+        Textual's Markdown imports markdown-it and pygments (~70 ms), not needed to paint."""
+        if self._markdown_mounted:
+            return
+        self._markdown_mounted = True
+        from textual.widgets import Markdown
+
+        markdown = Markdown(id="prompt-markdown", open_links=False)
+        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(markdown)
+        self.run_worker(self._pump(markdown, mounted), group="prompt-stream", name="markdown pump")
 
     @property
     def input(self) -> PromptInput:
@@ -157,6 +172,7 @@ class PromptPane(Pane):
         if model_name:
             self.model_name = clean_line(model_name, 60)
         self.ready = True
+        self._ensure_markdown()
         self.set_empty(False)
         self.input.display = True
         self._update_subtitle()
@@ -218,6 +234,7 @@ class PromptPane(Pane):
         question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
         self._show_question(question)
         self._reset, self._pending = True, []
+        self._ensure_markdown()
         self._wake.set()
         self.query_one("#prompt-answer").display = True
         self.query_one("#prompt-stats", Static).set_class(False, "-fault")
@@ -293,9 +310,9 @@ class PromptPane(Pane):
             parts.append(f"rpc {self.rpc_endpoint}")
         self.border_subtitle = Text(" · ".join(parts))
 
-    async def _pump(self) -> None:
+    async def _pump(self, markdown: Markdown, mounted: Awaitable[None]) -> None:
         """Hand gathered deltas to the markdown stream; restart it for each new prompt."""
-        markdown = self.query_one("#prompt-markdown", Markdown)
+        await mounted
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -304,7 +321,7 @@ class PromptPane(Pane):
                 if self._stream is not None:
                     await self._stream.stop()
                 await markdown.update("")
-                self._stream = Markdown.get_stream(markdown)
+                self._stream = type(markdown).get_stream(markdown)
             if self._pending and self._stream is not None:
                 text, self._pending = "".join(self._pending), []
                 await self._stream.write(text)

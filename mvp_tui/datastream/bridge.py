@@ -113,8 +113,9 @@ class NodeBridge:
     def _try_frame(self, raw: bytes) -> Frame | None:
         """The frame a stdout line carries, or None (counted) when it is not a valid one."""
         try:
-            if self._redactor is not None and self._redactor:
-                raw = self._redactor(raw.decode()).encode()
+            redactor = self._redactor
+            if redactor is not None and redactor.found_in(raw):
+                raw = redactor(raw.decode()).encode()
             channel, payload, archive_value = parse_frame_bytes(raw)
             if channel not in self._node_channels:
                 self._admit(channel)
@@ -122,13 +123,7 @@ class NodeBridge:
             self.rejected += 1
             self.last_rejection = one_line_ascii(str(error))
             return None
-        return self.hub.publish(
-            channel,
-            payload,
-            stream=self.stream,
-            source=self.frame_source,
-            archive_value=archive_value,
-        )
+        return self.hub.append(channel, payload, self.stream, self.frame_source, archive_value)
 
     def _admit(self, channel: str) -> None:
         """Accept a node's channel name once, or raise ChannelNameError."""
@@ -141,14 +136,15 @@ class NodeBridge:
 
     def _log(self, stream: LogStream, raw: bytes) -> Frame:
         text = raw.decode("utf-8", "surrogateescape")
-        if self._redactor is not None and self._redactor:
-            text = self._redactor(text)
+        redactor = self._redactor
+        if redactor is not None and redactor.found_in(raw):
+            text = redactor(text)
         record = self._record_heads[stream] + _encode_str(text) + "}}"
-        return self.hub.publish(
+        return self.hub.append(
             self._channels[stream],
             record.encode("utf-8", "surrogateescape"),
-            stream=self.stream,
-            source=self.source,
+            self.stream,
+            self.source,
         )
 
     def _cut(self, raw: bytes) -> bytes:
@@ -156,7 +152,7 @@ class NodeBridge:
 
         Secrets are redacted first: a secret straddling the limit must not keep its prefix.
         """
-        if self._redactor is not None and self._redactor:
+        if self._redactor is not None and self._redactor.found_in(raw):
             text = self._redactor(raw.decode("utf-8", "surrogateescape"))
             raw = text.encode("utf-8", "surrogateescape")
             if len(raw) <= self.max_line_bytes:

@@ -17,6 +17,7 @@ from tests.faults.pty_dashboard import PtyDashboard
 
 FOOTER_KEY = " palette\x1b"  # the footer's last key label, as drawn (the last row painted)
 HEAVY = ("textual", "asyncssh", "httpx")
+AFTER_PAINT = ("markdown_it", "pygments", "http")  # the answer's markdown; the agent's HTTP
 
 
 def imported_modules(*args: str, env: dict[str, str] | None = None) -> set[str]:
@@ -61,8 +62,10 @@ def test_the_check_sees_heavy_imports() -> None:
 
 def test_dashboard_paints_before_loading_ssh_or_http(tmp_path: Path) -> None:
     """The dashboard in a terminal: every module imported before its footer is first drawn
-    precedes it in the terminal's byte stream (import reports and screen share the pty)."""
+    precedes it in the terminal's byte stream (import reports and screen share the pty).
+    Nor markdown (the Prompt pane's answer widget) or the node agent's HTTP: they load after."""
     env = {
+        **({"MVP_WT": os.environ["MVP_WT"]} if os.environ.get("MVP_WT") else {}),
         "PYTHONPROFILEIMPORTTIME": "1",
         "MVP_PROVIDER": "local",
         "MVP_STATE_DIR": str(tmp_path / "state"),
@@ -82,3 +85,4 @@ def test_dashboard_paints_before_loading_ssh_or_http(tmp_path: Path) -> None:
     }
     assert {"textual.app", "mvp_tui.tui.app"} <= modules  # the paint came after the app loaded
     assert heavy_in(modules - {m for m in modules if m.split(".")[0] == "textual"}) == []
+    assert sorted(m for m in modules if m.split(".")[0] in AFTER_PAINT) == []
