@@ -13,6 +13,12 @@ if [ -x "$bin/ggml-rpc-server" ] && [ -x "$bin/llama-server" ]; then
   echo "llama-rpc-build: cached in $bin"
   exit 0
 fi
+if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q cmake g++ make >/dev/null
+  fi
+fi
 for tool in cmake g++; do
   command -v "$tool" >/dev/null || { echo "llama-rpc-build: $tool missing; install it (apt-get install cmake g++)" >&2; exit 1; }
 done
