@@ -407,6 +407,8 @@ class MvpApp(App[int]):
                 )
 
     def action_search_offers(self, quiet: bool = False) -> None:
+        if self.board is None:  # the bare shell or a replay: no provider to ask
+            return
         if quiet and any(
             w.name == "offer search" and not w.is_finished for w in self.workers
         ):
