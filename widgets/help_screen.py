@@ -32,6 +32,14 @@ def key_label(keys: str) -> str:
         "full_stop": ".",
         "plus": "+",
         "minus": "-",
+        "escape": "Esc",
+        "space": "Space",
+        "pageup": "PgUp",
+        "pagedown": "PgDn",
+        "up": "↑",
+        "down": "↓",
+        "left": "←",
+        "right": "→",
     }
     return " / ".join(names.get(k.strip(), k.strip()) for k in keys.split(","))
 

@@ -160,6 +160,16 @@ class LeasesPane(Pane):
         self._render_leases()
         return rise
 
+    def set_in_stock(self, provider_id: str, in_stock: bool) -> bool:
+        """Whether the board still lists this lease's GPU type (to re-lease it); True the
+        first time it is seen gone (the app then says it once), and the row shows it."""
+        lease = self.model.leases.get(provider_id)
+        if lease is None or lease.out_of_stock == (not in_stock):
+            return False
+        lease.out_of_stock = not in_stock
+        self._render_leases()
+        return lease.out_of_stock
+
     def tick(self) -> None:
         """Advance uptime and spend of leases that may still bill (every second)."""
         now = self._clock()
@@ -298,6 +308,8 @@ class LeasesPane(Pane):
         text = Text(f"${lease.price_per_hour:.2f}/h", justify="right")
         if lease.current_price is not None:  # the provider quotes more now: a badge
             text.append(f" ↑${lease.current_price:.2f}", style=self._style("leases--warn"))
+        if lease.out_of_stock:  # no offer of its GPU type is left to re-lease
+            text.append(" no stock", style=self._style("leases--warn"))
         return text
 
     def _uptime(self, lease: LeaseView, now: float) -> Text:

@@ -138,6 +138,7 @@ class LeaseView:
     endpoint: str = ""
     switch: SwitchView | None = None
     current_price: float | None = None  # the provider's quote now, when above the leased one
+    out_of_stock: bool = False  # the board lists no offer of its GPU type to re-lease
 
     def uptime_s(self, now: float) -> float:
         if self.final_uptime_s is not None:

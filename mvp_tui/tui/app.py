@@ -377,6 +377,29 @@ class MvpApp(App[int]):
         pane = self.query_one(OffersPane)
         pane.update_offers(result.offers, providers=result.answered)
         pane.set_notes(result.notes)
+        self._check_stock(result.offers, result.answered)
+
+    def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
+        """A live lease whose GPU type its provider no longer offers (a re-lease would find
+        none): a badge on its row and one toast."""
+        own = self._engine().provider.info.name
+        if own not in answered:
+            return  # no fresh word from the lease's provider
+        listed = {o.gpu_name for o in offers if o.provider == own}
+        leases = self.query_one(LeasesPane)
+        for provider_id in self.leases.ids():
+            view = leases.model.leases.get(provider_id)
+            if view is None or not view.gpu:
+                continue
+            if leases.set_in_stock(provider_id, view.gpu in listed):
+                self.notify(
+                    f"{clean_line(view.gpu, 40)} is out of stock on {own}: a re-lease of "
+                    f"lease {clean_line(provider_id, 40)} would find none",
+                    title="out of stock",
+                    severity="warning",
+                    timeout=15,
+                    markup=False,
+                )
 
     def _refresh(self) -> None:
         """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
@@ -407,6 +430,8 @@ class MvpApp(App[int]):
                 )
 
     def action_search_offers(self, quiet: bool = False) -> None:
+        if self.board is None:  # the bare shell or a replay: no provider to ask
+            return
         if quiet and any(
             w.name == "offer search" and not w.is_finished for w in self.workers
         ):

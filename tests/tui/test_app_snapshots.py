@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 from mvp_tui.datastream import ChannelHub
 from mvp_tui.tui.app import MvpApp
@@ -18,7 +19,14 @@ from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
 from tests.tui.apps import make_app
-from tests.widgets.data import T0, agent_record, fixed_clock, publish_node, write_archive
+from tests.widgets.data import (
+    T0,
+    agent_record,
+    fixed_clock,
+    publish_node,
+    wait_until,
+    write_archive,
+)
 from tests.widgets.test_snapshots import dashboard
 
 SIZES = [(80, 24), (100, 30), (160, 48)]
@@ -43,8 +51,15 @@ def _cleared(run_before: RunBefore) -> RunBefore:
         assert isinstance(app, MvpApp)
         app._exit_cleared = True  # the shell holds no engine: the snapshot's exit goes through
         # The prompt typed into this engine-less shell is refused with a toast: not the
-        # subject here, and it would cover the modal's buttons.
+        # subject here, and it would cover the modal's buttons. Cleared once it is there.
+        await wait_until(pilot, lambda: bool(app._notifications))
         app.clear_notifications()
+        for widget in app.query(Input):
+            widget.cursor_blink = False  # a snapshot must not catch a blink
+        # The footer's keys follow the panes' state (a live prompt enables Esc): settle it.
+        app.refresh_bindings()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
     return run

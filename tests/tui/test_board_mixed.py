@@ -6,44 +6,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.events import NodeReady, OffersListed
-from mvp_tui.engine.run import RunEngine
-from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import ForwardingSink
 from mvp_tui.widgets.offers import OffersPane
 from tests.agent.procs import alive
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.prompt.engine import require_engine
 from tests.prompt.waiting import WaitingSink
-from tests.tui.apps import FIXED_NOW
-from tests.tui.test_dashboard_run import KEY, is_, vast_env
+from tests.tui.test_dashboard_run import KEY, dashboard, is_, vast_env
 from tests.widgets.data import wait_until
 from tests.widgets.harness import screen_text
 
 
 def mixed_dashboard(env: dict[str, str], tmp_path: Path) -> tuple[MvpApp, WaitingSink]:
-    """The dashboard as `mvp-tui` starts it: an engine of the run's provider and a factory
-    of engines for the board's other providers, on one sink."""
-    config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"), **env},
-                         paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
-    sink, seen = ForwardingSink(), WaitingSink()
-
-    def tee(event: EngineEvent) -> None:
-        sink(event)
-        seen(event)
-
-    environ = {k: v for k, v in env.items() if k == "MVP_NODE_PROVIDER_ENV_FILE"}
-    engine = RunEngine(config, tee, environ=environ)
-
-    def engine_for(kind: str) -> RunEngine:
-        return RunEngine(config.for_provider(kind), tee, environ=environ)
-
-    app = MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW, engine_for=engine_for)
-    return app, seen
+    return dashboard(env, tmp_path, other_providers=True)
 
 
 async def test_a_failing_vast_keeps_local_on_the_board_and_says_why(tmp_path: Path) -> None:

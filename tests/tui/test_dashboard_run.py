@@ -33,7 +33,11 @@ def is_(cls: type[EngineEvent]):  # type: ignore[no-untyped-def]
     return lambda e: isinstance(e, cls)
 
 
-def dashboard(env: dict[str, str], tmp_path: Path) -> tuple[MvpApp, WaitingSink]:
+def dashboard(
+    env: dict[str, str], tmp_path: Path, *, other_providers: bool = False
+) -> tuple[MvpApp, WaitingSink]:
+    """The dashboard on a real engine; `other_providers`: as `mvp-tui` starts it, with
+    engines for the board's other providers (on the same sink) for picks that mix them."""
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"), **env},
                          paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
     sink, seen = ForwardingSink(), WaitingSink()
@@ -45,7 +49,13 @@ def dashboard(env: dict[str, str], tmp_path: Path) -> tuple[MvpApp, WaitingSink]
     # The node agent's pass-through (the container env file of a fake instance) only.
     environ = {k: v for k, v in env.items() if k == "MVP_NODE_PROVIDER_ENV_FILE"}
     engine = RunEngine(config, tee, environ=environ)
-    return MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW), seen
+
+    def engine_for(kind: str) -> RunEngine:
+        return RunEngine(config.for_provider(kind), tee, environ=environ)
+
+    app = MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW,
+                 engine_for=engine_for if other_providers else None)  # fmt: skip
+    return app, seen
 
 
 @pytest.fixture

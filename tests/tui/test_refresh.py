@@ -59,6 +59,10 @@ async def test_board_refreshes_in_place_and_a_lease_price_rise_is_badged_once(
             count = searches()
             await wait_until(pilot, lambda: searches() > count + 1, 10)
             assert len([n for n in app._notifications if n.title == "price rise"]) == 1
+            # The only L40S is the one leased: a re-lease would find none; said once.
+            assert leases.model.leases[pid].out_of_stock
+            assert "no stock" in screen_text(app)
+            assert len([n for n in app._notifications if n.title == "out of stock"]) == 1
             app.query_one(OffersPane).focus()
             await pilot.press("q")
             await pilot.pause()

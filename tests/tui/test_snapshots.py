@@ -14,6 +14,7 @@ from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.bootstrap_model import StageId, Status
+from mvp_tui.widgets.leases import LeasesPane
 from tests.tui.apps import make_app
 from tests.widgets.data import (
     DEADLINE,
@@ -65,6 +66,10 @@ def switch_run(
         app.post_message(EngineMessage(verdict))
         model = app.query_one(BootstrapPane).model
         await wait_until(pilot, lambda: model.stages[StageId.WATCHDOG].status is not Status.PENDING)
+        await pilot.pause()
+        # The lease table measured its switch column while the panes were still settling
+        # (a resize, a header tick): lay it out once more at the final size.
+        app.query_one(LeasesPane)._render_leases()
         await pilot.pause()
         # The screenshot ends with `App.exit`, which asks first while a lease is live; this
         # shell has no engine holding one, so let that exit through.
