@@ -26,6 +26,8 @@ from mvp_tui.prompt import events as prompt
 
 NOT_ARCHIVED = "*(the answer's text is not archived; only its size and timings)*"
 _CREATE_LINE = re.compile(r"^create (\S+) on offer (\S+): ([a-z_]+)(?: \((.*)\))?$", re.S)
+# The seed's phase names (mvp.orch.bootstrap) for what earlier archives called otherwise.
+_OLD_NAMES = {"lease": "provider_start", "teardown": "provider_stop", "weights": "weights_loaded"}
 
 
 def _str(value: object, default: str = "") -> str:
@@ -117,7 +119,8 @@ class ArchiveEvents:
         detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         run = self._run = str(value.get("run_id", self._run))
         provider_id = _str(detail.get("provider_id"))
-        if phase == "lease" and status == "started":
+        phase = _OLD_NAMES.get(phase, phase)  # archives written before the seed's names
+        if phase == "provider_start" and status == "started":
             walk.label, walk.offer_id = _str(detail.get("label")), _str(detail.get("offer_id"))
             walk.price = _num(detail.get("price_per_hour")) or 0.0
             walk.started_at, walk.attempts = now, walk.attempts + 1
@@ -126,7 +129,7 @@ class ArchiveEvents:
                 price_per_hour=walk.price, attempt=walk.attempts,
             )  # fmt: skip
             return [started]
-        if phase == "lease" and status == "ready":
+        if phase == "provider_start" and status == "ready":
             host, _, port = _str(detail.get("endpoint")).rpartition(":")
             out: list[EngineEvent] = []
             if walk.label not in walk.answered:
@@ -141,21 +144,23 @@ class ArchiveEvents:
                                           after_s=max(0.0, now - walk.started_at),
                                           price_per_hour=walk.price))  # fmt: skip
             return out
-        if phase == "lease" and status == "failed":
+        if phase == "provider_start" and status == "failed":
+            reason = _str(detail.get("error")) or _str(detail.get("reason"), "no lease")
             return [lease.WalkFailed(at=now, run_id=run, failure=lease.WalkFailure.EXHAUSTED,
-                                     reason=_str(detail.get("reason"), "no lease"),
+                                     reason=reason,
                                      attempts=walk.attempts)]  # fmt: skip
-        if phase == "teardown" and status == "started":
+        if phase == "provider_stop" and status == "started":
             return [lease.LeaseDeleting(at=now, run_id=run, provider_id=provider_id,
                                         reason=lease.DeleteReason.REQUESTED)]  # fmt: skip
-        if phase == "teardown" and status == "ready":
+        if phase == "provider_stop" and status == "ready":
             return [lease.LeaseDeleted(at=now, run_id=run, provider_id=provider_id,
                                        uptime_s=_num(detail.get("uptime_s")) or 0.0,
                                        spend_usd=_num(detail.get("spend_usd")) or 0.0)]  # fmt: skip
-        if phase == "teardown" and status == "failed":
+        if phase == "provider_stop" and status == "failed":
+            reason = _str(detail.get("error")) or _str(detail.get("reason"))
             return [lease.LeaseDeleteUnconfirmed(at=now, run_id=run, provider_id=provider_id,
-                                                 reason=_str(detail.get("reason")))]  # fmt: skip
-        if phase == "weights" and status == "ready":
+                                                 reason=reason)]  # fmt: skip
+        if phase == "weights_loaded" and status == "ready":
             return [NodeReady(at=now, run_id=run, model_id=_str(detail.get("model_id")),
                               engine=_str(detail.get("engine")),
                               local_url=_str(detail.get("local_url")),
