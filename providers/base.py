@@ -51,6 +51,15 @@ class Offer:
     # The provider's stock hint (RunPod: none/low/medium/high); "" where it publishes none.
     # A hint, not a reservation.
     stock: str = ""
+    # Vast bills image pulls per GB outside its $/h (`inet_down_cost`); `pull_usd` is that
+    # for this run's image ([image] size_gb), paid once at the start.
+    download_usd_per_gb: float = 0.0
+    pull_usd: float = 0.0
+
+    @property
+    def all_in_per_hour(self) -> float:
+        """What the first hour costs: the rate plus pulling the image."""
+        return self.price_per_hour + self.pull_usd
 
     @property
     def vram_gib_total(self) -> float:

@@ -222,6 +222,7 @@ class VastAiProvider:
         api_key: str,
         api_url: str = DEFAULT_API_URL,
         ssh_user: str = "root",
+        image_gb: float = 0.0,
         timeout_s: float = 30.0,
         rate_limit_retries: int = 5,
         rate_limit_base_delay_s: float = 1.0,
@@ -233,6 +234,7 @@ class VastAiProvider:
             "Vast.ai", "vastai", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
         )
         self._ssh_user = ssh_user
+        self._image_gb = max(0.0, image_gb)  # [image] size_gb: priced into each offer's pull
         self._timeout_s = timeout_s
         self._retries = max(0, rate_limit_retries)
         self._base_delay_s = max(0.0, rate_limit_base_delay_s)
@@ -346,7 +348,12 @@ class VastAiProvider:
                 http_status=answer.status,
             ) from None
         self.last_skipped = [self._redact(reason) for reason in page.skipped]
-        return [self._redacted_offer(offer) for offer in page.offers]
+        return [self._priced(self._redacted_offer(offer)) for offer in page.offers]
+
+    def _priced(self, offer: Offer) -> Offer:
+        """The offer with this run's image pull priced in (Vast bills it per GB)."""
+        pull = round(self._image_gb * offer.download_usd_per_gb, 6)
+        return dataclasses.replace(offer, pull_usd=pull) if pull else offer
 
     async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
         """Rent `offer` on demand; every answer becomes an `Outcome` (see vastai_answers)."""

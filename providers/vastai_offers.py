@@ -129,6 +129,7 @@ def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
         verified=row.get("verification") == "verified",
         cpu=_text(row, "cpu_name", redact),
         ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,
+        download_usd_per_gb=max(0.0, _number(row, "inet_down_cost", required=False) or 0.0),
     )
 
 

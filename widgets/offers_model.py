@@ -102,7 +102,7 @@ class NumberFormat:
 _NUMBERS: dict[Column, NumberFormat] = {
     Column.N: NumberFormat(lambda o: o.num_gpus, "{}"),
     Column.VRAM: NumberFormat(lambda o: o.vram_gib_total, "{:.0f} GB"),
-    Column.PRICE: NumberFormat(lambda o: o.price_per_hour, "{:.3f}"),
+    Column.PRICE: NumberFormat(lambda o: o.all_in_per_hour, "{:.3f}"),  # the image pull in
     Column.PER_GIB: NumberFormat(lambda o: o.price_per_gib_vram_hour, "{:.4f}"),
     Column.RELIABILITY: NumberFormat(lambda o: o.reliability, "{:.3f}"),
     Column.DOWN: NumberFormat(lambda o: o.down_mbps, "{:,.0f}"),

@@ -232,6 +232,17 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_NODE_IMAGE",),
         flag="--image",
     ),
+    _k(
+        "image",
+        "size_gb",
+        Kind.FLOAT,
+        0.0,
+        "the node image's download size in GB: Vast bills image pulls per GB, so the board's "
+        "$/h (the first hour's) counts it in; 0 = not counted",
+        env=("MVP_IMAGE_SIZE_GB",),
+        flag="--image-size-gb",
+        minimum=0,
+    ),
     # [prompt]
     _k(
         "prompt",
