@@ -46,6 +46,7 @@ _STATUS_CLASS = {
     Status.ACTIVE: "bootstrap--active",
     Status.DONE: "bootstrap--done",
     Status.FAILED: "bootstrap--failed",
+    Status.SKIPPED: "bootstrap--skipped",
 }
 
 
@@ -219,7 +220,8 @@ def layout_rows(rows: list[Stage], width: int, height: int) -> Layout:
     """Every row on its line when they fit; if not, the first steps done share one line.
     A failure's reason wraps onto the lines to spare; when they are too few, more of the
     steps done are folded to make room (the reason names the fix)."""
-    done = next((i for i, stage in enumerate(rows) if stage.status is not Status.DONE), len(rows))
+    finished = (Status.DONE, Status.SKIPPED)
+    done = next((i for i, stage in enumerate(rows) if stage.status not in finished), len(rows))
     most = min(done, len(rows) - 1)  # a fold of one row into one line gains nothing
     if height <= 0 or len(rows) <= height:
         folds = [0, *range(2, most + 1)]

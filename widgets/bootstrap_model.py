@@ -44,6 +44,7 @@ class Status(enum.Enum):
     ACTIVE = "●"
     DONE = "✓"
     FAILED = "✗"
+    SKIPPED = "–"  # not a step of this kind of node (no SSH on a local or Docker node)
 
 
 class StageId(enum.Enum):
@@ -191,6 +192,10 @@ class BootstrapModel:
             detail = f"{_text(e.provider_id, 24)} on this machine (no SSH)"
         stage.started_at = e.at - e.after_s
         stage.finish(e.at, Status.DONE, detail)
+        if not e.host:  # the provider started the agent itself: no SSH steps to wait for
+            for skipped in (StageId.SSH, StageId.HOST_KEY):
+                self.stages[skipped].finish(e.at, Status.SKIPPED, "not over SSH")
+            self.stages[StageId.AGENT].finish(e.at, Status.DONE, "started with the lease")
 
     def _switch_lease(self, provider_id: str, run_id: str = "") -> None:
         if self.lease_id is not None and provider_id != self.lease_id:
