@@ -21,6 +21,7 @@ class PtyDashboard:
         cols: int = 140,
         rows: int = 40,
         argv: tuple[str, ...] = ("-m", "mvp_tui"),  # what the interpreter runs
+        wrapper: tuple[str, ...] = (),  # a command that execs the interpreter (unshare -n …)
     ) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -31,7 +32,7 @@ class PtyDashboard:
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
         self.proc = subprocess.Popen(
-            [sys.executable, *argv],
+            [*wrapper, sys.executable, *argv],
             stdin=slave, stdout=slave, stderr=slave,
             env={**base, "TERM": "xterm-256color", **env},
             preexec_fn=controlling_tty,
