@@ -19,6 +19,8 @@ from rich.console import RenderableType
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
+from textual.drivers.linux_driver import LinuxDriver
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -52,6 +54,7 @@ from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard, provider_groups
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
+from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
@@ -771,7 +774,14 @@ class MvpApp(App[int]):
 
     def _on_signal(self, sig: signal.Signals) -> None:
         # Nobody can be asked (a closed terminal, a kill): destroy, confirmed, then exit.
+        if sig == signal.SIGHUP:
+            terminal_gone()  # no write to the dead terminal may hold up the exit
         self._stop_and_exit(destroy=True, reason=f"{sig.name} received")
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this platform; on Linux the one that survives a hang-up."""
+        driver = super().get_driver_class()
+        return HangupSafeDriver if driver is LinuxDriver else driver
 
     @work(group="engine", name="teardown on quit", exit_on_error=False)
     async def _stop_and_exit(self, *, destroy: bool, reason: str) -> None:

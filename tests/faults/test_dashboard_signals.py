@@ -64,6 +64,9 @@ async def test_dashboard_killed_from_outside_destroys(
         dash.proc.send_signal(signal.SIGTERM)
     else:
         dash.close_terminal()
+        # A hang-up also brings SIGCONT (the kernel's, as tmux's kill-server does); Textual
+        # would re-enter application mode on it and block on the dead terminal for ever.
+        dash.proc.send_signal(signal.SIGCONT)
     code = await asyncio.to_thread(dash.wait, 90)
     assert fake.billing() == []
     assert open_in_record(tmp_path) == []
