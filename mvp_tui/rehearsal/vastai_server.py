@@ -30,11 +30,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from mvp_tui.rehearsal.http_fake import ApiHandler, Reply
 
 JSON = "application/json"
 PAGE_MAX = 25
@@ -75,12 +77,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, the raw text when not JSON, or None when empty
 
 
-@dataclass
-class _Reply:
-    status: int
-    body: Any
-    content_type: str = JSON
-    headers: dict[str, str] = field(default_factory=dict)
+_Reply = Reply
 
 
 @dataclass
@@ -341,7 +338,7 @@ class FakeVast:
     def start(self) -> None:
         fake = self
 
-        class Handler(_Handler):
+        class Handler(ApiHandler):
             server_fake = fake
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -602,7 +599,7 @@ class FakeVast:
 
     # -- dispatch (called from handler threads) ---------------------------------------------
 
-    def _handle(self, handler: _Handler, method: str) -> None:
+    def _handle(self, handler: ApiHandler, method: str) -> None:
         parts = urlsplit(handler.path)
         path = parts.path.rstrip("/") or "/"
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -1048,54 +1045,3 @@ class FakeVast:
         except ValueError:
             phrase = "Error"
         return {"success": False, "error": "error", "msg": phrase}
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Reads one request, hands it to the fake, writes its reply."""
-
-    server_fake: FakeVast
-    protocol_version = "HTTP/1.1"
-    timeout = 30  # idle keep-alive connections die after this
-    disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stall
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: tests read fake.requests instead
-
-    def read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def reply(self, reply: _Reply) -> None:
-        if isinstance(reply.body, str):
-            data = reply.body.encode()
-        elif isinstance(reply.body, bytes):
-            data = reply.body
-        else:
-            data = json.dumps(reply.body).encode()
-        try:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def drop(self) -> None:
-        """Close the connection without a byte of answer."""
-        self.close_connection = True
-
-    def do_GET(self) -> None:
-        self.server_fake._handle(self, "GET")
-
-    def do_POST(self) -> None:
-        self.server_fake._handle(self, "POST")
-
-    def do_PUT(self) -> None:
-        self.server_fake._handle(self, "PUT")
-
-    def do_DELETE(self) -> None:
-        self.server_fake._handle(self, "DELETE")

@@ -39,11 +39,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from mvp_tui.rehearsal.http_fake import ApiHandler, Reply
 
 JSON = "application/json"
 PROBLEM = "application/problem+json"
@@ -97,12 +99,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, the raw text when not JSON, or None when empty
 
 
-@dataclass
-class _Reply:
-    status: int
-    body: Any
-    content_type: str = JSON
-    headers: dict[str, str] = field(default_factory=dict)
+_Reply = Reply
 
 
 @dataclass(frozen=True)
@@ -211,7 +208,7 @@ class FakeRunPod:
     def start(self) -> None:
         fake = self
 
-        class Handler(_Handler):
+        class Handler(ApiHandler):
             server_fake = fake
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -470,7 +467,7 @@ class FakeRunPod:
 
     # -- dispatch ---------------------------------------------------------------------------
 
-    def _handle(self, handler: _Handler, method: str) -> None:
+    def _handle(self, handler: ApiHandler, method: str) -> None:
         parts = urlsplit(handler.path)
         path = parts.path
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
@@ -504,7 +501,7 @@ class FakeRunPod:
             handler.reply(reply)
 
     def _answer(
-        self, request: RecordedRequest, op: str | None, perform: Any, handler: _Handler
+        self, request: RecordedRequest, op: str | None, perform: Any, handler: ApiHandler
     ) -> _Reply | None:
         ua = request.headers.get("user-agent", "").strip()
         if not ua or _GENERIC_UA.match(ua):
@@ -796,52 +793,3 @@ class FakeRunPod:
             "uniquePodCount": len({r["podId"] for r in records}),
         }
         return _Reply(200, {"records": records, "metadata": metadata})
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_fake: FakeRunPod
-    protocol_version = "HTTP/1.1"
-    timeout = 30
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def read_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def reply(self, reply: _Reply) -> None:
-        if reply.body is None:
-            data = b""
-        elif isinstance(reply.body, str):
-            data = reply.body.encode()
-        else:
-            data = json.dumps(reply.body).encode()
-        try:
-            self.send_response(reply.status)
-            if data:
-                self.send_header("Content-Type", reply.content_type)
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def drop(self) -> None:
-        self.close_connection = True
-
-    def do_GET(self) -> None:
-        self.server_fake._handle(self, "GET")
-
-    def do_POST(self) -> None:
-        self.server_fake._handle(self, "POST")
-
-    def do_PUT(self) -> None:
-        self.server_fake._handle(self, "PUT")
-
-    def do_DELETE(self) -> None:
-        self.server_fake._handle(self, "DELETE")
