@@ -93,7 +93,8 @@ class RehearsalProvider:
         node = await self.node.get(node_id)
         if node.state is not LeaseState.RUNNING:
             return dataclasses.replace(status, state=LeaseState.DEAD, detail=node.detail)
-        return status
+        # The node is this machine's agent, reached without SSH: the market's endpoint is not it.
+        return dataclasses.replace(status, ssh=None)
 
     async def list_by_label(self, prefix: str) -> list[LeaseStatus]:
         return await self.market.list_by_label(prefix)

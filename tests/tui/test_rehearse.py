@@ -19,6 +19,8 @@ from mvp_tui.lease import events as lease
 from mvp_tui.prompt.events import PromptDone
 from mvp_tui.rehearsal.faults import FAULT_SETS, parse_faults
 from mvp_tui.rehearsal.session import build
+from mvp_tui.widgets.bootstrap import BootstrapPane
+from mvp_tui.widgets.bootstrap_model import StageId, Status
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.status_bar import StatusBar
 from tests.agent.procs import alive
@@ -58,6 +60,10 @@ async def test_rehearsal_from_a_fresh_home_reaches_tokens_and_leaves_nothing(
             await pilot.pause()
             leases = app.query_one(LeasesPane)
             assert "(rehearsal)" in screen_text(app)
+            # The node is this machine's agent: no SSH step is left pending on the checklist.
+            stages = app.query_one(BootstrapPane).model.stages
+            assert stages[StageId.SSH].status is Status.SKIPPED
+            assert stages[StageId.AGENT].status is Status.DONE
             assert any(lease.state.may_bill for lease in leases.model.leases.values())
             assert app.focused is app.query_one("#prompt-input")
             await pilot.press(*"hello", "enter")
