@@ -1994,6 +1994,7 @@ RPC_BIN_FIX = (
     "directory on PATH or in MVP_RPC_BIN_DIR"
 )
 RPC_PROBE_TIMEOUT_S = 1.0
+PLACEMENT_GRACE_S = 10.0  # how long the placement proof waits for the log reader to catch up
 # llama.cpp's load log: `load_tensors:   RPC0[127.0.0.1:50052] model buffer size = 12.3 MiB`
 # (one per device) and `CPU_Mapped model buffer size = …` for what stayed on the main node.
 _BUFFER_LINE = re.compile(r"(\S+?)(?:\[([^\]\s]+)\])? model buffer size =\s*([0-9.]+) MiB")
@@ -2259,7 +2260,9 @@ class MainAgent(Agent):
         self.role = role
         self.tunnels = Tunnels(self.emitter, self.settings.cache_dir)
         self.placement: dict[str, float] = {}
-        self._placement_lock = threading.Lock()
+        # Notified per buffer line: the log is read by another thread, which may still be
+        # behind when /health already answers (the lines come before the port opens).
+        self._placement_lock = threading.Condition()
 
     def _start_engine(self, model: Path) -> dict[str, Any]:
         role = self.role
@@ -2301,15 +2304,21 @@ class MainAgent(Agent):
             device, mib = parsed
             with self._placement_lock:
                 self.placement[device] = self.placement.get(device, 0.0) + mib
+                self._placement_lock.notify_all()
+
+    def _missing_workers(self) -> list[str]:
+        return [
+            self.role.worker_name(i)
+            for i, endpoint in enumerate(self.role.rpc_servers)
+            if self.placement.get(endpoint, 0.0) <= 0.0
+        ]
 
     def _report_loaded(self, kind: str, **fields: Any) -> None:
         with self._placement_lock:
+            # Bounded: the log reader catches up in well under this on a loaded machine.
+            self._placement_lock.wait_for(lambda: not self._missing_workers(), PLACEMENT_GRACE_S)
             placement = dict(self.placement)
-        missing = [
-            self.role.worker_name(i)
-            for i, endpoint in enumerate(self.role.rpc_servers)
-            if placement.get(endpoint, 0.0) <= 0.0
-        ]
+            missing = self._missing_workers()
         if missing:
             raise PhaseFailed(
                 f"llama-server serves, but its log shows no model buffer on {', '.join(missing)}: "
