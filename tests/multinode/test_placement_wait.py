@@ -48,5 +48,6 @@ def test_no_buffer_on_a_worker_still_fails_after_the_grace(
     monkeypatch.setattr(node_agent, "PLACEMENT_GRACE_S", 0.3)
     agent, _ = main_agent(tmp_path)
     agent._on_engine_line("load_tensors:   CPU_Mapped model buffer size =    30.00 MiB")
-    with pytest.raises(node_agent.PhaseFailed, match=re.escape(f"no model buffer on worker RPC {WORKER}")):
+    missing = re.escape(f"no model buffer on worker RPC {WORKER}")
+    with pytest.raises(node_agent.PhaseFailed, match=missing):
         agent._report_loaded("WeightsLoaded", port=1)
