@@ -11,7 +11,7 @@ from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.events import PromptFault
 from tests.prompt.fake_openai import Canned, fake_openai, sse
 
-KEY = "sk-engine-4f9c2e7b1a0d5e6f8a7b"
+KEY = "fake-engine-key-4f9c2e7b1a0d5e6f8a7b"
 
 
 def straddling(limit: int) -> str:
