@@ -158,6 +158,17 @@ class ProviderError(UserError):
         self.http_status = http_status
 
 
+def checked_api_key(api_key: str, service: str, fix: str) -> str:
+    """`api_key` when it can go in a header; a ProviderError naming `service` otherwise."""
+    if not api_key or not api_key.strip():
+        raise ProviderError(f"no {service} API key is configured", fix=fix)
+    if any(not (33 <= ord(c) < 127) for c in api_key):
+        raise ProviderError(
+            f"the {service} API key contains spaces or non-printable characters", fix=fix
+        )
+    return api_key
+
+
 @dataclass(frozen=True, slots=True)
 class ApiErrors:
     """How one marketplace's HTTP API failures read: its name, where its URL is set, and the

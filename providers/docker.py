@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -72,7 +71,7 @@ from mvp_tui.providers.docker_spec import (
     gpu_request,
     published_url_rewrite,
 )
-from mvp_tui.providers.local import AGENT_PATH, _probe_gpus
+from mvp_tui.providers.local import AGENT_PATH, _probe_gpus, machine_offer
 from mvp_tui.providers.local_node import LineHandler
 from mvp_tui.untrusted import one_line_ascii
 
@@ -265,25 +264,7 @@ class DockerProvider:
             name = "CPU only ([docker] gpus = none)"
         else:
             name = "CPU only (no NVIDIA runtime in Docker)"
-        cores = os.cpu_count() or 0
-        return [
-            Offer(
-                provider=PROVIDER_NAME,
-                offer_id=OFFER_ID,
-                gpu_name=name,
-                num_gpus=len(gpus),
-                gpu_ram_mib=int(first.get("memory_mib", 0)),
-                price_per_hour=0.0,
-                reliability=1.0,
-                down_mbps=0.0,
-                up_mbps=0.0,
-                location="this machine (docker)",
-                host_id=one_line_ascii(socket.gethostname(), 64),
-                verified=True,
-                cpu=f"{node_agent.cpu_model()} ({cores} cores)",
-                ram_mib=node_agent.ram_mib(),
-            )
-        ]
+        return [machine_offer(PROVIDER_NAME, OFFER_ID, name, gpus, "this machine (docker)")]
 
     # -- lease lifecycle
 

@@ -80,26 +80,9 @@ class LocalProvider:
         """Exactly one offer, this machine. The policy is not applied: choosing `local`
         is choosing this machine, whatever it has."""
         gpus = await _probe_gpus()
-        cores = os.cpu_count() or 0
         first = gpus[0] if gpus else {}
-        return [
-            Offer(
-                provider=PROVIDER_NAME,
-                offer_id=OFFER_ID,
-                gpu_name=str(first.get("name", "CPU only")),
-                num_gpus=len(gpus),
-                gpu_ram_mib=int(first.get("memory_mib", 0)),
-                price_per_hour=0.0,
-                reliability=1.0,
-                down_mbps=0.0,
-                up_mbps=0.0,
-                location="this machine",
-                host_id=one_line_ascii(socket.gethostname(), 64),
-                verified=True,
-                cpu=f"{node_agent.cpu_model()} ({cores} cores)",
-                ram_mib=node_agent.ram_mib(),
-            )
-        ]
+        name = str(first.get("name", "CPU only"))
+        return [machine_offer(PROVIDER_NAME, OFFER_ID, name, gpus, "this machine")]
 
     # -- lease lifecycle
 
@@ -216,6 +199,29 @@ def agent_environment(
     env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+def machine_offer(
+    provider: str, offer_id: str, gpu_name: str, gpus: list[dict[str, Any]], location: str
+) -> Offer:
+    """This machine as one $0 offer (its GPUs as probed, its CPU and memory)."""
+    first = gpus[0] if gpus else {}
+    return Offer(
+        provider=provider,
+        offer_id=offer_id,
+        gpu_name=gpu_name,
+        num_gpus=len(gpus),
+        gpu_ram_mib=int(first.get("memory_mib", 0)),
+        price_per_hour=0.0,
+        reliability=1.0,
+        down_mbps=0.0,
+        up_mbps=0.0,
+        location=location,
+        host_id=one_line_ascii(socket.gethostname(), 64),
+        verified=True,
+        cpu=f"{node_agent.cpu_model()} ({os.cpu_count() or 0} cores)",
+        ram_mib=node_agent.ram_mib(),
+    )
 
 
 async def _probe_gpus() -> list[dict[str, Any]]:

@@ -56,6 +56,7 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
     SshEndpoint,
+    checked_api_key,
 )
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
 from mvp_tui.providers.runpod_catalog import (
@@ -162,16 +163,6 @@ class NoAnswer:
 
     sent: bool
     reason: str
-
-
-def _checked_api_key(api_key: str) -> str:
-    if not api_key or not api_key.strip():
-        raise ProviderError("no RunPod API key is configured", fix=AUTH_FIX)
-    if any(not (33 <= ord(c) < 127) for c in api_key):
-        raise ProviderError(
-            "the RunPod API key contains spaces or non-printable characters", fix=AUTH_FIX
-        )
-    return api_key
 
 
 def _checked_api_url(api_url: str) -> str:
@@ -331,7 +322,7 @@ class RunPodProvider:
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        key = _checked_api_key(api_key)
+        key = checked_api_key(api_key, "RunPod", AUTH_FIX)
         self._api_url = _checked_api_url(api_url)
         self._errors = ApiErrors(
             "RunPod", "runpod", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX

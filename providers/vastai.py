@@ -46,6 +46,7 @@ from mvp_tui.providers.base import (
     ProviderError,
     ProviderInfo,
     SelectionPolicy,
+    checked_api_key,
 )
 from mvp_tui.providers.vastai_answers import (
     AUTH_FIX,
@@ -105,16 +106,6 @@ class VastAccount:
 
     user_id: str
     credit: float | None
-
-
-def _checked_api_key(api_key: str) -> str:
-    if not api_key or not api_key.strip():
-        raise ProviderError("no Vast.ai API key is configured", fix=AUTH_FIX)
-    if any(not (33 <= ord(c) < 127) for c in api_key):
-        raise ProviderError(
-            "the Vast.ai API key contains spaces or non-printable characters", fix=AUTH_FIX
-        )
-    return api_key
 
 
 def _checked_api_url(api_url: str) -> str:
@@ -228,7 +219,7 @@ class VastAiProvider:
         rate_limit_base_delay_s: float = 1.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        key = _checked_api_key(api_key)
+        key = checked_api_key(api_key, "Vast.ai", AUTH_FIX)
         self._api_url = _checked_api_url(api_url)
         self._errors = ApiErrors(
             "Vast.ai", "vastai", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
