@@ -20,7 +20,21 @@ from textual.drivers.linux_driver import LinuxDriver
 
 
 class HangupSafeDriver(LinuxDriver):
-    """Textual's Linux driver, except that output to a terminal that is gone is dropped."""
+    """Textual's Linux driver, except that output to a terminal that is gone is dropped, and
+    only a SIGCONT that ends our own suspension (ctrl+z, then fg) re-enters application mode:
+    a hang-up's SIGCONT may come before the app's own SIGHUP handler has run."""
+
+    _suspended = False
+
+    def _sigtstp_application(self, *args: object) -> None:
+        self._suspended = True
+        super()._sigtstp_application(*args)
+
+    def _sigcont_application(self, *args: object) -> None:
+        if not self._suspended:
+            return  # not resuming from our suspension: a hang-up, or a stray signal
+        self._suspended = False
+        super()._sigcont_application(*args)
 
     def write(self, data: str) -> None:
         thread = self._writer_thread
