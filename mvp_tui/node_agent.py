@@ -321,6 +321,9 @@ class Settings:
         self.health_poll_s = _env_float(env, "MVP_ENGINE_POLL_S", 0.0)
         self.download_retries = _env_int(env, "MVP_DOWNLOAD_RETRIES", 5, low=0)
         self.download_retry_delay_s = _env_float(env, "MVP_DOWNLOAD_RETRY_DELAY_S", 1.0)
+        # A download slower than the floor (Mbit/s) over a whole window is the host's fault.
+        self.download_floor_mbps = _env_float(env, "MVP_DOWNLOAD_FLOOR_MBPS", 0.0)
+        self.download_floor_window_s = _env_float(env, "MVP_DOWNLOAD_FLOOR_WINDOW_S", 90.0)
         self.control_fifo = env.get("MVP_CONTROL_FIFO", "").strip()
         self.stdin_eof_shutdown = env.get("MVP_STDIN_EOF_SHUTDOWN", "").strip() in {"1", "true"}
         if self.gguf_repo and not self.gguf_file:
@@ -415,8 +418,13 @@ class Interrupted(Exception):
     """A shutdown request arrived while a phase was still running."""
 
 
+SCOPE_HOST = "host"  # this machine failed: another host may well serve (the run goes on)
+SCOPE_RUN = "run"  # the image, the model or the config: every host would fail the same way
+
+
 class PhaseFailed(Exception):
-    """A phase cannot complete; carries what the WorkerFatal record says."""
+    """A phase cannot complete; carries what the WorkerFatal record says. `scope` tells the
+    run whether another host could do better (a config failure never can)."""
 
     def __init__(
         self,
@@ -424,12 +432,14 @@ class PhaseFailed(Exception):
         fix: str = "",
         exit_code: int = EXIT_FATAL,
         detail: dict[str, Any] | None = None,
+        scope: str = "",
     ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.fix = fix
         self.exit_code = exit_code
         self.detail = detail or {}
+        self.scope = scope or (SCOPE_RUN if exit_code == EXIT_CONFIG else SCOPE_HOST)
 
 
 def read_commands(
@@ -605,11 +615,13 @@ def gguf_problem(path: Path) -> str | None:
 
 
 class DownloadError(Exception):
-    """A download attempt failed; `permanent` ones are not retried."""
+    """A download attempt failed; `permanent` ones are not retried. `stalled`: the host's
+    link stayed under the rate floor (permanent here, yet another host may do better)."""
 
-    def __init__(self, message: str, permanent: bool = False) -> None:
+    def __init__(self, message: str, permanent: bool = False, stalled: bool = False) -> None:
         super().__init__(message)
-        self.permanent = permanent
+        self.permanent = permanent or stalled
+        self.stalled = stalled
 
 
 def _drop_auth_on_cross_host_redirect() -> urllib.request.HTTPRedirectHandler:
@@ -739,6 +751,7 @@ class Downloader:
 
         done = offset
         started = time.monotonic()
+        window_start, window_done = started, offset  # the floor's window: start, bytes then
         last_report = 0.0
         self.emitter.progress("model", state="downloading", bytes_done=done, bytes_total=total)
         with part.open("ab" if offset else "wb") as out:
@@ -754,6 +767,8 @@ class Downloader:
                 out.write(chunk)
                 done += len(chunk)
                 now = time.monotonic()
+                if self._floor_window_passed(now, window_start, done - window_done):
+                    window_start, window_done = now, done
                 if now - last_report >= PROGRESS_EVERY_S:
                     last_report = now
                     rate = (done - offset) / max(now - started, 1e-6)
@@ -768,6 +783,21 @@ class Downloader:
             raise DownloadError(f"connection closed at {done} of {total} bytes")
         self.emitter.progress("model", state="downloaded", bytes_done=done, bytes_total=total)
         return done
+
+    def _floor_window_passed(self, now: float, since: float, moved: int) -> bool:
+        """True once a whole window passed at or above the floor (a new one starts);
+        raises a stalled DownloadError when a whole window moved less."""
+        floor, window = self.settings.download_floor_mbps, self.settings.download_floor_window_s
+        if floor <= 0 or now - since < window:
+            return False
+        mbps = moved * 8 / 1e6 / (now - since)
+        if mbps < floor:
+            raise DownloadError(
+                f"download stalled: {mbps:.2f} Mbit/s over {now - since:.0f} s, under the "
+                f"floor of {floor:g} Mbit/s ([model] download_floor_mbps)",
+                stalled=True,
+            )
+        return True
 
     def _http_error(self, exc: urllib.error.HTTPError, part: Path, offset: int) -> int:
         code = exc.code
@@ -887,6 +917,22 @@ def no_engine() -> PhaseFailed:
         fix=f"use an image that holds llama.cpp's server (the default for rented nodes is "
         f"{RENTED_IMAGE_HINT}), install it (pip install 'llama-cpp-python[server]'), or set "
         "MVP_ENGINE_CMD",
+        scope=SCOPE_RUN,
+    )
+
+
+# What llama.cpp (and llama-cpp-python) print when the model file itself cannot be read; a
+# load that fails for memory (too small a GPU) is the host's, not the file's.
+_MODEL_UNREADABLE = ("error loading model", "failed to load model", "gguf_init_from_file",
+                     "invalid magic", "failed to read magic")  # fmt: skip
+_MEMORY_WORDS = ("alloc", "out of memory", "cuda", "vram")
+
+
+def model_unreadable(lines: list[str]) -> bool:
+    """The engine's last lines say the model file is unreadable (not a memory failure)."""
+    text = "\n".join(lines).lower()
+    return any(m in text for m in _MODEL_UNREADABLE) and not any(
+        w in text for w in _MEMORY_WORDS
     )
 
 
@@ -999,6 +1045,7 @@ class Engine:
             raise PhaseFailed(
                 f"cannot start the engine {self.spec.argv[0]}: {exc.strerror or exc}",
                 fix="check MVP_ENGINE_CMD or the engine installation",
+                scope=SCOPE_RUN,
             ) from None
         self._log_thread = threading.Thread(target=self._forward_log, daemon=True)
         self._log_thread.start()
@@ -1769,7 +1816,9 @@ class Agent:
         if LACKS_ENGINE in detail["lacks"]:
             failure = no_engine()
             lacks = "; ".join(detail["lacks"])
-            raise PhaseFailed(f"{failure}; it lacks: {lacks}", failure.fix, detail=detail)
+            raise PhaseFailed(
+                f"{failure}; it lacks: {lacks}", failure.fix, detail=detail, scope=SCOPE_RUN
+            )
         return detail
 
     # -- phase plumbing
@@ -1812,6 +1861,7 @@ class Agent:
             reason=failure.reason,
             fix=failure.fix,
             model_id=self._alias(),
+            scope=failure.scope,
             **failure.detail,
         )
         self.stop_engine()
@@ -1858,6 +1908,9 @@ class Agent:
                 f"model download of {url} failed: {exc}; without network, copy the file to "
                 f"the node and set {LOCAL_PATH_KEY}",
                 fix="check the node's network and HF_TOKEN, or set [model] gguf_local_path",
+                # Missing, denied or corrupt at the source fails on every host; a slow or
+                # broken link is this host's.
+                scope=SCOPE_RUN if exc.permanent and not exc.stalled else SCOPE_HOST,
             ) from None
         except OSError as exc:
             raise PhaseFailed(
@@ -1935,10 +1988,20 @@ class Agent:
     def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
         assert self.engine is not None
         self.engine.flush_log()
+        lines = list(self.engine.last_lines)
+        if model_unreadable(lines):  # the file, not this host: every host would fail it
+            return PhaseFailed(
+                f"the engine cannot load the model (exit code {code} {when}): "
+                f"{next(x for x in lines if model_unreadable([x]))}",
+                fix="the GGUF file is corrupt or not a model this engine reads: download it "
+                "again, or point [model] gguf_local_path / gguf_repo + gguf_file at another",
+                detail={"exit_code": code, "last_log_lines": lines},
+                scope=SCOPE_RUN,
+            )
         return PhaseFailed(
             f"engine exited unexpectedly with code {code} {when}",
             fix=f"read the engine log channel (mvp.node.{self.settings.node_id}.engine)",
-            detail={"exit_code": code, "last_log_lines": list(self.engine.last_lines)},
+            detail={"exit_code": code, "last_log_lines": lines},
         )
 
     def _watch(self) -> int:

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.config import ConfigError
-from mvp_tui.engine.events import RunStateChanged
+from mvp_tui.engine.attempt_walk import AttemptWalk
+from mvp_tui.engine.events import NodeReplacing, RunStateChanged
+from mvp_tui.engine.failures import AttemptFailed, FailureScope, Stage
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.errors import UserError
 from mvp_tui.exit_codes import ExitCode
@@ -118,6 +120,9 @@ class RunController:
         self._closed = False
         self.result: StopResult | None = None  # the last stop's result
         self.served = False  # the node was ready and serving at some point
+        self._guards: list[asyncio.Future[None]] = []  # limits and heartbeats: once per run
+        self._prompts_sent = False  # a plan's prompts go into the queue once, whatever node
+        self.replacements = 0  # serving nodes lost and replaced
 
     # -- what drivers read ----------------------------------------------------------------------
 
@@ -209,14 +214,61 @@ class RunController:
         return str(Path(filename).resolve()).startswith(state)
 
     async def _lease_then_serve(self, offers: list[Offer], plan: Plan) -> PlanEnd:
+        """The walk to a serving node: each attempt runs from create to a healthy engine; a
+        host that fails on the way (or is lost while serving) is destroyed, confirmed, and
+        the next offer tried. A run-wide failure, the same failure on several hosts in a
+        row, `[lease] max_attempts` or a limit stop the run."""
         engine = self.engine
         self._set_state(RunState.LEASING)
         engine.check_state_dir()
         await engine.prepare_ssh_identity()
-        result = await engine.lease(offers)
-        if not result.ok:
-            raise RunFailed(engine.redactor(result.reason))
-        return await self._serve(plan)
+        walk = AttemptWalk(offers, engine.settings.attempts)
+        engine.announce_order(walk.remaining, "as picked")
+        while True:
+            engine.begin_attempt()
+            self._set_state(RunState.LEASING)
+            result = await engine.lease(walk.remaining)
+            if not result.ok:
+                raise RunFailed(engine.redactor(walk.exhausted(result.reason)))
+            walk.leased(result.attempts)
+            try:
+                return await self._serve(plan)
+            except AttemptFailed as failed:
+                await self._after_failed_attempt(failed, walk)
+
+    async def _after_failed_attempt(self, failed: AttemptFailed, walk: AttemptWalk) -> None:
+        """Destroy the failed host (confirmed) and decide: walk on, or stop with the fix."""
+        engine, failure = self.engine, failed.failure
+        lost = failure.stage is Stage.SERVING
+        replace = engine.settings.attempts.replace_lost
+        if engine.cluster.settings.multi or (lost and not replace):
+            raise failed  # several nodes: no replacement (yet); "stop": today's behaviour
+        if lost:
+            lease = engine.lease_record
+            self.replacements += 1
+            engine.emit(
+                NodeReplacing(
+                    at=engine.now(),
+                    run_id=engine.run_id,
+                    provider_id=(lease.provider_id or "") if lease else "",
+                    reason=failure.reason,
+                    replacement=self.replacements,
+                )
+            )
+            engine.pause_prompts()  # queued prompts wait for the next node
+        self._set_state(RunState.BRINGING_UP)
+        if not await engine.discard_attempt(failure):
+            raise RunFailed(
+                f"the failed host's lease could not be confirmed deleted and may still bill; "
+                f"no other lease is made ({failure.reason})",
+                f"retry with `mvp-tui down {engine.run_id}` or check the provider's console",
+            )
+        if failure.scope is FailureScope.RUN:
+            raise RunFailed(failure.reason, failure.fix)
+        stop = walk.failed(failure) or engine.limit_reached()
+        if stop is not None:
+            raise RunFailed(*stop)
+        engine.announce_order(walk.remaining, f"after {failure.kind} on the last host")
 
     async def _attach_then_serve(self, plan: Plan) -> PlanEnd:
         self._set_state(RunState.BRINGING_UP)
@@ -229,8 +281,12 @@ class RunController:
         can_keep = engine.provider.info.ssh and plan.keep
         if plan.until == "leased":
             return PlanEnd.LEASED if can_keep else PlanEnd.DONE
-        limits = self._spawn(engine.guard_limits())
-        self._spawn(engine.keep_node_attached())  # heartbeats: the node's switch stays quiet
+        if not self._guards:  # once per run: they outlive a replaced node
+            self._guards = [
+                self._spawn(engine.guard_limits()),
+                self._spawn(engine.keep_node_attached()),  # heartbeats: the switch stays quiet
+            ]
+        limits = self._guards[0]
         self._set_state(RunState.BRINGING_UP)
         await _first_of(engine.bring_up(), limits)
         if plan.until == "ready" and not plan.prompts:
@@ -239,8 +295,10 @@ class RunController:
         watch = self._spawn(engine.watch_node())
         if plan.prompts:
             queue = await engine.start_prompts(rpc=False)
-            for text in plan.prompts:
-                queue.submit(text, plan.max_tokens)
+            if not self._prompts_sent:
+                self._prompts_sent = True
+                for text in plan.prompts:
+                    queue.submit(text, plan.max_tokens)
             await _first_of(queue.drained(), watch, limits)
             await engine.after_prompts()  # an answer cut off by a dying node fails the run
             return PlanEnd.DONE

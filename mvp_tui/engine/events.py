@@ -56,3 +56,48 @@ class RunStateChanged(EngineEvent):
 
     run_id: str
     state: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttemptAbandoned(EngineEvent):
+    """An attempt's node failed (before serving, or lost while serving): it is destroyed and,
+    for a host failure, the walk goes on with the next offer."""
+
+    run_id: str
+    provider_id: str
+    offer_id: str
+    stage: str  # how far it got: create, running, ssh, agent, model, engine, serving
+    scope: str  # "host": the next offer is tried; "run": the run stops
+    failure_kind: str  # short and stable: ssh_unreachable, instance_exited, node_model, ...
+    reason: str
+    fix: str = ""
+    stage_secs: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageBudget(EngineEvent):
+    """How long a stage of the current attempt may take before the host is given up."""
+
+    run_id: str
+    stage: str
+    budget_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WalkOrderSaid(EngineEvent):
+    """The offers the walk will try, in order (after auto picks and re-sorts)."""
+
+    run_id: str
+    offers: tuple[str, ...]  # "provider:offer id", first to be tried first
+    reason: str = ""  # why this order ("" : as picked)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeReplacing(EngineEvent):
+    """The serving node was lost: it is destroyed and the next offer brought up; the prompt
+    RPC and the local OpenAI port keep their addresses."""
+
+    run_id: str
+    provider_id: str
+    reason: str
+    replacement: int  # 1 for the first replacement of this run

@@ -36,6 +36,8 @@ class WeightsLoaded:
 class WorkerFatal:
     reason: str
     fix: str
+    scope: str = "host"  # "host": another host may serve; "run": every host would fail
+    phase: str = ""  # the agent's phase that failed (probe, model, engine_health, ...)
 
 
 class NodeWatch:
@@ -62,6 +64,8 @@ class NodeWatch:
                     str(record.get("reason") or "the node failed"), 600, redact=self._redact
                 ),
                 fix=clean_line(str(record.get("fix") or ""), 300, redact=self._redact),
+                scope="run" if record.get("scope") == "run" else "host",
+                phase=clean_line(str(record.get("phase") or ""), 40),
             )
             self.ready.set()
             self.failed.set()

@@ -12,17 +12,35 @@ import contextlib
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.archive import FrameArchive
-from mvp_tui.datastream.bridge import NodeBridge
+from mvp_tui.datastream.bridge import FRAME_SOURCE, NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
-from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
+from mvp_tui.engine.events import (
+    AttemptAbandoned,
+    NodeFailed,
+    NodeReady,
+    OffersListed,
+    RunStarted,
+    StageBudget,
+    WalkOrderSaid,
+)
+from mvp_tui.engine.failures import (
+    AGENT_PHASE_STAGES,
+    AttemptFailed,
+    AttemptFailure,
+    FailureScope,
+    RunFailed,
+    Stage,
+    boot_budget_s,
+    ssh_failure,
+)
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
@@ -35,37 +53,38 @@ from mvp_tui.engine.watchdog import (
     verdict_event,
     watchdog_record,
 )
-from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
-from mvp_tui.lease.events import LeaseRunning
+from mvp_tui.lease.events import DeleteReason, LeaseRunning
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.teardown import teardown_lease
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL
+from mvp_tui.node_protocol import (
+    NODE_AGENT_PHASE,
+    WEIGHTS_CHANNEL,
+    is_agent_channel,
+    parse_record,
+    record_type,
+)
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
-from mvp_tui.providers.base import Offer, Provider, ProviderError
+from mvp_tui.providers.base import LeaseState, Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.ssh.events import AgentExited
 from mvp_tui.ssh.logtail import LogPositions
+from mvp_tui.ssh.settings import SshSettings
+from mvp_tui.untrusted import one_line_ascii
 
 if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
     from mvp_tui.ssh.session import NodeSession
 
 
 NODE_CLUSTER_SOURCE = "node_cluster"
-
-
-class RunFailed(UserError):
-    """The run cannot go on; the message says why, the fix what to do."""
-
-    def __init__(self, message: str, fix: str = "") -> None:
-        super().__init__(message, fix=fix)
 
 
 class RunEngine:
@@ -120,6 +139,7 @@ class RunEngine:
         self.node_env = self._node_env()
         self._describe_run()
         self._settings_override = settings_override
+        self._offers: dict[str, Offer] = {}  # the offers of the last walk, by id
         self.lease_record: LeaseRecord | None = None
         self.local_url: str | None = None
         self.prompts: PromptQueue | None = None
@@ -138,6 +158,13 @@ class RunEngine:
             phase=self._sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
         )
         self.stall = StallWatch(config.get_float("prompt.stall_secs"))
+        # Attempts: the leases of earlier (failed or lost) attempts, still counted in spend
+        # and hours; the stage the current one reached, and when each stage began.
+        self.past_leases: list[LeaseRecord] = []
+        self.stage = Stage.CREATE
+        self.stage_started: dict[Stage, float] = {}
+        self._openai_port: int | None = None  # kept across nodes: clients keep their address
+        self.hub.listeners.append(self._on_stage_frame)
 
     def _describe_run(self) -> None:
         """What the run's own records (the seed's phases and events) say about it."""
@@ -195,6 +222,34 @@ class RunEngine:
             if event.status == "failed":
                 self._watchdog_failed.set()
         self.emit(event)
+
+    def _on_stage_frame(self, frame: Frame) -> None:
+        """The agent's phases move the attempt's stage on (model, engine, serving)."""
+        if not is_agent_channel(frame.channel):
+            return
+        record = parse_record(frame.payload)
+        if record_type(record) != NODE_AGENT_PHASE or record.get("status") != "started":
+            return
+        stage = AGENT_PHASE_STAGES.get(str(record.get("phase")))
+        if stage is not None:
+            self.reach(stage)
+
+    def reach(self, stage: Stage) -> None:
+        """The current attempt got to `stage` (never back)."""
+        order = list(Stage)
+        if order.index(stage) > order.index(self.stage):
+            self.stage = stage
+        self.stage_started.setdefault(stage, self._clock())
+
+    def stage_secs(self, now: float | None = None) -> dict[str, float]:
+        """Seconds the current attempt spent in each stage it reached."""
+        end = self._clock() if now is None else now
+        starts = sorted(self.stage_started.items(), key=lambda kv: list(Stage).index(kv[0]))
+        out: dict[str, float] = {}
+        for index, (stage, at) in enumerate(starts):
+            until = starts[index + 1][1] if index + 1 < len(starts) else end
+            out[stage.value] = round(max(0.0, until - at), 3)
+        return out
 
     async def _flush_archive(self) -> None:
         # The archive buffers; a quiet run must still reach the disk about once a second.
@@ -292,6 +347,7 @@ class RunEngine:
             await ensure(identity.public_openssh)
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
+        self._offers = {o.offer_id: o for o in offers}
         if self.cluster.settings.multi:
             ssh = self.provider.info.ssh
             result = await self.cluster.lease(
@@ -385,31 +441,39 @@ class RunEngine:
 
     # -- the node ------------------------------------------------------------------------------
     async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
-        """Start the node agent (over SSH for rented nodes) and wait for its engine."""
+        """Start the node agent (over SSH for rented nodes) and wait for its engine, while
+        the provider is watched: an instance that exits ends the attempt within a poll or
+        two. Every failure is an `AttemptFailed` saying where and whether another host
+        could do better."""
         lease = self._require_lease()
         timeout = timeout_s if timeout_s is not None else self.settings.ssh.ready_timeout
+        self.reach(Stage.SSH if self.provider.info.ssh else Stage.AGENT)
         try:
             async with asyncio.timeout(timeout):
-                if self.provider.info.ssh:
-                    await self._start_remote_agent(lease)
-                    await self._until_ready_or_session_ends()
-                else:
-                    await self._until_ready_or_exit()
+                await _unless(self._start_node(lease), self.watch_lease())
         except TimeoutError:
-            raise self._node_failed(
-                f"the node's engine was not ready within {timeout:g} s",
-                "raise [ssh] ready_timeout_secs, or read the node's channels for why",
+            unreached = self.stage is Stage.SSH  # its sshd never let us in
+            raise self._attempt_failed(
+                AttemptFailure(
+                    self.stage,
+                    FailureScope.HOST,
+                    "ssh_unreachable" if unreached else "not_ready",
+                    f"the node's engine was not ready within {timeout:g} s "
+                    f"(it got to: {self.stage.value})",
+                    "raise [ssh] ready_timeout_secs, or read the node's channels for why",
+                )
             ) from None
         except SshError as exc:
-            raise self._node_failed(exc.message, exc.fix) from None
+            raise self._attempt_failed(ssh_failure(exc, self.stage)) from None
         if self.watch.fatal is not None:
-            raise self._node_failed(self.watch.fatal.reason, self.watch.fatal.fix)
+            raise self._attempt_failed(self._fatal_failure())
         loaded = self.watch.loaded
         assert loaded is not None
         try:
             self.local_url = await self._local_url(loaded.base_url, loaded.port)
         except SshError as exc:
-            raise self._node_failed(exc.message, exc.fix) from None
+            raise self._attempt_failed(ssh_failure(exc, Stage.ENGINE)) from None
+        self.reach(Stage.SERVING)
         ready = NodeReady(
             at=self._clock(),
             run_id=self.run_id,
@@ -420,6 +484,61 @@ class RunEngine:
         )
         self.emit(ready)
         return ready
+
+    async def _start_node(self, lease: LeaseRecord) -> None:
+        if self.provider.info.ssh:
+            await self._start_remote_agent(lease)
+            self.reach(Stage.AGENT)
+            await self._until_ready_or_session_ends()
+        else:
+            await self._until_ready_or_exit()
+
+    async def watch_lease(self) -> None:
+        """Returns only by raising `AttemptFailed` when the provider says the lease's
+        instance exited, stopped or is gone (polled at the provider's poll interval); waits
+        for ever on a provider that does not bill (a local child is watched as a process)."""
+        lease = self.lease_record
+        if lease is None or not lease.provider_id or not self.provider.info.billing:
+            await asyncio.Event().wait()
+            return
+        walk = self.settings.walk
+        while True:
+            await walk.sleep(walk.poll_interval_s)
+            try:
+                status = await self.provider.get(lease.provider_id)
+            except ProviderError:
+                continue  # transient: the next poll asks again
+            if status.state in (LeaseState.DEAD, LeaseState.STOPPED, LeaseState.GONE):
+                raw = one_line_ascii(status.raw_state or status.state.value, 40)
+                detail = one_line_ascii(status.detail, 200, redact=self.redactor)
+                raise self._attempt_failed(
+                    AttemptFailure(
+                        self.stage,
+                        FailureScope.HOST,
+                        "instance_exited",
+                        f"the provider says lease {lease.provider_id} is {raw}"
+                        + (f": {detail}" if detail else ""),
+                        "nothing to fix here: the host failed; another offer is tried",
+                    )
+                )
+
+    def _fatal_failure(self) -> AttemptFailure:
+        fatal = self.watch.fatal
+        assert fatal is not None
+        scope = FailureScope.RUN if fatal.scope == "run" else FailureScope.HOST
+        stage = AGENT_PHASE_STAGES.get(fatal.phase, self.stage)
+        return AttemptFailure(stage, scope, f"node_{fatal.phase or 'failed'}", fatal.reason,
+                              fatal.fix)  # fmt: skip
+
+    def _attempt_failed(self, failure: AttemptFailure) -> AttemptFailed:
+        failure = dataclasses.replace(
+            failure, reason=self.redactor(failure.reason), fix=self.redactor(failure.fix)
+        )
+        self.emit(
+            NodeFailed(at=self._clock(), run_id=self.run_id, reason=failure.reason,
+                       fix=failure.fix)
+        )  # fmt: skip
+        return AttemptFailed(failure)
 
     async def _until_ready_or_exit(self) -> None:
         """A local node: its engine reports, or its agent process ends first (the seed's
@@ -499,11 +618,16 @@ class RunEngine:
         required: the lease is torn down, and the message says why and how to opt out."""
         verdict = self.watchdog_verdict
         if self.watchdog.required and verdict is not None and verdict.status == "failed":
-            raise self._node_failed(
-                f"the node's dead-man's switch cannot protect this lease: {verdict.reason}",
-                "fix the node image or its instance key, or set [limits] "
-                "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to rent "
-                "without it",
+            raise self._attempt_failed(
+                AttemptFailure(
+                    Stage.AGENT,
+                    FailureScope.HOST,
+                    "switch_failed",
+                    f"the node's dead-man's switch cannot protect this lease: {verdict.reason}",
+                    "fix the node image or its instance key, or set [limits] "
+                    "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to "
+                    "rent without it",
+                )
             )
 
     async def keep_node_attached(self) -> None:
@@ -565,13 +689,29 @@ class RunEngine:
             self._identity,
             self._pins(),
             lease.provider_id,
-            self.settings.ssh,
+            self._ssh_settings(lease),
             self._sink,
             self._on_node_line,
             self.bridge.feed_provider_line,
             ready=ready,
             redactor=self.redactor,
         )
+
+    def _ssh_settings(self, lease: LeaseRecord) -> SshSettings:
+        """[ssh] for this lease: the wait for a first answer from its sshd is budgeted by the
+        image's size and the offer's download bandwidth ([ssh] ready_timeout_secs caps it)."""
+        ssh = self.settings.ssh
+        offer = self._offers.get(lease.offer_id or "")
+        budget = boot_budget_s(
+            ssh.ready_timeout,
+            self.config.get_float("image.size_gb") or 0.0,
+            offer.down_mbps if offer is not None else 0.0,
+        )
+        self.emit(
+            StageBudget(at=self._clock(), run_id=self.run_id, stage=Stage.SSH.value,
+                        budget_s=round(budget, 1))
+        )  # fmt: skip
+        return dataclasses.replace(ssh, reach_timeout=budget)
 
     async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
         """`[vastai] bootstrap_command`, after the agent is set up and started (the Vast seed ran
@@ -580,11 +720,16 @@ class RunEngine:
         self._sink_line("running [vastai] bootstrap_command on the node")
         code = await session.run_in_run_dir(command, self.settings.ssh.ready_timeout)
         if code != 0:
-            raise self._node_failed(
-                "[vastai] bootstrap_command "
-                + ("did not finish" if code is None else f"exited with status {code}"),
-                "fix the command (its output is on the node's provider channel), or unset "
-                "[vastai] bootstrap_command",
+            raise self._attempt_failed(
+                AttemptFailure(
+                    Stage.AGENT,
+                    FailureScope.RUN,
+                    "bootstrap_command",
+                    "[vastai] bootstrap_command "
+                    + ("did not finish" if code is None else f"exited with status {code}"),
+                    "fix the command (its output is on the node's provider channel), or unset "
+                    "[vastai] bootstrap_command",
+                )
             )
         self._sink_line("[vastai] bootstrap_command finished (status 0)")
 
@@ -592,8 +737,11 @@ class RunEngine:
         if not self.provider.info.ssh:
             return node_base_url
         assert self._session is not None
-        wanted = self.settings.prompt.openai_port  # 0: any free port
+        # 0: any free port; a replaced node takes the port its predecessor had, so clients
+        # pointed at it keep working.
+        wanted = self._openai_port or self.settings.prompt.openai_port
         local_port = await self._session.forward(port, wanted)
+        self._openai_port = local_port
         return f"http://127.0.0.1:{local_port}"
 
     def _node_failed(self, reason: str, fix: str) -> RunFailed:
@@ -611,7 +759,8 @@ class RunEngine:
             limits,
             lambda: self.lease_record,
             self._clock,
-            others=lambda: self.cluster.worker_leases,  # a multi-node run's workers bill too
+            # A multi-node run's workers bill too, and so did every earlier attempt's host.
+            others=lambda: [*self.cluster.worker_leases, *self.past_leases],
         )
         self.emit(
             LimitReached(
@@ -630,9 +779,22 @@ class RunEngine:
         )
 
     async def watch_node(self) -> None:
-        """Returns only by raising `RunFailed` when the node fails after it was ready: its
-        engine reports a fatal error, or the SSH session gives up (a changed host key, the
-        node unreachable past the retry window) — a node we cannot reach is not served."""
+        """Returns only by raising `AttemptFailed` (stage serving) when the node fails after
+        it was ready: its engine reports a fatal error, its agent exits, the SSH session gives
+        up, or the provider says the instance exited or is gone."""
+        try:
+            await _unless(self._watch_serving_node(), self.watch_lease())
+        except AttemptFailed:
+            raise
+        except RunFailed as failed:  # already announced (NodeFailed)
+            fatal = self.watch.fatal
+            scope = FailureScope.RUN if fatal is not None and fatal.scope == "run" else None
+            raise AttemptFailed(
+                AttemptFailure(Stage.SERVING, scope or FailureScope.HOST, "node_lost",
+                               failed.message, failed.fix)
+            ) from None  # fmt: skip
+
+    async def _watch_serving_node(self) -> None:
         session = self._session
         waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.watch.failed.wait())]
         if session is not None:
@@ -701,21 +863,74 @@ class RunEngine:
         await self.stall.watch()
         return None
 
+    # -- attempts: one offer from create to serving, again on the next when a host fails --------
+    def begin_attempt(self) -> None:
+        """Forget the last attempt's node (its verdicts, its session, its URL) before the walk
+        leases the next; what was leased stays in `past_leases` (spend and hours count it)."""
+        self.watch.reset()
+        self.watchdog_verdict = None
+        self._watchdog_failed.clear()
+        self.local_url = None
+        self.stall.engine_lost = None
+        self.bridge.frame_source = FRAME_SOURCE  # the next node's bootstrap stdio first
+        self.stage, self.stage_started = Stage.CREATE, {Stage.CREATE: self._clock()}
+
+    async def discard_attempt(self, failure: AttemptFailure) -> bool:
+        """End the failed attempt's node: its session closed (agent stopped, bounded), its
+        lease destroyed, confirmed; recorded with its stage and reason. True when confirmed
+        gone (False: it may bill, and no other lease may be made)."""
+        lease = self.lease_record
+        self.emit(
+            AttemptAbandoned(
+                at=self._clock(),
+                run_id=self.run_id,
+                provider_id=(lease.provider_id or "") if lease else "",
+                offer_id=(lease.offer_id or "") if lease else "",
+                stage=failure.stage.value,
+                scope=failure.scope.value,
+                failure_kind=failure.kind,
+                reason=failure.reason,
+                fix=failure.fix,
+                stage_secs=tuple(self.stage_secs().items()),
+            )
+        )
+        with contextlib.suppress(Exception):  # never let a close stop the destroy
+            await self.close_session(shutdown_agent=True)
+        if lease is None or lease.provider_id is None:
+            return True
+        record = self.store.load(self.run_id)
+        kept = record.lease_by_id(lease.provider_id) or lease
+        # The reason stays in the run record with the lease (teardown saves it).
+        kept.failure = f"failed at {failure.stage.value} ({failure.kind}): {failure.reason}"[:600]
+        ok = await teardown_lease(
+            self.provider, self.store, record, kept, self._sink, self.walk_settings(),
+            reason=DeleteReason.HOST_FAILED, clock=self._clock,
+        )  # fmt: skip
+        self.past_leases.append(kept)
+        self.lease_record = None
+        return ok
+
     # -- prompts -------------------------------------------------------------------------------
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
+        """The prompt queue (and RPC server) on the serving node; a replaced node takes over
+        the same queue and RPC address, its waiting prompts resumed."""
         if self.local_url is None or self.watch.loaded is None:
             raise RunFailed("the node is not ready: bring it up before prompting")
-        base_url, model = self.local_url, self.watch.loaded.model_id or "model"
         lease = self.lease_record
         price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
+        if self.prompts is not None:
+            self.prompts.price_per_hour = price
+            self.prompts.resume()
+            return self.prompts
         redactor = self.redactor
         from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
 
-        self.prompts = PromptQueue(
-            lambda: PromptClient(base_url, model, redactor=redactor),
-            self.stall.tap(self._sink),
-            price,
-        )
+        def client() -> PromptClient:  # the node of the moment: a replacement moves it
+            loaded = self.watch.loaded
+            model = (loaded.model_id if loaded else "") or "model"
+            return PromptClient(self.local_url or "", model, redactor=redactor)
+
+        self.prompts = PromptQueue(client, self.stall.tap(self._sink), price)
         if rpc:
             addr = parse_rpc_addr(
                 self.settings.prompt.rpc_addr, allow_remote=self.settings.prompt.rpc_allow_remote
@@ -728,6 +943,33 @@ class RunEngine:
             )
             await self._rpc.start()
         return self.prompts
+
+    def pause_prompts(self) -> None:
+        """The node is gone: prompts wait (the one streaming ends with its fault)."""
+        if self.prompts is not None:
+            self.prompts.pause()
+
+    def announce_order(self, offers: Sequence[Offer], reason: str) -> None:
+        """Say the order the walk will try the offers in (bootstrap channel, Leases pane)."""
+        names = tuple(f"{o.provider}:{o.offer_id}" for o in offers)
+        self.emit(WalkOrderSaid(at=self._clock(), run_id=self.run_id, offers=names, reason=reason))
+        self._sink_line(
+            "the walk tries, in order: " + (", ".join(names) or "(none left)") + f" ({reason})"
+        )
+
+    def limit_reached(self) -> tuple[str, str] | None:
+        """(reason, fix) when a spend or hours limit is reached by the leases so far."""
+        leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
+        if not leases:
+            return None
+        breach = self.settings.limits.breach(leases[-1], self._clock(), leases[:-1])
+        if breach is None:
+            return None
+        limit, value, reached = breach
+        return (
+            f"[limits] {limit} = {value:g} reached ({reached:.4g}) by the hosts tried so far",
+            f"raise [limits] {limit} to try more hosts",
+        )
 
     # -- teardown: the steps the run controller runs, each on its own ----------------------------
     async def close_rpc(self) -> None:
@@ -832,6 +1074,20 @@ class RunEngine:
     @property
     def state_path(self) -> Path:
         return self.store.record_path(self.run_id)
+
+
+async def _unless(work: Awaitable[None], guard: Awaitable[None]) -> None:
+    """`work` to its end, unless `guard` (which returns only by raising) raises first."""
+    main, watch = asyncio.ensure_future(work), asyncio.ensure_future(guard)
+    try:
+        await asyncio.wait({main, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if watch.done():
+            watch.result()  # raises the guard's failure
+        main.result()
+    finally:
+        for task in (main, watch):
+            task.cancel()
+        await asyncio.gather(main, watch, return_exceptions=True)
 
 
 def _plain(value: object) -> object:

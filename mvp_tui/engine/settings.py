@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config import Config
+from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import SelectionPolicy
@@ -76,6 +77,9 @@ class ModelSettings:
     gguf_revision: str | None
     tokenizer_local_path: Path | None
     max_context: int | None  # None: the engine's default
+    # A download under this rate (Mbit/s) for a whole window is the host's failure.
+    download_floor_mbps: float = 0.0
+    download_floor_window_s: float = 90.0
 
     @classmethod
     def from_config(cls, config: Config) -> ModelSettings:
@@ -87,6 +91,8 @@ class ModelSettings:
             gguf_revision=config.get_str("model.gguf_revision"),
             tokenizer_local_path=config.get_path("model.tokenizer_local_path"),
             max_context=config.get_int("model.max_context"),
+            download_floor_mbps=config.get_float("model.download_floor_mbps") or 0.0,
+            download_floor_window_s=config.require_float("model.download_floor_window_secs"),
         )
 
 
@@ -122,6 +128,7 @@ class RunSettings:
     limits: Limits
     policy: SelectionPolicy
     walk: WalkSettings
+    attempts: AttemptSettings
 
     @classmethod
     def from_config(cls, config: Config) -> RunSettings:
@@ -133,6 +140,7 @@ class RunSettings:
             limits=Limits.from_config(config),
             policy=selection_policy(config),
             walk=WalkSettings.from_config(config),
+            attempts=AttemptSettings.from_config(config),
         )
 
 
@@ -183,6 +191,9 @@ def node_env(
         env["MVP_TOKENIZER_LOCAL_PATH"] = str(model.tokenizer_local_path)
     if model.max_context is not None:
         env["MVP_MAX_CONTEXT"] = str(model.max_context)
+    if model.download_floor_mbps > 0:
+        env["MVP_DOWNLOAD_FLOOR_MBPS"] = repr(model.download_floor_mbps)
+        env["MVP_DOWNLOAD_FLOOR_WINDOW_S"] = repr(model.download_floor_window_s)
     for name in PASS_THROUGH_ENV:
         if environ.get(name):
             env[name] = environ[name]

@@ -22,6 +22,7 @@ class DeleteReason(enum.Enum):
     INTERRUPTED = "interrupted"  # the walk was cancelled (Ctrl-C)
     UNWANTED = "unwanted"  # a create that failed but still produced an instance
     RECORD_FAILED = "record_failed"  # the run record could not be written: nothing else knows it
+    HOST_FAILED = "host_failed"  # running, but the node failed on this host (or was lost)
 
 
 class WalkFailure(enum.Enum):

@@ -104,6 +104,8 @@ class LeaseRecord:
     # and the agent's engine verdict it had seen: a re-attach resumes there, not from 0.
     log_positions: tuple[int, int] | None = None
     ready_record: str | None = None
+    # Why its node was given up (a host failure before or while serving): stage, kind, reason.
+    failure: str | None = None
 
     @property
     def may_bill(self) -> bool:
@@ -194,6 +196,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                     else {"stdout": x.log_positions[0], "stderr": x.log_positions[1]}
                 ),
                 "ready_record": x.ready_record,
+                "failure": x.failure,
             }
             for x in record.leases
         ],
@@ -329,6 +332,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             detail=x.text("detail"),
             log_positions=_positions_from_json(x.obj("log_positions")),
             ready_record=x.opt_text("ready_record"),
+            failure=x.opt_text("failure"),
         )
         for x in top.items("leases")
     ]

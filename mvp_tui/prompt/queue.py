@@ -88,6 +88,8 @@ class PromptQueue:
         self._idle = asyncio.Event()
         self._idle.set()
         self._worker: asyncio.Task[None] | None = None
+        self._open = asyncio.Event()  # cleared while no node serves (a lost node's replacement)
+        self._open.set()
         self._next_id = 1
         self.history = PromptHistory(history_size)
 
@@ -179,6 +181,18 @@ class PromptQueue:
             await asyncio.wait({self._worker})
             self._worker = None
 
+    def pause(self) -> None:
+        """No node serves for now: queued prompts wait (none starts) until `resume`."""
+        self._open.clear()
+
+    def resume(self) -> None:
+        """A node serves again: the waiting prompts run, in order."""
+        self._open.set()
+
+    @property
+    def paused(self) -> bool:
+        return not self._open.is_set()
+
     async def drained(self) -> None:
         """Wait until nothing is queued or running (for headless runs and tests)."""
         await self._idle.wait()
@@ -199,6 +213,9 @@ class PromptQueue:
             if not self._pending:
                 self._wake.clear()
                 await self._wake.wait()
+                continue
+            if not self._open.is_set():
+                await self._open.wait()
                 continue
             job = self._pending.popleft()
             self._active = job

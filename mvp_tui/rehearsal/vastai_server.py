@@ -314,6 +314,12 @@ class FakeVast:
         self._destroy_failures: list[list[Any]] = []  # [instance_id | None, times, status]
         self._stick_loading: set[int] = set()
         self._die_on_start: set[int] = set()
+        # Per offer: the SSH endpoint its running instances report (over `ssh_endpoint`),
+        # and after how many running observations they exit (a host that fails late);
+        # when each such instance first showed "exited".
+        self.offer_ssh: dict[int, tuple[str, int, bool]] = {}
+        self._exit_after: dict[int, int] = {}
+        self.exited_at: dict[int, float] = {}
         # Requests that used an instance key outside its own instance's show/destroy (401).
         self.scope_violations: list[RecordedRequest] = []
         self._actor = "account"  # whose key the operation running under the lock carries
@@ -400,6 +406,18 @@ class FakeVast:
         """Instances created from this offer go to "exited" instead of "running"."""
         with self._lock:
             self._die_on_start.add(offer_id)
+
+    def exit_after_running(self, offer_id: int, observations: int) -> None:
+        """Instances of this offer run, then show "exited" after `observations` shows or
+        lists as running (the container died under the user)."""
+        with self._lock:
+            self._exit_after[offer_id] = observations
+
+    def exit_instance(self, instance_id: int) -> None:
+        """The instance's container exits now (the host lost it); it still bills storage."""
+        with self._lock:
+            inst = self._instances[instance_id]
+            self._exit_after[inst.offer_id] = max(0, inst.polls - self.loading_polls - 1)
 
     def fail_destroy(self, instance_id: int | None, times: int, status: int = 500) -> None:
         """The next `times` destroys of `instance_id` (None = any) fail without destroying."""
@@ -557,7 +575,7 @@ class FakeVast:
                 status_msg="afad30e59d72: Pulling fs layer",
                 disk_usage=0.1,
             )
-        elif inst.offer_id in self._die_on_start:
+        elif inst.offer_id in self._die_on_start or self._exited_late(inst, ahead):
             row.update(
                 actual_status="exited",
                 status_msg="Error response from daemon: failed to create task for container: "
@@ -568,6 +586,13 @@ class FakeVast:
         row.update(copy.deepcopy(inst.overrides))
         return row
 
+    def _exited_late(self, inst: _Instance, ahead: int) -> bool:
+        limit = self._exit_after.get(inst.offer_id)
+        if limit is None or inst.polls + ahead <= self.loading_polls + limit:
+            return False
+        self.exited_at.setdefault(int(inst.row["id"]), self.clock())
+        return True
+
     def _show_running(self, inst: _Instance, row: dict[str, Any]) -> None:
         row.update(
             actual_status="running",
@@ -577,8 +602,9 @@ class FakeVast:
             gpu_util=0.0,
         )
         direct_runtype = "direc" in str(row["image_runtype"])
-        if self.ssh_endpoint is not None:
-            host, port, direct = self.ssh_endpoint
+        endpoint = self.offer_ssh.get(inst.offer_id, self.ssh_endpoint)
+        if endpoint is not None:
+            host, port, direct = endpoint
             if direct:
                 row["public_ipaddr"] = host
                 row["ports"] = {"22/tcp": [{"HostIp": "0.0.0.0", "HostPort": str(port)}]}

@@ -299,6 +299,10 @@ class NodeSession:
         backoff = Backoff(settings.backoff_initial, settings.backoff_factor, settings.backoff_cap)
         phase = Phase.BOOTSTRAP
         window_start = self._clock()
+        # A host whose sshd never answers is given up after the boot budget, not after
+        # the whole ready window.
+        reach_by = None if settings.reach_timeout is None else window_start + settings.reach_timeout
+        reached = False
         strikes = refusals = 0
         while True:
             if phase is Phase.BOOTSTRAP and self.ready.is_set():
@@ -310,6 +314,7 @@ class NodeSession:
                 f"({phase.value})"
             )
             result = await self._attempt(phase, deadline)
+            reached = reached or result.connected
             if result.host_key is not None:
                 return self._give_up(StopReason.HOST_KEY_CHANGED, result, result.host_key)
             refusals = refusals + 1 if result.outcome is AttemptOutcome.AUTH_FAILED else 0
@@ -337,6 +342,10 @@ class NodeSession:
                 window_start = self._clock()
                 deadline = window_start + self._window(phase)
             remaining = deadline - self._clock()
+            if reach_by is not None and not reached and phase is Phase.BOOTSTRAP:
+                remaining = min(remaining, reach_by - self._clock())
+                if remaining <= 0:
+                    return self._give_up(StopReason.TIMED_OUT, result, self._reach_error(result))
             if remaining <= 0:
                 return self._give_up(
                     StopReason.TIMED_OUT, result, self._timeout_error(phase, result)
@@ -697,6 +706,15 @@ class NodeSession:
             "no other node would do better",
             fix="check this machine's SSH setup (ssh-agent, key type, crypto libraries) and "
             "the asyncssh version",
+        )
+
+    def _reach_error(self, result: AttemptResult) -> BootstrapTimedOut:
+        return BootstrapTimedOut(
+            f"lease {self.lease_key}: SSH at {self.target} did not answer within its boot "
+            f"budget of {self.settings.reach_timeout:g} s ({self._attempts} attempt(s); last: "
+            f"{result.outcome.value} {result.detail})",
+            fix="nothing to fix here if other hosts answer: this host is slow or broken; "
+            "raise [ssh] ready_timeout_secs (the budget's cap) or [image] size_gb for a big image",
         )
 
     def _timeout_error(self, phase: Phase, result: AttemptResult) -> BootstrapTimedOut:

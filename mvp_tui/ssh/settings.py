@@ -21,6 +21,9 @@ class SshSettings:
     backoff_factor: float = 2.0
     backoff_cap: float = 30.0
     ready_timeout: float = 900.0  # from the first attempt to the agent reporting ready
+    # From the first attempt to a first working connection: a host whose sshd never answers
+    # in this time is given up (the boot budget; None: only ready_timeout bounds it).
+    reach_timeout: float | None = None
     reconnect_timeout: float = 300.0  # after ready: from a drop to a working connection again
     connect_timeout: float = 20.0  # one TCP connect + handshake + login
     banner_timeout: float = 5.0  # the raw banner probe after a failed handshake
