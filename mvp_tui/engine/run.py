@@ -650,8 +650,7 @@ class RunEngine:
 
         session = self._new_session(lease, self.watch.ready)
         self._session = session
-        base = self.settings.runtime.node_dir.rstrip("/")
-        remote_dir = f"{base}/{self.run_id}"
+        remote_dir = self._remote_dir(lease)
         env = {**self.node_env, **self.watchdog.node_env(lease.running_at or self._clock())}
         if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
             secrets = self.cluster.tunnel_secrets(self._pins())
@@ -661,6 +660,18 @@ class RunEngine:
         command = self.settings.runtime.bootstrap_command
         if command and self._resume is None:  # once per node: not again on a re-attach
             await self._run_bootstrap_command(session, command)
+
+    def _remote_dir(self, lease: LeaseRecord) -> str:
+        """The agent's directory on the node: the run's, and for a host that replaced
+        another (same node id, an earlier lease that ran) its own, so a re-attach finds it
+        from the record and no old agent's logs are read as the new one's."""
+        base = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}"
+        with contextlib.suppress(Exception):  # no record yet: the first host
+            leases = self.store.load(self.run_id).leases
+            index = next(i for i, x in enumerate(leases) if x.label == lease.label)
+            hosts = sum(1 for x in leases[:index] if x.node_id == lease.node_id and x.running_at)
+            return base if hosts == 0 else f"{base}-host{hosts + 1}"
+        return base
 
     async def _start_worker(
         self, lease: LeaseRecord, role_env: Mapping[str, str], ready: asyncio.Event
