@@ -195,13 +195,21 @@ class BootstrapPane(Pane):
         row.append(f"{stage.status.value} ", style=style)
         row.append(f"{stage.name:<{name_cells}}", style=style)
         if timed:
-            seconds = stage.seconds(now)
-            shown = seconds is not None and (seconds > 0 or stage.status is Status.ACTIVE)
-            row.append(
-                f"{seconds:7.1f} s  " if shown else " " * TIME_CELLS,
-                style=self._style("bootstrap--time"),
-            )
+            row.append(time_cell(stage, now), style=self._style("bootstrap--time"))
         return row
+
+
+def time_cell(stage: Stage, now: float) -> str:
+    """The row's time: elapsed, and of its budget while it runs ("  4.2/240s")."""
+    seconds = stage.seconds(now)
+    if seconds is None or (seconds <= 0 and stage.status is not Status.ACTIVE):
+        return " " * TIME_CELLS
+    budget = stage.budget_s
+    if budget is not None and stage.status is Status.ACTIVE:
+        cell = f"{seconds:5.1f}/{budget:.0f}s"
+        if len(cell) < TIME_CELLS:
+            return f"{cell:<{TIME_CELLS}}"
+    return f"{seconds:7.1f} s  "
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
+from mvp_tui.engine.events import StageBudget
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import LeasePending, LeaseRunning
 from mvp_tui.node_protocol import (
@@ -72,6 +73,7 @@ class Stage:
     from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
     compact: str = ""  # a shorter detail for a narrow pane ("" = the detail, cut)
     full: str = ""  # a failure's whole text, uncut ("" = the detail is all there is)
+    budget_s: float | None = None  # how long the stage may take before the host is given up
 
     def start(self, at: float) -> None:
         if self.status is Status.PENDING:
@@ -221,6 +223,11 @@ class BootstrapModel:
             stage.finish(e.at, Status.FAILED, f"{detail}; no further try")
         else:
             stage.detail = f"{detail} · next try in {e.next_try_s:.0f} s"
+
+    def _budget(self, e: StageBudget) -> None:
+        stage = {"ssh": StageId.SSH, "model": StageId.MODEL, "engine": StageId.ENGINE}.get(e.stage)
+        if stage is not None and e.budget_s > 0:
+            self.stages[stage].budget_s = e.budget_s
 
     def _host_key(self, e: HostKeyPinned) -> None:
         self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} pinned")
@@ -544,4 +551,5 @@ _EVENT_HANDLERS: dict[type[EngineEvent], Callable[[BootstrapModel, Any], None]] 
     HostKeyPinned: BootstrapModel._host_key,
     AgentStarted: BootstrapModel._agent,
     AgentExited: BootstrapModel._agent_exited,
+    StageBudget: BootstrapModel._budget,
 }

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
-from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.events import AttemptAbandoned, NodeReady, NodeReplacing, WalkOrderSaid
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import (
@@ -450,6 +450,28 @@ class LeasesModel:
         )
         line.note(e.reason)
 
+    def _abandoned(self, e: AttemptAbandoned) -> None:
+        """A host failed on the way to serving (or was lost): it goes, the walk goes on."""
+        if not e.provider_id:
+            return
+        line = self._lease_line(e.at, e.provider_id)
+        then = "→ next offer" if e.scope == "host" else "→ stop (every host would fail)"
+        stage = _detail(e.stage)
+        line.add(f"→ failed at {stage}: {_detail(e.reason)} {then}", Tone.FAIL)
+        line.note(e.reason + (f"; fix: {e.fix}" if e.fix else ""))
+
+    def _replacing(self, e: NodeReplacing) -> None:
+        line = self._lease_line(e.at, e.provider_id)
+        line.add(f"→ lost while serving → replacing it (#{e.replacement})", Tone.WARN)
+        line.note(e.reason)
+
+    def _order(self, e: WalkOrderSaid) -> None:
+        names = [_detail(x) for x in e.offers]
+        shown = ", ".join(names[:6]) + (f" +{len(names) - 6}" if len(names) > 6 else "")
+        self._new_line(
+            e.at, (f"walk order: {shown or 'no offer left'} ({_detail(e.reason)})", Tone.MUTED)
+        ).note(", ".join(names))
+
     # -- the detail view ----------------------------------------------------------------------
     def full_text(self, provider_id: str | None = None) -> str:
         """Every history line uncut (those of one lease when given), for the detail view."""
@@ -497,4 +519,7 @@ _HANDLERS: dict[type[EngineEvent], Callable[[LeasesModel, Any], None]] = {
     Sweep: LeasesModel._sweep,
     NodeWatchdog: LeasesModel._switch,
     NodeReady: LeasesModel._node_ready,
+    AttemptAbandoned: LeasesModel._abandoned,
+    NodeReplacing: LeasesModel._replacing,
+    WalkOrderSaid: LeasesModel._order,
 }

@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="ID",
-        help="offer ids in fallback order (default: the best by the policy)",
+        help="offer ids in fallback order; PROVIDER:ID names another provider's offer (e.g. "
+        "local:local), walked in the same order (default: the best by the policy)",
     )
     parser.add_argument(
         "--max-offers",

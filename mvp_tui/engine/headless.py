@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.schema import PROVIDERS
 from mvp_tui.datastream.display import display_text
 from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.controller import (
     Plan,
     PlanEnd,
     RunAborted,
-    RunController,
     RunState,
     StopResult,
 )
 from mvp_tui.engine.events import RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.providers.base import Offer, ProviderError
@@ -86,17 +87,26 @@ def _decoded(frame: Frame) -> Any:
         return display_text(frame)
 
 
-def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
+def offer_ref(text: str, own: str) -> tuple[str, str]:
+    """`--offer ID` (the run's provider) or `--offer PROVIDER:ID` as (provider, id)."""
+    kind, sep, offer_id = text.partition(":")
+    if sep and kind in PROVIDERS:
+        return kind, offer_id
+    return own, text
+
+
+def _pick(offers: list[Offer], opts: UpOptions, own: str) -> list[Offer]:
     if not opts.offer_ids:
         return offers[: opts.max_offers]
-    by_id = {o.offer_id: o for o in offers}
-    missing = [i for i in opts.offer_ids if i not in by_id]
+    by_ref = {(o.provider, o.offer_id): o for o in offers}
+    refs = [offer_ref(text, own) for text in opts.offer_ids]
+    missing = [f"{k}:{i}" if k != own else i for k, i in refs if (k, i) not in by_ref]
     if missing:
         raise ConfigError(
             f"--offer {', '.join(missing)} is not among the {len(offers)} offers that match "
             "the policy; run `mvp-tui offers` to see them"
         )
-    return [by_id[i] for i in opts.offer_ids]
+    return [by_ref[ref] for ref in refs]
 
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -150,7 +160,15 @@ async def run_up(
     engine = RunEngine(config, printer.event)
     printer.redact = engine.redactor  # the run's redactor knows every secret it holds
     engine.hub.listeners.append(printer.frame)
-    controller = RunController(engine)
+
+    def engine_for(kind: str) -> RunEngine:  # `--offer PROVIDER:ID` of another provider
+        return RunEngine(config.for_provider(kind), printer.event)
+
+    def on_engine(fresh: RunEngine) -> None:
+        printer.redact = fresh.redactor
+        fresh.hub.listeners.append(printer.frame)
+
+    session = RunSession(engine, engine_for, on_engine)
     loop = asyncio.get_running_loop()
     signalled: list[str] = []
     stops: list[asyncio.Task[StopResult]] = []
@@ -164,6 +182,7 @@ async def run_up(
     def stop_by(name: str, reason: str, source: str) -> None:
         signalled.append(name)
         engine.shutdown_requested(source)
+        controller = session.controller
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
         stops.append(loop.create_task(controller.stop(final=True, reason=reason)))
@@ -187,7 +206,7 @@ async def run_up(
     )
     try:
         try:
-            code, reason = await _drive(controller, opts, signalled)
+            code, reason = await _drive(session, opts, signalled)
         except asyncio.CancelledError:
             if not signalled:
                 raise
@@ -195,6 +214,7 @@ async def run_up(
             code, reason = int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
             if signalled[0] == STDIN_STOP:  # asked for, before anything was leased
                 code, reason = int(ExitCode.OK), "stopped by a stop line on stdin; nothing leased"
+        controller, engine = session.controller, session.engine
         left = [ref.provider_id or ref.label for ref in (controller.result or StopResult()).left]
         engine.emit(
             RunFinished(
@@ -220,10 +240,10 @@ async def run_up(
 
 
 async def _drive(
-    controller: RunController, opts: UpOptions, signalled: list[str]
+    session: RunSession, opts: UpOptions, signalled: list[str]
 ) -> tuple[int, str]:
     """The run from offers to its end: (exit code, the reason when it is not plain success)."""
-    engine = controller.engine
+    engine = session.engine
     try:
         offers = await _prepare(engine, opts)
     except (RunFailed, ProviderError) as exc:
@@ -240,12 +260,13 @@ async def _drive(
     )
     serving = opts.until is None and not opts.prompts and not opts.down_after
     try:
-        end = await controller.lease_and_serve(offers, plan)
+        end = await session.lease_and_serve(offers, plan, on_fallback=_say_fallback)
     except RunAborted as aborted:
         code = ExitCode.RUN_FAILED if aborted.result.nothing_bills else ExitCode.MAY_BILL
         return int(code), aborted.reason
     except RunFailed:  # a signal came between the offers and the walk: nothing was created
         end = PlanEnd.STOPPED
+    controller = session.controller  # the provider walked last
     if end in (PlanEnd.LEASED, PlanEnd.READY) and not signalled:
         await controller.stop(destroy=False, final=True, reason=f"--until {end.value}")
         return int(ExitCode.OK), ""
@@ -259,6 +280,10 @@ async def _drive(
     if signalled:  # serving until a signal is the plan: its end is a success
         return int(ExitCode.OK), f"stopped by {signalled[0]}; torn down, confirmed"
     return int(ExitCode.OK), ""
+
+
+def _say_fallback(kind: str, following: str, reason: str) -> None:
+    print(f"mvp-tui: no lease on {kind} ({reason}); trying {following}", file=sys.stderr)
 
 
 # Where each provider's offer filters live, for the "no offer" hint.
@@ -280,7 +305,16 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
             "to confirm (the dashboard asks instead)"
             + (", or [vastai] confirm_lease = false" if engine.config.provider == "vastai" else "")
         )
-    offers = _pick(await engine.search_offers(), opts)
+    own = engine.config.provider
+    offers = await engine.search_offers()
+    for kind in dict.fromkeys(offer_ref(t, own)[0] for t in opts.offer_ids):
+        if kind != own:  # a pick of another provider: its offers, searched by its client
+            other = RunEngine(engine.config.for_provider(kind), lambda _event: None)
+            try:
+                offers += await other.search_offers()
+            finally:
+                await other.aclose()
+    offers = _pick(offers, opts, own)
     if not offers:
         where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
         raise RunFailed(

@@ -448,6 +448,9 @@ class RunEngine:
         lease = self._require_lease()
         timeout = timeout_s if timeout_s is not None else self.settings.ssh.ready_timeout
         self.reach(Stage.SSH if self.provider.info.ssh else Stage.AGENT)
+        # The whole bring-up's cap, shown on the last row (the SSH row gets its own budget).
+        self.emit(StageBudget(at=self._clock(), run_id=self.run_id, stage=Stage.ENGINE.value,
+                              budget_s=round(timeout, 1)))  # fmt: skip
         try:
             async with asyncio.timeout(timeout):
                 await _unless(self._start_node(lease), self.watch_lease())

@@ -12,7 +12,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, tzinfo
-from functools import partial
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
@@ -40,6 +39,7 @@ from mvp_tui.engine.controller import (
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.engine.session import RunSession
 from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
@@ -51,7 +51,7 @@ from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
-from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard, provider_groups
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
@@ -110,15 +110,17 @@ class MvpApp(App[int]):
         self._clock = clock
         self._wall = wall
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
-        self.engine = engine
-        # A fresh engine for another provider (a pick from another provider's offers); None:
-        # only the run's own provider's offers can be leased.
-        self._engine_for = engine_for
-        self.replaced_engines: list[RunEngine] = []  # engines of providers walked before
+        # The run across providers (a pick from another provider's offers gets a fresh engine
+        # of that provider from `engine_for`; None: only the run's own provider's offers).
+        self.session = (
+            RunSession(engine, engine_for, on_engine=self._engine_changed)
+            if engine is not None
+            else None
+        )
         self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
         self._sink = sink
-        self.hub = engine.hub if engine is not None else hub
+        self._hub = hub  # a replay's (no engine)
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
@@ -151,12 +153,29 @@ class MvpApp(App[int]):
         self.leases = LiveLeases()
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
-        self.controller = RunController(engine) if engine is not None else None
         self._quitting = False
         # Where focus was when Enter asked for a lease: unmoved by the time the engine is
         # ready, it goes to the prompt box (the next thing to do).
         self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
+
+    @property
+    def engine(self) -> RunEngine | None:
+        """The engine of the provider being walked (None: the bare shell or a replay)."""
+        return self.session.engine if self.session is not None else None
+
+    @property
+    def controller(self) -> RunController | None:
+        return self.session.controller if self.session is not None else None
+
+    @property
+    def hub(self) -> ChannelHub | None:
+        return self.session.engine.hub if self.session is not None else self._hub
+
+    @property
+    def replaced_engines(self) -> list[RunEngine]:
+        """Engines of providers walked before (closed; their records are checked at exit)."""
+        return self.session.retired if self.session is not None else []
 
     @property
     def live_leases(self) -> int:
@@ -464,7 +483,7 @@ class MvpApp(App[int]):
         """The offers this dashboard can lease: all of them when it can start an engine for
         another provider, else the run's own provider's (and it says why the rest are not)."""
         own = self._engine().provider.info.name
-        if self._engine_for is not None:
+        if self.session is not None and self.session.can_switch:
             return offers
         kept = tuple(o for o in offers if o.provider == own)
         others = sorted({o.provider for o in offers} - {own})
@@ -504,68 +523,41 @@ class MvpApp(App[int]):
         self._run(self._walk_providers(offers), "lease")
 
     async def _walk_providers(self, offers: tuple[Offer, ...]) -> None:
-        """The offers in their order, across providers: each provider's run of offers is
-        walked by an engine of that provider; when none of them gave a serving node (and
-        nothing bills), the next provider's are tried."""
-        groups = provider_groups(offers)
-        for index, (kind, group) in enumerate(groups):
-            if not await self._use_engine(kind):
-                return
-            following = groups[index + 1][0] if index + 1 < len(groups) else None
-            walk = partial(RunController.lease_and_serve, offers=group, plan=self._plan())
-            if await self._serve(walk, following):
-                return
+        """The offers in their order, across providers (the session walks them: an engine
+        per provider, the next provider's offers when one gave nothing)."""
+        session = self.session
+        assert session is not None
+        await self._serve(
+            lambda _: session.lease_and_serve(offers, self._plan(), on_fallback=self._fallback)
+        )
 
-    async def _use_engine(self, kind: str) -> bool:
-        """Make the run's engine one of `kind` (a fresh engine, its channels shown), when it
-        holds nothing; False (and why) when that cannot be."""
-        engine = self._engine()
-        if engine.provider.info.name == kind:
-            return True
-        controller = self.controller
-        if self._engine_for is None or (controller is not None and controller.holds_lease):
-            return False
-        try:
-            fresh = self._engine_for(kind)
-        except ConfigError as exc:
-            self.notify(clean_line(str(exc), 600), title=f"cannot lease on {kind}",
-                        severity="error", timeout=15, markup=False)  # fmt: skip
-            return False
-        self.replaced_engines.append(engine)
-        self.engine, self.controller, self.hub = fresh, RunController(fresh), fresh.hub
+    def _fallback(self, kind: str, following: str, reason: str) -> None:
+        self.notify(clean_line(reason, 600), title=f"no lease on {kind}; trying {following}",
+                    severity="warning", timeout=15, markup=False)  # fmt: skip
+
+    def _engine_changed(self, fresh: RunEngine) -> None:
+        """A fresh engine of another provider: its channels shown, its limits read."""
         self._limits = fresh.settings.limits
         for pane in (self.query_one(BootstrapPane), self.query_one(ChannelsPane)):
             pane.attach_hub(fresh.hub)
         self.query_one(PromptPane).attach_hub(fresh.hub)
-        fresh.started()
-        await engine.aclose()
         self._update_summary()
-        return True
 
-    async def _serve(
-        self,
-        lifecycle: Callable[[RunController], Awaitable[PlanEnd]],
-        following: str | None = None,
-    ) -> bool:
+    async def _serve(self, lifecycle: Callable[[RunController], Awaitable[PlanEnd]]) -> None:
         """A lease (new or re-attached) from the walk to serving, owned by the controller:
-        a failure tears it down (confirmed) and says why; a stop just ends it. False when it
-        failed before serving with nothing left billing and `following` (a provider) is next."""
+        a failure tears it down (confirmed) and says why; a stop just ends it."""
         controller = self.controller
         assert controller is not None
         try:
             await lifecycle(controller)
         except RunAborted as aborted:
-            if following is not None and not controller.served and aborted.result.nothing_bills:
-                self.notify(clean_line(aborted.reason, 600),
-                            title=f"no lease on {controller.engine.provider.info.name}; "
-                            f"trying {following}", severity="warning", timeout=15,
-                            markup=False)  # fmt: skip
-                return False
             self.notify(clean_line(aborted.reason, 600), title="the run stopped",
                         severity="error", timeout=15, markup=False)  # fmt: skip
             self._say_left(aborted.result)
+        except (RunFailed, ConfigError) as exc:  # nothing was leased: say why
+            self.notify(clean_line(str(exc), 600), title="cannot lease", severity="error",
+                        timeout=15, markup=False)  # fmt: skip
         self._update_summary()
-        return True
 
     def _say_left(self, result: StopResult) -> None:
         if not result.nothing_bills:

@@ -142,14 +142,3 @@ class OfferBoard:
                 continue
 
 
-def provider_groups(offers: Sequence[Offer]) -> list[tuple[str, tuple[Offer, ...]]]:
-    """The offers in their order, as runs of one provider (`[v1, v2, l1, v3]` gives
-    vastai (v1, v2), local (l1), vastai (v3)): each run is one engine's walk."""
-    groups: list[tuple[str, tuple[Offer, ...]]] = []
-    for offer in offers:
-        if groups and groups[-1][0] == offer.provider:
-            kind, run = groups[-1]
-            groups[-1] = (kind, (*run, offer))
-        else:
-            groups.append((offer.provider, (offer,)))
-    return groups

@@ -42,7 +42,8 @@ async def test_a_new_host_key_on_reconnect_is_refused_and_torn_down(
     fake: FakeVast, node: Node, node_env: dict[str, str], state: Path, verdict: Verdict
 ) -> None:
     sshd = node.sshd
-    async with Run(["--yes"], state, node_env) as run:
+    # [lease] on_node_loss = "stop": the run ends (the replacing walk has its own tests).
+    async with Run(["--yes", "--on-node-loss", "stop"], state, node_env) as run:
         await run.until(is_event("prompt_rpc_listening"), within=90)
         pinned = run.events("host_key_pinned")[0]["fingerprint"]
         await sshd.crash()
@@ -61,7 +62,7 @@ async def test_a_new_host_key_on_reconnect_is_refused_and_torn_down(
 async def test_the_engine_killed_on_the_node_is_fatal_and_torn_down(
     fake: FakeVast, node: Node, node_env: dict[str, str], state: Path, verdict: Verdict
 ) -> None:
-    async with Run(["--yes"], state, node_env) as run:
+    async with Run(["--yes", "--on-node-loss", "stop"], state, node_env) as run:
         await run.until(is_event("prompt_rpc_listening"), within=90)
         engine_pid = int((await run.until(weights("WeightsLoaded")))["payload"]["engine_pid"])
         assert alive(engine_pid), "the node's llama.cpp server runs"
