@@ -35,6 +35,7 @@ from mvp_tui.engine.events import RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import EngineEvent
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.secrets import Redactor
 
@@ -86,9 +87,12 @@ def _decoded(frame: Frame) -> Any:
         return display_text(frame)
 
 
-def _pick(offers: list[Offer], opts: UpOptions) -> list[Offer]:
+def _pick(offers: list[Offer], opts: UpOptions, memory: HostMemory | None = None) -> list[Offer]:
+    """The offers to walk: `--offer` ids in their order (picked by hand: kept as given), or
+    the best `max_offers`, those on a host that failed recently after the others."""
     if not opts.offer_ids:
-        return offers[: opts.max_offers]
+        ordered = memory.order(offers) if memory is not None else offers
+        return ordered[: opts.max_offers]
     by_id = {o.offer_id: o for o in offers}
     missing = [i for i in opts.offer_ids if i not in by_id]
     if missing:
@@ -280,7 +284,17 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
             "to confirm (the dashboard asks instead)"
             + (", or [vastai] confirm_lease = false" if engine.config.provider == "vastai" else "")
         )
-    offers = _pick(await engine.search_offers(), opts)
+    now = engine.now()
+    memory = load_memory(engine.config, now)
+    offers = _pick(await engine.search_offers(), opts, memory)
+    for offer in offers:
+        failure = memory.failure(offer)
+        if failure is not None:
+            engine.log(
+                f"host memory: offer {offer.offer_id} is on {offer.provider} host "
+                f"{host_key(offer)}, which {describe(failure, now)}; "
+                + ("kept where --offer puts it" if opts.offer_ids else "tried after the others")
+            )
     if not offers:
         where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
         raise RunFailed(

@@ -30,9 +30,9 @@ NOW = 1_780_000_000.0
 ESC = "\x1b"
 
 
-def outcome(host: str = "40001", *, at: float = NOW - 3600, ok: bool = False, **kw: object) -> (
-    HostOutcome
-):
+def outcome(
+    host: str = "40001", *, at: float = NOW - 3600, ok: bool = False, **kw: object
+) -> HostOutcome:
     values: dict[str, object] = {
         "at": at,
         "run_id": "r-7f3a",
