@@ -274,8 +274,10 @@ def offer_detail(offer: Offer, failure: str | None) -> str:
     """An offer's facts, one per line (provider text cleaned), and its host's recent failure."""
     lines = [
         f"{clean_line(offer.gpu_name, 80)} × {offer.num_gpus}, {offer.vram_gib_total:.0f} GB VRAM",
-        f"{offer.all_in_per_hour:.3f} $/h all-in ({offer.price_per_hour:.3f} $/h"
-        + (f" + {offer.pull_usd:.3f} $ image pull)" if offer.pull_usd else ")"),
+        f"{offer.all_in_per_hour:.3f} $/h all-in ({offer.price_per_hour:.3f} $/h + "
+        f"{offer.pull_usd:.3f} $ image pull)"
+        if offer.pull_usd
+        else f"{offer.price_per_hour:.3f} $/h",
         f"where: {clean_line(offer.location, 200) or '?'}",
     ]
     host = offer.machine_id or offer.host_id

@@ -396,7 +396,7 @@ class OffersModel:
         if self._gone:
             parts.append(f"{len(self._gone)} gone")
         if self._failed:
-            parts.append(f"{len(self._failed)} on failed hosts last (i: why)")
+            parts.append(f"{len(self._failed)} failed host last (i: why)")
         if self.filter_text:
             parts.append(f"filter '{clean_line(self.filter_text, 40)}'")
         if self._picks:
