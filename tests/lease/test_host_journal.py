@@ -259,3 +259,17 @@ def test_stage_secs_in_an_outcome_may_be_any_mapping(tmp_path: Path) -> None:
     (read,) = journal.read()
     assert dict(read.stage_secs) == {"create": 2.0} and read.seconds == 2.0
     assert os.access(journal.path, os.R_OK)
+
+
+def test_headless_orders_by_memory_before_the_cut_and_keeps_offer_ids_as_given() -> None:
+    from mvp_tui.engine.headless import UpOptions, _pick
+
+    offers = [offer(str(n), machine_id=f"m{n}") for n in range(1, 5)]
+    memory = memory_from([outcome("m1"), outcome("m2")], NOW, 7)
+    best = _pick(offers, UpOptions(max_offers=2), memory)
+    assert [o.offer_id for o in best] == ["3", "4"]  # the failed hosts fell past the cut
+    assert [o.offer_id for o in _pick(offers, UpOptions(max_offers=9), memory)] == [
+        "3", "4", "1", "2"
+    ]  # fmt: skip
+    by_hand = _pick(offers, UpOptions(offer_ids=("1", "3")), memory)
+    assert [o.offer_id for o in by_hand] == ["1", "3"]  # picked by hand: tried as named
