@@ -319,7 +319,7 @@ def _from_json(line: bytes) -> HostOutcome | None:
     file may have been edited by hand)."""
     try:
         raw = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
         return None
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         return None

@@ -95,9 +95,10 @@ def test_a_corrupt_line_is_skipped_and_counted_and_later_lines_still_read(
         handle.write(b'{"v": 1, "host": 7}\n')  # JSON, not an outcome
         handle.write(b'["a list"]\n\xff\xfe\n')
         handle.write(b'{"v": 99, "at": 1}\n')  # a later format this version cannot read
+        handle.write(b"[" * 100_000 + b"\n")  # nested past the parser's limit
     journal.append(outcome("40002"))
     assert [o.host for o in journal.read()] == ["40001", "40002"]
-    assert journal.corrupt == 5
+    assert journal.corrupt == 6
 
 
 def test_a_torn_last_line_does_not_swallow_the_next_append(tmp_path: Path) -> None:
