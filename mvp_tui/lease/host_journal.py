@@ -17,6 +17,8 @@ The engine's side, per attempt (create → running → ssh → agent → model �
                                stage_secs={"create": 1.2, "running": 40.0, "ssh": 90.0},
                                cost_usd=0.03))
 
+(from the engine's `AttemptAbandoned`: its stage, reason and stage_secs as they are, and
+`blames_host = scope == "host"`; a serving attempt: `stage="serving", ok=True, reason=""`),
 and before a walk, `memory = load_memory(config, now)` then `memory.order(offers)`: the
 offers on a host that failed within `[lease] avoid_failed_hosts_days` come last, in their
 order; the others keep theirs (`order_by_memory`). They stay pickable by hand.

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from mvp_tui.lease.host_journal import (
     DAY_S,
     JOURNAL_FILE,
+    STAGES,
     HostJournal,
     HostOutcome,
     describe,
@@ -274,3 +275,9 @@ def test_headless_orders_by_memory_before_the_cut_and_keeps_offer_ids_as_given()
     ]  # fmt: skip
     by_hand = _pick(offers, UpOptions(offer_ids=("1", "3")), memory)
     assert [o.offer_id for o in by_hand] == ["1", "3"]  # picked by hand: tried as named
+
+
+def test_the_journal_names_the_stages_as_the_engine_does() -> None:
+    from mvp_tui.engine.failures import Stage
+
+    assert [stage.value for stage in Stage] == list(STAGES)
