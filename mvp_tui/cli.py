@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "down": ("down", "tear down the leases of a run (RUN or --all), confirmed by the provider"),
     "ls": ("ls", "list runs with leases that may still exist"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
+    "hosts": ("hosts", "list the host journal: every attempt's host, stage reached and why it "
+              "failed, newest first (--json, --days N, --provider X)"),
     "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),
     "rehearse": ("rehearse", "the whole lifecycle offline: a simulated marketplace, this machine "
                  "as the node (--faults NAME replays what can go wrong)"),

@@ -44,8 +44,9 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
 WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "offers-sort", "offers-sort-reverse", "offers-pick", "offers-clear-filter", "filter-clear",
     "offers-cursor-up", "offers-cursor-down", "offers-page-up", "offers-page-down",
-    "offers-first", "offers-last", "channels-open", "channel-log-back", "channel-log-follow",
-    "channel-log-copy", "prompt-cancel", "prompt-history-older", "prompt-history-newer",
+    "offers-first", "offers-last", "offers-detail", "channels-open", "channel-log-back",
+    "channel-log-follow", "channel-log-copy", "prompt-cancel", "prompt-history-older",
+    "prompt-history-newer",
     "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",
     "dialog-left", "dialog-right", "dialog-scroll-up", "dialog-scroll-down", "dialog-page-up",
     "dialog-page-down",

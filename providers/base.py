@@ -44,13 +44,18 @@ class Offer:
     up_mbps: float
     location: str
     cuda_max: float | None = None
-    host_id: str | None = None
+    host_id: str | None = None  # Vast: the host (the owner of one or more machines)
+    # Vast: the machine itself, which a host may have several of; the host memory's key
+    # (lease/host_journal.host_key).
+    machine_id: str | None = None
     verified: bool = False
     cpu: str = ""
     ram_mib: int = 0
     # The provider's stock hint (RunPod: none/low/medium/high); "" where it publishes none.
     # A hint, not a reservation.
     stock: str = ""
+    # RunPod: the data centers the type is in stock in (the pod lands in one of them).
+    data_centers: tuple[str, ...] = ()
     # Vast bills image pulls per GB outside its $/h (`inet_down_cost`); `pull_usd` is that
     # for this run's image ([image] size_gb), paid once at the start.
     download_usd_per_gb: float = 0.0
@@ -132,6 +137,7 @@ class LeaseStatus:
     price_per_hour: float | None = None
     started_at: float | None = None
     detail: str = ""
+    data_center: str = ""  # RunPod: where the pod landed (the host memory's key)
 
 
 class DestroyOutcome(enum.Enum):

@@ -255,6 +255,7 @@ def lease_status(row: Mapping[str, Any], user: str, redact: Redact) -> LeaseStat
         state, detail = LeaseState.PENDING, "running, no SSH endpoint yet"
     name = row.get("name")
     cost = row.get("cost")
+    center = row.get("dataCenterId")
     return LeaseStatus(
         provider_id=clean_line(str(row.get("id") or ""), 128, redact=redact),
         label=clean_line(name, 1024, redact=redact) if isinstance(name, str) else None,
@@ -267,6 +268,7 @@ def lease_status(row: Mapping[str, Any], user: str, redact: Redact) -> LeaseStat
         else None,
         started_at=_timestamp(row.get("startedAt")) or _timestamp(row.get("createdAt")),
         detail=detail,
+        data_center=clean_line(center, 64, redact=redact) if isinstance(center, str) else "",
     )
 
 

@@ -65,6 +65,7 @@ class CatalogGpu:
             location=f"{self.cloud.lower()} · stock {stock}" + (f" · {where}" if where else ""),
             verified=self.cloud == "SECURE",
             stock=self.stock.lower(),
+            data_centers=self.data_centers,
         )
 
 

@@ -87,6 +87,13 @@ def _offer_id(row: Mapping[str, Any]) -> str:
     return str(value)
 
 
+def _id_text(value: Any) -> str | None:
+    """A host or machine id (a positive integer) as text; None when absent or not one."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return str(value)
+    return None
+
+
 def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
     """One bundles row as an `Offer`; raises `MalformedOffer` naming the bad field.
 
@@ -109,7 +116,7 @@ def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
     reliability = _number(row, "reliability2", required=False)
     if reliability is None:
         reliability = _number(row, "reliability", required=False)
-    host_id = row.get("host_id")
+    host_id, machine_id = _id_text(row.get("host_id")), _id_text(row.get("machine_id"))
     cpu_ram = _number(row, "cpu_ram", required=False)
     return Offer(
         provider=PROVIDER_NAME,
@@ -123,9 +130,8 @@ def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
         up_mbps=_number(row, "inet_up", required=False) or 0.0,
         location=_text(row, "geolocation", redact),
         cuda_max=_number(row, "cuda_max_good", required=False),
-        host_id=str(host_id)
-        if isinstance(host_id, int) and not isinstance(host_id, bool)
-        else None,
+        host_id=host_id,
+        machine_id=machine_id,
         verified=row.get("verification") == "verified",
         cpu=_text(row, "cpu_name", redact),
         ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,

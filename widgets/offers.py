@@ -23,8 +23,9 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import AttemptAnswered
 from mvp_tui.providers.base import Offer, Outcome
 from mvp_tui.untrusted import clean_line
+from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.filter_bar import FilterBar
-from mvp_tui.widgets.offers_model import OffersModel, offer_key
+from mvp_tui.widgets.offers_model import FailureText, OffersModel, offer_key
 from mvp_tui.widgets.offers_table import OffersTable
 from mvp_tui.widgets.pane import Pane
 
@@ -45,6 +46,7 @@ class OffersPane(Pane):
         Binding("space", "pick", "pick", id="offers-pick"),
         Binding("enter", "lease", "lease", id="lease"),
         Binding("escape", "clear_filter", "clear filter", show=False, id="offers-clear-filter"),
+        Binding("i", "detail", "offer detail", show=False, id="offers-detail"),
     ]
 
     class LeaseRequested(Message):
@@ -107,11 +109,26 @@ class OffersPane(Pane):
         self._read_at = self._clock()
         self.refresh_view()
 
-    def update_offers(self, offers: Sequence[Offer], *, providers: Sequence[str]) -> None:
+    def update_offers(
+        self,
+        offers: Sequence[Offer],
+        *,
+        providers: Sequence[str],
+        failures: FailureText | None = None,
+    ) -> None:
         """A refresh of these providers' offers, in place by row key; the other providers'
-        rows (one that failed this time, say) stay on the board."""
+        rows (one that failed this time, say) stay on the board. `failures`: the host
+        memory read with them (see `set_host_memory`)."""
+        if failures is not None:
+            self.model.set_failures(failures)
         self.model.update_offers(offers, providers=providers)
         self._read_at = self._clock()
+        self.refresh_view()
+
+    def set_host_memory(self, failure_text: FailureText) -> None:
+        """Which offers' hosts failed recently (the app's host memory): badged, listed after
+        the others whatever the sort, still pickable; `i` shows why."""
+        self.model.set_failures(failure_text)
         self.refresh_view()
 
     def set_notes(self, notes: Mapping[str, str]) -> None:
@@ -178,7 +195,7 @@ class OffersPane(Pane):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.read_only and action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
             return False
-        if action in {"filter", "sort", "reverse_sort", "pick", "lease"}:
+        if action in {"filter", "sort", "reverse_sort", "pick", "lease", "detail"}:
             return True if self.model.total else None
         if action == "clear_filter":
             return bool(self.model.filter_text)
@@ -212,6 +229,16 @@ class OffersPane(Pane):
             self._walking = offers
             self.post_message(self.LeaseRequested(offers))
 
+    def action_detail(self) -> None:
+        """The focused offer in full, and why its host is avoided when it failed recently."""
+        key = self.table.cursor_key()
+        offer = self.model.offer(key) if key is not None else None
+        if key is None or offer is None:
+            return
+        self.app.push_screen(
+            DetailScreen(f"Offer {key}", offer_detail(offer, self.model.failure(key)))
+        )
+
     def on_offers_table_row_selected(self, event: OffersTable.RowSelected) -> None:
         # A click on the highlighted row selects it, as Enter does: "lease" here.
         event.stop()
@@ -241,6 +268,27 @@ class OffersPane(Pane):
             self.refresh_view()
         bar.display = bool(self.model.filter_text)
         self.table.focus()
+
+
+def offer_detail(offer: Offer, failure: str | None) -> str:
+    """An offer's facts, one per line (provider text cleaned), and its host's recent failure."""
+    lines = [
+        f"{clean_line(offer.gpu_name, 80)} × {offer.num_gpus}, {offer.vram_gib_total:.0f} GB VRAM",
+        f"{offer.all_in_per_hour:.3f} $/h all-in ({offer.price_per_hour:.3f} $/h + "
+        f"{offer.pull_usd:.3f} $ image pull)"
+        if offer.pull_usd
+        else f"{offer.price_per_hour:.3f} $/h",
+        f"where: {clean_line(offer.location, 200) or '?'}",
+    ]
+    host = offer.machine_id or offer.host_id
+    if host:
+        lines.append(f"machine: {clean_line(host, 80)}")
+    if offer.data_centers:
+        lines.append("data centers: " + ", ".join(clean_line(d, 40) for d in offer.data_centers))
+    if failure is not None:
+        lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
+                  "It is tried after the others; pick it (space) to try it anyway."]  # fmt: skip
+    return "\n".join(lines)
 
 
 def age_text(seconds: float) -> str:

@@ -74,11 +74,18 @@ COLUMNS: tuple[Column, ...] = tuple(Column)
 # Columns of text (provider names, places, stock words), measured rather than formatted.
 TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE})
 GONE = "gone"  # the pick cell of an offer the provider said is sold
+FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
+FAILURE_CHARS = 600
+# Why an offer's host is avoided (its recent failure, in words), or None: the host memory
+# (lease/host_journal.py), handed in by the app.
+FailureText = Callable[[Offer], str | None]
 
 
 def offer_key(offer: Offer) -> str:
     """The board's row key: offer ids are only unique within one provider."""
     return f"{offer.provider}:{offer.offer_id}"
+
+
 _SORT_COLUMNS: dict[SortKey, Column] = {
     SortKey.PRICE: Column.PRICE,
     SortKey.PER_GIB: Column.PER_GIB,
@@ -119,6 +126,7 @@ class OfferRow:
     cheap: bool
     picked: bool
     gone: bool = False  # the provider said it is sold: dimmed until the next refresh
+    failed: bool = False  # its host failed recently: badged, sorted after the others
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +182,8 @@ class OffersModel:
         self.ascending = SortKey.PRICE.ascending_first
         self._picks: list[str] = []
         self._gone: set[str] = set()
+        self._failure_text: FailureText = _no_failure
+        self._failed: dict[str, str] = {}  # id -> why its host is avoided (cleaned)
         self._view: list[str] | None = None  # cached ordered, filtered ids
         # The last view made and what from: a longer filter in the same sort narrows it.
         self._last: tuple[tuple[SortKey, bool, str], list[str]] | None = None
@@ -195,6 +205,7 @@ class OffersModel:
         self._gone &= set(self._entries)  # still listed after a refresh: still marked
         per_gib = sorted(value for value in self._values[Column.PER_GIB] if value > 0)
         self._cheap_limit = per_gib[int(len(per_gib) * CHEAP_FRACTION)] if per_gib else 0.0
+        self._failed = self._failures()
         self._view = self._last = None
         self._orders = {}
         self._rows = {}
@@ -209,6 +220,28 @@ class OffersModel:
         fresh_keys = {offer_key(o) for o in fresh}
         self._gone -= fresh_keys  # listed again by the provider: rentable again
         self.set_offers([*kept, *fresh])
+
+    def set_failures(self, failure_text: FailureText) -> None:
+        """Which offers' hosts failed recently (the host memory): those rows get a badge and
+        sort after the others, whatever the sort; they stay pickable."""
+        self._failure_text = failure_text
+        self._failed = self._failures()
+        self._view = self._last = None
+        self._orders = {}
+        self._rows = {}
+        self._widths = None
+
+    def _failures(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for key, entry in self._entries.items():
+            text = self._failure_text(entry.offer)
+            if text is not None:
+                out[key] = clean_line(text, FAILURE_CHARS)
+        return out
+
+    def failure(self, offer_id: str) -> str | None:
+        """Why this offer's host is avoided, in full, or None."""
+        return self._failed.get(offer_id)
 
     def mark_gone(self, keys: Iterable[str]) -> None:
         """The provider said these are sold: dimmed, marked, and never walked again."""
@@ -280,7 +313,8 @@ class OffersModel:
         """All ids in the current sort; kept per sort so cycling back costs nothing.
 
         A stable sort of positions in the id-ordered list by the precomputed values: ties
-        keep id order in both directions (`reverse=True` keeps sort stability).
+        keep id order in both directions (`reverse=True` keeps sort stability). Offers on a
+        recently failed host follow the others, in the same sort.
         """
         sort = (self.sort_key, self.ascending)
         if sort not in self._orders:
@@ -288,7 +322,11 @@ class OffersModel:
             positions = sorted(
                 range(len(values)), key=values.__getitem__, reverse=not self.ascending
             )
-            self._orders[sort] = list(map(self._by_id.__getitem__, positions))
+            order = list(map(self._by_id.__getitem__, positions))
+            if self._failed:
+                failed = self._failed
+                order = [k for k in order if k not in failed] + [k for k in order if k in failed]
+            self._orders[sort] = order
         return self._orders[sort]
 
     def row(self, offer_id: str) -> OfferRow:
@@ -304,15 +342,16 @@ class OffersModel:
         entry = self._entries[offer_id]
         offer = entry.offer
         gone = offer_id in self._gone
+        failed = offer_id in self._failed
         per_gib = offer.price_per_gib_vram_hour
         cheap = 0 < per_gib <= self._cheap_limit and not gone
-        cells = [GONE if gone else f"{pick}" if pick else ""]
+        cells = [GONE if gone else _pick_text(pick, failed)]
         for column in COLUMNS[1:]:
             if column in TEXT_COLUMNS or column is Column.RELIABILITY:
                 cells.append(_text_of(entry, column))
             else:
                 cells.append(_NUMBERS[column].text(offer))
-        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone)
+        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed)
 
     def widths(self) -> tuple[int, ...]:
         """Each column's width in cells, wide enough for its header and every offer's text.
@@ -327,6 +366,8 @@ class OffersModel:
                 width = cell_len(column.value)
                 if column is Column.PICK:
                     width = max(width, len(str(len(self._entries))), len(GONE))
+                    if self._failed:
+                        width = max(width, len(_pick_text(len(self._entries), failed=True)))
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                     texts = {_text_of(e, column) for e in entries}
                     width = max([width, *(cell_len(t) for t in texts)])
@@ -354,11 +395,24 @@ class OffersModel:
         parts = [provider, f"{len(self.view())} match", f"sort {self.sort_key.value} {arrow}"]
         if self._gone:
             parts.append(f"{len(self._gone)} gone")
+        if self._failed:
+            parts.append(f"{len(self._failed)} failed host last (i: why)")
         if self.filter_text:
             parts.append(f"filter '{clean_line(self.filter_text, 40)}'")
         if self._picks:
             parts.append(f"{len(self._picks)} picked")
         return " · ".join(parts)
+
+
+def _no_failure(offer: Offer) -> str | None:
+    return None
+
+
+def _pick_text(pick: int | None, failed: bool) -> str:
+    """The pick cell: the place in the fallback order, and the badge of a failed host."""
+    if failed:
+        return f"{pick} {FAILED}" if pick else FAILED
+    return f"{pick}" if pick else ""
 
 
 def _text_of(entry: _Entry, column: Column) -> str:

@@ -49,9 +49,11 @@ class _Styles:
     cheap: Style
     picked: Style
     gone: Style
+    failed: Style
     cursor: Style
     cursor_cheap: Style
     cursor_picked: Style
+    cursor_failed: Style
 
 
 class OffersTable(ScrollView, can_focus=True):
@@ -63,6 +65,7 @@ class OffersTable(ScrollView, can_focus=True):
         "offers-table--cheap",
         "offers-table--picked",
         "offers-table--gone",
+        "offers-table--failed",
     }
     # Structure and the stock look (DataTable's, from theme variables); the app's own
     # colours for cheap and picked rows are in themes/app.tcss.
@@ -251,6 +254,7 @@ class OffersTable(ScrollView, can_focus=True):
             component = self.get_component_rich_style
             cheap = base + component("offers-table--cheap")
             picked = base + component("offers-table--picked")
+            failed = base + component("offers-table--failed")
             cursor = component("offers-table--cursor")
             self._styles = _Styles(
                 base=base,
@@ -258,9 +262,11 @@ class OffersTable(ScrollView, can_focus=True):
                 cheap=cheap,
                 picked=picked,
                 gone=base + component("offers-table--gone"),
+                failed=failed,
                 cursor=base + cursor,
                 cursor_cheap=cheap + cursor,
                 cursor_picked=picked + cursor,
+                cursor_failed=failed + cursor,
             )
         return self._styles
 
@@ -297,7 +303,10 @@ class OffersTable(ScrollView, can_focus=True):
         cells = zip(row.cells, self._widths, _RIGHT, strict=True)
         for index, (text, width, right) in enumerate(cells):
             style = plain
-            if row.picked and index == _PICK_COLUMN:
+            if row.failed and not row.gone and index == _PICK_COLUMN:
+                # The badge of a host that failed recently: in the lease-failed colour.
+                style = styles.cursor_failed if cursor else styles.failed
+            elif row.picked and index == _PICK_COLUMN:
                 style = styles.cursor_picked if cursor else styles.picked
             elif row.cheap and index in _PRICE_COLUMNS:
                 style = styles.cursor_cheap if cursor else styles.cheap

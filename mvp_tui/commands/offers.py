@@ -1,4 +1,5 @@
-"""`mvp-tui offers`: the filtered, sorted offer list of the configured provider."""
+"""`mvp-tui offers`: the filtered, sorted offer list of the configured provider, in the
+order `up --headless` tries it (offers on a host that failed recently last, badged)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ import asyncio
 import dataclasses
 import json
 import sys
+import time
 
 from mvp_tui.config import Config
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.untrusted import clean_line
 
-COLUMNS = ("id", "gpu", "n", "VRAM GiB", "$/h", "$/GiB·h", "rel", "down", "up", "where")
+COLUMNS = ("id", "gpu", "n", "VRAM GiB", "$/h", "$/GiB·h", "rel", "down", "up", "where", "memory")
+FAILED_BADGE = "failed recently"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,17 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=64, metavar="N", help="at most N offers")
 
 
-def _row(o: Offer) -> tuple[str, ...]:
+def _row(o: Offer, memory: HostMemory) -> tuple[str, ...]:
     return (
         clean_line(o.offer_id, 24), clean_line(o.gpu_name, 24), str(o.num_gpus),
         f"{o.vram_gib_total:.0f}", f"{o.price_per_hour:.3f}", f"{o.price_per_gib_vram_hour:.4f}",
         f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
-        clean_line(o.location, 32),
+        clean_line(o.location, 32), FAILED_BADGE if memory.failure(o) is not None else "",
     )  # fmt: skip
 
 
-def render_table(offers: list[Offer]) -> str:
-    rows = [COLUMNS, *(_row(o) for o in offers)]
+def render_table(offers: list[Offer], memory: HostMemory | None = None) -> str:
+    memory = memory if memory is not None else HostMemory()
+    rows = [COLUMNS, *(_row(o, memory) for o in offers)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     return (
         "\n".join(
@@ -52,16 +57,37 @@ async def _search(config: Config, limit: int) -> list[Offer]:
     return sorted(offers, key=lambda o: (o.price_per_hour, o.offer_id))
 
 
+def offer_json(offer: Offer, memory: HostMemory, now: float) -> dict[str, object]:
+    """An offer as `--json` prints it: its fields, its host key and, when that host failed
+    within `[lease] avoid_failed_hosts_days`, why (`recent_failure`; else null)."""
+    failure = memory.failure(offer)
+    return {
+        **dataclasses.asdict(offer),
+        "host": host_key(offer),
+        "recent_failure": describe(failure, now) if failure is not None else None,
+    }
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     try:
         offers = asyncio.run(_search(config, max(1, args.limit)))
     except ProviderError as exc:  # the provider cannot be asked: say why, no traceback
         print(f"mvp-tui: {clean_line(str(exc), 600)}", file=sys.stderr)
         return int(ExitCode.RUN_FAILED)
+    now = time.time()
+    memory = load_memory(config, now)
+    offers = memory.order(offers)  # the order `up --headless` tries them in
     if args.json:
-        json.dump([dataclasses.asdict(o) for o in offers], sys.stdout, indent=1)
+        json.dump([offer_json(o, memory, now) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_table(offers))
+        sys.stdout.write(render_table(offers, memory))
+        avoided = sum(1 for o in offers if memory.failure(o) is not None)
         print(f"{len(offers)} offer(s) from {config.provider}", file=sys.stderr)
+        if avoided:
+            print(
+                f"{avoided} on a host that failed within {memory.days:g} day(s): listed last "
+                "(`mvp-tui hosts` says why)",
+                file=sys.stderr,
+            )
     return int(ExitCode.OK)

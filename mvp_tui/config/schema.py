@@ -500,6 +500,17 @@ KEYS: tuple[KeySpec, ...] = (
         flag="--same-failure-limit",
         minimum=1,
     ),
+    _k(
+        "lease",
+        "avoid_failed_hosts_days",
+        Kind.FLOAT,
+        7.0,
+        "offers on a host where an attempt failed within this many days are badged and tried "
+        "after the others (still pickable by hand); 0 = no host memory",
+        env=("MVP_LEASE_AVOID_FAILED_HOSTS_DAYS",),
+        flag="--avoid-failed-hosts-days",
+        minimum=0,
+    ),
     # [ssh]
     _k(
         "ssh",

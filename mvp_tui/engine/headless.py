@@ -36,6 +36,7 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.secrets import Redactor
 
@@ -95,9 +96,14 @@ def offer_ref(text: str, own: str) -> tuple[str, str]:
     return own, text
 
 
-def _pick(offers: list[Offer], opts: UpOptions, own: str) -> list[Offer]:
+def _pick(
+    offers: list[Offer], opts: UpOptions, own: str, memory: HostMemory | None = None
+) -> list[Offer]:
+    """The offers to walk: `--offer` ids in their order (picked by hand: kept as given), or
+    the best `max_offers`, those on a host that failed recently after the others."""
     if not opts.offer_ids:
-        return offers[: opts.max_offers]
+        ordered = memory.order(offers) if memory is not None else offers
+        return ordered[: opts.max_offers]
     by_ref = {(o.provider, o.offer_id): o for o in offers}
     refs = [offer_ref(text, own) for text in opts.offer_ids]
     missing = [f"{k}:{i}" if k != own else i for k, i in refs if (k, i) not in by_ref]
@@ -314,7 +320,17 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
                 offers += await other.search_offers()
             finally:
                 await other.aclose()
-    offers = _pick(offers, opts, own)
+    now = engine.now()
+    memory = load_memory(engine.config, now)
+    offers = _pick(offers, opts, own, memory)
+    for offer in offers:
+        failure = memory.failure(offer)
+        if failure is not None:
+            engine.log(
+                f"host memory: offer {offer.offer_id} is on {offer.provider} host "
+                f"{host_key(offer)}, which {describe(failure, now)}; "
+                + ("kept where --offer puts it" if opts.offer_ids else "tried after the others")
+            )
     if not offers:
         where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
         raise RunFailed(

@@ -397,7 +397,7 @@ class MvpApp(App[int]):
         assert self.board is not None
         result = await self.board.search()
         pane = self.query_one(OffersPane)
-        pane.update_offers(result.offers, providers=result.answered)
+        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text)
         pane.set_notes(result.notes)
         self._check_stock(result.offers, result.answered)
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
+from mvp_tui.lease.host_journal import HostMemory, describe, load_memory
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
@@ -40,6 +42,13 @@ class BoardResult:
     offers: list[Offer] = field(default_factory=list)
     answered: list[str] = field(default_factory=list)  # kinds whose offers are fresh
     notes: dict[str, str] = field(default_factory=dict)  # kind -> why it has no offers
+    memory: HostMemory = field(default_factory=HostMemory)  # hosts that failed recently
+    read_at: float = 0.0
+
+    def failure_text(self, offer: Offer) -> str | None:
+        """Why `offer`'s host is avoided (`failed 2 h ago at ssh: …`), or None."""
+        failure = self.memory.failure(offer)
+        return describe(failure, self.read_at) if failure is not None else None
 
 
 class OfferBoard:
@@ -55,6 +64,7 @@ class OfferBoard:
         redactor: Redactor,
         build: Callable[[Config], Provider] = build_provider,
         kinds: Sequence[str] = BOARD_PROVIDERS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._config = config
         self._own = own
@@ -62,6 +72,7 @@ class OfferBoard:
         self._redact = redactor
         self._build = build
         self._kinds = tuple(kinds)
+        self._clock = clock
         self._providers: dict[str, Provider] = {}
         self._unconfigured: dict[str, str] = {}
 
@@ -93,8 +104,9 @@ class OfferBoard:
         return provider
 
     async def search(self) -> BoardResult:
-        """Every provider at once; each answers, fails or is not configured on its own."""
-        result = BoardResult()
+        """Every provider at once; each answers, fails or is not configured on its own.
+        The host memory (`[lease] avoid_failed_hosts_days`) is read with them."""
+        result = BoardResult(read_at=self._clock())
         own = self._own()
         kinds = [k for k in self._kinds if self._wanted(k)]
         if own not in kinds:
@@ -123,6 +135,8 @@ class OfferBoard:
             result.offers += [
                 o if o.provider == kind else dataclasses.replace(o, provider=kind) for o in answer
             ]
+        # A file read off the loop: a long journal never stalls the screen.
+        result.memory = await asyncio.to_thread(load_memory, self._config, result.read_at)
         return result
 
     def _why(self, error: BaseException) -> str:

@@ -11,6 +11,7 @@ import pytest
 from mvp_tui.config import ConfigError
 from mvp_tui.config.loader import ConfigPaths, load_config
 from mvp_tui.engine.provider_factory import build_provider
+from mvp_tui.lease.host_journal import host_key, hosts_of
 from mvp_tui.providers.base import (
     CreateRequest,
     DestroyOutcome,
@@ -93,6 +94,20 @@ async def test_create_sends_the_v2_body_with_our_user_agent_and_bearer_only(
     )
     assert all(fake.api_key not in r.path and fake.api_key not in str(r.query)
                for r in fake.requests)  # fmt: skip
+
+
+async def test_offers_name_their_data_centers_and_a_pod_where_it_landed(
+    fake: FakeRunPod, provider: RunPodProvider
+) -> None:
+    # The host memory's key: `<data center>/<GPU type>` (lease/host_journal.host_key).
+    offer = (await provider.search_offers(POLICY))[0]
+    assert offer.data_centers == ("US-TX-3", "EU-RO-1")
+    assert hosts_of(offer)[:2] == ("US-TX-3/NVIDIA RTX A5000", "EU-RO-1/NVIDIA RTX A5000")
+    created = await provider.create(offer, REQUEST)
+    assert created.provider_id is not None
+    status = await provider.get(created.provider_id)
+    assert status.data_center == "US-TX-3"
+    assert host_key(offer, data_center=status.data_center) == "US-TX-3/NVIDIA RTX A5000"
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ async def test_offer_is_normalised_with_documented_units(
         geolocation="Texas, US",
         cuda_max_good=12.8,
         host_id=55555,
+        machine_id=88888,
         verification="verified",
         cpu_name="AMD EPYC 7543",
         cpu_ram=128785,
@@ -72,6 +73,7 @@ async def test_offer_is_normalised_with_documented_units(
         location="Texas, US",
         cuda_max=12.8,
         host_id="55555",
+        machine_id="88888",  # the machine (the host memory's key), not its owner
         verified=True,
         cpu="AMD EPYC 7543",
         ram_mib=128785,

@@ -1,0 +1,363 @@
+"""Host memory: every attempt's outcome, journaled, so the next run tries a host that just
+failed only after the others.
+
+The journal is `<state dir>/hosts.jsonl`, one JSON object per line, appended and never
+rewritten (mode 600). Each line is one attempt's `HostOutcome`: provider, host, the stage
+reached, why it failed, seconds per stage, cost. Several runs may append at once: a line is
+one `write` on an `O_APPEND` descriptor, so lines never interleave; a reader skips (and
+counts) a line it cannot read instead of failing.
+
+The engine's side, per attempt (create → running → ssh → agent → model → engine → serving):
+
+    journal = HostJournal(config.state_dir, redact=engine.redactor)
+    journal.append(HostOutcome(at=now, run_id=run_id, provider=offer.provider,
+                               host=host_key(offer, data_center=status.data_center),
+                               offer_id=offer.offer_id, gpu_name=offer.gpu_name,
+                               stage="ssh", ok=False, reason="SSH refused after 12 tries",
+                               stage_secs={"create": 1.2, "running": 40.0, "ssh": 90.0},
+                               cost_usd=0.03))
+
+(from the engine's `AttemptAbandoned`: its stage, reason and stage_secs as they are, and
+`blames_host = scope == "host"`; a serving attempt: `stage="serving", ok=True, reason=""`),
+and before a walk, `memory = load_memory(config, now)` then `memory.order(offers)`: the
+offers on a host that failed within `[lease] avoid_failed_hosts_days` come last, in their
+order; the others keep theirs (`order_by_memory`). They stay pickable by hand.
+
+What counts against a host (`HostOutcome.blames_host`): a failure at any stage after
+"create" (a create that failed never reached a machine: an offer sold out says nothing of
+its host), unless the engine marks it as not the host's fault (`blames_host=False`: a stop
+by the user, a gated model, a bad key: what would fail on any host). A later success on the
+same host clears it.
+
+Host keys (`host_key`): Vast.ai, the machine id (a host owns several machines; one machine
+failing says little of its siblings); RunPod, `<data center>/<GPU type id>`, where the pod
+landed; local and Docker, this machine's hostname. A RunPod offer is a GPU type that may
+land in any of its data centers, so it counts as on a failed host when one of them failed
+for that type (`hosts_of`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from mvp_tui.config import Config
+from mvp_tui.providers.base import Offer
+from mvp_tui.untrusted import Redact, clean_line
+
+JOURNAL_FILE = "hosts.jsonl"
+VERSION = 1
+STAGES = ("create", "running", "ssh", "agent", "model", "engine", "serving")
+SERVING = "serving"
+DAY_S = 86400.0
+ANY_DATA_CENTER = "*"  # a RunPod host whose data center is not known (the type anywhere)
+
+REASON_CHARS = 600
+SHORT_CHARS = 120
+MAX_STAGES = 16
+# Only the journal's tail is read: a journal that grew for years still loads in a moment,
+# and months of attempts fit (a line is a few hundred bytes).
+MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class HostOutcome:
+    """One attempt's outcome on one host."""
+
+    at: float  # Unix seconds, when the attempt ended
+    run_id: str
+    provider: str
+    host: str  # `host_key` of the offer where it ran
+    offer_id: str
+    gpu_name: str
+    stage: str  # the stage reached (where it stopped): one of STAGES
+    ok: bool  # True: it served
+    reason: str  # "" when ok; cleaned, redacted text
+    stage_secs: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    cost_usd: float = 0.0
+    # False: the failure is not the host's (a stop by the user, a gated model, a bad key);
+    # journaled and listed, never held against the host.
+    blames_host: bool = True
+
+    @property
+    def counts_against_host(self) -> bool:
+        return not self.ok and self.blames_host and self.stage != "create"
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.stage_secs.values())
+
+
+def host_key(offer: Offer, *, data_center: str = "") -> str:
+    """Which host `offer` runs on, as the journal names it.
+
+    Vast.ai: its machine id (its host id, else the offer id, when the answer had none).
+    RunPod: `<data center>/<GPU type id>`; `data_center` is where the pod landed
+    (`LeaseStatus.data_center`); without it, the offer's only data center, else
+    `*/<type>`. Local and Docker: this machine's hostname.
+    """
+    if offer.provider == "runpod":
+        gpu_type = _runpod_gpu_type(offer)
+        where = data_center.strip()
+        if not where:
+            where = offer.data_centers[0] if len(offer.data_centers) == 1 else ANY_DATA_CENTER
+        return f"{where}/{gpu_type}"
+    if offer.machine_id:
+        return offer.machine_id
+    if offer.host_id:
+        return offer.host_id
+    return f"offer {offer.offer_id}"
+
+
+def hosts_of(offer: Offer) -> tuple[str, ...]:
+    """Every host key `offer` may run on: one, except a RunPod type (each data center it is
+    listed in, and the type anywhere)."""
+    if offer.provider != "runpod":
+        return (host_key(offer),)
+    gpu_type = _runpod_gpu_type(offer)
+    return (*(f"{dc}/{gpu_type}" for dc in offer.data_centers), f"{ANY_DATA_CENTER}/{gpu_type}")
+
+
+def _runpod_gpu_type(offer: Offer) -> str:
+    # A RunPod offer id is `<cloud>:<GPU type id>` (providers/runpod_catalog.offer_id).
+    _cloud, sep, gpu_type = offer.offer_id.partition(":")
+    return gpu_type if sep and gpu_type else offer.offer_id
+
+
+def order_by_memory(offers: Sequence[Offer], failed: Collection[str]) -> list[Offer]:
+    """`offers` with those on a failed host (a key in `failed`) moved last; both groups keep
+    their given order (a stable partition)."""
+    if not failed:
+        return list(offers)
+    fresh: list[Offer] = []
+    later: list[Offer] = []
+    for offer in offers:
+        (later if any(h in failed for h in hosts_of(offer)) else fresh).append(offer)
+    return fresh + later
+
+
+def failure_of(offer: Offer, failed: Mapping[str, HostOutcome]) -> HostOutcome | None:
+    """The newest recent failure on a host `offer` may run on, or None."""
+    found = [failed[h] for h in hosts_of(offer) if h in failed]
+    return max(found, key=lambda o: o.at) if found else None
+
+
+class HostJournal:
+    """The attempts journal under a state directory."""
+
+    def __init__(self, state_dir: Path | str, *, redact: Redact | None = None) -> None:
+        self.path = Path(state_dir) / JOURNAL_FILE
+        self._redact = redact
+        self.corrupt = 0  # lines the last `read` skipped
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def append(self, outcome: HostOutcome) -> None:
+        """Add one line; earlier lines are never touched. Raises OSError when the state
+        directory cannot take it (the caller decides whether a run goes on without it)."""
+        data = (json.dumps(self._to_json(outcome), ensure_ascii=True) + "\n").encode("ascii")
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # a journal made wider by hand goes back to owner-only
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # An earlier write was torn (a full disk): start a fresh line, so this one is
+                # never glued to that half and lost with it.
+                data = b"\n" + data
+            written = os.write(fd, data)  # one write: concurrent appenders never interleave
+            if written != len(data):
+                raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def read(self) -> list[HostOutcome]:
+        """Every readable line's outcome, in file order; a missing journal reads as none.
+
+        Lines that are not a valid outcome are skipped and counted in `corrupt`."""
+        self.corrupt = 0
+        try:
+            with self.path.open("rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                start = max(0, size - MAX_READ_BYTES)
+                handle.seek(start)
+                raw = handle.read()
+        except FileNotFoundError:
+            return []
+        lines = raw.split(b"\n")
+        if start:
+            lines = lines[1:]  # the first line read from the middle is a piece of one
+        out: list[HostOutcome] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            outcome = _from_json(line)
+            if outcome is None:
+                self.corrupt += 1
+            else:
+                out.append(outcome)
+        return out
+
+    def failed_hosts(self, provider: str, now: float, days: float) -> dict[str, HostOutcome]:
+        """Host → its newest failure within the last `days` on `provider`, unless a later
+        attempt on that host served. `days` <= 0: none (the memory is off)."""
+        return failed_hosts(self.read(), provider, now, days)
+
+    def _to_json(self, o: HostOutcome) -> dict[str, Any]:
+        stages: dict[str, float] = {}
+        for name, secs in list(o.stage_secs.items())[:MAX_STAGES]:
+            if math.isfinite(secs):
+                stages[self._clean(name, 32)] = round(max(0.0, secs), 3)
+        return {
+            "v": VERSION,
+            "at": round(o.at, 3),
+            "run_id": self._clean(o.run_id, 64),
+            "provider": self._clean(o.provider, 32),
+            "host": self._clean(o.host, SHORT_CHARS),
+            "offer_id": self._clean(o.offer_id, SHORT_CHARS),
+            "gpu_name": self._clean(o.gpu_name, SHORT_CHARS),
+            "stage": self._clean(o.stage, 32),
+            "ok": o.ok,
+            "reason": self._clean(o.reason, REASON_CHARS),
+            "stage_secs": stages,
+            "cost_usd": round(o.cost_usd, 6) if math.isfinite(o.cost_usd) else 0.0,
+            "blames_host": o.blames_host,
+        }
+
+    def _clean(self, text: str, max_chars: int) -> str:
+        return clean_line(text, max_chars, redact=self._redact)
+
+
+def failed_hosts(
+    outcomes: Iterable[HostOutcome], provider: str, now: float, days: float
+) -> dict[str, HostOutcome]:
+    """`HostJournal.failed_hosts` over outcomes already read."""
+    if not days > 0:
+        return {}
+    newest: dict[str, HostOutcome] = {}
+    # In time order (concurrent runs may append out of order): a success clears what
+    # failed before it, a failure after a success counts again.
+    for outcome in sorted((o for o in outcomes if o.provider == provider), key=lambda o: o.at):
+        if outcome.ok:
+            newest.pop(outcome.host, None)
+        elif outcome.counts_against_host:
+            newest[outcome.host] = outcome
+    cutoff = now - days * DAY_S
+    return {host: o for host, o in newest.items() if o.at >= cutoff}
+
+
+@dataclass(frozen=True, slots=True)
+class HostMemory:
+    """Recent failures of every provider, as the board and a walk's order need them."""
+
+    failed: Mapping[str, Mapping[str, HostOutcome]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )  # provider -> host -> newest failure
+    days: float = 0.0
+
+    def failure(self, offer: Offer) -> HostOutcome | None:
+        """Why `offer`'s host is avoided (its newest recent failure), or None."""
+        return failure_of(offer, self.failed.get(offer.provider, {}))
+
+    def order(self, offers: Sequence[Offer]) -> list[Offer]:
+        """`offers` with those on a recently failed host last (stable)."""
+        return [*(o for o in offers if self.failure(o) is None),
+                *(o for o in offers if self.failure(o) is not None)]  # fmt: skip
+
+
+def memory_from(outcomes: Sequence[HostOutcome], now: float, days: float) -> HostMemory:
+    providers = {o.provider for o in outcomes}
+    failed = {p: failed_hosts(outcomes, p, now, days) for p in sorted(providers)}
+    return HostMemory({p: hosts for p, hosts in failed.items() if hosts}, days)
+
+
+def load_memory(config: Config, now: float) -> HostMemory:
+    """The recent failures under the configured state dir (`[lease]
+    avoid_failed_hosts_days`; 0 turns the memory off). An unreadable journal is no memory:
+    it only orders offers, it never stops a run."""
+    days = config.require_float("lease.avoid_failed_hosts_days")
+    if not days > 0:
+        return HostMemory(days=0.0)
+    try:
+        outcomes = HostJournal(config.state_dir).read()
+    except OSError:
+        return HostMemory(days=days)
+    return memory_from(outcomes, now, days)
+
+
+def describe(outcome: HostOutcome, now: float) -> str:
+    """`failed 2 h ago at ssh: SSH refused (run r-7f3a)`: a badge's full text."""
+    age = max(0.0, now - outcome.at)
+    when = (
+        f"{age / DAY_S:.0f} d" if age >= DAY_S
+        else f"{age / 3600:.0f} h" if age >= 3600
+        else f"{age / 60:.0f} min"
+    )  # fmt: skip
+    reason = f": {outcome.reason}" if outcome.reason else ""
+    return f"failed {when} ago at {outcome.stage}{reason} (run {outcome.run_id})"
+
+
+def _text(value: Any, max_chars: int) -> str | None:
+    return clean_line(value, max_chars) if isinstance(value, str) else None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _from_json(line: bytes) -> HostOutcome | None:
+    """One journal line as an outcome; None when it is not one (texts cleaned again: the
+    file may have been edited by hand)."""
+    try:
+        raw = json.loads(line)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
+        return None
+    if not isinstance(raw, dict) or raw.get("v") != VERSION:
+        return None
+    at, cost = _num(raw.get("at")), _num(raw.get("cost_usd", 0.0))
+    texts = {
+        k: _text(raw.get(k), REASON_CHARS if k == "reason" else SHORT_CHARS)
+        for k in ("run_id", "provider", "host", "offer_id", "gpu_name", "stage", "reason")
+    }
+    ok, blames = raw.get("ok"), raw.get("blames_host", True)
+    stages_raw = raw.get("stage_secs", {})
+    if (
+        at is None
+        or cost is None
+        or any(v is None for v in texts.values())
+        or not isinstance(ok, bool)
+        or not isinstance(blames, bool)
+        or not isinstance(stages_raw, dict)
+    ):
+        return None
+    stages: dict[str, float] = {}
+    for name, secs in list(stages_raw.items())[:MAX_STAGES]:
+        number = _num(secs)
+        if isinstance(name, str) and number is not None:
+            stages[clean_line(name, 32)] = number
+    t = {k: v or "" for k, v in texts.items()}
+    return HostOutcome(
+        at=at,
+        run_id=t["run_id"],
+        provider=t["provider"],
+        host=t["host"],
+        offer_id=t["offer_id"],
+        gpu_name=t["gpu_name"],
+        stage=t["stage"],
+        ok=ok,
+        reason=t["reason"],
+        stage_secs=MappingProxyType(stages),
+        cost_usd=cost,
+        blames_host=blames,
+    )
