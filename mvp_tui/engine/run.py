@@ -56,11 +56,13 @@ from mvp_tui.engine.watchdog import (
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.events import DeleteReason, LeaseRunning
+from mvp_tui.lease.host_journal import HostJournal, HostOutcome, host_key
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconcile_open_runs
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.spend import lease_spend_usd
 from mvp_tui.lease.teardown import teardown_lease
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
 from mvp_tui.node_protocol import (
@@ -477,6 +479,7 @@ class RunEngine:
         except SshError as exc:
             raise self._attempt_failed(ssh_failure(exc, Stage.ENGINE)) from None
         self.reach(Stage.SERVING)
+        self._journal(None)
         ready = NodeReady(
             at=self._clock(),
             run_id=self.run_id,
@@ -908,6 +911,7 @@ class RunEngine:
                 stage_secs=tuple(self.stage_secs().items()),
             )
         )
+        self._journal(failure)
         with contextlib.suppress(Exception):  # never let a close stop the destroy
             await self.close_session(shutdown_agent=True)
         if lease is None or lease.provider_id is None:
@@ -923,6 +927,32 @@ class RunEngine:
         self.past_leases.append(kept)
         self.lease_record = None
         return ok
+
+    def _journal(self, failure: AttemptFailure | None) -> None:
+        """The attempt's outcome into the host journal (host memory for later runs)."""
+        lease = self.lease_record
+        offer = self._offers.get(lease.offer_id) if lease is not None else None
+        if lease is None or offer is None:
+            return
+        now = self._clock()
+        outcome = HostOutcome(
+            at=now,
+            run_id=self.run_id,
+            provider=offer.provider,
+            host=host_key(offer),
+            offer_id=offer.offer_id,
+            gpu_name=offer.gpu_name,
+            stage=failure.stage.value if failure is not None else Stage.SERVING.value,
+            ok=failure is None,
+            reason=failure.reason if failure is not None else "",
+            stage_secs=self.stage_secs(now),
+            cost_usd=round(lease_spend_usd(lease, now), 6),
+            blames_host=failure is None or failure.scope is FailureScope.HOST,
+        )
+        try:
+            HostJournal(self.config.state_dir, redact=self.redactor).append(outcome)
+        except OSError as exc:  # host memory helps later runs; this one goes on
+            self._sink_line(f"the host journal could not be written: {exc}")
 
     # -- prompts -------------------------------------------------------------------------------
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:

@@ -65,6 +65,7 @@ async def test_gauntlet_of_bad_hosts_ends_serving_on_the_good_one(
         fake.offer_ssh[exiting] = ("127.0.0.1", hang.getsockname()[1], True)
         fake.offer_ssh[good] = ("127.0.0.1", node.sshd.port, True)
         fake.exit_after_running(exiting, 3)
+        machines = {int(o["id"]): o["machine_id"] for o in fake.offers()}
         env = {
             **vast_node_env(fake, node, KEY, tmp_path),
             "MVP_VASTAI_POLL_INTERVAL_SECS": str(POLL_S),
@@ -110,3 +111,19 @@ async def test_gauntlet_of_bad_hosts_ends_serving_on_the_good_one(
             down = cli("down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(state)})
             assert down.returncode == 0, down.stderr
         assert fake.billing() == []
+        # Host memory: every attempt is in the journal; the next run, offered the same
+        # machines (the failed ones cheapest), rents the one that served first.
+        hosts = cli("hosts", "--json", env={**env, "MVP_STATE_DIR": str(state)})
+        assert hosts.returncode == 0, hosts.stderr
+        journal = [json.loads(line) for line in hosts.stdout.splitlines() if line.strip()]
+        assert sorted((j["stage"], j["ok"]) for j in journal) == sorted(
+            [("ssh", False)] * 3 + [("serving", True)]
+        ), journal
+        again = {fake.add_offer(dph_total=0.05 * (i + 1), machine_id=machines[o]): o
+                 for i, o in enumerate((unreachable, refusing, exiting, good))}  # fmt: skip
+        async with HeadlessRun(["--yes", "--until", "leased"], state, env=env) as second:
+            assert await second.finish(within=120) == 0, second.stderr
+        (first,) = second.events("attempt_started")
+        assert again[int(first["offer_id"])] == good, "a host that just failed was tried first"
+        down = cli("down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(state)})
+        assert down.returncode == 0 and fake.billing() == [], down.stderr
