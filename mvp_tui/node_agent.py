@@ -138,7 +138,10 @@ _ESCAPES = re.compile(
     r"|\x1b.?",
     re.DOTALL,
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f\x80-\x9f"
+    "\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 
 
 def clean_text(
