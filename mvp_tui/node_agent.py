@@ -1068,8 +1068,11 @@ def probe_ready(url: str) -> tuple[str, int | None]:
     import urllib.error
     import urllib.request
 
+    # No proxy handler: the engine is on this node's loopback, where HTTP(S)_PROXY / ALL_PROXY
+    # in the node's environment must not send the probe.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with opener.open(url, timeout=2) as response:
             response.read(65536)
             return ("ready" if response.status == 200 else "http"), response.status
     except urllib.error.HTTPError as exc:
