@@ -54,6 +54,11 @@ async def read_frame(reader: asyncssh.SSHReader[bytes]) -> HelperFrame | None:
     try:
         header = await reader.readexactly(node_helper.HEADER.size)
         kind, length = node_helper.HEADER.unpack(header)
+        if length > node_helper.MAX_FRAME_BYTES:
+            raise FrameError(
+                f"the node reader sent a frame of {length} bytes, more than the "
+                f"{node_helper.MAX_FRAME_BYTES} it may"
+            )
         payload = await reader.readexactly(length) if length else b""
     except asyncio.IncompleteReadError:
         return None
