@@ -33,8 +33,6 @@ LABEL_NODE = "mvp.node"
 LABEL_ATTEMPT = "mvp.attempt"
 MANAGED_BY = "mvp-tui"
 
-# The agent, told to bind its engine on every interface: a published port reaches a bridge
-# container's eth0, not its loopback. (Until the agent reads MVP_ENGINE_HOST itself.)
 # The agent arrives on the container's stdin, through the attach we hold anyway, its length
 # in the env: an archive upload costs the daemon a mount and an extract (50-100 ms of a
 # ~340 ms container start, bench/bench_docker.py). The launcher reads exactly that many bytes
@@ -54,11 +52,13 @@ agent = types.ModuleType("node_agent")
 agent.__file__ = {file!r}
 sys.modules["node_agent"] = agent
 exec(compile(bytes(data), agent.__file__, "exec"), agent.__dict__)
-{bridge}sys.exit(agent.main())
+sys.exit(agent.main())
 """
 # On a bridge network the engine must listen on the container's interface for the published
-# port to reach it (loopback-only publishing keeps it off the host's other interfaces).
-_BRIDGE_HOST = "agent.ENGINE_HOST = '0.0.0.0'\n"
+# port to reach it (loopback-only publishing keeps it off the host's other interfaces). Only
+# the engine: the agent binds a worker's ggml-rpc-server on loopback whatever this says, and
+# the config refuses more than one node on a bridge network.
+BRIDGE_ENGINE_HOST = "0.0.0.0"
 
 
 class GpuSpecError(ValueError):
@@ -225,13 +225,12 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
     env.pop("MVP_CONTROL_FIFO", None)
     if settings.network == "bridge":
         env["MVP_ENGINE_PORT"] = str(BRIDGE_ENGINE_PORT)
+        env["MVP_ENGINE_HOST"] = BRIDGE_ENGINE_HOST
     return env
 
 
-def container_command(settings: DockerSettings, python: str) -> list[str]:
-    bridge = _BRIDGE_HOST if settings.network == "bridge" else ""
-    launch = _STDIN_LAUNCH.format(env=AGENT_BYTES_ENV, file=AGENT_FILE, bridge=bridge)
-    return [python, "-c", launch]
+def container_command(python: str) -> list[str]:
+    return [python, "-c", _STDIN_LAUNCH.format(env=AGENT_BYTES_ENV, file=AGENT_FILE)]
 
 
 def create_config(
@@ -255,7 +254,7 @@ def create_config(
     }
     config: dict[str, Any] = {
         "Image": image,
-        "Cmd": container_command(settings, python),
+        "Cmd": container_command(python),
         "Labels": labels(label),
         "Env": [f"{k}={v}" for k, v in sorted(env.items())],
         # -i: stdin open, attached once; when our attach ends, the agent's stdin closes.

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
+from mvp_tui.config.guards import check_multinode_rpc
 from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
@@ -255,6 +256,7 @@ def load_config(
         if spec.dotted not in values:
             take(spec)
     _check_rpc_bind(values, sources)
+    check_multinode_rpc(provider, values, sources)
 
     def reload_for(kind: str) -> Config:
         dest = flag_dest(by_dotted["provider.kind"])

@@ -69,8 +69,10 @@ def test_bridge_container_spec_matches_the_seed_run() -> None:
         }
     ]
     assert "DeviceRequests" not in host
-    # On a bridge network the agent's engine listens on every interface of the container.
-    assert config["Cmd"][0] == "python3" and "ENGINE_HOST = '0.0.0.0'" in config["Cmd"][2]
+    # On a bridge network the agent's engine listens on every interface of the container,
+    # told so in its env: the launcher patches nothing in the agent.
+    assert env["MVP_ENGINE_HOST"] == "0.0.0.0"
+    assert config["Cmd"][0] == "python3" and "ENGINE_HOST" not in config["Cmd"][2]
 
 
 def test_host_network_spec_has_no_published_port() -> None:
@@ -81,7 +83,7 @@ def test_host_network_spec_has_no_published_port() -> None:
     assert "PortBindings" not in host and "ExtraHosts" not in host
     assert config["Cmd"][:2] == ["python3", "-c"]  # the launcher reading the agent from stdin
     env = dict(item.split("=", 1) for item in config["Env"])
-    assert "MVP_ENGINE_PORT" not in env
+    assert "MVP_ENGINE_PORT" not in env and "MVP_ENGINE_HOST" not in env
 
 
 STAND_IN = b"""\
@@ -110,9 +112,9 @@ def test_the_launcher_runs_the_agent_sent_down_stdin_and_reads_no_further(networ
         check=False,
     )
     assert done.returncode == 3, done.stderr  # the agent's own exit code
-    host = "0.0.0.0" if network == "bridge" else "127.0.0.1"  # bridge: the published port
+    # The agent runs as sent: its own ENGINE_HOST untouched on either network.
     assert done.stdout.decode().split() == [
-        "node_agent", "/opt/mvp-node/node_agent.py", host, "b'shutdown\\n'"]  # fmt: skip
+        "node_agent", "/opt/mvp-node/node_agent.py", "127.0.0.1", "b'shutdown\\n'"]  # fmt: skip
 
 
 def test_the_launcher_says_so_when_stdin_closes_before_the_agent_arrived() -> None:
