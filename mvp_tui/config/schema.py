@@ -185,6 +185,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "runtime",
+        "local_rpc_unauthenticated",
+        Kind.BOOL,
+        False,
+        "let nodes > 1 run on provider local: its workers' ggml-rpc-server listens on this "
+        "machine's loopback with NO authentication, so any local user can read and write "
+        "that process's memory (rented nodes are the safe mode)",
+        env=("MVP_LOCAL_RPC_UNAUTHENTICATED",),
+        flag="--local-rpc-unauthenticated",
+    ),
+    _k(
+        "runtime",
         "node_stages",
         Kind.LIST,
         [],
