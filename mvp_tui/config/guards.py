@@ -1,11 +1,16 @@
 """The configuration's trust rules, checked once the values are in: where an unauthenticated
-RPC server would listen. Refusals are `ConfigError`s (exit 2, nothing started)."""
+RPC server would listen, and where the API keys come from. Refusals are `ConfigError`s
+(exit 2, nothing started); the rest are warning lines."""
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
-from mvp_tui.config.values import ConfigError, Source
+from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
 # write the server's memory, so where it listens decides who owns that process.
@@ -45,3 +50,69 @@ def check_multinode_rpc(
         "process's memory (next to a process that holds your cloud keys)",
         fix=f"acknowledge with {LOCAL_ACK} on a machine only you use, or rent the nodes",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFile:
+    key: str  # "vastai.api_key"
+    file_key: str  # "vastai.api_key_file"
+    flag: str  # the key's own flag, which puts it in argv
+    file_flag: str
+
+
+KEY_FILES = (
+    KeyFile("vastai.api_key", "vastai.api_key_file", "--vastai-api-key", "--vastai-api-key-file"),
+    KeyFile("runpod.api_key", "runpod.api_key_file", "--runpod-api-key", "--runpod-api-key-file"),
+)
+
+
+def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> list[str]:
+    """Put each API key given as a file in place (the key's own value wins when set in the
+    same or a later layer); one warning line per key taken from a flag, which `ps` and
+    shell history show. The key itself is never in a message."""
+    warnings: list[str] = []
+    for item in KEY_FILES:
+        if item.key not in values:
+            continue  # another provider's key: not parsed for this run
+        path, file_source = values.get(item.file_key), sources.get(item.file_key)
+        key_source = sources[item.key]
+        if isinstance(path, Path) and file_source is not None:
+            file_rank, key_rank = LAYER_RANK[file_source.layer], LAYER_RANK[key_source.layer]
+            if values[item.key] is None or file_rank > key_rank:
+                values[item.key] = _read_key(path, item, file_source)
+                sources[item.key] = Source(file_source.layer, f"{file_source.where} ({path})")
+                warnings += _readable_by_others(path, f"the API key file {path}")
+                continue
+        if key_source.layer == "flag" and values[item.key] is not None:
+            warnings.append(
+                f"{item.flag} puts the API key in this process's argv (visible in ps to "
+                f"every local user) and in your shell history; use {item.file_flag} PATH or "
+                "the key's environment variable instead"
+            )
+    return warnings
+
+
+def _read_key(path: Path, item: KeyFile, source: Source) -> str:
+    label = f"[{item.file_key.replace('.', '] ', 1)} = {str(path)!r} (from {source})"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{label}: cannot read it: {why}", fix="name a readable file") from None
+    key = text.strip()
+    if not key or "\n" in key:
+        raise ConfigError(
+            f"{label}: the file must hold the key alone, on one line",
+            fix="write only the API key into the file",
+        )
+    return key
+
+
+def _readable_by_others(path: Path, what: str) -> list[str]:
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return []
+    if not mode & 0o077:
+        return []
+    return [f"{what} is readable by others (mode {mode:o}); fix: chmod 600 {path}"]

@@ -577,6 +577,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "vastai",
+        "api_key_file",
+        Kind.PATH,
+        None,
+        "file holding the Vast.ai API key (keeps it out of ps and shell history); used "
+        "unless api_key is set in the same or a later layer",
+        env=("MVP_VASTAI_API_KEY_FILE", "VASTAI_API_KEY_FILE"),
+        flag="--vastai-api-key-file",
+        scope=V,
+    ),
+    _k(
+        "vastai",
         "api_url",
         Kind.STR,
         "https://console.vast.ai",
@@ -744,6 +755,17 @@ KEYS: tuple[KeySpec, ...] = (
         env=("MVP_RUNPOD_API_KEY", "RUNPOD_API_KEY"),
         flag="--runpod-api-key",
         secret=True,
+        scope=R,
+    ),
+    _k(
+        "runpod",
+        "api_key_file",
+        Kind.PATH,
+        None,
+        "file holding the RunPod API key (keeps it out of ps and shell history); used "
+        "unless api_key is set in the same or a later layer",
+        env=("MVP_RUNPOD_API_KEY_FILE", "RUNPOD_API_KEY_FILE"),
+        flag="--runpod-api-key-file",
         scope=R,
     ),
     _k(

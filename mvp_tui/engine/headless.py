@@ -189,7 +189,7 @@ async def run_up(
             engine.log(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
-    for warning in config.warnings:  # printed by the CLI already, before the run existed
+    for warning in (*config.warnings, *config.cautions):  # printed by the CLI already
         with contextlib.suppress(Exception):
             engine.log(f"warning: {warning}")
     for sig in SIGNALS:
