@@ -1,6 +1,6 @@
 """The configuration's trust rules, checked once the values are in: where an unauthenticated
-RPC server would listen, and where the API keys come from. Refusals are `ConfigError`s
-(exit 2, nothing started); the rest are warning lines."""
+RPC server would listen, where the API keys come from, and who can read the file holding
+them. Refusals are `ConfigError`s (exit 2, nothing started); the rest are warning lines."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mvp_tui.config.toml_file import TomlLayer
 from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
@@ -106,6 +107,13 @@ def _read_key(path: Path, item: KeyFile, source: Source) -> str:
             fix="write only the API key into the file",
         )
     return key
+
+
+def config_file_warnings(toml: TomlLayer | None, secret_keys: list[str]) -> list[str]:
+    """A warning when the config file holds an API key and others may read it."""
+    if toml is None or not any(key in toml.values for key in secret_keys):
+        return []
+    return _readable_by_others(toml.path, f"the config file {toml.path} holds an API key and")
 
 
 def _readable_by_others(path: Path, what: str) -> list[str]:

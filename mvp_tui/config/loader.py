@@ -13,7 +13,7 @@ from pathlib import Path
 
 import platformdirs
 
-from mvp_tui.config.guards import check_multinode_rpc, read_key_files
+from mvp_tui.config.guards import check_multinode_rpc, config_file_warnings, read_key_files
 from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
@@ -259,6 +259,7 @@ def load_config(
     _check_rpc_bind(values, sources)
     check_multinode_rpc(provider, values, sources)
     cautions = read_key_files(values, sources)
+    cautions += config_file_warnings(toml, [spec.dotted for spec in KEYS if spec.secret])
 
     def reload_for(kind: str) -> Config:
         dest = flag_dest(by_dotted["provider.kind"])

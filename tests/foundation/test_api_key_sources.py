@@ -106,3 +106,31 @@ def test_a_key_file_others_can_read_gets_a_warning(tmp_path: Path) -> None:
     (caution,) = config.cautions
     assert "readable by others (mode 644)" in caution and f"chmod 600 {key_file}" in caution
     assert KEY not in caution
+
+
+def test_a_config_file_holding_a_key_and_readable_by_others_gets_a_warning(
+    tmp_path: Path,
+) -> None:
+    toml = f'[provider]\nkind = "vastai"\n[vastai]\napi_key = "{KEY}"\n'
+    path = tmp_path / "config.toml"
+    path.write_text("")
+    path.chmod(0o640)  # load() writes into the file it finds: the mode stays
+    config = load(tmp_path, toml=toml)
+    (caution,) = config.cautions
+    assert f"the config file {path} holds an API key" in caution and "mode 640" in caution
+    assert KEY not in caution
+    path.chmod(0o600)
+    assert load(tmp_path, toml=toml).cautions == ()
+    # A config file without a key may be readable by anyone.
+    plain = load(tmp_path, toml='[provider]\nkind = "vastai"\n')
+    assert plain.cautions == ()
+
+
+def test_the_config_file_warning_reaches_the_user(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f'[provider]\nkind = "vastai"\n[vastai]\napi_key = "{KEY}"\n')
+    path.chmod(0o644)
+    done = _cli(tmp_path, "config", "--config", str(path))
+    assert done.returncode == 0, done.stderr
+    assert f"mvp-tui: warning: the config file {path} holds an API key" in done.stderr
+    assert KEY not in done.stdout + done.stderr
