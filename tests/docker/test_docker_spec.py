@@ -24,6 +24,8 @@ from mvp_tui.providers.docker_spec import (
     gpu_request,
     parse_gpus,
     published_url_rewrite,
+    stdin_env,
+    stdin_env_bytes,
 )
 
 LABEL = "mvp-r-0a1b2c3d-1-2"
@@ -232,3 +234,48 @@ def test_bridge_weights_line_names_the_published_loopback_port() -> None:
     assert rewrite(b"not json WeightsLoaded mvp.worker.weights") == (
         b"not json WeightsLoaded mvp.worker.weights"
     )
+
+
+SECRET_ENV = {**NODE_ENV, "HF_TOKEN": "hf_test0123456789abcdef", "MY_API_KEY": "key-0123456789"}
+
+PRINT_ENV = b"""\
+import os
+def main():
+    print(os.environ.get("HF_TOKEN"), os.environ.get("MY_API_KEY"), os.read(0, 100))
+    return 4
+"""
+
+
+@pytest.mark.parametrize("network", ["host", "bridge"])
+def test_secrets_are_not_in_the_containers_env_but_reach_the_agent_on_stdin(
+    network: str,
+) -> None:
+    settings = DockerSettings(image="i", gpus="none", network=network)
+    secrets = stdin_env_bytes(stdin_env(settings, SECRET_ENV))
+    _, config = create_config(
+        settings, image="i", label=LABEL, request_env=SECRET_ENV,
+        agent_bytes=len(PRINT_ENV), stdin_env_length=len(secrets),
+    )  # fmt: skip
+    # What `docker inspect` shows: neither the names nor the values.
+    shown = json.dumps(config)
+    assert "hf_test0123456789abcdef" not in shown and "key-0123456789" not in shown
+    assert not any(item.startswith(("HF_TOKEN=", "MY_API_KEY=")) for item in config["Env"])
+    env = dict(item.split("=", 1) for item in config["Env"])
+    done = subprocess.run(
+        [sys.executable, *config["Cmd"][1:]],
+        input=PRINT_ENV + secrets + b"shutdown\n",
+        env={k: env[k] for k in ("MVP_AGENT_BYTES", "MVP_STDIN_ENV_BYTES")},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 4, done.stderr
+    assert done.stdout.decode().split() == [
+        "hf_test0123456789abcdef", "key-0123456789", "b'shutdown\\n'"]  # fmt: skip
+
+
+def test_without_secrets_nothing_follows_the_agent() -> None:
+    settings = DockerSettings(image="i", gpus="none", network="host")
+    assert stdin_env_bytes(stdin_env(settings, NODE_ENV)) == b""
+    _, config = create_config(settings, image="i", label=LABEL, request_env=NODE_ENV)
+    assert not any(item.startswith("MVP_STDIN_ENV_BYTES=") for item in config["Env"])
