@@ -838,7 +838,8 @@ KEYS: tuple[KeySpec, ...] = (
         "min_cuda_version",
         Kind.STR,
         None,
-        "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = any",
+        "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = 12.8, so the "
+        "CUDA image does not land on an older driver",
         env=("MVP_RUNPOD_MIN_CUDA_VERSION",),
         flag="--runpod-min-cuda-version",
         scope=R,
