@@ -63,11 +63,10 @@ def raw_agent_first_line(client: Any, image: str, model: Path) -> float:
     provider's own overhead."""
     api = client.api
     agent = AGENT_PATH.read_bytes()
-    settings = DockerSettings(image=image, gpus="none", gpus_explicit=True, network="host")
     started = time.perf_counter()
     answer = api.create_container(
         image,
-        container_command(settings, "python3"),
+        container_command("python3"),
         environment={
             "MVP_RUN_ID": "r-bench",
             "MVP_GGUF_LOCAL_PATH": "/none.gguf",

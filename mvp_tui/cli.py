@@ -205,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(str(exc))
     for warning in config.warnings:  # the seed's keys accepted here without effect
         print(f"mvp-tui: warning: {warning}", file=sys.stderr)
+    for caution in config.cautions:  # a key in argv, a key file others can read
+        print(f"mvp-tui: warning: {caution}", file=sys.stderr)
     command: str | None = args.command
     if command in COMMANDS:
         module = _command_module(COMMANDS[command][0])

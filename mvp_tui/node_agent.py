@@ -86,7 +86,13 @@ if TYPE_CHECKING:
 
 FRAME_VERSION = 1
 GGUF_MAGIC = b"GGUF"
-ENGINE_HOST = "127.0.0.1"
+ENGINE_HOST = "127.0.0.1"  # where the agent reaches its engine, and binds it by default
+# ggml-rpc-server's bind, whatever MVP_ENGINE_HOST says: ggml RPC has no authentication and
+# gives a client the process's memory, so a worker is reached only through the run's tunnel.
+RPC_HOST = "127.0.0.1"
+# MVP_ENGINE_HOST: loopback, or every interface where a published port must reach the engine
+# (a Docker bridge container's eth0).
+ENGINE_BIND_HOSTS = ("127.0.0.1", "0.0.0.0")
 ENGINE_LINE_MAX = 2000
 LAST_LINES_KEPT = 20
 SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
@@ -138,7 +144,10 @@ _ESCAPES = re.compile(
     r"|\x1b.?",
     re.DOTALL,
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f\x80-\x9f"
+    "\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 
 
 def clean_text(
@@ -310,6 +319,12 @@ class Settings:
         cache = env.get("MVP_MODEL_CACHE_DIR", "").strip()
         self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
         self.engine_port = _env_int(env, "MVP_ENGINE_PORT", 0, low=0, high=65535)
+        self.engine_host = env.get("MVP_ENGINE_HOST", "").strip() or ENGINE_HOST
+        if self.engine_host not in ENGINE_BIND_HOSTS:
+            raise ConfigError(
+                f"MVP_ENGINE_HOST={self.engine_host!r} is not one of "
+                f"{', '.join(ENGINE_BIND_HOSTS)}; fix: leave it unset (loopback)"
+            )
         self.max_context = _env_int(env, "MVP_MAX_CONTEXT", 0, low=0)
         self.engine_threads = _env_int(env, "MVP_ENGINE_THREADS", 0, low=0)
         self.engine_cmd = env.get("MVP_ENGINE_CMD", "").strip()
@@ -877,7 +892,7 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
     if settings.engine_cmd:
         values = {
             "{model}": str(model),
-            "{host}": ENGINE_HOST,
+            "{host}": settings.engine_host,
             "{port}": str(port),
             "{ctx}": str(ctx),
             "{alias}": alias,
@@ -895,13 +910,15 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
         return EngineSpec(kind, argv, ready, port)
     server = find_llama_server()
     if server:
-        argv = [server, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port), "-a", alias]
+        host = settings.engine_host
+        argv = [server, "-m", str(model), "--host", host, "--port", str(port), "-a", alias]
         argv += ["-c", str(ctx)] if ctx else []
         argv += ["-t", str(threads)] if threads else []
         return EngineSpec("llama-server", argv, "/health", port, env=_beside_libs(server))
     if importlib.util.find_spec("llama_cpp") is not None:
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
-        argv += ["--host", ENGINE_HOST, "--port", str(port), "--interrupt_requests", "False"]
+        argv += ["--host", settings.engine_host, "--port", str(port)]
+        argv += ["--interrupt_requests", "False"]
         argv += ["--model_alias", alias]
         argv += ["--n_ctx", str(ctx)] if ctx else []
         argv += ["--n_threads", str(threads)] if threads else []
@@ -1112,8 +1129,11 @@ def probe_ready(url: str) -> tuple[str, int | None]:
     import urllib.error
     import urllib.request
 
+    # No proxy handler: the engine is on this node's loopback, where HTTP(S)_PROXY / ALL_PROXY
+    # in the node's environment must not send the probe.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with opener.open(url, timeout=2) as response:
             response.read(65536)
             return ("ready" if response.status == 200 else "http"), response.status
     except urllib.error.HTTPError as exc:
@@ -2218,9 +2238,9 @@ class WorkerAgent(Agent):
         binary = find_engine_binary(RPC_SERVER_BIN, self.role.bin_dir)
         port = self.role.rpc_port or pick_free_port()
         threads = self.settings.engine_threads or 1
-        argv = [binary, "-H", ENGINE_HOST, "-p", str(port), "-t", str(threads)]
+        argv = [binary, "-H", RPC_HOST, "-p", str(port), "-t", str(threads)]
         spec = EngineSpec(RPC_SERVER_BIN, argv, "", port)
-        self.endpoint = f"{ENGINE_HOST}:{port}"
+        self.endpoint = f"{RPC_HOST}:{port}"
         engine = RpcWorkerEngine(spec, self.emitter, self.control)
         self.engine = engine
         env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
@@ -2259,7 +2279,7 @@ class WorkerAgent(Agent):
     def _tunnel_line(self) -> str:
         # Port forwarding to this RPC port only: no shell, no pty, no other port.
         port = self.endpoint.rpartition(":")[2]
-        options = f'restrict,port-forwarding,permitopen="{ENGINE_HOST}:{port}",command="/bin/false"'
+        options = f'restrict,port-forwarding,permitopen="{RPC_HOST}:{port}",command="/bin/false"'
         return f"{options} {self.role.tunnel_pubkey}"
 
     def _authorize_tunnel(self) -> dict[str, Any]:
@@ -2334,7 +2354,7 @@ class MainAgent(Agent):
             role.rpc_servers = self.tunnels.open(role)
         s = self.settings
         port = s.engine_port or pick_free_port()
-        argv = [binary, "-m", str(model), "--host", ENGINE_HOST, "--port", str(port)]
+        argv = [binary, "-m", str(model), "--host", s.engine_host, "--port", str(port)]
         argv += ["-a", self._alias(), "--rpc", ",".join(role.rpc_servers)]
         # -lv 4: the load log (the per-device `model buffer size` lines) is info level 4.
         argv += ["-ngl", str(role.gpu_layers), "-lv", "4"]

@@ -51,5 +51,23 @@ class Redactor:
                 return True
         return False
 
+    def safe_cut(self, raw: bytes, cut: int) -> int:
+        """`cut`, or an earlier index, such that no secret in `raw` spans it: cutting a long
+        line there leaves every secret whole in one piece, where it is redacted (a secret
+        split in two halves is recognised in neither)."""
+        moved = True
+        while moved and cut > 0:
+            moved = False
+            for secret in self._ordered:
+                try:
+                    needle = secret.encode("utf-8", "surrogateescape")
+                except UnicodeEncodeError:  # not a byte string a node could send
+                    continue
+                # The last occurrence that starts before the cut is the one that may span it.
+                start = raw.rfind(needle, max(0, cut - len(needle) + 1), cut + len(needle) - 1)
+                if 0 < start < cut < start + len(needle):
+                    cut, moved = start, True
+        return cut
+
     def __bool__(self) -> bool:
         return bool(self._secrets)

@@ -1,10 +1,11 @@
 """Text from providers, nodes and archives is untrusted: make it safe to show and to log.
 
 This module is the one place that does it. Terminal escape sequences (CSI, OSC, DCS, SOS, PM,
-APC, their 8-bit C1 forms, two-byte escapes, a lone ESC) and control characters (C0 but tab,
-DEL, C1) are removed; known secrets are redacted; and only then is overlong text cut, with a
-visible marker, so a secret straddling the limit never keeps a visible prefix. Invalid UTF-8
-is replaced for display.
+APC, their 8-bit C1 forms, two-byte escapes, a lone ESC), control characters (C0 but tab,
+DEL, C1) and invisible format characters (bidi overrides and isolates, zero-width) are
+removed; known secrets are redacted; and only then is overlong text cut, with a visible
+marker, so a secret straddling the limit never keeps a visible prefix. Invalid UTF-8 is
+replaced for display.
 
 Rich / Textual markup is never interpreted: callers render the result with
 `rich.text.Text(...)` (or `Content(...)`, `markup=False`), never as a markup string. A widget
@@ -32,8 +33,14 @@ _ESCAPES = re.compile(
     """,
     re.VERBOSE | re.DOTALL,
 )
-# C0 controls except tab, DEL, and C1 controls.
-_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x80-\x9f]")
+# C0 controls except tab, DEL, C1 controls, and the invisible format characters that reorder
+# or hide text (bidi embeddings, overrides and isolates, zero-width spaces and joiners, the
+# BOM): they let a node's line look like something else, and one inside a secret hides it
+# from the redactor.
+_CONTROLS = re.compile(
+    "[\x00-\x08\x0a-\x1f\x7f\x80-\x9f"
+    "\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 
 DEFAULT_MAX_CHARS = 4096
 CUT_MARKER = " … [cut {n} chars]"

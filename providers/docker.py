@@ -70,6 +70,8 @@ from mvp_tui.providers.docker_spec import (
     create_config,
     gpu_request,
     published_url_rewrite,
+    stdin_env,
+    stdin_env_bytes,
 )
 from mvp_tui.providers.local import AGENT_PATH, _probe_gpus, machine_offer
 from mvp_tui.providers.local_node import LineHandler
@@ -283,12 +285,14 @@ class DockerProvider:
         client = await self.client()
         api = client.api
         agent = self._agent_source()
+        secrets = stdin_env_bytes(stdin_env(settings, request.env))
         name, config = create_config(
             settings,
             image=settings.image,
             label=request.label,
             request_env=request.env,
             agent_bytes=len(agent),
+            stdin_env_length=len(secrets),
         )
         try:
             answer = await self._call(api.create_container_from_config, config, name)
@@ -321,7 +325,8 @@ class DockerProvider:
             node.close()
             await self._remove_quietly(container_id)
             return CreateResult(Outcome.REJECTED, detail=_start_failure(exc, settings))
-        if not await self._call(node.send_bytes, agent):  # the launcher reads it from stdin
+        # The launcher reads the agent, then the secrets, from stdin.
+        if not await self._call(node.send_bytes, agent + secrets):
             node.close()
             await self._remove_quietly(container_id)
             return CreateResult(Outcome.REJECTED, detail="docker: the agent could not be sent")

@@ -50,6 +50,10 @@ class AttachedNode:
         self.saw_fatal = False  # the agent reported WorkerFatal itself
         self.saw_exit = False  # the agent reported its own exit (agent_exit phase)
         self._pending: dict[str, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        # Per stream: the rest of a line already delivered cut is being skipped up to its
+        # newline (as the local node does): that rest delivered as a line of its own would
+        # begin with the tail of whatever the cut went through, a secret's too.
+        self._dropping: dict[str, bool] = {"stdout": False, "stderr": False}
         self._thread = threading.Thread(
             target=self._read, name=f"docker-attach-{provider_id}", daemon=True
         )
@@ -69,7 +73,7 @@ class AttachedNode:
         except (OSError, ValueError) as exc:  # closed under us: the end, like EOF
             log.debug("attach stream of %s ended: %r", self.provider_id, exc)
         for kind, pending in self._pending.items():
-            if pending:
+            if pending and not self._dropping[kind]:
                 self._hand(kind, bytes(pending))
                 pending.clear()
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
@@ -79,11 +83,16 @@ class AttachedNode:
         pending = self._pending[kind]
         pending += data
         while (end := pending.find(b"\n")) != -1:
-            self._hand(kind, bytes(pending[:end]))
+            if not self._dropping[kind]:
+                self._hand(kind, bytes(pending[:end]))
+            self._dropping[kind] = False
             del pending[: end + 1]
-        if len(pending) > MAX_LINE_BYTES:
+        if self._dropping[kind]:
+            pending.clear()
+        elif len(pending) > MAX_LINE_BYTES:
             self._hand(kind, bytes(pending[:MAX_LINE_BYTES]) + CUT_MARKER)
             pending.clear()
+            self._dropping[kind] = True
 
     def _hand(self, kind: str, line: bytes) -> None:
         if line.endswith(b"\r"):

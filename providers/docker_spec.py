@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.lease.naming import parse_label
+from mvp_tui.node_agent import is_secret_name
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
@@ -33,32 +34,40 @@ LABEL_NODE = "mvp.node"
 LABEL_ATTEMPT = "mvp.attempt"
 MANAGED_BY = "mvp-tui"
 
-# The agent, told to bind its engine on every interface: a published port reaches a bridge
-# container's eth0, not its loopback. (Until the agent reads MVP_ENGINE_HOST itself.)
 # The agent arrives on the container's stdin, through the attach we hold anyway, its length
 # in the env: an archive upload costs the daemon a mount and an extract (50-100 ms of a
 # ~340 ms container start, bench/bench_docker.py). The launcher reads exactly that many bytes
 # with raw reads (the agent's own stdin reader takes over from there, nothing read ahead) and
 # runs it as the module `node_agent`, as if imported from AGENT_FILE.
+# The node env's secrets (HF_TOKEN and any other name with KEY, TOKEN, SECRET or PASSWORD)
+# follow the agent on stdin as one JSON object, its length in MVP_STDIN_ENV_BYTES: in the
+# container's Env they would stay readable (`docker inspect`, the daemon's config.v2.json)
+# for as long as the container lives.
 AGENT_BYTES_ENV = "MVP_AGENT_BYTES"
+STDIN_ENV_BYTES_ENV = "MVP_STDIN_ENV_BYTES"
 _STDIN_LAUNCH = """\
-import os, sys, types
-n = int(os.environ[{env!r}])
-data = bytearray()
-while len(data) < n:
-    chunk = os.read(0, min(65536, n - len(data)))
-    if not chunk:
-        sys.exit("mvp-node: stdin closed before the whole agent arrived")
-    data += chunk
+import json, os, sys, types
+def read(n, what):
+    data = bytearray()
+    while len(data) < n:
+        chunk = os.read(0, min(65536, n - len(data)))
+        if not chunk:
+            sys.exit("mvp-node: stdin closed before the whole " + what + " arrived")
+        data += chunk
+    return bytes(data)
+data = read(int(os.environ[{env!r}]), "agent")
+os.environ.update(json.loads(read(int(os.environ.get({secrets_env!r}) or 0), "env") or b"{{}}"))
 agent = types.ModuleType("node_agent")
 agent.__file__ = {file!r}
 sys.modules["node_agent"] = agent
 exec(compile(bytes(data), agent.__file__, "exec"), agent.__dict__)
-{bridge}sys.exit(agent.main())
+sys.exit(agent.main())
 """
 # On a bridge network the engine must listen on the container's interface for the published
-# port to reach it (loopback-only publishing keeps it off the host's other interfaces).
-_BRIDGE_HOST = "agent.ENGINE_HOST = '0.0.0.0'\n"
+# port to reach it (loopback-only publishing keeps it off the host's other interfaces). Only
+# the engine: the agent binds a worker's ggml-rpc-server on loopback whatever this says, and
+# the config refuses more than one node on a bridge network.
+BRIDGE_ENGINE_HOST = "0.0.0.0"
 
 
 class GpuSpecError(ValueError):
@@ -215,7 +224,15 @@ def model_mounts(
     return out, mounts
 
 
+def stdin_env(settings: DockerSettings, request_env: Mapping[str, str]) -> dict[str, str]:
+    """The node env's secrets, which go down the attached stdin after the agent."""
+    env, _ = model_mounts(settings, request_env)
+    env.update(settings.extra_env)
+    return {k: v for k, v in env.items() if is_secret_name(k)}
+
+
 def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> dict[str, str]:
+    """The container's Env: the node env without its secrets (see `stdin_env`)."""
     env, _ = model_mounts(settings, request_env)
     env.update(settings.extra_env)
     # Our end of the attach stream closing (we exited, crashed, were killed) closes the
@@ -223,15 +240,24 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
     env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.pop("MVP_CONTROL_FIFO", None)
+    for name in [k for k in env if is_secret_name(k)]:
+        del env[name]
     if settings.network == "bridge":
         env["MVP_ENGINE_PORT"] = str(BRIDGE_ENGINE_PORT)
+        env["MVP_ENGINE_HOST"] = BRIDGE_ENGINE_HOST
     return env
 
 
-def container_command(settings: DockerSettings, python: str) -> list[str]:
-    bridge = _BRIDGE_HOST if settings.network == "bridge" else ""
-    launch = _STDIN_LAUNCH.format(env=AGENT_BYTES_ENV, file=AGENT_FILE, bridge=bridge)
+def container_command(python: str) -> list[str]:
+    launch = _STDIN_LAUNCH.format(
+        env=AGENT_BYTES_ENV, secrets_env=STDIN_ENV_BYTES_ENV, file=AGENT_FILE
+    )
     return [python, "-c", launch]
+
+
+def stdin_env_bytes(env: Mapping[str, str]) -> bytes:
+    """What follows the agent down stdin: the secrets as JSON (empty when there are none)."""
+    return json.dumps(dict(env), ensure_ascii=True).encode() if env else b""
 
 
 def create_config(
@@ -241,11 +267,14 @@ def create_config(
     label: str,
     request_env: Mapping[str, str],
     agent_bytes: int = 0,
+    stdin_env_length: int = 0,
 ) -> tuple[str, dict[str, Any]]:
     """(container name, the body of `POST /containers/create`) for one node: what the seed's
     `docker run --rm -i --add-host host.docker.internal:host-gateway --name … --gpus …
     -e …` sends, plus labels, the model mounts and the engine port."""
     env = {**container_env(settings, request_env), AGENT_BYTES_ENV: str(agent_bytes)}
+    if stdin_env_length:
+        env[STDIN_ENV_BYTES_ENV] = str(stdin_env_length)
     _, mounts = model_mounts(settings, request_env)
     python = request_env.get("MVP_NODE_PYTHON", "").strip() or "python3"
     host_config: dict[str, Any] = {
@@ -255,7 +284,7 @@ def create_config(
     }
     config: dict[str, Any] = {
         "Image": image,
-        "Cmd": container_command(settings, python),
+        "Cmd": container_command(python),
         "Labels": labels(label),
         "Env": [f"{k}={v}" for k, v in sorted(env.items())],
         # -i: stdin open, attached once; when our attach ends, the agent's stdin closes.

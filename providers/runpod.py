@@ -97,6 +97,12 @@ CLOUDFLARE_FIX = (
 Sleep = Callable[[float], Awaitable[None]]
 
 
+# The host driver's CUDA floor sent on every create (and catalog read) unless the user sets
+# one: the default image is a CUDA 12 build, and a pod placed on an older driver cannot run
+# it (it fails only once the engine starts). 12.8 as dstack sends it (runpod.md §5).
+DEFAULT_MIN_CUDA_VERSION = "12.8"
+
+
 @dataclass(frozen=True, slots=True)
 class RunPodSettings:
     """[runpod] as the provider takes it."""
@@ -106,7 +112,7 @@ class RunPodSettings:
     gpu_count: int = 1
     min_vram_gb: int = 16
     container_disk_gb: int = 50
-    min_cuda_version: str | None = None  # e.g. "12.4"
+    min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION  # None: any host
     max_out_of_stock: int = 3
     probe_ssh_banner: bool = True
     ssh_user: str = "root"

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import platformdirs
 
+from mvp_tui.config.guards import check_multinode_rpc, config_file_warnings, read_key_files
 from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
+    LAYER_RANK,
     ConfigError,
     Source,
     expand_path,
@@ -58,6 +60,9 @@ class Config:
     unused: dict[str, Source]  # keys set for a provider that is not selected
     # One line per key that is accepted but has no effect here (the seed's keys not built).
     warnings: tuple[str, ...] = ()
+    # One line per trust risk the user chose and may not know of (a key in argv, a key
+    # readable by others): printed as warnings, never naming the secret.
+    cautions: tuple[str, ...] = ()
     # The same layers loaded again with another provider selected (for `down --all`, whose
     # recorded leases may belong to any provider).
     reload_for: Callable[[str], Config] | None = field(default=None, repr=False, compare=False)
@@ -183,9 +188,6 @@ class Config:
         ]
 
 
-LAYER_RANK = {"default": 0, "file": 1, "env": 2, "flag": 3}
-
-
 def flag_dest(spec: KeySpec) -> str:
     return spec.dotted.replace(".", "__")
 
@@ -255,6 +257,9 @@ def load_config(
         if spec.dotted not in values:
             take(spec)
     _check_rpc_bind(values, sources)
+    check_multinode_rpc(provider, values, sources)
+    cautions = read_key_files(values, sources)
+    cautions += config_file_warnings(toml, [spec.dotted for spec in KEYS if spec.secret])
 
     def reload_for(kind: str) -> Config:
         dest = flag_dest(by_dotted["provider.kind"])
@@ -268,6 +273,7 @@ def load_config(
         file=toml.path if toml else None,
         unused=unused,
         warnings=_inert_warnings(values, sources),
+        cautions=tuple(cautions),
         reload_for=reload_for,
     )
 

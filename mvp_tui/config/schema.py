@@ -185,6 +185,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "runtime",
+        "local_rpc_unauthenticated",
+        Kind.BOOL,
+        False,
+        "let nodes > 1 run on provider local: its workers' ggml-rpc-server listens on this "
+        "machine's loopback with NO authentication, so any local user can read and write "
+        "that process's memory (rented nodes are the safe mode)",
+        env=("MVP_LOCAL_RPC_UNAUTHENTICATED",),
+        flag="--local-rpc-unauthenticated",
+    ),
+    _k(
+        "runtime",
         "node_stages",
         Kind.LIST,
         [],
@@ -619,6 +630,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "vastai",
+        "api_key_file",
+        Kind.PATH,
+        None,
+        "file holding the Vast.ai API key (keeps it out of ps and shell history); used "
+        "unless api_key is set in the same or a later layer",
+        env=("MVP_VASTAI_API_KEY_FILE", "VASTAI_API_KEY_FILE"),
+        flag="--vastai-api-key-file",
+        scope=V,
+    ),
+    _k(
+        "vastai",
         "api_url",
         Kind.STR,
         "https://console.vast.ai",
@@ -790,6 +812,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "runpod",
+        "api_key_file",
+        Kind.PATH,
+        None,
+        "file holding the RunPod API key (keeps it out of ps and shell history); used "
+        "unless api_key is set in the same or a later layer",
+        env=("MVP_RUNPOD_API_KEY_FILE", "RUNPOD_API_KEY_FILE"),
+        flag="--runpod-api-key-file",
+        scope=R,
+    ),
+    _k(
+        "runpod",
         "api_url",
         Kind.STR,
         "https://api.runpod.io/v2",
@@ -858,7 +891,8 @@ KEYS: tuple[KeySpec, ...] = (
         "min_cuda_version",
         Kind.STR,
         None,
-        "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = any",
+        "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = 12.8, so the "
+        "CUDA image does not land on an older driver",
         env=("MVP_RUNPOD_MIN_CUDA_VERSION",),
         flag="--runpod-min-cuda-version",
         scope=R,

@@ -34,6 +34,10 @@ class Source:
         return f"flag {self.where}"
 
 
+# Later layers win: a value's rank says which of two sources overrides the other.
+LAYER_RANK = {"default": 0, "file": 1, "env": 2, "flag": 3}
+
+
 class ConfigError(UserError):
     """A configuration problem, stated in one line with its fix (key, value, source)."""
 

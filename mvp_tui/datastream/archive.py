@@ -15,14 +15,17 @@ every `flush_interval_s` seconds (checked on write; call `flush()` on a timer to
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
+import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn, TextIO
 
 import msgspec
 
@@ -48,6 +51,20 @@ class ArchiveRecord(NamedTuple):
     t: float | None = None
 
 
+def _open_private(path: Path) -> TextIO:
+    """The archive opened for appending, readable by its owner only (it holds node logs and
+    run events), never through a symlink (one planted at the path would redirect them)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, 0o600)  # an archive an older version left readable by others
+        return os.fdopen(fd, "a", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 class FrameArchive:
     """Appends frames to a JSONL file in the seed's format; keeps every frame."""
 
@@ -63,10 +80,13 @@ class FrameArchive:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8", newline="\n")
+            self._file = _open_private(self.path)
         except OSError as error:
+            why = error.strerror or str(error)
+            if error.errno == errno.ELOOP:
+                why = "it is a symbolic link, which the archive never follows"
             raise ArchiveError(
-                f"open datastream frame log {self.path}: {error.strerror or error}; "
+                f"open datastream frame log {self.path}: {why}; "
                 "fix: choose a writable path for the frame archive"
             ) from error
         self.next_seq = 0

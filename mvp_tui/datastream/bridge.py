@@ -22,6 +22,7 @@ from mvp_tui.datastream.channels import (
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.frame_line import parse_frame_bytes
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.node_protocol import NODE_CHANNEL_PREFIX
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import one_line_ascii
 
@@ -61,6 +62,7 @@ class NodeBridge:
         frame_source: str = FRAME_SOURCE,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         redactor: Redactor | None = None,
+        own_channels_only: bool = False,
     ) -> None:
         if max_line_bytes < 16:
             raise ValueError(f"max_line_bytes={max_line_bytes}: must be at least 16")
@@ -76,6 +78,10 @@ class NodeBridge:
         self.rejected = 0
         self.last_rejection: str | None = None
         self._redactor = redactor
+        # A node with a pipe of its own (a rented worker's session) speaks for itself only:
+        # another node's `mvp.node.<M>.` channels are refused, as a worker could otherwise
+        # show the main node's phases as its own.
+        self._own_prefix = f"{NODE_CHANNEL_PREFIX}{self.node_id}." if own_channels_only else None
         self._channels = {kind: node_log_channel(self.node_id, kind) for kind in LogStream}
         self._record_heads = {
             kind: f'{{"line":{{"run_id":{self.run_id},"node_id":{self.node_id},'
@@ -128,6 +134,13 @@ class NodeBridge:
     def _admit(self, channel: str) -> None:
         """Accept a node's channel name once, or raise ChannelNameError."""
         validate_node_channel(channel)
+        own = self._own_prefix
+        if (
+            own is not None
+            and channel.startswith(NODE_CHANNEL_PREFIX)
+            and not channel.startswith(own)
+        ):
+            raise ChannelNameError(f"channel {channel!r} belongs to another node than {own}*")
         if not self.hub.can_open(channel):
             raise ChannelNameError(
                 f"channel {channel!r} would exceed the hub's {self.hub.max_channels} channels"

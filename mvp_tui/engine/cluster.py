@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mvp_tui.config import Config, ConfigError
-from mvp_tui.datastream.frame import Frame
+from mvp_tui.datastream.frame import Frame, StreamId
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import WalkResult
@@ -164,10 +164,15 @@ class WorkerReady:
 
 
 class WorkerWatch:
-    """A hub listener: each worker's `RpcServerReady` or `WorkerFatal`, by node id."""
+    """A hub listener: each worker's `RpcServerReady` or `WorkerFatal`, by node id.
 
-    def __init__(self, redact: Callable[[str], str]) -> None:
+    A record counts for the node whose stream carried it (each rented node has its own
+    session and stream), so no node can report for another; frames on a `shared` stream
+    (one pipe for the agents of this machine) count for the node they name."""
+
+    def __init__(self, redact: Callable[[str], str], shared: tuple[StreamId, ...] = ()) -> None:
         self._redact = redact
+        self._shared = shared
         self.ready: dict[int, WorkerReady] = {}
         self.fatal: dict[int, str] = {}
         self.changed = asyncio.Event()
@@ -183,6 +188,8 @@ class WorkerWatch:
         if not isinstance(record.get("node_id"), int):
             return
         node, kind = record["node_id"], record_type(record)
+        if frame.stream not in self._shared and frame.stream.node != str(node):
+            return  # one node speaking for another
         if kind == RPC_SERVER_READY:
             pid = record.get("engine_pid")
             endpoint = clean_line(str(record.get("endpoint") or ""), 100, redact=self._redact)

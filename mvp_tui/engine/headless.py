@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -55,6 +56,19 @@ class UpOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# Characters json.dumps(ensure_ascii=False) leaves raw that a terminal acts on or hides: C1
+# controls (U+009B is an 8-bit CSI), bidi and zero-width format characters, and the Unicode
+# line separators. They are only ever inside JSON strings, where `\uXXXX` means the same.
+_INVISIBLE = re.compile(
+    "[\x80-\x9f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+
+
+def escape_invisible(line: str) -> str:
+    """A JSON line with its C1 controls and invisible format characters as `\\uXXXX`."""
+    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+
+
 class JsonLines:
     """Prints events and frames as JSON lines, secrets redacted, flushed per line."""
 
@@ -64,7 +78,7 @@ class JsonLines:
 
     def write(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str)
-        self._out.write(self.redact(line) + "\n")
+        self._out.write(escape_invisible(self.redact(line)) + "\n")
         self._out.flush()
 
     def event(self, event: EngineEvent) -> None:
@@ -200,7 +214,7 @@ async def run_up(
             engine.log(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
-    for warning in config.warnings:  # printed by the CLI already, before the run existed
+    for warning in (*config.warnings, *config.cautions):  # printed by the CLI already
         with contextlib.suppress(Exception):
             engine.log(f"warning: {warning}")
     for sig in SIGNALS:

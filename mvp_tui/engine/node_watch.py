@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mvp_tui.datastream.frame import Frame
+from mvp_tui.datastream.frame import Frame, StreamId
 from mvp_tui.node_protocol import (
     WEIGHTS_CHANNEL,
     WEIGHTS_LOADED,
@@ -41,10 +41,18 @@ class WorkerFatal:
 
 
 class NodeWatch:
-    """A hub listener: `ready` is set on WeightsLoaded or WorkerFatal (see `verdict`)."""
+    """A hub listener: `ready` is set on WeightsLoaded or WorkerFatal (see `verdict`).
 
-    def __init__(self, redact: Callable[[str], str] | None = None) -> None:
+    With `stream`, only that node's WeightsLoaded counts: in a multi-node run every node
+    writes `mvp.worker.weights`, and a worker must not be able to declare the main node ready
+    (with a port of its choosing). Another node's WorkerFatal fails the run named as that
+    node's, never as the main's."""
+
+    def __init__(
+        self, redact: Callable[[str], str] | None = None, stream: StreamId | None = None
+    ) -> None:
         self._redact = redact
+        self.stream = stream
         self.ready = asyncio.Event()
         self.failed = asyncio.Event()  # WorkerFatal at any time, before or after ready
         self.loaded: WeightsLoaded | None = None
@@ -55,14 +63,18 @@ class NodeWatch:
             return
         record = parse_record(frame.payload)
         kind = record_type(record)
-        if kind == WEIGHTS_LOADED and self.loaded is None:
+        other = self.stream is not None and frame.stream != self.stream
+        if kind == WEIGHTS_LOADED and self.loaded is None and not other:
             self.loaded = _loaded(record, self._redact)
             self.ready.set()
         elif kind == WORKER_FATAL:
+            reason = clean_line(
+                str(record.get("reason") or "the node failed"), 600, redact=self._redact
+            )
+            # Another node's failure fails the run too, but as its own, never as the main's.
+            who = f"worker node {clean_line(frame.stream.node, 20)}: " if other else ""
             self.fatal = WorkerFatal(
-                reason=clean_line(
-                    str(record.get("reason") or "the node failed"), 600, redact=self._redact
-                ),
+                reason=who + reason,
                 fix=clean_line(str(record.get("fix") or ""), 300, redact=self._redact),
                 scope="run" if record.get("scope") == "run" else "host",
                 phase=clean_line(str(record.get("phase") or ""), 40),

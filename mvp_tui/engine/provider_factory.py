@@ -55,7 +55,13 @@ def _runpod(config: Config) -> Provider:
         )
     # httpx loads with the provider, only once there is a key to use it with.
     from mvp_tui.providers.base import ProviderError
-    from mvp_tui.providers.runpod import DEFAULT_API_URL, RunPodProvider, RunPodSettings
+    from mvp_tui.providers.runpod import (
+        DEFAULT_API_URL,
+        DEFAULT_MIN_CUDA_VERSION,
+        RunPodProvider,
+        RunPodSettings,
+    )
+
     cuda = config.get_str("runpod.min_cuda_version")
     if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
         raise ConfigError(
@@ -69,7 +75,7 @@ def _runpod(config: Config) -> Provider:
         gpu_count=config.get_int("runpod.gpu_count") or 1,
         min_vram_gb=config.get_int("runpod.min_vram_gb") or 0,
         container_disk_gb=config.get_int("runpod.container_disk_gb") or 50,
-        min_cuda_version=cuda,
+        min_cuda_version=cuda or DEFAULT_MIN_CUDA_VERSION,
     )
     try:
         return RunPodProvider(

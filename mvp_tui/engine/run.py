@@ -130,7 +130,7 @@ class RunEngine:
             sink, self.hub, run_id=self.run_id, node_id=self.node_id, redactor=self.redactor
         )
         self._flusher: asyncio.Task[None] | None = None
-        self.watch = NodeWatch(self.redactor)
+        self.watch = NodeWatch(self.redactor, self.bridge.stream)  # the main node's verdict only
         self.hub.listeners.append(self.watch)
         self.hub.listeners.append(self._on_watchdog_frame)
         self.watchdog_verdict: NodeWatchdog | None = None
@@ -151,7 +151,9 @@ class RunEngine:
         self._ssh_public_key: str | None = None
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
         # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
-        self.workers = WorkerWatch(self.redactor)
+        # Rented workers report on their own sessions' streams; local ones share one pipe.
+        shared = () if self.provider.info.ssh else (self.bridge.stream,)
+        self.workers = WorkerWatch(self.redactor, shared)
         self.hub.listeners.append(self.workers)
         self.cluster = Cluster(
             ClusterSettings.from_config(config),
@@ -685,9 +687,12 @@ class RunEngine:
         """A worker node of a multi-node run: its own session, agent and directory."""
         from mvp_tui.providers.local import AGENT_PATH
 
-        session = self._new_session(lease, ready)
-        self._worker_sessions.append(session)
         node = role_env.get("MVP_LOGICAL_NODE_ID", "")
+        # Its own bridge: its frames carry its stream, and it writes no other node's channels.
+        bridge = NodeBridge(self.hub, int(node), node_stream(run_number(self.run_id), int(node)),
+                            redactor=self.redactor, own_channels_only=True)  # fmt: skip
+        session = self._new_session(lease, ready, bridge)
+        self._worker_sessions.append(session)
         remote_dir = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}-node{node}"
         env = {**self.node_env, **role_env}
         env.update(self.watchdog.node_env(lease.running_at or self._clock()))
@@ -696,7 +701,9 @@ class RunEngine:
     def _pins(self) -> RecordPins:
         return RecordPins(self.store, self.run_id)
 
-    def _new_session(self, lease: LeaseRecord, ready: asyncio.Event) -> NodeSession:
+    def _new_session(
+        self, lease: LeaseRecord, ready: asyncio.Event, bridge: NodeBridge | None = None
+    ) -> NodeSession:
         from mvp_tui.ssh.session import NodeSession
 
         if lease.ssh is None or lease.provider_id is None:
@@ -708,8 +715,8 @@ class RunEngine:
             lease.provider_id,
             self._ssh_settings(lease),
             self._sink,
-            self._on_node_line,
-            self.bridge.feed_provider_line,
+            self._on_node_line if bridge is None else bridge.on_line,
+            (bridge or self.bridge).feed_provider_line,
             ready=ready,
             redactor=self.redactor,
         )
@@ -1059,7 +1066,9 @@ class RunEngine:
         lease = self.lease_record
         if lease is None or lease.provider_id is None:
             return
-        verdict = self.hub.tail(WEIGHTS_CHANNEL).frames
+        # The main node's verdict, not a worker's (every node writes this channel).
+        frames = self.hub.tail(WEIGHTS_CHANNEL).frames
+        verdict = [f for f in frames if f.stream == self.bridge.stream]
         ready = verdict[-1].payload.decode("utf-8", "replace") if verdict else None
         self.store.mark_agent_log(
             self.run_id, lease.provider_id, (positions.stdout, positions.stderr), ready

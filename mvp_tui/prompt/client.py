@@ -127,7 +127,12 @@ class PromptClient:
         self.model = model
         self.url = chat_url(base_url)
         self._owns_http = http is None
-        self._http = http if http is not None else httpx.AsyncClient(timeout=timeout)
+        # trust_env=False: the engine is on loopback (a forward or a local port); an
+        # HTTP(S)_PROXY / ALL_PROXY meant for the internet would carry every prompt and answer
+        # through the proxy, or break the run where the proxy cannot reach our loopback.
+        self._http = (
+            http if http is not None else httpx.AsyncClient(timeout=timeout, trust_env=False)
+        )
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._redact = redactor or Redactor()
         self._redact.add(api_key)

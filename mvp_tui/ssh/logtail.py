@@ -19,6 +19,8 @@ from mvp_tui.ssh import node_helper
 if TYPE_CHECKING:  # types only: the engine imports `LogPositions` before any SSH is used
     import asyncssh
 
+    from mvp_tui.secrets import Redactor
+
 NodeStreamName = Literal["stdout", "stderr"]
 NodeLineCallback = Callable[[NodeStreamName, bytes], object]
 """Called with each complete line of the agent's stdout or stderr (without the newline)."""
@@ -54,6 +56,11 @@ async def read_frame(reader: asyncssh.SSHReader[bytes]) -> HelperFrame | None:
     try:
         header = await reader.readexactly(node_helper.HEADER.size)
         kind, length = node_helper.HEADER.unpack(header)
+        if length > node_helper.MAX_FRAME_BYTES:
+            raise FrameError(
+                f"the node reader sent a frame of {length} bytes, more than the "
+                f"{node_helper.MAX_FRAME_BYTES} it may"
+            )
         payload = await reader.readexactly(length) if length else b""
     except asyncio.IncompleteReadError:
         return None
@@ -63,13 +70,28 @@ async def read_frame(reader: asyncssh.SSHReader[bytes]) -> HelperFrame | None:
         raise FrameError(f"unknown frame kind {kind!r} from the node reader") from None
 
 
-class LineAssembler:
-    """Complete lines out of one stream's byte chunks."""
+# Bytes past a long line's cut that are read before it is cut, so that a secret spanning the
+# cut has arrived whole and the cut can move in front of it (API keys and tokens are far
+# shorter than this).
+SECRET_MARGIN_BYTES = 1024
 
-    def __init__(self, name: NodeStreamName, position: int, max_line: int) -> None:
+
+class LineAssembler:
+    """Complete lines out of one stream's byte chunks. An over-long line comes in pieces,
+    never cut through a known secret: each piece is redacted on its own downstream, and a
+    secret in two halves would be recognised in neither."""
+
+    def __init__(
+        self,
+        name: NodeStreamName,
+        position: int,
+        max_line: int,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.name = name
         self.position = position  # just after the last byte delivered
         self._max_line = max_line
+        self._redactor = redactor
         self._partial = bytearray()
 
     def feed(self, data: bytes, deliver: NodeLineCallback) -> None:
@@ -77,15 +99,27 @@ class LineAssembler:
         self._partial += data
         while True:
             end = self._partial.find(b"\n")
-            if end < 0 and len(self._partial) >= self._max_line:
-                self._deliver(self._max_line, self._max_line, deliver)
+            if end < 0 and len(self._partial) >= self._max_line + self._margin():
+                cut = self._cut()
+                self._deliver(cut, cut, deliver)
                 continue
             if end < 0:
                 return
             if end > self._max_line:
-                self._deliver(self._max_line, self._max_line, deliver)
+                cut = self._cut()
+                self._deliver(cut, cut, deliver)
                 continue
             self._deliver(end, end + 1, deliver)
+
+    def _margin(self) -> int:
+        return SECRET_MARGIN_BYTES if self._redactor else 0
+
+    def _cut(self) -> int:
+        """Where a long line's next piece ends: at the limit, or before a secret spanning it."""
+        if not self._redactor:
+            return self._max_line
+        window = bytes(self._partial[: self._max_line + SECRET_MARGIN_BYTES])
+        return self._redactor.safe_cut(window, self._max_line)
 
     def flush(self, deliver: NodeLineCallback) -> None:
         """Deliver a last line without newline (the stream ended for good)."""

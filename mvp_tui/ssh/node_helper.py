@@ -39,6 +39,9 @@ FRAME_EXIT = b"x"
 HEADER = struct.Struct(">cI")
 FIRST_POLL = 0.002  # seconds; idle looks double from here up to the POLL argument
 CHUNK = 65536
+# The longest frame payload the reader accepts: this helper sends at most CHUNK, and a length
+# from a hostile node (up to 4 GiB in the header) must not become an allocation.
+MAX_FRAME_BYTES = 1 << 20
 
 EXIT_OK = 0
 EXIT_USAGE = 2

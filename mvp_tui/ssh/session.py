@@ -151,8 +151,8 @@ class NodeSession:
         self._started: asyncio.Future[int] | None = None
         self._closing = False
         self._attempts = 0
-        self._stdout = LineAssembler("stdout", 0, settings.max_line_bytes)
-        self._stderr = LineAssembler("stderr", 0, settings.max_line_bytes)
+        self._stdout = LineAssembler("stdout", 0, settings.max_line_bytes, self._redact)
+        self._stderr = LineAssembler("stderr", 0, settings.max_line_bytes, self._redact)
 
     # ---- public API -------------------------------------------------------------------
 

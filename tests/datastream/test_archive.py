@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,25 @@ def test_a_full_disk_stops_the_archive_not_the_run() -> None:
     assert archive.error is not None
     assert "/dev/full" in str(archive.error) and "fix:" in str(archive.error)
     assert archive.lost == 5
+
+
+def test_the_archive_is_private_to_its_owner(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.jsonl"
+    FrameArchive(fresh).close()
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    # One left readable by an older version is tightened when it is appended to.
+    older = tmp_path / "older.jsonl"
+    older.write_text("")
+    older.chmod(0o644)
+    FrameArchive(older).close()
+    assert stat.S_IMODE(older.stat().st_mode) == 0o600
+
+
+def test_the_archive_never_follows_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep\n")
+    link = tmp_path / "frames.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(ArchiveError, match="symbolic link"):
+        FrameArchive(link)
+    assert target.read_text() == "keep\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -130,3 +131,44 @@ async def test_container_ending_by_itself_ends_the_run_with_its_status(
     assert fatal["payload"]["exit_code"] == 137
     assert code == 1, run.stderr
     assert run.events("node_failed") and run.events("lease_deleted")
+
+
+async def test_hf_token_reaches_the_agent_but_not_the_containers_env(
+    tiny_gguf: Path, docker_host: str, node_image: str, docker_scope: DockerScope
+) -> None:
+    import docker
+
+    token = "hf_dockerprobe0123456789abcdef"
+    config_phase: asyncio.Future[dict[str, object]] = asyncio.get_running_loop().create_future()
+
+    def on_line(kind: str, line: bytes) -> None:  # the agent's config phase, once it is ready
+        ready = b'"phase":"config"' in line and b'"status":"ready"' in line
+        if kind == "stdout" and ready and not config_phase.done():
+            config_phase.set_result(json.loads(line)["payload"])
+
+    provider = DockerProvider(
+        DockerSettings(image=node_image, gpus="none", gpus_explicit=True, network="host"),
+        on_line=on_line,
+        client_factory=lambda: docker.DockerClient(base_url=docker_host, timeout=60),
+    )
+    request = _request(docker_scope, node_image, tiny_gguf)
+    request = CreateRequest(label=request.label, image=request.image,
+                            env={**request.env, "HF_TOKEN": token}, disk_gb=20)  # fmt: skip
+    try:
+        (offer,) = await provider.search_offers(SelectionPolicy())
+        created = await provider.create(offer, request)
+        assert created.outcome is Outcome.CREATED and created.provider_id, created.detail
+        inspected = await asyncio.to_thread(
+            docker_scope.client.api.inspect_container, created.provider_id
+        )
+        # What `docker inspect` shows of the container: no token, not even its name.
+        assert token not in str(inspected)
+        assert not any(item.startswith("HF_TOKEN=") for item in inspected["Config"]["Env"])
+        # The agent has it all the same: its config phase says a token is set.
+        config = await asyncio.wait_for(config_phase, 60)
+        assert config["detail"]["hf_token"] is True  # type: ignore[index]
+        destroyed = await provider.destroy(created.provider_id)
+        assert destroyed.outcome is DestroyOutcome.ACCEPTED, destroyed.detail
+    finally:
+        await provider.aclose()
+    assert not docker_scope.containers()

@@ -24,6 +24,8 @@ from mvp_tui.providers.docker_spec import (
     gpu_request,
     parse_gpus,
     published_url_rewrite,
+    stdin_env,
+    stdin_env_bytes,
 )
 
 LABEL = "mvp-r-0a1b2c3d-1-2"
@@ -69,8 +71,10 @@ def test_bridge_container_spec_matches_the_seed_run() -> None:
         }
     ]
     assert "DeviceRequests" not in host
-    # On a bridge network the agent's engine listens on every interface of the container.
-    assert config["Cmd"][0] == "python3" and "ENGINE_HOST = '0.0.0.0'" in config["Cmd"][2]
+    # On a bridge network the agent's engine listens on every interface of the container,
+    # told so in its env: the launcher patches nothing in the agent.
+    assert env["MVP_ENGINE_HOST"] == "0.0.0.0"
+    assert config["Cmd"][0] == "python3" and "ENGINE_HOST" not in config["Cmd"][2]
 
 
 def test_host_network_spec_has_no_published_port() -> None:
@@ -81,7 +85,7 @@ def test_host_network_spec_has_no_published_port() -> None:
     assert "PortBindings" not in host and "ExtraHosts" not in host
     assert config["Cmd"][:2] == ["python3", "-c"]  # the launcher reading the agent from stdin
     env = dict(item.split("=", 1) for item in config["Env"])
-    assert "MVP_ENGINE_PORT" not in env
+    assert "MVP_ENGINE_PORT" not in env and "MVP_ENGINE_HOST" not in env
 
 
 STAND_IN = b"""\
@@ -110,9 +114,9 @@ def test_the_launcher_runs_the_agent_sent_down_stdin_and_reads_no_further(networ
         check=False,
     )
     assert done.returncode == 3, done.stderr  # the agent's own exit code
-    host = "0.0.0.0" if network == "bridge" else "127.0.0.1"  # bridge: the published port
+    # The agent runs as sent: its own ENGINE_HOST untouched on either network.
     assert done.stdout.decode().split() == [
-        "node_agent", "/opt/mvp-node/node_agent.py", host, "b'shutdown\\n'"]  # fmt: skip
+        "node_agent", "/opt/mvp-node/node_agent.py", "127.0.0.1", "b'shutdown\\n'"]  # fmt: skip
 
 
 def test_the_launcher_says_so_when_stdin_closes_before_the_agent_arrived() -> None:
@@ -230,3 +234,48 @@ def test_bridge_weights_line_names_the_published_loopback_port() -> None:
     assert rewrite(b"not json WeightsLoaded mvp.worker.weights") == (
         b"not json WeightsLoaded mvp.worker.weights"
     )
+
+
+SECRET_ENV = {**NODE_ENV, "HF_TOKEN": "hf_test0123456789abcdef", "MY_API_KEY": "key-0123456789"}
+
+PRINT_ENV = b"""\
+import os
+def main():
+    print(os.environ.get("HF_TOKEN"), os.environ.get("MY_API_KEY"), os.read(0, 100))
+    return 4
+"""
+
+
+@pytest.mark.parametrize("network", ["host", "bridge"])
+def test_secrets_are_not_in_the_containers_env_but_reach_the_agent_on_stdin(
+    network: str,
+) -> None:
+    settings = DockerSettings(image="i", gpus="none", network=network)
+    secrets = stdin_env_bytes(stdin_env(settings, SECRET_ENV))
+    _, config = create_config(
+        settings, image="i", label=LABEL, request_env=SECRET_ENV,
+        agent_bytes=len(PRINT_ENV), stdin_env_length=len(secrets),
+    )  # fmt: skip
+    # What `docker inspect` shows: neither the names nor the values.
+    shown = json.dumps(config)
+    assert "hf_test0123456789abcdef" not in shown and "key-0123456789" not in shown
+    assert not any(item.startswith(("HF_TOKEN=", "MY_API_KEY=")) for item in config["Env"])
+    env = dict(item.split("=", 1) for item in config["Env"])
+    done = subprocess.run(
+        [sys.executable, *config["Cmd"][1:]],
+        input=PRINT_ENV + secrets + b"shutdown\n",
+        env={k: env[k] for k in ("MVP_AGENT_BYTES", "MVP_STDIN_ENV_BYTES")},
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 4, done.stderr
+    assert done.stdout.decode().split() == [
+        "hf_test0123456789abcdef", "key-0123456789", "b'shutdown\\n'"]  # fmt: skip
+
+
+def test_without_secrets_nothing_follows_the_agent() -> None:
+    settings = DockerSettings(image="i", gpus="none", network="host")
+    assert stdin_env_bytes(stdin_env(settings, NODE_ENV)) == b""
+    _, config = create_config(settings, image="i", label=LABEL, request_env=NODE_ENV)
+    assert not any(item.startswith("MVP_STDIN_ENV_BYTES=") for item in config["Env"])

@@ -29,6 +29,8 @@ CORPUS = [
     "ünïcödé ✓ and emoji 🙂 kept",
     "x" * 5000,
     "y" * 90 + SECRET,  # the secret straddles the cut: redacted before it
+    "bidi \u202eoverride\u202c, \u2066isolate\u2069, mark\u200f\u061c",
+    f"zero-width {SECRET[:9]}\u200b{SECRET[9:]} \ufeff\u2060 inside a secret",
 ]
 
 

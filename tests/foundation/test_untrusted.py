@@ -39,6 +39,10 @@ def assert_no_prefix(text: str) -> None:
         ("a\x07b\x08c\x00d\x7fe\x85f\r\ng\x1bh", "abcdefg"),  # controls, a lone ESC
         ("tab\tstays [bold]markup[/] stays", "tab\tstays [bold]markup[/] stays"),
         ("unterminated \x1b]52;c;QUJD", "unterminated "),
+        # Bidi overrides, embeddings and isolates reorder what is shown ("exe.txt" here).
+        ("file\u202etxt.exe\u202c \u2066iso\u2069 \u202aemb\u202b\u061c", "filetxt.exe iso emb"),
+        # Zero-width characters and the BOM hide in text unseen.
+        ("zero\u200bwidth\u200c\u200d\u200e\u200f\u2060\ufeff\u180e", "zerowidth"),
     ],
 )
 def test_escapes_and_controls_are_removed(raw: str, shown: str) -> None:
@@ -53,6 +57,9 @@ def test_a_secret_cut_at_the_limit_is_redacted_whole() -> None:
     # Escapes inside the secret do not hide it from the redactor.
     hidden = "x" * 28 + SECRET[:10] + "\x1b[0m" + SECRET[10:]
     assert_no_prefix(clean_line(hidden, 40, redact=REDACT))
+    # Nor does a zero-width character inside it.
+    unseen = "x" * 28 + SECRET[:10] + "\u200b" + SECRET[10:]
+    assert clean_line(unseen, 400, redact=REDACT) == "x" * 28 + REDACTED
 
 
 def test_one_line_ascii_redacts_before_either_cut() -> None:

@@ -15,6 +15,7 @@ def cluster_run(
         *(["--nodes", str(nodes)] if nodes is not None else []),
         "--gguf-local-path", str(model),
         "--rpc-bind", "127.0.0.1:0",
+        "--local-rpc-unauthenticated",  # workers on this machine's loopback: the test's own
         *extra,
     ]  # fmt: skip
     # -t 1 everywhere: the split turns erratic with more threads than this box has cores.

@@ -87,7 +87,8 @@ async def test_create_sends_the_v2_body_with_our_user_agent_and_bearer_only(
     (sent,) = fake.create_requests()
     assert sent.headers["user-agent"] == USER_AGENT and USER_AGENT.startswith("mvp-tui/")
     assert sent.headers["authorization"] == f"Bearer {fake.api_key}"
-    assert sent.body["gpu"] == {"id": "NVIDIA RTX A5000", "count": 1}
+    # A CUDA floor by default: the CUDA image must not land on an older driver.
+    assert sent.body["gpu"] == {"id": "NVIDIA RTX A5000", "count": 1, "minCudaVersion": "12.8"}
     assert sent.body["ports"] == ["22/tcp"] and sent.body["cloud"] == "SECURE"
     assert sent.body["name"] == "mvp-r-abc-1-1" and sent.body["env"]["PUBLIC_KEY"].startswith(
         "ssh-"
@@ -345,3 +346,12 @@ def test_headless_with_no_matching_runpod_offer_names_runpod_s_keys(
     assert done.returncode == 1, done.stderr
     assert "no runpod offer matches" in done.stderr and "[runpod] gpu_types" in done.stderr
     assert "[vastai]" not in done.stderr and fake.create_requests() == []
+
+
+def test_a_cuda_floor_is_sent_unless_the_user_sets_another(tmp_path: Path) -> None:
+    env = {"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": "rp-key-0123456789"}
+    provider = build_provider(_config(tmp_path, env))
+    assert isinstance(provider, RunPodProvider)
+    assert provider.settings.min_cuda_version == "12.8"
+    mine = build_provider(_config(tmp_path, {**env, "MVP_RUNPOD_MIN_CUDA_VERSION": "12.4"}))
+    assert isinstance(mine, RunPodProvider) and mine.settings.min_cuda_version == "12.4"

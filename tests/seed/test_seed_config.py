@@ -42,6 +42,7 @@ def load(path: Path | None, env: dict[str, str] | None = None, flags: dict[str, 
 def write(tmp_path: Path, name: str, text: str) -> Path:
     path = tmp_path / name
     path.write_text(text)
+    path.chmod(0o600)  # the seed's files hold an API key: kept private, as the app warns
     return path
 
 

@@ -21,6 +21,7 @@ def test_the_seeds_vastai_image_file_rents_with_the_seeds_image(
 ) -> None:
     config = tmp_path / "vastai-image.toml"
     config.write_text(VASTAI_IMAGE_TOML)
+    config.chmod(0o600)  # it holds an API key: kept private, as the app warns
     env = {k: v for k, v in vast_env.items() if k != "MVP_NODE_PROVIDER"}  # the file's kind
     up = cli("--config", str(config), "up", "--headless", "--yes", "--until", "leased", env=env)
     assert up.returncode == 0, up.stderr

@@ -1,0 +1,126 @@
+"""The configuration's trust rules, checked once the values are in: where an unauthenticated
+RPC server would listen, where the API keys come from, and who can read the file holding
+them. Refusals are `ConfigError`s (exit 2, nothing started); the rest are warning lines."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mvp_tui.config.toml_file import TomlLayer
+from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
+
+# A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
+# write the server's memory, so where it listens decides who owns that process.
+LOCAL_ACK_FLAG = "--local-rpc-unauthenticated"
+LOCAL_ACK = (
+    f"{LOCAL_ACK_FLAG} (env MVP_LOCAL_RPC_UNAUTHENTICATED=true, or [runtime] "
+    "local_rpc_unauthenticated = true)"
+)
+
+
+def check_multinode_rpc(
+    provider: str, values: Mapping[str, object], sources: Mapping[str, Source]
+) -> None:
+    """Refuse a multi-node run whose workers' RPC servers others could reach: on a Docker
+    bridge network always (every container on it reaches them), on this machine's loopback
+    (provider local, Docker's host network) unless acknowledged."""
+    nodes = values.get("runtime.nodes")
+    if not isinstance(nodes, int) or nodes <= 1 or provider not in ("local", "docker"):
+        return
+    asked = f"[runtime] nodes = {nodes} from {sources['runtime.nodes']}"
+    network = values.get("docker.network")
+    if provider == "docker" and network == "bridge":
+        raise ConfigError(
+            f"{asked} with provider docker on [docker] network = 'bridge' (from "
+            f"{sources['docker.network']}): the workers' ggml-rpc-server, which has no "
+            "authentication and gives its clients the process's memory, would be reachable "
+            "from every container on the bridge network",
+            fix="use [runtime] nodes = 1 on a bridge network, --docker-network host with "
+            f"{LOCAL_ACK_FLAG}, or a rented provider",
+        )
+    if values.get("runtime.local_rpc_unauthenticated"):
+        return
+    where = "provider local" if provider == "local" else "provider docker on the host network"
+    raise ConfigError(
+        f"{asked} with {where}: the workers' ggml-rpc-server listens on this machine's "
+        "loopback with no authentication, so any local user can read and write that "
+        "process's memory (next to a process that holds your cloud keys)",
+        fix=f"acknowledge with {LOCAL_ACK} on a machine only you use, or rent the nodes",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KeyFile:
+    key: str  # "vastai.api_key"
+    file_key: str  # "vastai.api_key_file"
+    flag: str  # the key's own flag, which puts it in argv
+    file_flag: str
+
+
+KEY_FILES = (
+    KeyFile("vastai.api_key", "vastai.api_key_file", "--vastai-api-key", "--vastai-api-key-file"),
+    KeyFile("runpod.api_key", "runpod.api_key_file", "--runpod-api-key", "--runpod-api-key-file"),
+)
+
+
+def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> list[str]:
+    """Put each API key given as a file in place (the key's own value wins when set in the
+    same or a later layer); one warning line per key taken from a flag, which `ps` and
+    shell history show. The key itself is never in a message."""
+    warnings: list[str] = []
+    for item in KEY_FILES:
+        if item.key not in values:
+            continue  # another provider's key: not parsed for this run
+        path, file_source = values.get(item.file_key), sources.get(item.file_key)
+        key_source = sources[item.key]
+        if isinstance(path, Path) and file_source is not None:
+            file_rank, key_rank = LAYER_RANK[file_source.layer], LAYER_RANK[key_source.layer]
+            if values[item.key] is None or file_rank > key_rank:
+                values[item.key] = _read_key(path, item, file_source)
+                sources[item.key] = Source(file_source.layer, f"{file_source.where} ({path})")
+                warnings += _readable_by_others(path, f"the API key file {path}")
+                continue
+        if key_source.layer == "flag" and values[item.key] is not None:
+            warnings.append(
+                f"{item.flag} puts the API key in this process's argv (visible in ps to "
+                f"every local user) and in your shell history; use {item.file_flag} PATH or "
+                "the key's environment variable instead"
+            )
+    return warnings
+
+
+def _read_key(path: Path, item: KeyFile, source: Source) -> str:
+    label = f"[{item.file_key.replace('.', '] ', 1)} = {str(path)!r} (from {source})"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{label}: cannot read it: {why}", fix="name a readable file") from None
+    key = text.strip()
+    if not key or "\n" in key:
+        raise ConfigError(
+            f"{label}: the file must hold the key alone, on one line",
+            fix="write only the API key into the file",
+        )
+    return key
+
+
+def config_file_warnings(toml: TomlLayer | None, secret_keys: list[str]) -> list[str]:
+    """A warning when the config file holds an API key and others may read it."""
+    if toml is None or not any(key in toml.values for key in secret_keys):
+        return []
+    return _readable_by_others(toml.path, f"the config file {toml.path} holds an API key and")
+
+
+def _readable_by_others(path: Path, what: str) -> list[str]:
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return []
+    if not mode & 0o077:
+        return []
+    return [f"{what} is readable by others (mode {mode:o}); fix: chmod 600 {path}"]
