@@ -356,6 +356,7 @@ class RunPodProvider:
         self.last_skipped: list[str] = []
         self.rate_limited_waits: list[float] = []  # each Retry-After waited out, in seconds
         self._out_of_stock: set[str] = set()  # offer ids the catalog reported out of stock
+        self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
         self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
 
@@ -528,9 +529,12 @@ class RunPodProvider:
             return list(remaining)
         tried_ids = [o.offer_id for o in tried]
         cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
+        self.last_reorder_error = None
         try:
             fresh = await self._order(tried_ids, cap)
-        except ProviderError:
+        except ProviderError as exc:
+            # Said by the walk (seed 003: "the GPU types left keep their order").
+            self.last_reorder_error = clean_line(exc.message, 200)
             return list(remaining)
         earlier = frozenset(self._out_of_stock)
         self._out_of_stock |= set(fresh.out_of_stock)

@@ -35,6 +35,7 @@ from mvp_tui.lease.events import (
     ReconcileStarted,
     Sweep,
     WalkFailed,
+    WalkReordered,
 )
 from mvp_tui.lease.spend import spend_usd
 from mvp_tui.untrusted import clean_line, one_line_ascii
@@ -465,7 +466,7 @@ class LeasesModel:
         line.add(f"→ lost while serving → replacing it (#{e.replacement})", Tone.WARN)
         line.note(e.reason)
 
-    def _order(self, e: WalkOrderSaid) -> None:
+    def _order(self, e: WalkOrderSaid | WalkReordered) -> None:
         names = [_detail(x) for x in e.offers]
         shown = ", ".join(names[:6]) + (f" +{len(names) - 6}" if len(names) > 6 else "")
         self._new_line(
@@ -522,4 +523,5 @@ _HANDLERS: dict[type[EngineEvent], Callable[[LeasesModel, Any], None]] = {
     AttemptAbandoned: LeasesModel._abandoned,
     NodeReplacing: LeasesModel._replacing,
     WalkOrderSaid: LeasesModel._order,
+    WalkReordered: LeasesModel._order,
 }

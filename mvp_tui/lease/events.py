@@ -58,6 +58,16 @@ class OfferSkipped(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WalkReordered(EngineEvent):
+    """After an unplaceable offer the provider's catalog was read again: the offers left, in
+    the order they will now be tried (or, when the read failed, kept as they were)."""
+
+    run_id: str
+    offers: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AttemptStarted(EngineEvent):
     run_id: str
     label: str

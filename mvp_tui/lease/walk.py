@@ -41,6 +41,7 @@ from mvp_tui.lease.events import (
     ReconcileStarted,
     WalkFailed,
     WalkFailure,
+    WalkReordered,
 )
 from mvp_tui.lease.naming import attempt_label, check_run_id, new_run_id
 from mvp_tui.lease.reconcile import find_by_label, sweep, track
@@ -203,9 +204,25 @@ class LeaseWalk:
         done = {(o.provider, o.offer_id) for o in tried}
         try:
             fresh: list[Offer] = await reorder(list(queue), list(tried))
-        except ProviderError:
+        except ProviderError as exc:
+            why = self._clean(str(exc), 200)
+            self._say_order(
+                queue, f"the catalog could not be read again ({why}): the offers left keep "
+                "their order"
+            )
             return queue
-        return [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
+        left = [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
+        failed = getattr(self.provider, "last_reorder_error", None)  # it kept the order
+        if failed:
+            reason = f"the catalog could not be read again ({failed}): the offers left keep "
+            self._say_order(left, reason + "their order")
+        else:
+            self._say_order(left, "re-sorted from the catalog read again")
+        return left
+
+    def _say_order(self, offers: Sequence[Offer], reason: str) -> None:
+        names = tuple(f"{o.provider}:{o.offer_id}" for o in offers)
+        self._emit(WalkReordered(run_id=self.run_id, offers=names, reason=reason))
 
     async def _try_offer(self, offer: Offer) -> LeaseRecord | None:
         """Create on `offer` (again after unclear answers) and settle; None → next offer."""

@@ -145,3 +145,28 @@ async def test_a_failed_catalog_reread_keeps_the_order_left(
         assert kept == offers[1:]
     finally:
         await provider.aclose()
+
+
+async def test_the_walk_says_its_order_after_a_catalog_reread_and_when_it_fails(
+    fake: FakeRunPod, tmp_path: Path
+) -> None:
+    """Seed 003: after an unplaceable type the order left is said; a failed re-read says
+    so, and the GPU types left keep their order."""
+    provider = make_provider(fake, max_out_of_stock=0)
+    store, sink = RecordStore(tmp_path / "state"), RecordingSink()
+    try:
+        offers = await provider.search_offers(POLICY)
+        fake.no_capacity("NVIDIA RTX A5000")
+        fake.script("catalog", Fault(status=503))
+        walk = LeaseWalk(provider, store, sink, fast_settings(), run_id="r-0a1b2c3e")
+        result = await walk.run(offers)
+        assert result.ok, result.reason
+        (said,) = sink.of(ev.WalkReordered)
+        assert said.offers == tuple(f"runpod:{o.offer_id}" for o in offers[1:])
+        assert "could not be read again" in said.reason and "keep their order" in said.reason
+        assert result.lease is not None
+        await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
+                       fast_settings())  # fmt: skip
+        assert fake.pods() == []
+    finally:
+        await provider.aclose()
