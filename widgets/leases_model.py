@@ -453,8 +453,8 @@ class LeasesModel:
 
     def _abandoned(self, e: AttemptAbandoned) -> None:
         """A host failed on the way to serving (or was lost): it goes, the walk goes on."""
-        if not e.provider_id:
-            return
+        if not e.provider_id or e.stage == "serving":
+            return  # a node lost while serving: its `NodeReplacing` line says it all
         line = self._lease_line(e.at, e.provider_id)
         then = "→ next offer" if e.scope == "host" else "→ stop (every host would fail)"
         stage = _detail(e.stage)
@@ -463,14 +463,19 @@ class LeasesModel:
 
     def _replacing(self, e: NodeReplacing) -> None:
         line = self._lease_line(e.at, e.provider_id)
-        line.add(f"→ lost while serving → replacing it (#{e.replacement})", Tone.WARN)
+        line.add(f"→ lost while serving: {_detail(e.reason)} → replacing it", Tone.WARN)
         line.note(e.reason)
 
     def _order(self, e: WalkOrderSaid | WalkReordered) -> None:
         names = [_detail(x) for x in e.offers]
-        shown = ", ".join(names[:6]) + (f" +{len(names) - 6}" if len(names) > 6 else "")
+        kinds = {n.partition(":")[0] for n in names}
+        one = len(kinds) == 1 and all(":" in n for n in names)  # one provider: say it once
+        ids = [n.partition(":")[2] for n in names] if one else names
+        shown = ", ".join(ids[:6]) + (f" +{len(ids) - 6}" if len(ids) > 6 else "")
+        whose = f" ({next(iter(kinds))})" if one else ""
         self._new_line(
-            e.at, (f"walk order: {shown or 'no offer left'} ({_detail(e.reason)})", Tone.MUTED)
+            e.at,
+            (f"walk order{whose}: {shown or 'no offer left'} · {_detail(e.reason)}", Tone.MUTED),
         ).note(", ".join(names))
 
     # -- the detail view ----------------------------------------------------------------------

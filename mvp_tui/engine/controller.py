@@ -268,7 +268,7 @@ class RunController:
         stop = walk.failed(failure) or engine.limit_reached()
         if stop is not None:
             raise RunFailed(*stop)
-        engine.announce_order(walk.remaining, f"after {failure.kind} on the last host")
+        engine.announce_order(walk.remaining, f"after {failure.kind}")
 
     async def _attach_then_serve(self, plan: Plan) -> PlanEnd:
         self._set_state(RunState.BRINGING_UP)
