@@ -509,7 +509,7 @@ class RunEngine:
         if lease is None or not lease.provider_id or not self.provider.info.billing:
             await asyncio.Event().wait()
             return
-        walk = self.settings.walk
+        walk = self.walk_settings()  # its sleep too (tests and benches time it)
         while True:
             await walk.sleep(walk.poll_interval_s)
             try:
