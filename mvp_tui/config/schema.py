@@ -879,6 +879,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "limits",
+        "boot_grace_mins",
+        Kind.FLOAT,
+        20.0,
+        "a rented node destroys its own lease when no agent has attached this many minutes "
+        "after its container started (the boot guard, armed by the create request; 0 = off)",
+        env=("MVP_BOOT_GRACE_MINS",),
+        flag="--boot-grace-mins",
+        minimum=0,
+    ),
+    _k(
+        "limits",
         "require_node_watchdog",
         Kind.BOOL,
         True,

@@ -21,6 +21,7 @@ from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.boot_guard import NodeBootGuard, boot_guard_event
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.limits import LimitReached, watch_limits
@@ -113,6 +114,7 @@ class RunEngine:
         self.hub.listeners.append(self.watch)
         self.hub.listeners.append(self._on_watchdog_frame)
         self.watchdog_verdict: NodeWatchdog | None = None
+        self.boot_guard_verdict: NodeBootGuard | None = None
         self._watchdog_failed = asyncio.Event()
         self.store = RecordStore(config.state_dir)
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
@@ -184,6 +186,13 @@ class RunEngine:
         return {**env, **self.watchdog.node_env()}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
+        guard = boot_guard_event(frame, self.run_id, self._clock(), self.redactor)
+        if guard is not None:  # held apart: the switch's later verdict must not replace it
+            self.boot_guard_verdict = guard
+            if guard.status == "failed":
+                self._watchdog_failed.set()
+            self.emit(guard)
+            return
         record = watchdog_record(frame)
         if record is None:
             return
@@ -495,12 +504,18 @@ class RunEngine:
             )
 
     def check_watchdog(self) -> None:
-        """A node whose switch cannot destroy its own instance is not run when the switch is
-        required: the lease is torn down, and the message says why and how to opt out."""
-        verdict = self.watchdog_verdict
-        if self.watchdog.required and verdict is not None and verdict.status == "failed":
+        """A node whose switch (or boot guard) cannot destroy its own instance is not run when
+        the switch is required: the lease is torn down, and the message says why and how to
+        opt out."""
+        verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
+        failed = [
+            f"the node's {what} cannot protect this lease: {v.reason}"
+            for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
+            if v is not None and v.status == "failed"
+        ]
+        if self.watchdog.required and failed:
             raise self._node_failed(
-                f"the node's dead-man's switch cannot protect this lease: {verdict.reason}",
+                failed[0],
                 "fix the node image or its instance key, or set [limits] "
                 "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to rent "
                 "without it",
