@@ -188,7 +188,9 @@ class RunEngine:
     def _on_watchdog_frame(self, frame: Frame) -> None:
         guard = boot_guard_event(frame, self.run_id, self._clock(), self.redactor)
         if guard is not None:  # held apart: the switch's later verdict must not replace it
-            self.boot_guard_verdict = guard
+            held = self.boot_guard_verdict  # a worker's "armed" never hides a failed one
+            if held is None or held.status != "failed":
+                self.boot_guard_verdict = guard
             if guard.status == "failed":
                 self._watchdog_failed.set()
             self.emit(guard)
