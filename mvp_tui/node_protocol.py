@@ -39,7 +39,7 @@ WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgen
 # reads it and stands the guard down with the marker file. Env MVP_BOOT_GUARD_DIR moves it.
 BOOT_GUARD_PHASE = "boot_guard"  # the agent's NodeAgentPhase reporting the guard's verdict
 BOOT_GUARD_DIR_ENV = "MVP_BOOT_GUARD_DIR"
-BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # tmpfs: a restarted container re-arms a fresh guard
+BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outlives a pod
 BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
 BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
 

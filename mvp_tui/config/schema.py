@@ -632,7 +632,8 @@ KEYS: tuple[KeySpec, ...] = (
         "onstart",
         Kind.STR,
         None,
-        "onstart script run by Vast.ai (not the bootstrap)",
+        "onstart script run by Vast.ai after mvp-tui's boot guard (not the bootstrap); with the "
+        "guard it must fit Vast's 4096 characters (about 2,000 left)",
         env=("MVP_VASTAI_ONSTART",),
         flag="--vastai-onstart",
         scope=V,

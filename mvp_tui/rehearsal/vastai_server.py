@@ -15,6 +15,9 @@ Instance-scoped keys (Vast's CONTAINER_API_KEY): every instance gets its own ran
 (`instance_env`, `write_instance_env` give it to the "node"); it is accepted only on that
 instance's own show and destroy. Any other use answers 401 and lands in `scope_violations`.
 `destroyed_by` tells whether the account key or the instance's own key destroyed it.
+`onstart_of` and `container_env` give a test what the instance's container starts with (its
+recorded onstart and env), so the real start script runs as Vast would run it; a create whose
+`args` + `args_str` + `onstart` exceed Vast's 4096 characters is refused (400 invalid_args).
 """
 
 from __future__ import annotations
