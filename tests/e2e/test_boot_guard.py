@@ -96,7 +96,7 @@ async def test_a_run_killed_before_ssh_answers_leaves_an_instance_that_destroys_
 async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    grace_s = 15
+    grace_s = 30  # the agent attaches well within it, even on a loaded machine
     guard_dir = tmp_path / "guard"
     guard_dir.mkdir()  # the agent then waits for the guard's verdict rather than see none
     with FakeVast(api_key=KEY) as fake:
@@ -125,7 +125,7 @@ async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
             assert [i["id"] for i in fake.billing()] == [instance]
             assert "destroying" not in container.log()
             row = guard_row(run)
-            assert row.status is Status.DONE and row.detail.startswith("armed (python3, 0.25 min)")
+            assert row.status is Status.DONE and row.detail.startswith("armed (python3, 0.5 min)")
             down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=env)
             assert down.returncode == 0, down.stderr
             assert fake.destroyed_by(instance) == "account"

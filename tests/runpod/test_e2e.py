@@ -228,7 +228,7 @@ async def test_a_run_killed_before_ssh_answers_leaves_a_pod_that_deletes_itself(
     """The boot guard in the pod's `cmd` (issue 19 item 5): the pod's real start command runs
     (sshd and the guard); the run never sees SSH and is `kill -9`ed; with no agent within the
     grace, the pod deletes itself with its pod-scoped key."""
-    grace_s = 6
+    grace_s = 10
     with FakeRunPod() as fake:
         catalog(fake)
         fake.running_without_ssh(10**6)  # SSH never shows to the run
