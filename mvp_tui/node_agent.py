@@ -1484,13 +1484,16 @@ def boot_guard_report(
     The verdict is read before the marker is written: the guard clears stale markers as it
     starts, so a marker written before its verdict could be wiped and the guard would fire."""
     if provider in LOCAL_PROVIDERS:
-        return "ready", {"state": "not_needed", "armed": False,
-                         "reason": "a local or Docker node does not bill: no boot guard runs"}
+        why = "a local or Docker node does not bill: no boot guard runs"
+        return "ready", {"state": "not_needed", "armed": False, "reason": why}
     directory = Path(env.get(BOOT_GUARD_DIR_ENV, "").strip() or BOOT_GUARD_DIR)
     detail: dict[str, Any] = {"dir": str(directory), "armed": False}
     if not directory.is_dir():
-        detail.update(state="none", reason="no boot guard ran on this node (its start command "
-                      "armed none: an instance created by an older mvp-tui, or another command)")
+        why = (
+            "no boot guard ran on this node (its start command armed none: an instance "
+            "created by an older mvp-tui, or another command)"
+        )
+        detail.update(state="none", reason=why)
         return "ready", detail
     line = _guard_verdict_line(directory, wait_s)
     try:
@@ -1498,9 +1501,13 @@ def boot_guard_report(
         marker.write_text(f"{os.getpid()} {time.time():.3f}\n", encoding="utf-8")
         detail["stood_down"] = True
     except OSError as exc:
-        detail.update(state="failed", reason=(
+        # Opting out of require_node_watchdog would not help here: the guard still fires.
+        why = (
             f"cannot stand the boot guard down ({exc.strerror or exc}: {directory}): it will "
-            f"destroy this instance at the end of its grace; {REQUIRE_HINT}"))
+            "destroy this instance at the end of its grace; make that directory writable, or "
+            "rent with [limits] boot_grace_mins = 0"
+        )
+        detail.update(state="failed", reason=why)
         return "failed", detail
     words = (line or "").split()
     if words[:1] == ["armed"] and len(words) == 3 and words[2].isdigit():
@@ -1512,7 +1519,8 @@ def boot_guard_report(
     why = " ".join(words[1:]) if words[:1] == ["failed"] else ""
     if not why:
         why = f"an unreadable verdict {line!r}" if line else f"no verdict within {wait_s:g} s"
-    detail.update(state="failed", reason=f"the boot guard cannot run: {why}; {REQUIRE_HINT}")
+    fix = "use an image with the instance key and python3 or curl"
+    detail.update(state="failed", reason=f"the boot guard cannot run: {why}; {fix}, {REQUIRE_HINT}")
     return "failed", detail
 
 
@@ -1634,7 +1642,7 @@ class Watchdog:
     def report_boot_guard(self) -> None:
         """The boot guard's verdict, as its own phase, first thing: once the agent runs, the
         guard stands down (this node has an agent; the switch takes over)."""
-        if self.settings.problem is not None and self.provider not in API_PROVIDERS:
+        if self.provider not in API_PROVIDERS + LOCAL_PROVIDERS:
             return  # an unknown provider: the switch's verdict says so
         started = time.monotonic()
         status, detail = boot_guard_report(self.env, self.provider)

@@ -38,9 +38,10 @@ def test_a_failed_guard_is_reported_with_its_reason(tmp_path: Path) -> None:
     env = guard_dir(tmp_path, "failed no CONTAINER_API_KEY in the container environment")
     status, detail = boot_guard_report(env, "vastai")
     assert status == "failed" and detail["state"] == "failed"
-    assert detail["reason"].startswith(
-        "the boot guard cannot run: no CONTAINER_API_KEY in the container environment; or set "
-        "[limits] require_node_watchdog = false"
+    assert detail["reason"] == (
+        "the boot guard cannot run: no CONTAINER_API_KEY in the container environment; use an "
+        "image with the instance key and python3 or curl, or set [limits] "
+        "require_node_watchdog = false to rent without the node switch"
     )
     assert marker(env).is_file(), "stood down all the same: it has nothing to do"
 
@@ -75,6 +76,7 @@ def test_a_marker_that_cannot_be_written_fails_loudly(tmp_path: Path) -> None:
     assert status == "failed"
     assert detail["reason"].startswith("cannot stand the boot guard down")
     assert "destroy this instance at the end of its grace" in detail["reason"]
+    assert "boot_grace_mins = 0" in detail["reason"]
 
 
 def test_local_and_docker_nodes_need_no_guard(tmp_path: Path) -> None:
