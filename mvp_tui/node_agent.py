@@ -122,6 +122,15 @@ RPC_SERVER_READY = "RpcServerReady"  # a multi-node worker's RPC server listens
 
 WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgentProgress
 
+# The boot guard (armed by the instance's own start command, before any agent exists) and the
+# agent meet in one directory on the node: the guard writes its verdict there, the agent
+# reads it and stands the guard down with the marker file. Env MVP_BOOT_GUARD_DIR moves it.
+BOOT_GUARD_PHASE = "boot_guard"  # the agent's NodeAgentPhase reporting the guard's verdict
+BOOT_GUARD_DIR_ENV = "MVP_BOOT_GUARD_DIR"
+BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outlives a pod
+BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
+BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
+
 
 def agent_channel(node_id: int) -> str:
     """`mvp.node.<N>.agent`."""
@@ -1510,6 +1519,78 @@ def instance_api(settings: WatchdogSettings, creds: Credentials) -> InstanceApi:
     return VastInstanceApi(settings.api_url, creds)
 
 
+# ---------------------------------------------------------------------------------------
+# The boot guard: armed by the instance's start command, stood down here
+
+BOOT_GUARD_VERDICT_WAIT_S = 5.0  # the guard writes its verdict first thing; a race waits this
+BOOT_GUARD_LINE_MAX = 300
+
+
+def _guard_verdict_line(directory: Path, wait_s: float) -> str | None:
+    """The guard's one-line verdict; None when none shows within `wait_s` (bounded polling:
+    the guard and the agent share only the file system)."""
+    path = directory / BOOT_GUARD_VERDICT_FILE
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with path.open("rb") as handle:
+                return handle.read(BOOT_GUARD_LINE_MAX).decode("utf-8", "replace").strip()
+        except FileNotFoundError:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        except OSError as exc:
+            return f"failed its verdict file is unreadable: {exc.strerror or exc}"
+
+
+def boot_guard_report(
+    env: Mapping[str, str], provider: str, wait_s: float = BOOT_GUARD_VERDICT_WAIT_S
+) -> tuple[str, dict[str, Any]]:
+    """Stand the boot guard down and say what it reported: (phase status, detail).
+
+    The verdict is read before the marker is written: the guard clears stale markers as it
+    starts, so a marker written before its verdict could be wiped and the guard would fire."""
+    if provider in LOCAL_PROVIDERS:
+        why = "a local or Docker node does not bill: no boot guard runs"
+        return "ready", {"state": "not_needed", "armed": False, "reason": why}
+    directory = Path(env.get(BOOT_GUARD_DIR_ENV, "").strip() or BOOT_GUARD_DIR)
+    detail: dict[str, Any] = {"dir": str(directory), "armed": False}
+    if not directory.is_dir():
+        why = (
+            "no boot guard ran on this node (its start command armed none: an instance "
+            "created by an older mvp-tui, or another command)"
+        )
+        detail.update(state="none", reason=why)
+        return "ready", detail
+    line = _guard_verdict_line(directory, wait_s)
+    try:
+        marker = directory / BOOT_GUARD_STAND_DOWN_FILE
+        marker.write_text(f"{os.getpid()} {time.time():.3f}\n", encoding="utf-8")
+        detail["stood_down"] = True
+    except OSError as exc:
+        # Opting out of require_node_watchdog would not help here: the guard still fires.
+        why = (
+            f"cannot stand the boot guard down ({exc.strerror or exc}: {directory}): it will "
+            "destroy this instance at the end of its grace; make that directory writable, or "
+            "rent with [limits] boot_grace_mins = 0"
+        )
+        detail.update(state="failed", reason=why)
+        return "failed", detail
+    words = (line or "").split()
+    if words[:1] == ["armed"] and len(words) == 3 and words[2].isdigit():
+        detail.update(state="armed", armed=True, tool=words[1][:16], grace_s=int(words[2]))
+        return "ready", detail
+    if words == ["off"]:
+        detail.update(state="off", reason="off: [limits] boot_grace_mins = 0")
+        return "ready", detail
+    why = " ".join(words[1:]) if words[:1] == ["failed"] else ""
+    if not why:
+        why = f"an unreadable verdict {line!r}" if line else f"no verdict within {wait_s:g} s"
+    fix = "use an image with the instance key and python3 or curl"
+    detail.update(state="failed", reason=f"the boot guard cannot run: {why}; {fix}, {REQUIRE_HINT}")
+    return "failed", detail
+
+
 class Watchdog:
     """The node's own dead-man's switch. A timer thread watches the deadline and the
     silence; when one passes it asks the agent to stop (the `Control` inbox), and the main
@@ -1600,6 +1681,7 @@ class Watchdog:
             return
         if self.control.stop_requested:
             raise Interrupted()
+        self.report_boot_guard()
         started = time.monotonic()
         reason = self.settings.problem
         detail: dict[str, Any] = {}
@@ -1623,6 +1705,19 @@ class Watchdog:
         base["armed"] = self.deadline_at is not None or self._silence_armed
         base["action"] = "destroy" if self.uses_api else "end"
         self.emitter.phase(WATCHDOG_PHASE, "ready", base, _ms_since(started))
+
+    def report_boot_guard(self) -> None:
+        """The boot guard's verdict, as its own phase, first thing: once the agent runs, the
+        guard stands down (this node has an agent; the switch takes over)."""
+        if self.provider not in API_PROVIDERS + LOCAL_PROVIDERS:
+            return  # an unknown provider: the switch's verdict says so
+        started = time.monotonic()
+        status, detail = boot_guard_report(self.env, self.provider)
+        if "reason" in detail:
+            detail["reason"] = clean_text(detail["reason"], 600, redact=self.emitter.redact)
+        self.emitter.phase(BOOT_GUARD_PHASE, status, detail, _ms_since(started))
+        if status == "failed":
+            self.emitter.stderr(f"mvp-node: boot guard: {detail['reason']}")
 
     def _detail(self) -> dict[str, Any]:
         creds = self._creds

@@ -34,6 +34,15 @@ RPC_SERVER_READY = "RpcServerReady"  # a multi-node worker's RPC server listens
 
 WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgentProgress
 
+# The boot guard (armed by the instance's own start command, before any agent exists) and the
+# agent meet in one directory on the node: the guard writes its verdict there, the agent
+# reads it and stands the guard down with the marker file. Env MVP_BOOT_GUARD_DIR moves it.
+BOOT_GUARD_PHASE = "boot_guard"  # the agent's NodeAgentPhase reporting the guard's verdict
+BOOT_GUARD_DIR_ENV = "MVP_BOOT_GUARD_DIR"
+BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outlives a pod
+BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
+BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
+
 
 def agent_channel(node_id: int) -> str:
     """`mvp.node.<N>.agent`."""

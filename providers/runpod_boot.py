@@ -15,6 +15,11 @@ works on images that start no sshd of their own (llama.cpp's CUDA images among t
    (RUNPOD_POD_ID, the pod-scoped RUNPOD_API_KEY) is where the node agent's dead-man's switch
    reads them.
 
+Before all of that the boot guard starts in the background (providers/boot_guard.py): no
+agent within `[limits] boot_grace_mins`, and the pod deletes itself with its own key. A boot
+step that fails waits for the guard instead of exiting: an exited container is restarted by
+RunPod, which would re-arm the guard for ever while the pod bills.
+
 `MVP_BOOT_SSH_DIR` (where the host key goes) and `MVP_BOOT_SSHD_CONFIG` (sshd's config file)
 exist so the test can run this very script against a real sshd on loopback without touching
 /etc/ssh.
@@ -22,12 +27,13 @@ exist so the test can run this very script against a real sshd on loopback witho
 
 from __future__ import annotations
 
+from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+
 # The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env. Its
 # public half is pinned in the run record before the create is sent.
 HOST_KEY_ENV = "MVP_SSH_HOST_KEY_ED25519"
 
-BOOT_SCRIPT = f"""\
-set -u
+BOOT_SCRIPT = "set -u\n" + guard_script(RUNPOD) + f"""\
 say() {{ echo "mvp-boot: $*" >&2; }}
 dir=${{MVP_BOOT_SSH_DIR:-/etc/ssh}}
 sshd=$(command -v sshd 2>/dev/null || echo /usr/sbin/sshd)
@@ -42,7 +48,7 @@ if [ ! -x "$sshd" ]; then
   if [ ! -x "$sshd" ]; then
     say "this image lacks sshd and it could not be installed (no apt-get, or it failed):" \\
       "pick an image that holds openssh-server"
-    exit 1
+    wait; exit 1
   fi
 fi
 mkdir -p "$dir" /run/sshd
@@ -51,7 +57,7 @@ if [ -n "${{{HOST_KEY_ENV}:-}}" ]; then
   if ! (umask 077 && printf '%s' "${HOST_KEY_ENV}" | base64 -d > "$key.tmp" \\
         && mv -f "$key.tmp" "$key"); then
     say "the pinned host key could not be installed in $dir (is base64 missing?)"
-    exit 1
+    wait; exit 1
   fi
 elif [ ! -f "$key" ]; then
   ssh-keygen -q -t ed25519 -N '' -f "$key"

@@ -48,6 +48,7 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
     checked_api_key,
 )
+from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 from mvp_tui.providers.vastai_answers import (
     AUTH_FIX,
     Answer,
@@ -131,8 +132,10 @@ def _numeric_id(provider_id: str, what: str) -> str:
 def build_create_body(request: CreateRequest) -> dict[str, Any]:
     """The JSON body of `PUT /api/v0/asks/{id}/`: on-demand (no `price`), SSH direct+proxy.
 
-    `onstart` is the request's own start script, kept apart from any bootstrap command (the
-    bootstrap runs over SSH later). `SSH_PUBLIC_KEY` joins the env when a key is given.
+    `onstart` is the boot guard (providers/boot_guard.py) followed by the request's own start
+    script, kept apart from any bootstrap command (the bootstrap runs over SSH later); a merged
+    text over Vast's cap is refused before anything is sent. `SSH_PUBLIC_KEY` joins the env
+    when a key is given.
     """
     env: dict[str, str] = {}
     for name, value in request.env.items():
@@ -154,8 +157,10 @@ def build_create_body(request: CreateRequest) -> dict[str, Any]:
         "runtype": RUNTYPE,
         "cancel_unavail": True,
     }
-    if request.onstart:
-        body["onstart"] = request.onstart
+    try:
+        body["onstart"] = vast_onstart(request.onstart)
+    except OnstartTooLong as exc:
+        raise ProviderError(str(exc), fix="shorten [vastai] onstart") from None
     return body
 
 

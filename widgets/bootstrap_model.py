@@ -4,7 +4,8 @@ Fed two ways: engine events (lease running, SSH attempts, host key, agent) throu
 and datastream records (the orchestrator's `mvp.orch.bootstrap` phases, the node agent's
 `mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) through `record`.
 The node's dead-man's switch is its own row, from the agent's `watchdog` phase frames only,
-so a replay (frames, no engine events) shows it as a live run does.
+so a replay (frames, no engine events) shows it as a live run does. The boot guard's row
+(the agent's `boot_guard` phase) shows under it once the agent reported the guard.
 Every status reads without colour: ✓ done, ● in progress, ○ not yet, ✗ failed, plus words.
 Record fields come from the node: untrusted, so only typed values are used and every text
 is cleaned to one line of ASCII.
@@ -23,6 +24,7 @@ from mvp_tui.engine.events import StageBudget
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import LeasePending, LeaseRunning
 from mvp_tui.node_protocol import (
+    BOOT_GUARD_PHASE,
     NODE_AGENT_PHASE,
     NODE_AGENT_PROGRESS,
     RPC_SERVER_READY,
@@ -143,6 +145,7 @@ class BootstrapModel:
         self.stages = {sid: Stage(sid.value) for sid in StageId}
         self.extra = {}
         self.switch = None
+        self.guard: Stage | None = None  # the boot guard's row, once the agent reported it
 
     @property
     def failed(self) -> bool:
@@ -167,7 +170,10 @@ class BootstrapModel:
         before = [s for p, s in self.extra.items() if p in BEFORE_LEASE_PHASES]
         after = [s for p, s in self.extra.items() if p not in BEFORE_LEASE_PHASES]
         before.sort(key=lambda s: BEFORE_LEASE_PHASES.index(s.name))
-        return [*before, *self.stages.values(), *self.workers.values(), *after]
+        fixed = list(self.stages.values())
+        if self.guard is not None:  # under the switch's row: the two bound the bill together
+            fixed.insert(list(self.stages).index(StageId.WATCHDOG) + 1, self.guard)
+        return [*before, *fixed, *self.workers.values(), *after]
 
     # -- events ---------------------------------------------------------------------------
     def apply(self, event: EngineEvent) -> bool:
@@ -261,6 +267,8 @@ class BootstrapModel:
         if kind == NODE_AGENT_PHASE:
             if value.get("phase") == WATCHDOG_PHASE:
                 return self._watchdog_phase(value, when)
+            if value.get("phase") == BOOT_GUARD_PHASE:
+                return self._boot_guard_phase(value, when)
             return self._agent_phase(value, when)
         if kind == NODE_AGENT_PROGRESS:
             if value.get("phase") == WATCHDOG_PHASE:
@@ -384,6 +392,35 @@ class BootstrapModel:
             self._switch_detail(stage, self.switch, when)
         else:
             return False
+        return True
+
+    def _boot_guard_phase(self, value: Mapping[str, Any], when: float) -> bool:
+        """The boot guard's verdict as the agent read it when it started."""
+        raw = value.get("detail")
+        detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        state = _text(detail.get("state"), 16)
+        stage = self.guard = Stage("boot guard")
+        if value.get("status") == "failed" or state == "failed":
+            reason = _reason(detail.get("reason")) or "cannot run on this node"
+            stage.finish(when, Status.FAILED, reason)
+            stage.full = _detail_text(detail, FULL_CHARS)
+            return True
+        grace = _num(detail.get("grace_s"))
+        texts = {
+            "armed": (
+                f"armed ({_text(detail.get('tool'), 16) or '?'}, "
+                f"{grace / 60 if grace is not None else 0:g} min); stood down: agent attached",
+                "stood down",
+            ),
+            "off": ("off: [limits] boot_grace_mins = 0", "off"),
+            "none": ("none ran on this node (its start command armed none)", "none ran"),
+            "not_needed": ("not needed: this node does not bill", "not needed"),
+        }
+        full, compact = texts.get(state, ("", ""))
+        if not full:
+            return False
+        stage.finish(when, Status.DONE if state == "armed" else Status.SKIPPED, full)
+        stage.compact = compact
         return True
 
     def _watchdog_progress(self, value: Mapping[str, Any], when: float) -> bool:

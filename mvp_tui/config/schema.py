@@ -707,7 +707,8 @@ KEYS: tuple[KeySpec, ...] = (
         "onstart",
         Kind.STR,
         None,
-        "onstart script run by Vast.ai (not the bootstrap)",
+        "onstart script run by Vast.ai after mvp-tui's boot guard (not the bootstrap); with the "
+        "guard it must fit Vast's 4096 characters (about 2,000 left)",
         env=("MVP_VASTAI_ONSTART",),
         flag="--vastai-onstart",
         scope=V,
@@ -962,6 +963,17 @@ KEYS: tuple[KeySpec, ...] = (
         "attached run (unset = 20 on billing providers; 0 = off)",
         env=("MVP_IDLE_TEARDOWN_MINS",),
         flag="--idle-teardown-mins",
+        minimum=0,
+    ),
+    _k(
+        "limits",
+        "boot_grace_mins",
+        Kind.FLOAT,
+        20.0,
+        "a rented node destroys its own lease when no agent has attached this many minutes "
+        "after its container started (the boot guard, armed by the create request; 0 = off)",
+        env=("MVP_BOOT_GRACE_MINS",),
+        flag="--boot-grace-mins",
         minimum=0,
     ),
     _k(

@@ -21,6 +21,7 @@ from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import FRAME_SOURCE, NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.boot_guard import NodeBootGuard, boot_guard_event
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import (
     AttemptAbandoned,
@@ -134,6 +135,7 @@ class RunEngine:
         self.hub.listeners.append(self.watch)
         self.hub.listeners.append(self._on_watchdog_frame)
         self.watchdog_verdict: NodeWatchdog | None = None
+        self.boot_guard_verdict: NodeBootGuard | None = None
         self._watchdog_failed = asyncio.Event()
         self.store = RecordStore(config.state_dir)
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
@@ -215,6 +217,15 @@ class RunEngine:
         return {**env, **self.watchdog.node_env()}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
+        guard = boot_guard_event(frame, self.run_id, self._clock(), self.redactor)
+        if guard is not None:  # held apart: the switch's later verdict must not replace it
+            held = self.boot_guard_verdict  # a worker's "armed" never hides a failed one
+            if held is None or held.status != "failed":
+                self.boot_guard_verdict = guard
+            if guard.status == "failed":
+                self._watchdog_failed.set()
+            self.emit(guard)
+            return
         record = watchdog_record(frame)
         if record is None:
             return
@@ -622,16 +633,23 @@ class RunEngine:
             )
 
     def check_watchdog(self) -> None:
-        """A node whose switch cannot destroy its own instance is not run when the switch is
-        required: the lease is torn down, and the message says why and how to opt out."""
-        verdict = self.watchdog_verdict
-        if self.watchdog.required and verdict is not None and verdict.status == "failed":
+        """A node whose switch (or boot guard) cannot destroy its own instance is not run when
+        the switch is required: the lease is torn down, and the message says why and how to
+        opt out."""
+        verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
+        failed = [
+            (what, f"the node's {what} cannot protect this lease: {v.reason}")
+            for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
+            if v is not None and v.status == "failed"
+        ]
+        if self.watchdog.required and failed:
+            what, reason = failed[0]
             raise self._attempt_failed(
                 AttemptFailure(
                     Stage.AGENT,
                     FailureScope.HOST,
-                    "switch_failed",
-                    f"the node's dead-man's switch cannot protect this lease: {verdict.reason}",
+                    "guard_failed" if what == "boot guard" else "switch_failed",
+                    reason,
                     "fix the node image or its instance key, or set [limits] "
                     "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to "
                     "rent without it",
@@ -893,6 +911,7 @@ class RunEngine:
         leases the next; what was leased stays in `past_leases` (spend and hours count it)."""
         self.watch.reset()
         self.watchdog_verdict = None
+        self.boot_guard_verdict = None
         self._watchdog_failed.clear()
         self.local_url = None
         self.stall.engine_lost = None

@@ -20,6 +20,7 @@ from mvp_tui.config import Config
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.ssh.settings import SshSettings
 
@@ -35,6 +36,9 @@ PASS_THROUGH_ENV = (
     # file a rented worker adds the run's tunnel key to (tests point it at their sshd's).
     "MVP_RPC_BIN_DIR",
     "MVP_RPC_AUTHORIZED_FILE",
+    # Where the boot guard and the agent meet on the node (node_protocol.BOOT_GUARD_DIR_ENV);
+    # in the create env too, so both sides agree (tests move it under a tmp dir).
+    BOOT_GUARD_DIR_ENV,
 )
 
 

@@ -8,6 +8,7 @@ reaches the node.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from mvp_tui.node_protocol import (
     parse_record,
     record_type,
 )
+from mvp_tui.providers.boot_guard import GRACE_ENV
 from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
@@ -43,6 +45,9 @@ class WatchdogSettings:
     idle_mins: float | None  # None: no silence switch
     required: bool  # a failed verdict stops the run
     api_env: tuple[str, str] | None  # (env name, URL) of the provider's API for the node
+    # The boot guard's grace in whole seconds (providers/boot_guard.py; 0 = off); None where
+    # no guard runs (local and Docker nodes do not bill).
+    boot_grace_s: int | None = None
 
     @classmethod
     def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
@@ -51,12 +56,16 @@ class WatchdogSettings:
             idle = DEFAULT_IDLE_MINS if billing else None
         api = API_URLS.get(config.provider)
         api_env = (api[1], config.require_str(api[0])) if api else None
+        grace = config.require_float("limits.boot_grace_mins")
         return cls(
             provider=config.provider,
             max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and config.get_bool("limits.require_node_watchdog"),
             api_env=api_env,
+            # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
+            # is never shorter than asked.
+            boot_grace_s=math.ceil(grace * 60.0) if billing else None,
         )
 
     @property
@@ -74,6 +83,8 @@ class WatchdogSettings:
             env["MVP_IDLE_TEARDOWN_MINS"] = repr(self.idle_mins)
         if lease_started_at is not None:
             env["MVP_LEASE_STARTED_AT"] = f"{lease_started_at:.3f}"
+        if self.boot_grace_s is not None:
+            env[GRACE_ENV] = str(self.boot_grace_s)
         return env
 
 

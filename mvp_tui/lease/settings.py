@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.lease.naming import check_prefix
+from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -109,6 +110,13 @@ class WalkSettings:
                 f"[lease] label_prefix = {prefix!r} from {config.sources['lease.label_prefix']} "
                 f"is not valid: {why}"
             ) from None
+        onstart = config.get_str("vastai.onstart") if vast else None
+        if vast:  # the boot guard shares Vast's onstart cap: refused before anything is rented
+            try:
+                vast_onstart(onstart)
+            except OnstartTooLong as exc:
+                source = config.sources.get("vastai.onstart", "the config")
+                raise ConfigError(f"{exc} (set in {source})") from None
         return cls(
             reconcile_waits_s=config.require_floats("lease.reconcile_waits_secs"),
             poll_interval_s=poll,
@@ -121,7 +129,7 @@ class WalkSettings:
             image=image,
             disk_gb=config.require_int("vastai.disk_gb") if vast else LOCAL_DISK_GB,
             env=dict(env or {}),
-            onstart=config.get_str("vastai.onstart") if vast else None,
+            onstart=onstart,
             ssh_public_key=ssh_public_key,
         )
 

@@ -15,6 +15,9 @@ Instance-scoped keys (Vast's CONTAINER_API_KEY): every instance gets its own ran
 (`instance_env`, `write_instance_env` give it to the "node"); it is accepted only on that
 instance's own show and destroy. Any other use answers 401 and lands in `scope_violations`.
 `destroyed_by` tells whether the account key or the instance's own key destroyed it.
+`onstart_of` and `container_env` give a test what the instance's container starts with (its
+recorded onstart and env), so the real start script runs as Vast would run it; a create whose
+`args` + `args_str` + `onstart` exceed Vast's 4096 characters is refused (400 invalid_args).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from mvp_tui.rehearsal.http_fake import ApiHandler, Reply
 
 JSON = "application/json"
 PAGE_MAX = 25
+ONSTART_CAP = 4096  # args + args_str + onstart, in characters
 # Columns the v1 list cannot filter on (computed server-side): Vast answers 400.
 _COMPUTED_COLUMNS = {"dph_total", "num_gpus", "dph_base", "duration"}
 _THRESHOLDS = {
@@ -470,6 +474,21 @@ class FakeVast:
             key = self._instances[instance_id].key
         return {"CONTAINER_ID": str(instance_id), "CONTAINER_API_KEY": key}
 
+    def onstart_of(self, instance_id: int) -> str | None:
+        """The `onstart` script the instance was created with (what its container runs)."""
+        with self._lock:
+            onstart = self._instances[instance_id].row.get("onstart")
+        return onstart if isinstance(onstart, str) else None
+
+    def container_env(self, instance_id: int) -> dict[str, str]:
+        """The environment the instance's container (and so its onstart) starts with: the
+        create request's `env`, then what Vast adds (id, instance key, label)."""
+        with self._lock:
+            pairs = list(self._instances[instance_id].row.get("extra_env") or [])
+        env = {str(k): str(v) for k, v in pairs}
+        env.update(self.instance_env(instance_id), VAST_CONTAINERLABEL=f"C.{instance_id}")
+        return env
+
     def write_instance_env(self, instance_id: int, path: str | Path) -> Path:
         """The container's environment as /proc/1/environ holds it (NUL-separated), with
         the instance's id and key among a few harmless variables."""
@@ -819,6 +838,14 @@ class FakeVast:
         label = body.get("label")
         if label is not None and (not isinstance(label, str) or len(label) > 256):
             return _ask_invalid_400(ask_id, "label must be a string of at most 256 characters")
+        start_chars = sum(len(a) for a in body.get("args") or [] if isinstance(a, str))
+        start_chars += len(str(body.get("args_str") or "")) + len(str(body.get("onstart") or ""))
+        if start_chars > ONSTART_CAP:
+            # The cap is documented (reference/vastai.md §3); the exact answer is not: this one
+            # is Vast's invalid_args shape.
+            return _ask_invalid_400(
+                ask_id, f"args + args_str + onstart exceed {ONSTART_CAP} characters"
+            )
         disk = body.get("disk", 10)
         if not isinstance(disk, int | float) or disk < 8:
             return _ask_invalid_400(ask_id, "disk must be a number >= 8")

@@ -336,9 +336,14 @@ class FakeRunPod:
             return list(self._pods[pod_id].cmd)
 
     def env_of(self, pod_id: str) -> dict[str, str]:
-        """The env a pod was created with (what its container sees)."""
+        """The env a pod was created with."""
         with self._lock:
             return dict(self._pods[pod_id].row["env"])
+
+    def container_env(self, pod_id: str) -> dict[str, str]:
+        """What the pod's container starts with: the create's env, then what RunPod adds
+        (the pod's id and its pod-scoped key)."""
+        return {**self.env_of(pod_id), **self.instance_env(pod_id)}
 
     def pods(self) -> list[dict[str, Any]]:
         """Live (not deleted) pods as the API would show them now (not counted as a look)."""

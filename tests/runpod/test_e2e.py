@@ -22,6 +22,7 @@ from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.node import Node
 from tests.e2e.test_vast_headless import cli
+from tests.fakes.container import wait_until
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import assert_contract
 
@@ -47,6 +48,9 @@ def runpod_env(fake: FakeRunPod, node: Node, tmp_path: Path) -> dict[str, str]:
         "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
         "MVP_NODE_PROVIDER_ENV_FILE": str(fake.node_env_file),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+        # The boot guard the pod's start command arms, and the agent that stands it down,
+        # meet here (never in this machine's /run).
+        "MVP_BOOT_GUARD_DIR": str(tmp_path / "guard"),
     }  # fmt: skip
 
 
@@ -142,7 +146,7 @@ async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
 async def start_pod_command(node: Node, fake: FakeRunPod, pod_id: str) -> None:
     """The node's sshd, replaced by the pod's own start command run with the pod's env (the
     container's HOME and /etc/ssh moved under the node's sshd dir)."""
-    env = fake.env_of(pod_id)
+    env = fake.container_env(pod_id)
     home = node.sshd.dir / "pod-home"
     boot_env = {
         **env, "PATH": os.environ["PATH"], "HOME": str(home),
@@ -174,6 +178,11 @@ async def test_runpod_until_ready_then_ls_and_down_all(
         assert code == 0, run.stderr
         assert len(fake.billing()) == 1
         await run.until(event("node_ready"))
+        # The start command armed the boot guard; the agent stood it down when it started.
+        (guard,) = run.events("node_boot_guard")
+        assert guard["status"] == "armed" and guard["grace_s"] == 20 * 60
+        log = tmp_path / "guard" / "log"
+        await asyncio.to_thread(wait_until, lambda: "stood down" in log.read_text(), 30, "guard")
         engine_pid = run.frames("mvp.worker.weights")[0]["payload"]["engine_pid"]
         state = {**env, "MVP_STATE_DIR": str(tmp_path / "state")}
         listed = cli("ls", "--json", env=state)
@@ -211,3 +220,37 @@ async def test_a_kept_pod_deletes_itself_with_its_pod_key_at_its_deadline(
         state = {**env, "MVP_STATE_DIR": str(tmp_path / "state")}
         down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=state)
         assert down.returncode == 0, down.stderr
+
+
+async def test_a_run_killed_before_ssh_answers_leaves_a_pod_that_deletes_itself(
+    node: Node, tmp_path: Path
+) -> None:
+    """The boot guard in the pod's `cmd` (issue 19 item 5): the pod's real start command runs
+    (sshd and the guard); the run never sees SSH and is `kill -9`ed; with no agent within the
+    grace, the pod deletes itself with its pod-scoped key."""
+    grace_s = 10
+    with FakeRunPod() as fake:
+        catalog(fake)
+        fake.running_without_ssh(10**6)  # SSH never shows to the run
+        env = {**runpod_env(fake, node, tmp_path), "MVP_BOOT_GRACE_MINS": str(grace_s / 60)}
+        async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
+            await run.until(event("lease_pending"), within=60)
+            (pod,) = fake.pods()
+            assert fake.env_of(pod["id"])["MVP_BOOT_GRACE_S"] == str(grace_s)
+            await start_pod_command(node, fake, pod["id"])
+            verdict = tmp_path / "guard" / "verdict"
+            await asyncio.to_thread(wait_until, verdict.exists, 10, "the guard's verdict")
+            assert verdict.read_text().strip() == f"armed python3 {grace_s}"
+            assert fake.deleted() == [], "the guard fired before the run was killed"
+            run.signal(signal.SIGKILL)
+            killed = asyncio.get_running_loop().time()
+            await run.finish()
+        assert await asyncio.to_thread(fake.deleted_event.wait, grace_s + 60), "never deleted"
+        took = asyncio.get_running_loop().time() - killed
+        assert fake.destroyed_by(pod["id"]) == "instance" and fake.billing() == []
+        assert fake.scope_violations == [] and fake.cloudflare_blocks == 0
+        assert_contract(fake)
+        log = tmp_path / "guard" / "log"
+        await asyncio.to_thread(wait_until, lambda: "gone" in log.read_text(), 30, "gone")
+        assert "destroy: HTTP 204" in log.read_text()
+    assert took <= grace_s + 60

@@ -15,6 +15,7 @@ from mvp_tui.providers.base import (
     ProviderError,
     SelectionPolicy,
 )
+from mvp_tui.providers.boot_guard import vast_onstart
 from mvp_tui.providers.vastai import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
@@ -64,8 +65,10 @@ async def test_create_sends_the_documented_body(
         "label": "mvp-r7f3a-n1",
         "runtype": "ssh_direc ssh_proxy",
         "cancel_unavail": True,
-        "onstart": "echo started > /tmp/onstart",  # kept apart from any bootstrap command
+        # The boot guard first, then the user's own (kept apart from any bootstrap command).
+        "onstart": vast_onstart("echo started > /tmp/onstart"),
     }
+    assert put.body["onstart"].endswith("\necho started > /tmp/onstart\n")
     assert "price" not in put.body  # on-demand, never a bid
 
 

@@ -1,0 +1,53 @@
+"""The boot guard in RunPod's start command (`cmd`, providers/runpod_boot.py), the real
+script run as the pod's container runs it, against the fake RunPod on loopback: it deletes
+its own pod with the pod-scoped key when no agent attached in time; a start step that fails
+waits for the guard instead of exiting (RunPod restarts an exited container, which would
+re-arm the guard for ever while the pod bills)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
+from tests.fakes.container import Container
+from tests.fakes.runpod_server import FakeRunPod
+from tests.runpod.conftest import assert_contract
+
+
+def test_a_failed_start_step_waits_for_the_guard_which_deletes_the_pod(tmp_path: Path) -> None:
+    with FakeRunPod() as fake:
+        pod = fake.add_pod("mvp-r1-1-1")
+        blocker = tmp_path / "not-a-dir"
+        blocker.write_text("")  # the host key's directory cannot be made under a file
+        env = {
+            **fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
+            "MVP_BOOT_GRACE_S": "1", HOST_KEY_ENV: "aG9zdC1rZXk=",
+            "MVP_BOOT_SSH_DIR": str(blocker / "ssh"), "HOME": str(tmp_path),
+        }  # fmt: skip
+        with Container(env, tmp_path / "guard", argv=pod_command()) as node:
+            assert node.verdict() == "armed python3 1"
+            assert node.proc is not None
+            try:
+                code = node.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("the failed start never ended") from None
+            # The start command ended only after its guard had deleted the pod.
+            assert code == 1 and fake.destroyed_by(pod) == "instance"
+        assert fake.billing() == [] and fake.scope_violations == [] and fake.cloudflare_blocks == 0
+        assert "destroy: HTTP 204" in node.log() and "gone" in node.log()
+        assert_contract(fake)
+
+
+def test_an_attached_agent_stands_the_pods_guard_down(tmp_path: Path) -> None:
+    with FakeRunPod() as fake:
+        pod = fake.add_pod("mvp-r1-1-1")
+        env = {**fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
+               "MVP_BOOT_GRACE_S": "2", "HOME": str(tmp_path)}  # fmt: skip
+        with Container(env, tmp_path / "guard", script=guard_script(RUNPOD)) as node:
+            assert node.verdict() == "armed python3 2"
+            node.stand_down()
+            node.wait_log("stood down", 10)
+            node.wait_ended(10)
+        assert fake.deleted() == [] and len(fake.billing()) == 1
