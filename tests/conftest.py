@@ -11,7 +11,13 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"
 
 # The "rented node" (a real sshd on loopback) used by the end-to-end and dashboard tests.
+# A fake Vast instance's start command installs the host key pinned before create: the test
+# sshd at its SSH port adopts it (tests/ssh/pinned_key.py), as a real onstart would.
+from mvp_tui.rehearsal.vastai_server import FakeVast
 from tests.e2e.node import node  # noqa: F401
 
 # The fault matrix's results table (tests/faults/): collected here, in the xdist controller.
 from tests.faults.matrix import pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401
+from tests.ssh.pinned_key import install_pinned_host_key
+
+FakeVast.default_container_start = install_pinned_host_key

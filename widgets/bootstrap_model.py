@@ -236,7 +236,8 @@ class BootstrapModel:
             self.stages[stage].budget_s = e.budget_s
 
     def _host_key(self, e: HostKeyPinned) -> None:
-        self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} pinned")
+        how = "pinned before create: verified" if e.before_create else "pinned on first use"
+        self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} {how}")
 
     def _agent(self, e: AgentStarted) -> None:
         resumed = " (re-attached)" if e.resumed else ""

@@ -693,6 +693,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "vastai",
+        "pin_host_key",
+        Kind.BOOL,
+        True,
+        "make each instance's SSH host key here and pin it before create (its onstart installs "
+        "it); false: the first connection trusts the key that answers",
+        env=("MVP_VASTAI_PIN_HOST_KEY",),
+        flag="--vastai-pin-host-key",
+        scope=V,
+    ),
+    _k(
+        "vastai",
         "confirm_lease",
         Kind.BOOL,
         True,

@@ -21,6 +21,7 @@ from mvp_tui.ssh.errors import (
     HostKeyChanged,
     IdentityError,
     ImageUnfit,
+    PinnedKeyNotServed,
     SshError,
 )
 
@@ -100,6 +101,8 @@ def ssh_failure(error: SshError, stage: Stage) -> AttemptFailure:
         kind = "ssh_key_refused"
     elif isinstance(error, HostKeyChanged):
         kind = "host_key_changed"
+    elif isinstance(error, PinnedKeyNotServed):
+        kind = "host_key_not_pinned"
     elif isinstance(error, BootstrapTimedOut):
         kind = "ssh_unreachable" if stage is Stage.SSH else "not_ready"
     return AttemptFailure(stage, scope, kind, error.message, error.fix)

@@ -77,8 +77,8 @@ from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import LeaseState, Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
-from mvp_tui.ssh.errors import SshError
-from mvp_tui.ssh.events import AgentExited
+from mvp_tui.ssh.errors import PINNED_KEY_FIX, SshError
+from mvp_tui.ssh.events import AgentExited, AttemptOutcome
 from mvp_tui.ssh.logtail import LogPositions
 from mvp_tui.ssh.settings import SshSettings
 from mvp_tui.untrusted import one_line_ascii
@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
 
 
 NODE_CLUSTER_SOURCE = "node_cluster"
+_NOT_YET = AttemptOutcome.HOST_KEY_NOT_YET
 
 
 class RunEngine:
@@ -471,15 +472,21 @@ class RunEngine:
                 await _unless(self._start_node(lease), self.watch_lease())
         except TimeoutError:
             unreached = self.stage is Stage.SSH  # its sshd never let us in
-            raise self._attempt_failed(
-                AttemptFailure(
-                    self.stage,
-                    FailureScope.HOST,
-                    "ssh_unreachable" if unreached else "not_ready",
-                    f"the node's engine was not ready within {timeout:g} s "
-                    f"(it got to: {self.stage.value})",
-                    "raise [ssh] ready_timeout_secs, or read the node's channels for why",
+            kind = "ssh_unreachable" if unreached else "not_ready"
+            reason = f"the node's engine was not ready within {timeout:g} s (it got to: "
+            reason += f"{self.stage.value})"
+            fix = "raise [ssh] ready_timeout_secs, or read the node's channels for why"
+            session = self._session
+            if unreached and session is not None and session.last_outcome is _NOT_YET:
+                kind = "host_key_not_pinned"  # it answered, never with the key pinned for it
+                reason = (
+                    f"the node never presented the host key pinned for it before create "
+                    f"within {timeout:g} s: its start command did not install it before sshd "
+                    "served (nothing was sent to it)"
                 )
+                fix = PINNED_KEY_FIX
+            raise self._attempt_failed(
+                AttemptFailure(self.stage, FailureScope.HOST, kind, reason, fix)
             ) from None
         except SshError as exc:
             raise self._attempt_failed(ssh_failure(exc, self.stage)) from None
@@ -737,6 +744,8 @@ class RunEngine:
             (bridge or self.bridge).feed_provider_line,
             ready=ready,
             redactor=self.redactor,
+            # Pinned before create (Vast, RunPod): until it answers, another key is "not yet".
+            awaiting_pin=lease.host_key is not None and self._resume is None,
         )
 
     def _ssh_settings(self, lease: LeaseRecord) -> SshSettings:
