@@ -184,7 +184,7 @@ async def test_the_users_onstart_runs_after_the_guard_with_its_shebang_first(
     user = '#!/bin/sh\necho "user onstart ran" > "$USER_MARK"\n'
     instance = await rent(fake, provider, onstart=user, grace_s=30)
     script = fake.onstart_of(instance) or ""
-    assert script.startswith("#!/bin/sh\nmvp_boot_guard() {")
+    assert script.startswith("#!/bin/sh\n" + vast_start_lines())  # then the user's lines
     with container(fake, instance, tmp_path, USER_MARK=str(tmp_path / "user-ran")) as node:
         assert node.verdict() == "armed python3 30"
         wait_until((tmp_path / "user-ran").exists, 10, "the user's onstart")
