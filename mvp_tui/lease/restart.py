@@ -175,12 +175,21 @@ async def down(
     unconfirmed: list[LeaseRef] = []
     skipped: list[str] = []
     secrets_left: list[SecretLeftOver] = []
+
+    def noting(event: EngineEvent) -> None:
+        # A teardown deletes its lease's secret (retried); what is left is noted, not retried.
+        if isinstance(event, SecretLeftOver):
+            secrets_left.append(event)
+        sink(event)
+
     for record in runs:
         if record.provider != provider.info.name:
             skipped.append(record.run_id)
             continue
         await _refresh(provider, store, record, clock)
+        torn: set[str] = set()
         for lease in record.open_leases():
+            torn.add(lease.label)
             ref = LeaseRef(record.run_id, lease.provider_id, lease.label)
             if lease.provider_id is None:
                 why = "an unclear create that could not be looked up: the provider did not answer"
@@ -188,7 +197,7 @@ async def down(
                 continue
             try:
                 ok = await teardown_lease(
-                    provider, store, record, lease, sink, settings,
+                    provider, store, record, lease, noting, settings,
                     reason=DeleteReason.REQUESTED, clock=clock,
                 )  # fmt: skip
             except OSError as exc:
@@ -203,9 +212,10 @@ async def down(
                 confirmed.append(ref)
             else:
                 unconfirmed.append(_with_reason(ref, lease.detail))
-        # Secrets whose instances are gone (torn down now, earlier, or never created).
-        secrets_left += await attempt_secrets.release(
-            provider, store, record, sink, settings, clock=clock
+        # Secrets whose instances went earlier or never existed (torn ones went above).
+        rest = {s.label for s in record.secrets} - torn
+        await attempt_secrets.release(
+            provider, store, record, noting, settings, labels=rest, clock=clock
         )
     return DownReport(
         tuple(confirmed), tuple(unconfirmed), tuple(skipped), tuple(errors), tuple(secrets_left)

@@ -173,10 +173,12 @@ async def test_down_names_a_secret_it_cannot_delete_without_failing(
         offers = await provider.search_offers(POLICY)
         walk = LeaseWalk(provider, store, sink, settings, run_id="r-5ec0006")
         assert (await walk.run(offers[:1])).ok
-        fake.script("secret_delete", *[Fault(status=500)] * (2 * settings.destroy_attempts))
+        fake.script("secret_delete", *[Fault(status=500)] * settings.destroy_attempts)
         report = await down(provider, store, walk.run_id, sink, settings)
         assert report.ok, "a secret does not bill: no exit code 3"
         assert fake.pods() == [] and len(fake.secrets()) == 1
+        deletes = [x for x in fake.exchanges if x.op == "secret_delete"]
+        assert len(deletes) == settings.destroy_attempts, "retried, and only once over"
         (left,) = report.secrets_left
         assert left.name == fake.secrets()[0]["name"] and "500" in left.reason
     finally:
@@ -234,3 +236,27 @@ async def test_no_create_is_sent_when_the_secret_cannot_be_stored(
         assert all(v not in state_text(tmp_path) for v in fake.secret_values())
     finally:
         await provider.aclose()
+
+
+def test_the_down_command_warns_of_a_secret_left_with_its_remedy_and_exits_0(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+
+    from mvp_tui.commands import down as command
+    from mvp_tui.lease import DownReport
+
+    left = ev.SecretLeftOver(
+        run_id="r-5ec0009", label="mvp-r-5ec0009-1-1", name="mvp_host_key_x", secret_id="sec9",
+        reason="delete failed 6 times (last: HTTP 500)", fix="`mvp-tui down r-5ec0009 --yes` …",
+    )  # fmt: skip
+
+    async def report(config: object, run_id: str | None) -> DownReport:
+        return DownReport((), (), (), (), (left,))
+
+    monkeypatch.setattr(command, "_down", report)
+    args = argparse.Namespace(run="r-5ec0009", all=False, yes=True)
+    assert command.run(None, args) == 0  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "warning: secret mvp_host_key_x (id sec9) of run r-5ec0009" in err
+    assert "does not bill" in err and "mvp-tui down r-5ec0009 --yes" in err
