@@ -101,6 +101,6 @@ def removal(api_url: str, name: str, secret_id: str | None) -> str:
     if not secret_id:
         return f"if it exists: {console}"
     return (
-        f"curl -X DELETE -H \"Authorization: Bearer $RUNPOD_API_KEY\" "
+        f'curl -X DELETE -H "Authorization: Bearer $RUNPOD_API_KEY" '
         f"{api_url}{SECRETS_PATH}/{quote(secret_id, safe='')}  (or {console})"
     )
