@@ -349,10 +349,11 @@ class LeaseWalk:
     async def _release_secrets(
         self, labels: set[str] | None = None, *, name_unknown: bool = True
     ) -> None:
-        """Delete the secrets of this node's attempts (of `labels`) whose instance is gone."""
+        """Delete the secrets of this walk's attempts (of `labels`) whose instance is gone."""
         if labels is None:
             node = self.settings.node_id
-            labels = {a.label for a in self._rec.attempts if a.node_id == node}
+            mine = self._rec.attempts[self._first_attempt :]
+            labels = {a.label for a in mine if a.node_id == node}
         await attempt_secrets.release(
             self.provider, self.store, self._rec, self.sink, self.settings,
             labels=labels, name_unknown=name_unknown, clock=self.clock,
