@@ -398,7 +398,9 @@ class RunEngine:
     async def earlier_leases(self) -> list[OpenLease]:
         """Leases of earlier runs of this provider that may still exist (the provider is
         asked; those it confirms gone are closed in their records)."""
-        found = await reconcile_open_runs(self.provider, self.store, self._clock)
+        found = await reconcile_open_runs(
+            self.provider, self.store, self._clock, self.walk_settings(), self._sink
+        )
         return [o for o in found if o.exists is not False and o.run_id != self.run_id]
 
     async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
@@ -413,6 +415,7 @@ class RunEngine:
             tuple(ref for r in reports for ref in r.unconfirmed),
             tuple(x for r in reports for x in r.skipped_runs),
             tuple(x for r in reports for x in r.errors),
+            tuple(x for r in reports for x in r.secrets_left),
         )
 
     def adopt(self, earlier: OpenLease) -> None:
