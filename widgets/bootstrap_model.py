@@ -236,7 +236,8 @@ class BootstrapModel:
             self.stages[stage].budget_s = e.budget_s
 
     def _host_key(self, e: HostKeyPinned) -> None:
-        how = "pinned before create: verified" if e.before_create else "pinned on first use"
+        # "verified": the key pinned before create answered; "first use": trusted as it came.
+        how = "verified" if e.before_create else "first use"
         self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} {how}")
 
     def _agent(self, e: AgentStarted) -> None:
