@@ -1168,6 +1168,12 @@ class RunEngine:
         except TimeoutError:
             self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
 
+    async def postpone_idle_stop(self) -> bool:
+        """A key in the dashboard: the node's idle stop counts it as use (rented nodes; a
+        local one does not bill). True once the node was told."""
+        session = self._session
+        return session is not None and await session.send_control("use")
+
     def _mark_agent_log(self, positions: LogPositions) -> None:
         """Record where this run stopped reading the agent left running (with the engine
         verdict it saw), for a later re-attach to resume there."""
