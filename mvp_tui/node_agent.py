@@ -51,6 +51,16 @@ Vast, RUNPOD_POD_ID + RUNPOD_API_KEY on RunPod. Never the account key.
   false, ended: true}); exit code 0 either way. MVP_WATCHDOG_RETRY_INITIAL_S (default 1)
   is the first retry pause, for tests.
 The switch lives in this process: a fatal node error that ends the agent ends it too.
+
+The gate (MVP_API_KEY, the run's key; or MVP_IDLE_STOP_MINS > 0): the engine listens on a
+private loopback port and the agent serves the engine's port itself, passing on only requests
+with `Authorization: Bearer <key>` (else 401) for a loopback Host (else 403), streamed as they
+come; POST /mvp/webui with the key gives the engine's web UI a cookie. llama-server also gets
+the key as LLAMA_API_KEY. WeightsLoaded then says `auth: "key"` and the gate's port.
+Idle stop (MVP_IDLE_STOP_MINS): every POST through the gate, or a `use` control line, counts
+as use; with none for the window (counted from when the engine serves) the switch fires with
+trigger `idle_stop` (a `detach` leaves it armed). NodeAgentProgress `watchdog` records say
+`idle_stop_armed`, `idle_stop_warning` {stops_in_s} and `idle_stop_postponed`.
 """
 
 from __future__ import annotations
@@ -1267,6 +1277,13 @@ def _gate_handler() -> Any:
     class GateHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def setup(self) -> None:
+            super().setup()
+            # A stream is many small writes: Nagle's algorithm would hold each behind the
+            # client's delayed ACK.
+            with contextlib.suppress(OSError):
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def log_message(self, format: str, *args: Any) -> None:
             pass  # nothing of a request is logged: its headers hold the key
 
@@ -1330,12 +1347,15 @@ def _gate_handler() -> Any:
                        if k.lower() not in _HOP_HEADERS and k.lower() not in
                        ("authorization", "cookie")}  # fmt: skip
             headers["Host"] = f"{ENGINE_HOST}:{gate.engine_port}"
+            headers["Connection"] = "close"  # its body then ends with the connection
             if gate.engine_key:
                 headers["Authorization"] = f"Bearer {gate.engine_key}"
             conn = http.client.HTTPConnection(
                 ENGINE_HOST, gate.engine_port, timeout=GATE_ENGINE_TIMEOUT_S
             )
             try:
+                conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 answer = conn.getresponse()
             except OSError:
@@ -1369,12 +1389,14 @@ def _gate_handler() -> Any:
                 return
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            while True:
-                data = answer.read1(GATE_COPY_CHUNK)
-                if not data:
-                    break
+            if answer.chunked:
+                # Passed on as the engine framed it, byte for byte, until it closes (asked
+                # to): no parsing per chunk on the way.
+                while data := answer.fp.read1(GATE_COPY_CHUNK):
+                    self.wfile.write(data)
+                return
+            while data := answer.read1(GATE_COPY_CHUNK):  # to its end: framed here
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
 
         do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_PATCH = _handle

@@ -196,3 +196,31 @@ async def test_idle_stop_waits_while_requests_come(tmp_path: Path, tiny_model: P
         assert await run.wait_exit() == 0
     finally:
         await run.kill()
+
+
+@pytest.mark.usefixtures("real_engine")
+async def test_a_kept_lease_keeps_its_idle_stop_and_use_postpones_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    env = agent_env(
+        tmp_path,
+        MVP_GGUF_LOCAL_PATH=str(tiny_model),
+        MVP_API_KEY=KEY,
+        MVP_NODE_PROVIDER="local",
+        MVP_IDLE_TEARDOWN_MINS="30",
+        MVP_IDLE_STOP_MINS="0.05",  # 3 s
+    )
+    run, _loaded = await _keyed_node(env)
+    try:
+        await run.send("detach\n")  # kept on purpose: the silence switch stands down
+        await run.wait_for(lambda c, p: _idle_stop((c, p), "idle_stop_warning"), within=10)
+        await run.send("use\n")  # a key in the dashboard
+        await run.wait_for(lambda c, p: _idle_stop((c, p), "idle_stop_postponed"), within=10)
+        fired = await run.wait_phase("watchdog", "started", within=10)
+        assert fired["detail"]["trigger"] == "idle_stop"
+        assert fired["detail"]["idle_armed"] is False  # the silence switch stood down
+        warnings = [p for c, p in run.frames if _idle_stop((c, p), "idle_stop_warning")]
+        assert len(warnings) == 2  # warned again after the postponement
+        assert await run.wait_exit() == 0
+    finally:
+        await run.kill()
