@@ -155,6 +155,7 @@ class RunEngine:
         self.store = RecordStore(config.state_dir)
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
         self.watchdog = WatchdogSettings.from_config(config, billing=self.provider.info.billing)
+        self._port_taken = 0  # [prompt] openai_port, when something else held it
         self.node_env = self._node_env()
         self._describe_run()
         self._settings_override = settings_override
@@ -185,7 +186,6 @@ class RunEngine:
         self.stage = Stage.CREATE
         self.stage_started: dict[Stage, float] = {}
         self._openai_port: int | None = None  # kept across nodes: clients keep their address
-        self._port_taken = 0  # [prompt] openai_port, when something else held it
         self.hub.listeners.append(self._on_stage_frame)
 
     def _describe_run(self) -> None:
@@ -230,7 +230,21 @@ class RunEngine:
             run_id=self.run_id,
             environ=self._environ,
         )
-        return {**env, **self.watchdog.node_env(), "MVP_API_KEY": self.api_key}
+        env = {**env, **self.watchdog.node_env(), "MVP_API_KEY": self.api_key}
+        return {**env, **self._local_engine_port()}
+
+    def _local_engine_port(self) -> dict[str, str]:
+        """A local node serves on [prompt] openai_port itself (no forward to carry it): one
+        address for every run here too; taken, the agent picks a free one (and it is said)."""
+        wanted = self.settings.prompt.openai_port
+        if self.config.provider != "local" or not wanted:
+            return {}
+        if ClusterSettings.from_config(self.config).multi:  # workers and a main: their own
+            return {}
+        if not local_port_free(wanted):
+            self._port_taken = wanted
+            return {}
+        return {"MVP_ENGINE_PORT": str(wanted)}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
         notice = idle_stop_notice(frame, self.run_id, self._clock())

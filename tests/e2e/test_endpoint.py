@@ -210,3 +210,51 @@ async def test_the_address_and_key_outlive_a_reattach(
         assert fake.billing() == []
     with contextlib.suppress(ProcessLookupError):  # the "node" is this machine
         os.kill(engine_pid, signal.SIGTERM)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_a_local_node_serves_on_the_fixed_port_with_the_key(
+    tiny_gguf: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    state = tmp_path / "state"
+    env = {"MVP_PROMPT_OPENAI_PORT": str(port)}
+    args = ["--gguf-local-path", str(tiny_gguf), "--rpc-bind", "127.0.0.1:0"]
+    async with HeadlessRun(args, state, env=env) as run:
+        ready = await run.until(event("endpoint_ready"), within=120)
+        assert ready["base_url"] == f"http://127.0.0.1:{port}" and ready["auth"] == "key"
+        facts = json.loads(mvp("endpoint", "--json", env={"MVP_STATE_DIR": str(state)}).stdout)
+        assert (await asyncio.to_thread(chat, ready["base_url"], None))[0] == 401
+        assert (await asyncio.to_thread(chat, ready["base_url"], "mvp-wrong"))[0] == 401
+        status, body = await asyncio.to_thread(chat, ready["base_url"], facts["api_key"])
+        assert status == 200 and body["choices"][0]["message"]["content"]
+        assert facts["api_key"].encode() not in argv_of_every_process()
+        run.signal(signal.SIGTERM)
+        assert await run.finish(within=60) == 0, run.stderr
+    assert facts["api_key"] not in run.stderr + json.dumps(run.records)
+
+
+async def test_a_taken_port_is_said_and_another_serves(tiny_gguf: Path, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        env = {"MVP_PROMPT_OPENAI_PORT": str(taken)}
+        args = ["--gguf-local-path", str(tiny_gguf), "--prompt", "hi", "--max-tokens", "4",
+                "--down-after"]  # fmt: skip
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            assert await run.finish(within=120) == 0, run.stderr
+    (ready,) = run.events("endpoint_ready")
+    assert ready["port_taken"] == taken and not ready["base_url"].endswith(f":{taken}")
+    assert f"local port {taken} ([prompt] openai_port) is taken" in run.stderr
+    assert run.events("prompt_done")  # the run's own prompt went to the other port, keyed
