@@ -564,7 +564,9 @@ class RunEngine:
         node serves. A record that cannot be written is said, not fatal (prompts still work;
         only a re-attach and `mvp-tui endpoint` need it)."""
         loaded = self.watch.loaded if serving else None
-        endpoint = self.endpoint or EndpointRecord(api_key=self.api_key)
+        endpoint = self.endpoint or EndpointRecord(
+            api_key=self.api_key, idle_stop_mins=self.watchdog.idle_stop_mins
+        )  # the idle stop asked for, until the node says what it armed
         endpoint.api_key = self.api_key
         if loaded is not None:
             endpoint.base_url = self.local_url or ""
