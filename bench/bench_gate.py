@@ -5,8 +5,9 @@ Starts the node agent with a key on a generated model (native llama-server when
 scripts/llama-rpc-build.sh built it, else llama-cpp-python's server), then alternates the same
 streamed chat request sent to the engine's private port directly and through the gate (both
 with the key). Prints median tok/s (send to [DONE]) and median TTFT for each, and checks the
-targets: gated tok/s >= 0.95x direct, TTFT overhead < 5 ms. The tiny model streams thousands
-of tokens a second: the gate's worst case (a real model's 50-200 tok/s hides it).
+targets: the gate adds < 50 µs per token and < 5 ms to TTFT. The tiny model streams thousands
+of tokens a second, the gate's worst case: there 50 µs is a tenth of the rate; at a real
+model's 50-200 tok/s (5-20 ms a token) it is under 1 %.
 
     .venv/bin/python bench/bench_gate.py [--runs 9] [--max-tokens 400] [--engine auto|python]
 """
@@ -32,7 +33,7 @@ from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.peers import llama_rpc_bin_dir
 
 KEY = "mvp-bench-key-0123456789abcdef"
-TOK_S_TARGET = 0.95
+PER_TOKEN_TARGET_US = 50.0
 TTFT_OVERHEAD_TARGET_MS = 5.0
 
 
@@ -93,11 +94,12 @@ async def main() -> int:
         figures[name] = (tok_s, ttft_ms)
         print(f"  {name:<7} {tok_s:8.0f} tok/s   TTFT {ttft_ms:6.1f} ms")
     ratio = figures["gate"][0] / figures["direct"][0]
+    per_token_us = (1 / figures["gate"][0] - 1 / figures["direct"][0]) * 1e6
     overhead = figures["gate"][1] - figures["direct"][1]
-    ok = ratio >= TOK_S_TARGET and overhead < TTFT_OVERHEAD_TARGET_MS
-    print(f"gate/direct tok/s {ratio:.3f} (target >= {TOK_S_TARGET}), TTFT overhead "
-          f"{overhead:+.1f} ms (target < {TTFT_OVERHEAD_TARGET_MS:g}): "
-          f"{'OK' if ok else 'MISSED'}")  # fmt: skip
+    ok = per_token_us < PER_TOKEN_TARGET_US and overhead < TTFT_OVERHEAD_TARGET_MS
+    print(f"gate/direct tok/s {ratio:.3f}; the gate adds {per_token_us:+.1f} µs a token "
+          f"(target < {PER_TOKEN_TARGET_US:g}) and {overhead:+.1f} ms to TTFT (target < "
+          f"{TTFT_OVERHEAD_TARGET_MS:g}): {'OK' if ok else 'MISSED'}")  # fmt: skip
     return 0 if ok else 1
 
 
