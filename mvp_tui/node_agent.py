@@ -1197,7 +1197,9 @@ def webui_token(key: str) -> str:
 def _loopback_host(header: str) -> bool:
     host = header.strip().lower()
     if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host[1:]
+        if "]" not in host:
+            return False
+        host = host[1 : host.find("]")]
     else:
         host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
     return host in GATE_HOSTS

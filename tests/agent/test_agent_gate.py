@@ -224,3 +224,31 @@ async def test_a_kept_lease_keeps_its_idle_stop_and_use_postpones_it(
         assert await run.wait_exit() == 0
     finally:
         await run.kill()
+
+
+@pytest.mark.usefixtures("real_engine")
+async def test_a_custom_engine_is_served_through_the_gate(tmp_path: Path, tiny_model: Path) -> None:
+    command = (
+        "{python} -m llama_cpp.server --model {model} --host {host} --port {port} "
+        "--model_alias {alias} --n_ctx 256 --n_threads 1 --interrupt_requests False"
+    )
+    env = agent_env(tmp_path, MVP_GGUF_LOCAL_PATH=str(tiny_model), MVP_API_KEY=KEY,
+                    MVP_ENGINE_CMD=command)  # fmt: skip
+    run, loaded = await _keyed_node(env)
+    try:
+        assert loaded["engine"] == "custom"  # it cannot take a key: the gate checks it
+        await _refuses_all_but_the_key(run, loaded)
+    finally:
+        await run.kill()
+
+
+@pytest.mark.parametrize(
+    ("host", "admitted"),
+    [("127.0.0.1:8642", True), ("localhost:8642", True), ("[::1]:8642", True),
+     ("127.0.0.1", True), ("evil.example:8642", False), ("127.0.0.1.evil.example", False),
+     ("", False), ("[::1", False)],
+)  # fmt: skip
+def test_the_gate_answers_only_loopback_names(host: str, admitted: bool) -> None:
+    from mvp_tui.node_agent import _loopback_host
+
+    assert _loopback_host(host) is admitted
