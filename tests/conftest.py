@@ -9,6 +9,9 @@ os.environ.pop("NO_COLOR", None)
 os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 # The official vastai CLI must never phone home from tests.
 os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"
+# Tests run side by side: each run's OpenAI endpoint on a free port, not the fixed default
+# (a test of the default sets the port itself).
+os.environ.setdefault("MVP_PROMPT_OPENAI_PORT", "0")
 
 # The "rented node" (a real sshd on loopback) used by the end-to-end and dashboard tests.
 # A fake Vast instance's start command installs the host key pinned before create: the test

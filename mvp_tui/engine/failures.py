@@ -33,6 +33,11 @@ class RunFailed(UserError):
         super().__init__(message, fix=fix)
 
 
+class NodeStoppedItself(RunFailed):
+    """The node's idle stop fired: nobody used its model for the window, so it destroys its
+    own lease. The run's plan is done (not a host failure to walk past)."""
+
+
 class FailureScope(enum.Enum):
     HOST = "host"  # this host failed: destroy it and try the next offer
     RUN = "run"  # every host would fail the same way: stop the run

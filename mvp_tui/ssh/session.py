@@ -86,7 +86,8 @@ ProviderLineCallback = Callable[[str], object]
 _log = logging.getLogger(__name__)
 _STOP_WORDS = {stop.value: stop for stop in AgentStop}
 _LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
-CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "shutdown"})
+# `use`: a key in the dashboard, which postpones the node's idle stop like a request does.
+CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "use", "shutdown"})
 # $1 run dir, $2 word: written to the agent's control fifo (its stdin) only while the agent
 # runs; `1<>` opens the fifo read-write, so the open never blocks even with no reader.
 _SEND_CONTROL = (
