@@ -103,7 +103,7 @@ async def lease_live(app: MvpApp, pilot, seen: WaitingSink) -> None:  # type: ig
 
 def open_in_record(tmp_path: Path) -> list[str]:
     ids = []
-    for path in (tmp_path / "state" / "runs").glob("*/*.json"):
+    for path in (tmp_path / "state" / "runs").glob("*/record.json"):  # not endpoint.json
         record = json.loads(path.read_text())
         ids += [x["provider_id"] for x in record["leases"] if x["state"] != "deleted"]
     return ids
