@@ -32,6 +32,7 @@ from mvp_tui.node_protocol import (
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
 )
+from mvp_tui.providers.prefetch import prefetch_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
 GRACE_ENV = "MVP_BOOT_GRACE_S"  # whole seconds; the engine converts [limits] boot_grace_mins
@@ -166,7 +167,9 @@ class OnstartTooLong(ValueError):
 def vast_onstart(user_onstart: str | None) -> str:
     """Vast's `onstart`: the guard first (a user script that blocks or exits cannot keep it
     from starting), then the user's own text. A user script's `#!` line stays first."""
-    guard = guard_script(VAST)
+    # The model prefetch rides after the guard (providers/prefetch.py): it needs the guard
+    # armed first and is counted in the cap with it.
+    guard = guard_script(VAST) + prefetch_script()
     user = (user_onstart or "").strip("\n")
     if user.startswith("#!"):
         shebang, _, rest = user.partition("\n")
@@ -176,7 +179,7 @@ def vast_onstart(user_onstart: str | None) -> str:
     if len(merged) > VAST_ONSTART_CAP:
         room = VAST_ONSTART_CAP - len(guard) - 1
         raise OnstartTooLong(
-            f"[vastai] onstart is {len(user)} characters; with mvp-tui's boot guard "
+            f"[vastai] onstart is {len(user)} characters; with mvp-tui's boot guard and prefetch "
             f"({len(guard)}) it exceeds Vast's {VAST_ONSTART_CAP}-character cap on onstart: "
             f"shorten it to at most {room} characters (e.g. fetch a script and run it)"
         )

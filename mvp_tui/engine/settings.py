@@ -20,8 +20,9 @@ from mvp_tui.config import Config
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV
+from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV, PREFETCH_ENV
 from mvp_tui.providers.base import SelectionPolicy
+from mvp_tui.providers.prefetch import wants_prefetch
 from mvp_tui.ssh.settings import SshSettings
 
 # Env names from the caller's environment that the node needs when present (never logged).
@@ -206,5 +207,9 @@ def node_env(
 
 def create_env(node: Mapping[str, str]) -> dict[str, str]:
     """What goes into a marketplace create request: the node env without secrets (the
-    provider shows a create's env in its UI; secrets reach the node over SSH only)."""
-    return {k: v for k, v in node.items() if k != "HF_TOKEN"}
+    provider shows a create's env in its UI; secrets reach the node over SSH only). A hub
+    model without a token is fetched by the start command at boot (providers/prefetch.py)."""
+    env = {k: v for k, v in node.items() if k != "HF_TOKEN"}
+    if wants_prefetch(dict(node)):
+        env[PREFETCH_ENV] = "1"
+    return env

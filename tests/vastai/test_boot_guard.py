@@ -18,6 +18,7 @@ from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.node_agent import boot_guard_report
 from mvp_tui.providers.base import CreateRequest, ProviderError, SelectionPolicy
 from mvp_tui.providers.boot_guard import VAST, VAST_ONSTART_CAP, guard_script, vast_onstart
+from mvp_tui.providers.prefetch import prefetch_script
 from mvp_tui.providers.vastai import VastAiProvider, build_create_body
 from tests.fakes.container import Container, wait_until
 from tests.fakes.vastai_server import FakeVast
@@ -187,9 +188,9 @@ async def test_the_users_onstart_runs_after_the_guard_with_its_shebang_first(
 
 
 def test_the_guard_fits_vasts_cap_with_room_for_the_users_onstart() -> None:
-    guard = guard_script(VAST)
+    guard = guard_script(VAST) + prefetch_script()  # what mvp-tui's own steps take
     room = VAST_ONSTART_CAP - len(guard) - 1
-    assert room >= 2000, f"the guard ({len(guard)} chars) leaves a user's onstart {room}"
+    assert room >= 1400, f"the guard and prefetch ({len(guard)}) leave a user's onstart {room}"
     assert len(vast_onstart("x" * room)) == VAST_ONSTART_CAP
     with pytest.raises(ValueError, match="exceeds Vast's 4096-character cap"):
         vast_onstart("x" * (room + 1))
@@ -199,7 +200,7 @@ def test_the_guard_fits_vasts_cap_with_room_for_the_users_onstart() -> None:
 
 
 def test_a_too_long_onstart_is_refused_when_the_config_loads(tmp_path: Path) -> None:
-    room = VAST_ONSTART_CAP - len(guard_script(VAST)) - 1
+    room = VAST_ONSTART_CAP - len(guard_script(VAST) + prefetch_script()) - 1
     path = tmp_path / "config.toml"
     path.write_text(f'[provider]\nkind = "vastai"\n\n[vastai]\napi_key = "key-123456"\n'
                     f'onstart = "{"y" * (room + 1)}"\n')  # fmt: skip
