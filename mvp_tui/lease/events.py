@@ -126,6 +126,16 @@ class LeaseRunning(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PrefetchStarted(EngineEvent):
+    """The lease's start command began fetching the model (providers/prefetch.py): it runs
+    when the instance runs, so this comes with `LeaseRunning`; how many bytes it has is the
+    agent's to report once it arrives (it adopts the file)."""
+
+    run_id: str
+    provider_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseNotReady(EngineEvent):
     run_id: str
     provider_id: str
