@@ -23,6 +23,7 @@ from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV, PREFETCH_ENV
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.prefetch import wants_prefetch
+from mvp_tui.providers.runpod_volumes import VOLUME_CACHE_DIR, VolumeSettings
 from mvp_tui.ssh.settings import SshSettings
 
 # Env names from the caller's environment that the node needs when present (never logged).
@@ -56,6 +57,8 @@ class RuntimeSettings:
     frame_log: Path | None  # archive every datastream frame here
     # [vastai] bootstrap_command: run on the node after the agent is set up and started.
     bootstrap_command: str | None = None
+    # The node's model cache when the provider mounts one ([runpod] network_volume).
+    model_cache_dir: str | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
@@ -68,6 +71,7 @@ class RuntimeSettings:
             node_dir=config.require_str("runtime.node_dir"),
             frame_log=config.get_path("observability.datastream_frame_log"),
             bootstrap_command=config.get_str("vastai.bootstrap_command"),
+            model_cache_dir=VOLUME_CACHE_DIR if volume_settings(config) else None,
         )
 
 
@@ -202,7 +206,22 @@ def node_env(
     for name in PASS_THROUGH_ENV:
         if environ.get(name):
             env[name] = environ[name]
+    if runtime.model_cache_dir:  # on the network volume: it outlives the pod
+        env["MVP_MODEL_CACHE_DIR"] = runtime.model_cache_dir
     return env
+
+
+def volume_settings(config: Config) -> VolumeSettings | None:
+    """[runpod] network_volume and its keys, on a RunPod run that names one."""
+    name = config.get_str("runpod.network_volume") if config.provider == "runpod" else None
+    if not name:
+        return None
+    return VolumeSettings(
+        name=name,
+        size_gb=config.require_int("runpod.network_volume_gb"),
+        data_center=config.get_str("runpod.network_volume_data_center"),
+        usd_per_gb_month=config.require_float("runpod.network_volume_usd_per_gb_month"),
+    )
 
 
 def create_env(node: Mapping[str, str]) -> dict[str, str]:

@@ -136,6 +136,20 @@ class PrefetchStarted(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VolumeMounted(EngineEvent):
+    """The run's pods mount this network volume as the model cache; it bills by the month
+    until `mvp-tui volume delete` (never `down`)."""
+
+    run_id: str
+    provider: str
+    volume_id: str
+    name: str
+    size_gb: int
+    data_center: str
+    usd_per_month: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseNotReady(EngineEvent):
     run_id: str
     provider_id: str
