@@ -33,6 +33,7 @@ from mvp_tui.node_protocol import (
     BOOT_GUARD_VERDICT_FILE,
 )
 from mvp_tui.providers.prefetch import prefetch_script
+from mvp_tui.providers.vast_host_key import install_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
 GRACE_ENV = "MVP_BOOT_GRACE_S"  # whole seconds; the engine converts [limits] boot_grace_mins
@@ -164,12 +165,17 @@ class OnstartTooLong(ValueError):
     """The user's `[vastai] onstart` leaves the guard no room under Vast's cap."""
 
 
+def vast_start_lines() -> str:
+    """mvp-tui's own lines at the head of Vast's `onstart`: the pinned host key's install
+    (quick, before anything else; silent without a key), then the boot guard, then the model
+    prefetch (providers/prefetch.py: it needs the guard armed first)."""
+    return install_script() + guard_script(VAST) + prefetch_script()
+
+
 def vast_onstart(user_onstart: str | None) -> str:
-    """Vast's `onstart`: the guard first (a user script that blocks or exits cannot keep it
-    from starting), then the user's own text. A user script's `#!` line stays first."""
-    # The model prefetch rides after the guard (providers/prefetch.py): it needs the guard
-    # armed first and is counted in the cap with it.
-    guard = guard_script(VAST) + prefetch_script()
+    """Vast's `onstart`: mvp-tui's start lines (a user script that blocks or exits cannot keep
+    them from running), then the user's own text. A user script's `#!` line stays first."""
+    guard = vast_start_lines()
     user = (user_onstart or "").strip("\n")
     if user.startswith("#!"):
         shebang, _, rest = user.partition("\n")
@@ -179,8 +185,9 @@ def vast_onstart(user_onstart: str | None) -> str:
     if len(merged) > VAST_ONSTART_CAP:
         room = VAST_ONSTART_CAP - len(guard) - 1
         raise OnstartTooLong(
-            f"[vastai] onstart is {len(user)} characters; with mvp-tui's boot guard and prefetch "
-            f"({len(guard)}) it exceeds Vast's {VAST_ONSTART_CAP}-character cap on onstart: "
+            f"[vastai] onstart is {len(user)} characters; with mvp-tui's start lines (host "
+            f"key, boot guard, model prefetch: {len(guard)}) it exceeds Vast's "
+            f"{VAST_ONSTART_CAP}-character cap on onstart: "
             f"shorten it to at most {room} characters (e.g. fetch a script and run it)"
         )
     return merged

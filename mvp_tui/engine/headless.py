@@ -32,7 +32,8 @@ from mvp_tui.engine.controller import (
     RunState,
     StopResult,
 )
-from mvp_tui.engine.events import RunFinished
+from mvp_tui.engine.endpoint_words import endpoint_lines, idle_stop_line
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
@@ -83,6 +84,8 @@ class JsonLines:
 
     def event(self, event: EngineEvent) -> None:
         self.write(event.to_dict())
+        for line in _spoken(event):  # the endpoint and the idle stop also in words
+            print(f"mvp-tui: {self.redact(line)}", file=sys.stderr, flush=True)
 
     def frame(self, frame: Frame) -> None:
         self.write(
@@ -93,6 +96,15 @@ class JsonLines:
                 "payload": _decoded(frame),
             }
         )
+
+
+def _spoken(event: EngineEvent) -> list[str]:
+    if isinstance(event, EndpointReady):
+        return endpoint_lines(event)
+    if isinstance(event, IdleStopNotice):
+        line = idle_stop_line(event)
+        return [line] if line else []
+    return []
 
 
 def _decoded(frame: Frame) -> Any:

@@ -211,6 +211,10 @@ def node_env(
     return env
 
 
+# Secrets of the node env that reach a rented node only in its SSH env file (mode 600).
+SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
+
+
 def volume_settings(config: Config) -> VolumeSettings | None:
     """[runpod] network_volume and its keys, on a RunPod run that names one."""
     name = config.get_str("runpod.network_volume") if config.provider == "runpod" else None
@@ -228,7 +232,7 @@ def create_env(node: Mapping[str, str]) -> dict[str, str]:
     """What goes into a marketplace create request: the node env without secrets (the
     provider shows a create's env in its UI; secrets reach the node over SSH only). A hub
     model without a token is fetched by the start command at boot (providers/prefetch.py)."""
-    env = {k: v for k, v in node.items() if k != "HF_TOKEN"}
+    env = {k: v for k, v in node.items() if k not in SSH_ONLY_ENV}
     if wants_prefetch(dict(node)):
         env[PREFETCH_ENV] = "1"
     return env
