@@ -66,6 +66,9 @@ def run_env(fake: FakeVast, hub: HubServer, work: Path, client: Path) -> dict[st
         "MVP_GGUF_REPO": HF_REPO, "MVP_GGUF_FILE": HF_FILE, "MVP_HF_ENDPOINT": hub.url,
         "MVP_MODEL_CACHE_DIR": str(work / "cache"), "MVP_BOOT_GUARD_DIR": str(work / "guard"),
         "MVP_MODEL_ID": "tiny", "MVP_MAX_CONTEXT": "256",
+        # The loopback sshd keeps its own host key (the pinned key's install is timed apart,
+        # tests/vastai/test_pinned_host_key.py): first use is trusted here.
+        "MVP_VASTAI_PIN_HOST_KEY": "false",
         **container_env(fake, work),
     }  # fmt: skip
 
