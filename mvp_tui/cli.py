@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hosts": ("hosts", "list the host journal: every attempt's host, stage reached and why it "
               "failed, newest first (--json, --days N, --provider X)"),
     "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),
+    "volume": ("volume", "list or delete (by name) the RunPod network volumes that hold the "
+               "model cache; `down` never deletes one"),
     "rehearse": ("rehearse", "the whole lifecycle offline: a simulated marketplace, this machine "
                  "as the node (--faults NAME replays what can go wrong)"),
 }

@@ -142,6 +142,12 @@ BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outli
 BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
 BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
 
+# The model prefetch (the instance's start command, before any agent exists) leaves the
+# bytes in the cache file's `.part` and one line `<pid> <unix start> <tool>` beside it; the
+# agent stops it and adopts the file. It runs only when the create env holds MVP_PREFETCH=1.
+PREFETCH_ENV = "MVP_PREFETCH"
+PREFETCH_STATE_SUFFIX = ".prefetch"
+
 
 def agent_channel(node_id: int) -> str:
     """`mvp.node.<N>.agent`."""
@@ -717,10 +723,48 @@ class Downloader:
         import urllib.request
 
         self.opener = urllib.request.build_opener(_drop_auth_on_cross_host_redirect())
+        self.sha256: str | None = None  # of the .part, once a transfer completed it
 
-    def fetch(self, url: str, dest: Path) -> dict[str, Any]:
+    def fetch(self, url: str, dest: Path, meta: HubFile | None = None) -> dict[str, Any]:
+        """The file at `dest`, resuming any `.part` (the prefetch's or an earlier try's);
+        checked against `meta` (size, sha256) when the hub gave it. A `.part` we did not
+        write ourselves whose digest is wrong is refused: deleted, and fetched once afresh."""
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
+        found = part.stat().st_size if part.exists() else 0
+        if meta is not None and meta.size is not None and found > meta.size:
+            part.unlink()  # longer than the file: not a prefix of it
+            found = 0
+        result = self._fetch_part(url, part, meta)
+        problem = _digest_problem(result, meta)
+        if problem and found:
+            self.emitter.progress(
+                "model", state="refused", reason=f"the file found on the node {problem}"
+            )
+            part.unlink()
+            result = self._fetch_part(url, part, meta)
+            result["refused_bytes"] = found
+            problem = _digest_problem(result, meta)
+        if problem:
+            part.unlink()
+            raise DownloadError(f"downloaded file {problem}", permanent=True)
+        problem = gguf_problem(part)
+        if problem:
+            part.unlink()
+            raise DownloadError(f"downloaded file {problem}", permanent=True)
+        os.replace(str(part), str(dest))
+        result["verified"] = bool(meta and meta.sha256)
+        if found and "refused_bytes" not in result:
+            result["adopted_bytes"] = found
+        return result
+
+    def _fetch_part(self, url: str, part: Path, meta: HubFile | None) -> dict[str, Any]:
+        """Bring `part` to its whole length (no request when it already is); its sha256."""
+        self.sha256 = None
+        have = part.stat().st_size if part.exists() else 0
+        if meta is not None and meta.size is not None and have == meta.size and have:
+            self.emitter.progress("model", state="verifying", bytes_done=have, bytes_total=have)
+            return {"bytes": have, "attempts": 0, "resumed_at": [], "sha256": _sha256_of(part)}
         attempts = self.settings.download_retries + 1
         resumed_at: list[int] = []
         for attempt in range(1, attempts + 1):
@@ -737,12 +781,8 @@ class Downloader:
                 )
                 delay = self.settings.download_retry_delay_s * (2 ** (attempt - 1))
                 self._pause(min(delay, 30.0))
-        problem = gguf_problem(part)
-        if problem:
-            part.unlink()
-            raise DownloadError(f"downloaded file {problem}", permanent=True)
-        os.replace(str(part), str(dest))
-        return {"bytes": total, "attempts": attempt, "resumed_at": resumed_at}
+        digest = self.sha256 or _sha256_of(part)
+        return {"bytes": total, "attempts": attempt, "resumed_at": resumed_at, "sha256": digest}
 
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -786,9 +826,15 @@ class Downloader:
             return self._copy(response, part, offset, total)
 
     def _copy(self, response: IO[bytes], part: Path, offset: int, total: int | None) -> int:
+        import hashlib
         import http.client
 
         done = offset
+        # Hashed as it lands (a prefix already on disk first), so the digest check at the
+        # end costs no second pass over gigabytes.
+        digest = hashlib.sha256()
+        if offset:
+            _hash_prefix(part, offset, digest)
         started = time.monotonic()
         window_start, window_done = started, offset  # the floor's window: start, bytes then
         last_report = 0.0
@@ -804,6 +850,7 @@ class Downloader:
                 if not chunk:
                     break
                 out.write(chunk)
+                digest.update(chunk)
                 done += len(chunk)
                 now = time.monotonic()
                 if self._floor_window_passed(now, window_start, done - window_done):
@@ -820,6 +867,7 @@ class Downloader:
                     )
         if total is not None and done != total:
             raise DownloadError(f"connection closed at {done} of {total} bytes")
+        self.sha256 = digest.hexdigest()
         self.emitter.progress("model", state="downloaded", bytes_done=done, bytes_total=total)
         return done
 
@@ -873,6 +921,130 @@ def _content_total(headers: Any, offset: int) -> int | None:
     if length and str(length).isdigit():
         return offset + int(length)
     return None
+
+
+# ---------------------------------------------------------------------------------------
+# The hub's word on a file, and the start command's prefetch
+
+
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+PREFETCH_STOP_S = 5.0  # a stopped prefetch is gone within this (curl and python3 die at once)
+
+
+class HubFile:
+    """What the hub says about one file before a byte moves (reference/hf-hub.md): its
+    size and sha256 (LFS files: X-Linked-Size, X-Linked-Etag) and the commit it resolved to."""
+
+    def __init__(self, size: int | None, sha256: str | None, commit: str | None) -> None:
+        self.size, self.sha256, self.commit = size, sha256, commit
+
+
+def hub_metadata(settings: Settings, url: str) -> HubFile | None:
+    """A HEAD on the file's URL, redirects not followed (the CDN's answer lacks the hub's
+    headers); None when the hub gives nothing usable: the download then checks what it can."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    headers = {"User-Agent": "mvp-node/1", "Accept-Encoding": "identity"}
+    if settings.hf_token:
+        headers["Authorization"] = f"Bearer {settings.hf_token}"
+    request = urllib.request.Request(url, headers=headers, method="HEAD")
+    try:
+        with urllib.request.build_opener(_no_redirects()).open(request, timeout=30) as answer:
+            found, status = answer.headers, answer.status
+    except urllib.error.HTTPError as exc:
+        found, status = exc.headers, exc.code
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    if not 200 <= status < 400:
+        return None
+    etag = str(found.get("X-Linked-Etag") or "").removeprefix("W/").strip('"').lower()
+    size = str(found.get("X-Linked-Size") or "")
+    if not size and status == 200:
+        size = str(found.get("Content-Length") or "")
+    commit = clean_text(str(found.get("X-Repo-Commit") or ""), 64) or None
+    return HubFile(
+        int(size) if size.isdigit() else None, etag if SHA256_HEX.fullmatch(etag) else None, commit
+    )
+
+
+def _hash_prefix(path: Path, length: int, digest: Any) -> None:
+    with path.open("rb") as handle:
+        while length > 0:
+            block = handle.read(min(DOWNLOAD_CHUNK * 8, length))
+            if not block:
+                raise DownloadError(f"{path} is shorter than {length} more bytes")
+            digest.update(block)
+            length -= len(block)
+
+
+def _sha256_of(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    _hash_prefix(path, path.stat().st_size, digest)
+    return digest.hexdigest()
+
+
+def _digest_problem(result: Mapping[str, Any], meta: HubFile | None) -> str | None:
+    """Why the fetched bytes are not the hub's file, or None (also when the hub said nothing)."""
+    if meta is None:
+        return None
+    if meta.size is not None and result.get("bytes") != meta.size:
+        return f"is {result.get('bytes')} bytes, the hub says {meta.size}"
+    if meta.sha256 and result.get("sha256") != meta.sha256:
+        return f"has sha256 {result.get('sha256')}, the hub says {meta.sha256}"
+    return None
+
+
+class Prefetch:
+    """The start command's fetch as its state line left it (providers/prefetch.py)."""
+
+    def __init__(self, pid: int, started_at: float, tool: str) -> None:
+        self.pid, self.started_at, self.tool = pid, started_at, tool
+
+
+def read_prefetch(dest: Path) -> Prefetch | None:
+    """The state line beside `dest`, if a prefetch ran; the node wrote it, so it is parsed
+    strictly and anything odd reads as none."""
+    try:
+        text = dest.with_name(dest.name + PREFETCH_STATE_SUFFIX).read_text()[:200]
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = re.fullmatch(r"(\d{1,9}) (\d{1,12}) (curl|python3)\s*", text)
+    if not match:
+        return None
+    return Prefetch(int(match.group(1)), float(match.group(2)), match.group(3))
+
+
+def _fetching(pid: int, part: Path) -> bool:
+    """Whether `pid` is a live process fetching into `part` (a reused pid is not)."""
+    try:
+        stat_text = Path(f"/proc/{pid}/stat").read_text()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if stat_text[stat_text.rindex(")") + 2 :].startswith("Z"):
+        return False
+    return os.fsencode(str(part)) in argv
+
+
+def stop_prefetch(prefetch: Prefetch, part: Path, wait_s: float = PREFETCH_STOP_S) -> bool:
+    """Stop the prefetch so the agent's own downloader owns `part` from here on; whether it
+    was still running. Bounded: SIGTERM, a short poll, then SIGKILL."""
+    if not _fetching(prefetch.pid, part):
+        return False
+    deadline = time.monotonic() + wait_s
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(OSError):
+            os.kill(prefetch.pid, sig)
+        while _fetching(prefetch.pid, part) and time.monotonic() < deadline:
+            time.sleep(0.02)  # polls another process's exit: nothing to wait on but /proc
+        if not _fetching(prefetch.pid, part):
+            return True
+        deadline = time.monotonic() + wait_s
+    return True
 
 
 # ---------------------------------------------------------------------------------------
@@ -2336,7 +2508,11 @@ class Agent:
             return dest, detail
         url = hub_url(s)
         try:
-            detail.update(Downloader(s, self.emitter, self.control).fetch(url, dest))
+            detail.update(self._adopt_prefetch(dest))
+            meta = hub_metadata(s, url)
+            if meta is not None and meta.commit:
+                detail.update(commit=meta.commit)
+            detail.update(Downloader(s, self.emitter, self.control).fetch(url, dest, meta))
         except DownloadError as exc:
             raise PhaseFailed(
                 f"model download of {url} failed: {exc}; without network, copy the file to "
@@ -2354,6 +2530,27 @@ class Agent:
             ) from None
         detail.update(cached=False)
         return dest, detail
+
+    def _adopt_prefetch(self, dest: Path) -> dict[str, Any]:
+        """The start command's prefetch, stopped: its bytes so far become the downloader's
+        `.part` to resume (never fetched twice); what it did goes into the phase's detail."""
+        prefetch = read_prefetch(dest)
+        if prefetch is None:
+            return {}
+        part = dest.with_name(dest.name + ".part")
+        running = stop_prefetch(prefetch, part)
+        have = part.stat().st_size if part.exists() else 0
+        self.emitter.progress(
+            "model", state="adopting", bytes_done=have, prefetch_started_at=prefetch.started_at
+        )
+        return {
+            "prefetch": {
+                "tool": prefetch.tool,
+                "started_at": prefetch.started_at,
+                "bytes": have,
+                "was_running": running,
+            }
+        }
 
     def _alias(self) -> str:
         return self.settings.model_id or "model"

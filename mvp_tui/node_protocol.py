@@ -43,6 +43,12 @@ BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outli
 BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
 BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
 
+# The model prefetch (the instance's start command, before any agent exists) leaves the
+# bytes in the cache file's `.part` and one line `<pid> <unix start> <tool>` beside it; the
+# agent stops it and adopts the file. It runs only when the create env holds MVP_PREFETCH=1.
+PREFETCH_ENV = "MVP_PREFETCH"
+PREFETCH_STATE_SUFFIX = ".prefetch"
+
 
 def agent_channel(node_id: int) -> str:
     """`mvp.node.<N>.agent`."""

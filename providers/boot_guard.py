@@ -32,6 +32,7 @@ from mvp_tui.node_protocol import (
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
 )
+from mvp_tui.providers.prefetch import prefetch_script
 from mvp_tui.providers.vast_host_key import install_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
@@ -166,8 +167,9 @@ class OnstartTooLong(ValueError):
 
 def vast_start_lines() -> str:
     """mvp-tui's own lines at the head of Vast's `onstart`: the pinned host key's install
-    (quick, before anything else; silent without a key), then the boot guard."""
-    return install_script() + guard_script(VAST)
+    (quick, before anything else; silent without a key), then the boot guard, then the model
+    prefetch (providers/prefetch.py: it needs the guard armed first)."""
+    return install_script() + guard_script(VAST) + prefetch_script()
 
 
 def vast_onstart(user_onstart: str | None) -> str:
@@ -184,8 +186,8 @@ def vast_onstart(user_onstart: str | None) -> str:
         room = VAST_ONSTART_CAP - len(guard) - 1
         raise OnstartTooLong(
             f"[vastai] onstart is {len(user)} characters; with mvp-tui's start lines (host "
-            f"key, boot guard: {len(guard)}) it exceeds Vast's {VAST_ONSTART_CAP}-character "
-            "cap on onstart: "
+            f"key, boot guard, model prefetch: {len(guard)}) it exceeds Vast's "
+            f"{VAST_ONSTART_CAP}-character cap on onstart: "
             f"shorten it to at most {room} characters (e.g. fetch a script and run it)"
         )
     return merged

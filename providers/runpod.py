@@ -73,6 +73,12 @@ from mvp_tui.providers.runpod_catalog import (
     split_offer_id,
     walk_order,
 )
+from mvp_tui.providers.runpod_volumes import (
+    NetworkVolume,
+    VolumeSettings,
+    ensure_volume,
+    network_mount,
+)
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import Redact, clean_bytes, clean_line
 
@@ -119,6 +125,7 @@ class RunPodSettings:
     max_out_of_stock: int = 3
     probe_ssh_banner: bool = True
     ssh_user: str = "root"
+    volume: VolumeSettings | None = None  # [runpod] network_volume: the model cache
 
     @property
     def clouds(self) -> tuple[str, ...]:
@@ -339,6 +346,7 @@ class RunPodProvider:
             "RunPod", "runpod", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
         )
         self.settings = settings or RunPodSettings()
+        self.volume: NetworkVolume | None = None  # the network volume, once found or made
         self._timeout_s = timeout_s
         self._create_timeout_s = create_timeout_s
         self._retries = max(0, rate_limit_retries)
@@ -620,7 +628,17 @@ class RunPodProvider:
             "startSsh": False,
             "cmd": pod_command(),
         }
+        if self.volume is not None:  # the model cache: mounted, so the pod lives beside it
+            body["mounts"] = network_mount(self.volume)
+            body["dataCenterIds"] = [self.volume.data_center]
         return body
+
+    async def prepare_volume(self) -> NetworkVolume | None:
+        """The configured network volume, found or created once per provider (before the
+        first create); None when none is configured."""
+        if self.settings.volume is not None and self.volume is None:
+            self.volume = await ensure_volume(self, self.settings.volume)
+        return self.volume
 
     async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
         """Create a pod of the offer's GPU type; every answer becomes an `Outcome`."""
@@ -631,6 +649,7 @@ class RunPodProvider:
                 detail=f"offer {clean_line(offer.offer_id, 80)!r} is not a RunPod offer",
             )
         cloud, gpu_id = parts
+        await self.prepare_volume()
         body = self.create_body(gpu_id, cloud, request)
         answer = await self._call("POST", "/pods", body=body, timeout_s=self._create_timeout_s)
         if isinstance(answer, NoAnswer):

@@ -21,7 +21,8 @@ works on images that start no sshd of their own (llama.cpp's CUDA images among t
 Before all of that the boot guard starts in the background (providers/boot_guard.py): no
 agent within `[limits] boot_grace_mins`, and the pod deletes itself with its own key. A boot
 step that fails waits for the guard instead of exiting: an exited container is restarted by
-RunPod, which would re-arm the guard for ever while the pod bills.
+RunPod, which would re-arm the guard for ever while the pod bills. The model prefetch
+(providers/prefetch.py) starts right after the guard, so the download overlaps sshd's start.
 
 `MVP_BOOT_SSH_DIR` (where the host key goes) and `MVP_BOOT_SSHD_CONFIG` (sshd's config file)
 exist so the test can run this very script against a real sshd on loopback without touching
@@ -31,12 +32,14 @@ exist so the test can run this very script against a real sshd on loopback witho
 from __future__ import annotations
 
 from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+from mvp_tui.providers.prefetch import prefetch_script
 
 # The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env. Its
 # public half is pinned in the run record before the create is sent.
 HOST_KEY_ENV = "MVP_SSH_HOST_KEY_ED25519"
 
-BOOT_SCRIPT = "set -u\n" + guard_script(RUNPOD) + f"""\
+# The guard, then the model prefetch (providers/prefetch.py), then sshd.
+BOOT_SCRIPT = "set -u\n" + guard_script(RUNPOD) + prefetch_script() + f"""\
 say() {{ echo "mvp-boot: $*" >&2; }}
 dir=${{MVP_BOOT_SSH_DIR:-/etc/ssh}}
 sshd=$(command -v sshd 2>/dev/null || echo /usr/sbin/sshd)

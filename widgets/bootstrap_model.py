@@ -24,7 +24,7 @@ from typing import Any
 
 from mvp_tui.engine.events import StageBudget
 from mvp_tui.events import EngineEvent
-from mvp_tui.lease.events import LeasePending, LeaseRunning
+from mvp_tui.lease.events import LeasePending, LeaseRunning, PrefetchStarted
 from mvp_tui.node_protocol import (
     BOOT_GUARD_PHASE,
     NODE_AGENT_PHASE,
@@ -210,6 +210,16 @@ class BootstrapModel:
             for skipped in (StageId.SSH, StageId.HOST_KEY):
                 self.stages[skipped].finish(e.at, Status.SKIPPED, "not over SSH")
             self.stages[StageId.AGENT].finish(e.at, Status.DONE, "started with the lease")
+
+    def _prefetch(self, e: PrefetchStarted) -> None:
+        """The start command's fetch began with the instance: the row runs from here, its
+        bytes unknown until the agent arrives and reports them (it adopts the file)."""
+        self._switch_lease(e.provider_id, e.run_id)
+        stage = self.stages[StageId.MODEL]
+        if stage.status is Status.PENDING:
+            stage.start(e.at)
+            stage.detail = "fetching at boot since the instance ran; bytes once the agent reports"
+            stage.compact = "fetching at boot"
 
     def _switch_lease(self, provider_id: str, run_id: str = "") -> None:
         if self.lease_id is not None and provider_id != self.lease_id:
@@ -506,6 +516,10 @@ class BootstrapModel:
             return False
         stage.start(when)
         state = _text(value.get("state"), 24)
+        began = _num(value.get("prefetch_started_at"))
+        if phase == "model" and began is not None and began <= when:
+            # The boot fetch's own start (a replay has no engine event for it).
+            stage.started_at = min(stage.started_at or when, began)
         if phase == "model":
             done, total = _num(value.get("bytes_done")), _num(value.get("bytes_total"))
             rate = _num(value.get("rate_bps"))
@@ -634,6 +648,7 @@ def _model_detail(detail: object) -> str:
 _EVENT_HANDLERS: dict[type[EngineEvent], Callable[[BootstrapModel, Any], None]] = {
     LeasePending: BootstrapModel._pending,
     LeaseRunning: BootstrapModel._running,
+    PrefetchStarted: BootstrapModel._prefetch,
     SshAttempt: BootstrapModel._ssh,
     HostKeyPinned: BootstrapModel._host_key,
     AgentStarted: BootstrapModel._agent,

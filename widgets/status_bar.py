@@ -25,6 +25,7 @@ class RunSummary:
     replay: str | None = None  # "replay FILE · 2.0× · frame 120/400 · paused" in replay mode
     label: str = ""  # "rehearsal": a simulated marketplace, nothing real is rented
     rate_trend: str = ""  # a sparkline of the session's $/h
+    volume_usd_per_month: float = 0.0  # network volumes kept between runs ($/GB·month)
 
     def with_spend(self, price_per_hour: float, spent_usd: float, live: int) -> RunSummary:
         return replace(self, price_per_hour=price_per_hour, spent_usd=spent_usd, live_leases=live)
@@ -59,6 +60,8 @@ class StatusBar(Widget):
         if s.rate_trend:
             text.append(f" {s.rate_trend}")
         text.append(f" · spent ${s.spent_usd:.2f}")
+        if s.volume_usd_per_month:
+            text.append(f" · volume ${s.volume_usd_per_month:.2f}/month")
         if s.cap_usd is not None:
             text.append(f" · cap ${s.cap_usd:.2f}")
         clock = self._clock().strftime("%H:%M:%S")

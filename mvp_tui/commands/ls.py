@@ -22,6 +22,7 @@ from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import load_endpoint
 from mvp_tui.lease.records import LeaseRecord, RecordStore
+from mvp_tui.lease.volumes import load_volumes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +101,21 @@ def run(config: Config, args: argparse.Namespace) -> int:
             else "nothing recorded may bill",
             file=sys.stderr,
         )
+    _volumes(config, args.json)
     for error in scan.errors:
         print(f"error: {error}", file=sys.stderr)
     return int(ExitCode.OK)
+
+
+def _volumes(config: Config, as_json: bool) -> None:
+    """The network volumes runs mounted: they bill by the month, lease or not."""
+    for v in load_volumes(config.state_dir):
+        if as_json:
+            print(json.dumps({"volume": v.volume_id, "provider": v.provider, "name": v.name,
+                              "size_gb": v.size_gb, "data_center": v.data_center,
+                              "usd_per_month": round(v.usd_per_month, 4),
+                              "last_run": v.last_run}))  # fmt: skip
+            continue
+        print(f"volume {v.volume_id:<12} {v.provider:<8} {v.name:<20} {v.size_gb} GB "
+              f"{v.data_center:<10} ${v.usd_per_month:.2f}/month (${v.usd_per_gb_month:g}/GB"
+              f"·month); `down` keeps it: `mvp-tui volume delete {v.volume_id}`")  # fmt: skip

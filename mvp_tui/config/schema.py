@@ -923,6 +923,48 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "runpod",
+        "network_volume",
+        Kind.STR,
+        None,
+        "a network volume (name or id) that holds the model cache, so a second run downloads "
+        "nothing; created when missing; it bills per GB and month and only `mvp-tui volume "
+        "delete` deletes it (never `down`); unset = none",
+        env=("MVP_RUNPOD_NETWORK_VOLUME",),
+        flag="--runpod-network-volume",
+        scope=R,
+    ),
+    _k(
+        "runpod",
+        "network_volume_gb",
+        Kind.INT,
+        50,
+        "size in GB of a network volume mvp-tui creates (10 to 4096)",
+        env=("MVP_RUNPOD_NETWORK_VOLUME_GB",),
+        scope=R,
+        minimum=10,
+    ),
+    _k(
+        "runpod",
+        "network_volume_data_center",
+        Kind.STR,
+        None,
+        "data center of a network volume mvp-tui creates (e.g. EU-RO-1); its pods run there",
+        env=("MVP_RUNPOD_NETWORK_VOLUME_DATA_CENTER",),
+        scope=R,
+    ),
+    _k(
+        "runpod",
+        "network_volume_usd_per_gb_month",
+        Kind.FLOAT,
+        0.07,
+        "what a network volume costs per GB and month (RunPod's price under 1 TB; the API "
+        "says none), for the spend line and `ls`",
+        env=("MVP_RUNPOD_NETWORK_VOLUME_USD_PER_GB_MONTH",),
+        scope=R,
+        minimum=0,
+    ),
+    _k(
+        "runpod",
         "poll_interval_secs",
         Kind.FLOAT,
         5.0,

@@ -47,6 +47,8 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
 
 
 def _runpod(config: Config) -> Provider:
+    from mvp_tui.engine.settings import volume_settings
+
     api_key = config.get_str("runpod.api_key")
     if not api_key:
         raise ConfigError(
@@ -77,6 +79,7 @@ def _runpod(config: Config) -> Provider:
         min_vram_gb=config.get_int("runpod.min_vram_gb") or 0,
         container_disk_gb=config.get_int("runpod.container_disk_gb") or 50,
         min_cuda_version=cuda or DEFAULT_MIN_CUDA_VERSION,
+        volume=volume_settings(config),
     )
     try:
         return RunPodProvider(

@@ -48,7 +48,7 @@ from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.provider_factory import build_provider
-from mvp_tui.engine.settings import RunSettings, create_env, node_env
+from mvp_tui.engine.settings import RunSettings, create_env, node_env, volume_settings
 from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
@@ -65,7 +65,7 @@ from mvp_tui.lease.endpoint_record import (
     new_api_key,
     save_endpoint,
 )
-from mvp_tui.lease.events import DeleteReason, LeaseRunning
+from mvp_tui.lease.events import DeleteReason, LeaseRunning, VolumeMounted
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, host_key
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.record_pins import RecordPins
@@ -74,6 +74,7 @@ from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease, down, reconci
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.spend import lease_spend_usd
 from mvp_tui.lease.teardown import teardown_lease
+from mvp_tui.lease.volumes import VolumeRecord, record_volume
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
 from mvp_tui.node_protocol import (
     NODE_AGENT_PHASE,
@@ -397,6 +398,30 @@ class RunEngine:
         ensure = getattr(self.provider, "ensure_ssh_key", None)
         if ensure is not None:
             await ensure(identity.public_openssh)
+        await self._prepare_volume()
+
+    async def _prepare_volume(self) -> None:
+        """A provider's network volume for the model cache ([runpod] network_volume), found
+        or created before the first create, recorded for `ls` (it bills by the month) and
+        said as an event."""
+        prepare = getattr(self.provider, "prepare_volume", None)
+        volume = await prepare() if prepare is not None else None
+        settings = volume_settings(self.config)
+        if volume is None or settings is None:
+            return
+        record = VolumeRecord(
+            provider=self.config.provider, volume_id=volume.id, name=volume.name,
+            size_gb=volume.size_gb, data_center=volume.data_center,
+            usd_per_gb_month=settings.usd_per_gb_month, last_run=self.run_id,
+        )  # fmt: skip
+        record_volume(self.config.state_dir, record)
+        self.emit(
+            VolumeMounted(
+                at=self._clock(), run_id=self.run_id, provider=self.config.provider,
+                volume_id=volume.id, name=volume.name, size_gb=volume.size_gb,
+                data_center=volume.data_center, usd_per_month=round(record.usd_per_month, 4),
+            )
+        )  # fmt: skip
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
         self._offers = {o.offer_id: o for o in offers}

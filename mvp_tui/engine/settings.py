@@ -20,8 +20,10 @@ from mvp_tui.config import Config
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV
+from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV, PREFETCH_ENV
 from mvp_tui.providers.base import SelectionPolicy
+from mvp_tui.providers.prefetch import wants_prefetch
+from mvp_tui.providers.runpod_volumes import VOLUME_CACHE_DIR, VolumeSettings
 from mvp_tui.ssh.settings import SshSettings
 
 # Env names from the caller's environment that the node needs when present (never logged).
@@ -55,6 +57,8 @@ class RuntimeSettings:
     frame_log: Path | None  # archive every datastream frame here
     # [vastai] bootstrap_command: run on the node after the agent is set up and started.
     bootstrap_command: str | None = None
+    # The node's model cache when the provider mounts one ([runpod] network_volume).
+    model_cache_dir: str | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
@@ -67,6 +71,7 @@ class RuntimeSettings:
             node_dir=config.require_str("runtime.node_dir"),
             frame_log=config.get_path("observability.datastream_frame_log"),
             bootstrap_command=config.get_str("vastai.bootstrap_command"),
+            model_cache_dir=VOLUME_CACHE_DIR if volume_settings(config) else None,
         )
 
 
@@ -201,6 +206,8 @@ def node_env(
     for name in PASS_THROUGH_ENV:
         if environ.get(name):
             env[name] = environ[name]
+    if runtime.model_cache_dir:  # on the network volume: it outlives the pod
+        env["MVP_MODEL_CACHE_DIR"] = runtime.model_cache_dir
     return env
 
 
@@ -208,7 +215,24 @@ def node_env(
 SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
 
 
+def volume_settings(config: Config) -> VolumeSettings | None:
+    """[runpod] network_volume and its keys, on a RunPod run that names one."""
+    name = config.get_str("runpod.network_volume") if config.provider == "runpod" else None
+    if not name:
+        return None
+    return VolumeSettings(
+        name=name,
+        size_gb=config.require_int("runpod.network_volume_gb"),
+        data_center=config.get_str("runpod.network_volume_data_center"),
+        usd_per_gb_month=config.require_float("runpod.network_volume_usd_per_gb_month"),
+    )
+
+
 def create_env(node: Mapping[str, str]) -> dict[str, str]:
     """What goes into a marketplace create request: the node env without secrets (the
-    provider shows a create's env in its UI; secrets reach the node over SSH only)."""
-    return {k: v for k, v in node.items() if k not in SSH_ONLY_ENV}
+    provider shows a create's env in its UI; secrets reach the node over SSH only). A hub
+    model without a token is fetched by the start command at boot (providers/prefetch.py)."""
+    env = {k: v for k, v in node.items() if k not in SSH_ONLY_ENV}
+    if wants_prefetch(dict(node)):
+        env[PREFETCH_ENV] = "1"
+    return env

@@ -126,6 +126,30 @@ class LeaseRunning(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PrefetchStarted(EngineEvent):
+    """The lease's start command began fetching the model (providers/prefetch.py): it runs
+    when the instance runs, so this comes with `LeaseRunning`; how many bytes it has is the
+    agent's to report once it arrives (it adopts the file)."""
+
+    run_id: str
+    provider_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VolumeMounted(EngineEvent):
+    """The run's pods mount this network volume as the model cache; it bills by the month
+    until `mvp-tui volume delete` (never `down`)."""
+
+    run_id: str
+    provider: str
+    volume_id: str
+    name: str
+    size_gb: int
+    data_center: str
+    usd_per_month: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LeaseNotReady(EngineEvent):
     run_id: str
     provider_id: str

@@ -38,6 +38,7 @@ from mvp_tui.lease.events import (
     LeaseRunning,
     OfferPicked,
     OfferSkipped,
+    PrefetchStarted,
     Reconciled,
     ReconcileStarted,
     WalkFailed,
@@ -59,6 +60,7 @@ from mvp_tui.lease.records import (
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
 from mvp_tui.lease.teardown import Clock, delete_confirmed, teardown_lease
+from mvp_tui.node_protocol import PREFETCH_ENV
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -547,6 +549,8 @@ class LeaseWalk:
                 price_per_hour=lease.price_per_hour,
             )
         )
+        if self.settings.env.get(PREFETCH_ENV) == "1":  # its start command fetches the model
+            self._emit(PrefetchStarted(run_id=self.run_id, provider_id=lease.provider_id or ""))
         return lease
 
     # ---- endings -----------------------------------------------------------------------------

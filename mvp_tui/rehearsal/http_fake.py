@@ -79,3 +79,6 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self.server_fake._handle(self, "DELETE")
+
+    def do_PATCH(self) -> None:
+        self.server_fake._handle(self, "PATCH")

@@ -313,6 +313,9 @@ class FakeVast:
         self.user_id = 424242
         # The fake's wall clock for instance start dates; tests that need fixed output set it.
         self.clock: Callable[[], float] = time.time
+        # Seconds from a create until its instance runs, on the wall clock, over
+        # `loading_polls` (the bring-up bench's boot: the image pull); None: polls only.
+        self.running_after_s: float | None = None
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._offers: dict[int, dict[str, Any]] = {}
@@ -597,7 +600,11 @@ class FakeVast:
         row = copy.deepcopy(inst.row)
         if row["intended_status"] == "stopped":
             row.update(actual_status="stopped", cur_state="stopped", next_state="stopped")
-        elif inst.polls + ahead <= self.loading_polls or inst.offer_id in self._stick_loading:
+        elif (
+            inst.polls + ahead <= self.loading_polls
+            or inst.offer_id in self._stick_loading
+            or self._booting(inst)
+        ):
             row.update(
                 actual_status="loading",
                 status_msg="afad30e59d72: Pulling fs layer",
@@ -613,6 +620,10 @@ class FakeVast:
             self._show_running(inst, row)
         row.update(copy.deepcopy(inst.overrides))
         return row
+
+    def _booting(self, inst: _Instance) -> bool:
+        after = self.running_after_s
+        return after is not None and self.clock() - float(inst.row["start_date"]) < after
 
     def _exited_late(self, inst: _Instance, ahead: int) -> bool:
         limit = self._exit_after.get(inst.offer_id)

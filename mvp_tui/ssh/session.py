@@ -88,6 +88,10 @@ _STOP_WORDS = {stop.value: stop for stop in AgentStop}
 _LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
 # `use`: a key in the dashboard, which postpones the node's idle stop like a request does.
 CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "use", "shutdown"})
+# Failed logins that mean "no sshd there yet": the port is probed, not backed off from.
+_PORT_OUTCOMES = frozenset(
+    {AttemptOutcome.NOT_LISTENING, AttemptOutcome.TIMED_OUT, AttemptOutcome.DROPPED}
+)
 # $1 run dir, $2 word: written to the agent's control fifo (its stdin) only while the agent
 # runs; `1<>` opens the fifo read-write, so the open never blocks even with no reader.
 _SEND_CONTROL = (
@@ -358,6 +362,10 @@ class NodeSession:
                 return self._give_up(
                     StopReason.TIMED_OUT, result, self._timeout_error(phase, result)
                 )
+            if self._port_not_up(result, phase, reached) and await self._await_port(
+                result, remaining
+            ):
+                continue  # sshd answers now: log in at once, not after a back-off
             delay = min(backoff.next_delay(), remaining)
             self._attempt_event(result, delay, phase)
             self._line(
@@ -365,6 +373,42 @@ class NodeSession:
                 f"retrying in {delay:g}s"
             )
             await self._sleep(delay)
+
+    @staticmethod
+    def _port_not_up(result: AttemptResult, phase: Phase, reached: bool) -> bool:
+        """A first login that failed the way a node still booting fails: nothing listening,
+        or a port (Vast's proxy) that takes the connection but has no sshd behind it yet."""
+        return phase is Phase.BOOTSTRAP and not reached and result.outcome in _PORT_OUTCOMES
+
+    async def _await_port(self, result: AttemptResult, within: float) -> bool:
+        """Probe sshd's banner about once a second until it answers; True once it did after
+        at least one silent probe (the login should follow at once). False when it answered
+        the first probe (sshd is up and the login failed anyway: that is for the back-off)
+        or when `within` ran out."""
+        interval = self.settings.port_probe_interval
+        probe = min(interval, self.settings.banner_timeout)
+        host, port = self.endpoint.host, self.endpoint.port
+        answered = await ssh_banner(host, port, probe)
+        if answered and result.outcome is not AttemptOutcome.NOT_LISTENING:
+            return False
+        self._attempt_event(result, 0.0 if answered else interval, Phase.BOOTSTRAP)
+        self._line(
+            f"ssh attempt {self._attempts}: {result.outcome.value}: {result.detail}; "
+            + ("sshd answers now: logging in" if answered else
+               f"waiting for sshd (its banner probed every {interval:g}s)")
+        )  # fmt: skip
+        if answered:
+            return True  # it came up just after the attempt
+        until = self._clock() + within
+        while self._clock() < until:
+            started = self._clock()
+            if await ssh_banner(host, port, min(probe, max(until - started, 0.01))):
+                return True
+            # The wait between probes of a port: the pace of polling, not a back-off.
+            await self._sleep(
+                max(0.0, min(interval - (self._clock() - started), until - self._clock()))
+            )
+        return False
 
     def _window(self, phase: Phase) -> float:
         if phase is Phase.BOOTSTRAP:

@@ -27,6 +27,9 @@ class SshSettings:
     reconnect_timeout: float = 300.0  # after ready: from a drop to a working connection again
     connect_timeout: float = 20.0  # one TCP connect + handshake + login
     banner_timeout: float = 5.0  # the raw banner probe after a failed handshake
+    # While sshd is not up yet, its banner is probed this often and the login follows the
+    # first answer: the back-off is for failed logins, not for waiting on a port.
+    port_probe_interval: float = 1.0
     local_strikes: int = 2  # banner seen but our side failed this many times in a row: stop
     auth_attempts: int = 3  # logins refused this many times in a row: stop
     keepalive_interval: float = 15.0  # SSH keepalives, so a silent dead link is noticed
@@ -58,6 +61,7 @@ class SshSettings:
             "reconnect_timeout",
             "connect_timeout",
             "banner_timeout",
+            "port_probe_interval",
             "launch_timeout",
             "poll_interval",
             "shutdown_grace",

@@ -312,6 +312,7 @@ class MvpApp(App[int]):
             cap_usd=self._limits.max_spend_usd,
             label=self.label,
             rate_trend=self._rate_trend(),
+            volume_usd_per_month=sum(self.leases.volumes.values()),
         )
         self.refresh_bindings()
 

@@ -23,13 +23,17 @@ class LiveLeases:
         self._live: dict[str, _Live] = {}
         self._closed_spend = 0.0
         self.forced = 0  # a count set from outside (the bare shell in tests)
+        # Network volumes the run mounts (id → $/month): they bill by the month, lease or not.
+        self.volumes: dict[str, float] = {}
 
     @property
     def count(self) -> int:
         return max(len(self._live), self.forced)
 
     def handle(self, event: EngineEvent) -> None:
-        if isinstance(event, lease.LeaseRunning):
+        if isinstance(event, lease.VolumeMounted):
+            self.volumes[event.volume_id] = event.usd_per_month
+        elif isinstance(event, lease.LeaseRunning):
             self._live[event.provider_id] = _Live(event.price_per_hour, event.at)
         elif (
             isinstance(event, lease.LeaseDeleted)

@@ -2,15 +2,20 @@
 
 It serves registered files at /<repo>/resolve/<revision>/<file>, records every request
 (path and headers), can cut the first response short (the connection drops mid-body), and
-can require a bearer token (401 otherwise).
+can require a bearer token (401 otherwise). A HEAD answers as the real hub's does
+(reference/hf-hub.md): X-Linked-Size, X-Linked-Etag (the sha256, quoted), X-Repo-Commit.
+`rate_bps` paces the bodies (a host's link, for the bring-up bench).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 
 @dataclass
@@ -22,15 +27,49 @@ class HubRequest:
 @dataclass
 class HubState:
     files: dict[str, bytes] = field(default_factory=dict)
-    requests: list[HubRequest] = field(default_factory=list)
+    requests: list[HubRequest] = field(default_factory=list)  # the GETs
+    heads: list[HubRequest] = field(default_factory=list)  # the metadata HEADs
     cut_first_at: int | None = None  # bytes of the first full response before the drop
     require_token: str | None = None
     redirects: dict[str, str] = field(default_factory=dict)  # path -> absolute URL (302)
     files_without_auth: set[str] = field(default_factory=set)  # e.g. a signed CDN URL
+    head_sha256: dict[str, str] = field(default_factory=dict)  # path -> a digest HEAD claims
+    rate_bps: float | None = None  # pace every body at this many bytes a second
+    commit: str = "c0ffee" * 6 + "0123"
+    first_body_at: float | None = None  # time.monotonic() when a body first began
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+
+    def do_HEAD(self) -> None:
+        state = self.server.state
+        state.heads.append(HubRequest(self.path, dict(self.headers.items())))
+        data = state.files.get(self.path)
+        target = state.redirects.get(self.path)
+        if target is not None:  # the hub's headers on its redirect, as the real one does
+            data = state.files.get(urlsplit(target).path)
+        if self._refused() or (data is None and target is None):
+            self._plain(401 if self._refused() else 404, b"")
+            return
+        self.send_response(302 if target is not None else 200)
+        if target is not None:
+            self.send_header("Location", target)
+        if data is not None:
+            self.send_header("X-Linked-Size", str(len(data)))
+            digest = state.head_sha256.get(self.path) or hashlib.sha256(data).hexdigest()
+            self.send_header("X-Linked-Etag", f'"{digest}"')
+            self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Repo-Commit", state.commit)
+        self.end_headers()
+
+    def _refused(self) -> bool:
+        state = self.server.state
+        return bool(
+            state.require_token
+            and self.path not in state.files_without_auth
+            and self.headers.get("Authorization") != f"Bearer {state.require_token}"
+        )
 
     def do_GET(self) -> None:
         state = self.server.state
@@ -41,11 +80,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
-        if (
-            state.require_token
-            and self.path not in state.files_without_auth
-            and self.headers.get("Authorization") != (f"Bearer {state.require_token}")
-        ):
+        if self._refused():
             self._plain(401, b"unauthorized")
             return
         data = state.files.get(self.path)
@@ -73,7 +108,25 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        self.wfile.write(body)
+        if state.first_body_at is None:
+            state.first_body_at = time.monotonic()
+        if state.rate_bps is None:
+            self.wfile.write(body)
+            return
+        self._paced(body, state.rate_bps)
+
+    def _paced(self, body: bytes, rate_bps: float) -> None:
+        """The body at `rate_bps`: the link's speed, a scripted stand-in for physical work."""
+        started, sent, step = time.monotonic(), 0, max(1, int(rate_bps / 20))
+        try:
+            while sent < len(body):
+                self.wfile.write(body[sent : sent + step])
+                sent += step
+                ahead = sent / rate_bps - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped (a prefetch handed over)
 
     def _plain(self, status: int, body: bytes) -> None:
         self.send_response(status)

@@ -188,6 +188,8 @@ class FakeRunPod:
         self._stock: dict[tuple[str, str], str] = {}
         self._pods: dict[str, _Pod] = {}
         self._next_pod = 1
+        self._volumes: dict[str, dict[str, Any]] = {}  # NetworkVolume rows, by id
+        self._next_volume = 1
         self._faults: dict[str, deque[Fault]] = {}
         self._rate_limited: dict[str, list[int]] = {}  # op → [times, retry_after]
         self._no_capacity: dict[str, int] = {}
@@ -688,7 +690,92 @@ class FakeRunPod:
                 return "secret_create", guarded(self._secret_create, body)
             case ("DELETE", ["account", "secrets", secret_id]):
                 return "secret_delete", lambda: self._secret_delete(secret_id)
+            case ("GET", ["network-volumes"]):
+                return "volumes_list", self._volumes_list
+            case ("POST", ["network-volumes"]):
+                return "volume_create", guarded(self._volume_create, body)
+            case ("GET", ["network-volumes", volume_id]):
+                return "volume_get", lambda: self._volume_get(volume_id)
+            case ("PATCH", ["network-volumes", volume_id]):
+                return "volume_patch", guarded(self._volume_patch, volume_id, body)
+            case ("DELETE", ["network-volumes", volume_id]):
+                return "volume_delete", lambda: self._volume_delete(volume_id)
         return None, None
+
+    # -- network volumes (the document's /network-volumes, CreateNetworkVolumeRequest) -------
+
+    def volumes(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [copy.deepcopy(v) for v in self._volumes.values()]
+
+    def _volumes_list(self) -> _Reply:
+        return _Reply(200, {"networkVolumes": [copy.deepcopy(v) for v in self._volumes.values()]})
+
+    @staticmethod
+    def _volume_errors(body: Any, fields: tuple[str, ...], required: tuple[str, ...]) -> list[str]:
+        if not isinstance(body, dict):
+            return ["$: expected an object"]
+        errors = [f"$: additional properties '{k}' not allowed" for k in body if k not in fields]
+        errors += [f"$.{k}: required" for k in required if k not in body]
+        for key in ("name", "dataCenter"):
+            if key in body and (not isinstance(body[key], str) or not body[key]):
+                errors.append(f"$.{key}: expected a non-empty string")
+        size = body.get("size", 10)
+        if isinstance(size, bool) or not isinstance(size, int) or not 10 <= size <= 4096:
+            errors.append("$.size: expected an integer from 10 to 4096")
+        if body.get("type", "STANDARD") not in ("STANDARD", "HIGH_PERFORMANCE"):
+            errors.append("$.type: expected STANDARD or HIGH_PERFORMANCE")
+        return errors
+
+    def _volume_create(self, body: Any) -> _Reply:
+        fields = ("name", "size", "dataCenter", "type")
+        errors = self._volume_errors(body, fields, ("name", "size", "dataCenter"))
+        if errors:
+            return problem(422, "Request validation failed.", errors=errors)
+        volume_id = f"vol{self._next_volume:07d}"
+        self._next_volume += 1
+        row = {"id": volume_id, "name": body["name"], "size": body["size"],
+               "dataCenter": body["dataCenter"], "type": body.get("type", "STANDARD")}  # fmt: skip
+        self._volumes[volume_id] = row
+        return _Reply(201, copy.deepcopy(row))
+
+    def _volume_get(self, volume_id: str) -> _Reply:
+        row = self._volumes.get(volume_id)
+        return problem(404, "network volume not found") if row is None else _Reply(200, row)
+
+    def _volume_patch(self, volume_id: str, body: Any) -> _Reply:
+        row = self._volumes.get(volume_id)
+        if row is None:
+            return problem(404, "network volume not found")
+        errors = self._volume_errors(body, ("name", "size"), ())
+        if not errors and not body:
+            errors = ["$: expected at least 1 property"]
+        if errors:
+            return problem(422, "Request validation failed.", errors=errors)
+        if body.get("size", row["size"]) < row["size"]:
+            return problem(400, "network volume storage cannot be reduced")
+        row.update(body)
+        return _Reply(200, copy.deepcopy(row))
+
+    def _volume_delete(self, volume_id: str) -> _Reply:
+        if self._volumes.pop(volume_id, None) is None:
+            return problem(404, "network volume not found")
+        return _Reply(204, None)
+
+    def _mount_problem(self, body: dict[str, Any]) -> str | None:
+        """A network mount must name an existing volume in a data center the pod may use."""
+        mounts = body.get("mounts") or {}
+        network = mounts.get("network") if isinstance(mounts, dict) else None
+        if not network:
+            return None
+        if mounts.get("persistent") is not None:
+            return "at most one of mounts.persistent and mounts.network"
+        row = self._volumes.get(str(network[0].get("volumeId")))
+        if row is None:
+            return "network volume not found"
+        if row["dataCenter"] not in (body.get("dataCenterIds") or [row["dataCenter"]]):
+            return "the network volume is in another data center than the pod may use"
+        return None
 
     # -- operations (run under the lock) ----------------------------------------------------
 
@@ -758,6 +845,9 @@ class FakeRunPod:
             return problem(400, CAPACITY_DETAIL)
         if self._stock.get((gpu_id, cloud)) == "NONE":
             return problem(400, CAPACITY_DETAIL)
+        mount_problem = self._mount_problem(body)
+        if mount_problem is not None:
+            return problem(400, mount_problem)
         if self.on_create is not None:
             self.on_create(body)
         pod = self._new_pod(body)

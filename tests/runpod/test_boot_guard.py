@@ -10,10 +10,12 @@ import os
 import subprocess
 from pathlib import Path
 
+from mvp_tui.node_agent import read_prefetch
 from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, RUNPOD, guard_script
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
 from mvp_tui.providers.runpod_secrets import secret_reference
-from tests.fakes.container import Container
+from tests.agent.hub_server import HubServer
+from tests.fakes.container import Container, wait_until
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import assert_contract
 
@@ -76,3 +78,30 @@ def test_a_host_key_reference_runpod_did_not_fill_in_is_said_and_waits_for_the_g
         assert not (tmp_path / "ssh" / "ssh_host_ed25519_key").exists()
         assert fake.billing() == [] and fake.scope_violations == []
         assert_contract(fake)
+
+
+def test_the_pods_start_command_fetches_the_model_before_sshd(tmp_path: Path) -> None:
+    """The prefetch (providers/prefetch.py) runs in RunPod's `cmd` too, under its `set -u`,
+    right after the guard: here the start step after it fails (no sshd directory) and the
+    model is fetched all the same, into the agent's cache."""
+    data = b"GGUF" + bytes(range(256)) * 64
+    with FakeRunPod() as fake, HubServer() as hub:
+        hub.add_file("mvp-test/tiny-model", "main", "tiny.gguf", data)
+        pod = fake.add_pod("mvp-r1-1-1")
+        blocker = tmp_path / "not-a-dir"
+        blocker.write_text("")
+        cache = tmp_path / "cache"
+        env = {
+            **fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
+            "MVP_BOOT_GRACE_S": "600", "MVP_BOOT_SSH_DIR": str(blocker / "ssh"),
+            "MVP_PREFETCH": "1", "MVP_GGUF_REPO": "mvp-test/tiny-model",
+            "MVP_GGUF_FILE": "tiny.gguf", "MVP_HF_ENDPOINT": hub.url,
+            "MVP_MODEL_CACHE_DIR": str(cache),
+        }  # fmt: skip
+        part = cache / "mvp-test--tiny-model" / "main" / "tiny.gguf.part"
+        with Container(env, tmp_path / "guard", argv=pod_command()):
+            wait_until(lambda: part.exists() and part.stat().st_size == len(data), 20, "fetch")
+        assert part.read_bytes() == data
+        assert read_prefetch(part.with_name("tiny.gguf")) is not None
+        (get,) = hub.state.requests
+        assert get.path == "/mvp-test/tiny-model/resolve/main/tiny.gguf"

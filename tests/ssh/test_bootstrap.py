@@ -6,8 +6,10 @@ import asyncio
 import dataclasses
 import hashlib
 import stat
+import time
 from pathlib import Path
 
+import asyncssh
 import pytest
 
 from mvp_tui.ssh import (
@@ -15,6 +17,7 @@ from mvp_tui.ssh import (
     AgentStarted,
     AgentStop,
     AttemptOutcome,
+    AuthFailed,
     BootstrapReady,
     BootstrapTimedOut,
     LogPositions,
@@ -24,8 +27,9 @@ from mvp_tui.ssh import (
     SshSettings,
     StopReason,
 )
+from mvp_tui.ssh.identity import load_identity
 from tests.ssh.conftest import FAST, STANDIN, SshHarness
-from tests.ssh.sshd import Sshd, cmdline, processes_in, processes_mentioning, running
+from tests.ssh.sshd import Sshd, cmdline, processes_in, processes_mentioning, running, write_key
 
 TOKEN = "tok-9f8e7d6c5b4a"
 
@@ -81,7 +85,7 @@ async def test_env_reaches_the_agent_through_a_private_file_never_the_command_li
     assert not running(pid)
 
 
-async def test_retries_follow_the_backoff_until_sshd_comes_up(
+async def test_while_sshd_is_down_its_port_is_probed_and_the_login_follows_the_answer(
     stopped_sshd: Sshd, harness: SshHarness
 ) -> None:
     delays: list[float] = []
@@ -94,25 +98,70 @@ async def test_retries_follow_the_backoff_until_sshd_comes_up(
     settings = SshSettings(backoff_initial=1.0, backoff_factor=2.0, backoff_cap=4.0)
     session = harness.session(settings, sleep=sleep)
     await session.start_agent(STANDIN, standin_env(), str(harness.remote_dir))
-    # 1 s doubling, capped (here at 4 s to keep the test short): five failed attempts.
-    assert delays == [1.0, 2.0, 4.0, 4.0, 4.0]
+    # A port with nothing behind it is probed every second, no back-off: one failed login,
+    # five probes, then the login at the first answer.
+    assert len(delays) == 5 and all(0.5 < d <= 1.0 for d in delays), delays
     attempts = harness.of(SshAttempt)
-    assert [(a.attempt, a.outcome, a.next_try_s) for a in attempts[:6]] == [
+    assert [(a.attempt, a.outcome, a.next_try_s) for a in attempts[:2]] == [
         (1, AttemptOutcome.NOT_LISTENING, 1.0),
-        (2, AttemptOutcome.NOT_LISTENING, 2.0),
-        (3, AttemptOutcome.NOT_LISTENING, 4.0),
-        (4, AttemptOutcome.NOT_LISTENING, 4.0),
-        (5, AttemptOutcome.NOT_LISTENING, 4.0),
-        (6, AttemptOutcome.CONNECTED, None),
+        (2, AttemptOutcome.CONNECTED, None),
     ]
     assert all(a.target == f"127.0.0.1:{stopped_sshd.port}" for a in attempts)
-    # One provider line announces each attempt, as in the seed.
+    # One provider line announces each attempt, as in the seed; the probes print none.
     announced = [line for line in harness.provider_lines if line.startswith("ssh attempt ")]
     assert [line for line in announced if " to root@" in line] == [
-        f"ssh attempt {n} to root@127.0.0.1:{stopped_sshd.port} (bootstrap)" for n in range(1, 7)
+        f"ssh attempt {n} to root@127.0.0.1:{stopped_sshd.port} (bootstrap)" for n in (1, 2)
     ]
-    assert "ssh attempt 5: not_listening: no sshd answering yet" in " ".join(harness.provider_lines)
-    assert any(line.endswith("retrying in 4s") for line in harness.provider_lines)
+    assert any(
+        line.startswith("ssh attempt 1: not_listening: no sshd answering yet")
+        and line.endswith("waiting for sshd (its banner probed every 1s)")
+        for line in harness.provider_lines
+    )
+    await session.close()
+
+
+async def test_the_login_comes_within_a_second_of_sshd_answering_not_after_a_back_off(
+    stopped_sshd: Sshd, harness: SshHarness
+) -> None:
+    # A back-off this long would make a late login obvious; sshd comes up 2.5 s in.
+    settings = dataclasses.replace(FAST, backoff_initial=8.0, backoff_cap=30.0)
+    session = harness.session(settings)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def sshd_comes_up() -> float:
+        await asyncio.sleep(2.5)  # the node's boot, a scripted stand-in
+        await stopped_sshd.start()  # returns once sshd listens
+        return time.time()
+
+    up = asyncio.create_task(sshd_comes_up())
+    await session.start_agent(STANDIN, standin_env(), str(harness.remote_dir))
+    answering_at = await up
+    connected = [a for a in harness.of(SshAttempt) if a.outcome is AttemptOutcome.CONNECTED]
+    assert connected and len(harness.of(SshAttempt)) == 2  # one failed login, one that worked
+    logged_in_after = connected[0].at - answering_at
+    assert logged_in_after < 1.5, f"logged in {logged_in_after:.2f} s after sshd answered"
+    assert loop.time() - started < 2.5 + 3.0
+    await session.close()
+
+
+async def test_failed_logins_against_a_live_sshd_still_back_off(
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
+) -> None:
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+
+    stranger = await load_identity(
+        write_key(tmp_path / "stranger", asyncssh.generate_private_key("ssh-ed25519")),
+        use_env_agent=False,
+    )
+    settings = dataclasses.replace(FAST, backoff_initial=1.0, backoff_cap=4.0, auth_attempts=3)
+    session = harness.session(settings, sleep=sleep, identity=stranger)
+    with pytest.raises(AuthFailed):
+        await session.start_agent(STANDIN, standin_env(), str(harness.remote_dir))
+    assert delays == [1.0, 2.0]  # the back-off, for logins that sshd refused
     await session.close()
 
 
