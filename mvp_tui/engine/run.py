@@ -43,6 +43,7 @@ from mvp_tui.engine.failures import (
     ssh_failure,
 )
 from mvp_tui.engine.limits import LimitReached, watch_limits
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.provider_factory import build_provider
@@ -329,6 +330,14 @@ class RunEngine:
             ) from None
 
     # -- offers --------------------------------------------------------------------------------
+    async def model_need(self) -> ModelNeed:
+        """The model's VRAM need per node (the board's `fit`), from the local file or the
+        hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""
+        from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
+
+        nodes = self.config.get_int("runtime.nodes") or 1
+        return await read_model_need(self.settings.model, nodes=nodes, environ=self._environ)
+
     async def search_offers(self, limit: int = 64) -> list[Offer]:
         policy = dataclasses.replace(self.settings.policy, limit=limit)
         offers = await self.provider.search_offers(policy)
@@ -974,6 +983,7 @@ class RunEngine:
             stage_secs=self.stage_secs(now),
             cost_usd=round(lease_spend_usd(lease, now), 6),
             blames_host=failure is None or failure.scope is FailureScope.HOST,
+            image=self.config.node_image()[0],  # the board's ~ready: this host has it cached
         )
         try:
             HostJournal(self.config.state_dir, redact=self.redactor).append(outcome)

@@ -38,6 +38,7 @@ from mvp_tui.engine.controller import (
 )
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.engine.limits import Limits
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.engine.settings import PromptSettings
@@ -51,7 +52,7 @@ from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
-from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
@@ -63,6 +64,7 @@ from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.offers_model import offer_key
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.prompt import PromptPane
 from mvp_tui.widgets.sparkline import sparkline
@@ -74,6 +76,7 @@ ENGINE_ERRORS = (RunFailed, ProviderError, SshError, OSError)
 # A closed terminal (SIGHUP) or a kill (SIGTERM): nobody can be asked, so the run is stopped
 # with its leases destroyed, confirmed, before the app exits.
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+NEED_READ_DELAY_S = 0.5
 
 
 def _binding(spec: KeyBinding) -> Binding:
@@ -146,6 +149,7 @@ class MvpApp(App[int]):
                 search_own=lambda: self._engine().search_offers(),
                 redactor=engine.redactor,
                 kinds=board_kinds,
+                read_need=lambda: self._engine().model_need(),
             )
             if engine is not None
             else None
@@ -158,6 +162,8 @@ class MvpApp(App[int]):
         # ready, it goes to the prompt box (the next thing to do).
         self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
+        self._need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
+        self._board_result: BoardResult | None = None  # the last search's (its notes, memory)
 
     @property
     def engine(self) -> RunEngine | None:
@@ -397,8 +403,31 @@ class MvpApp(App[int]):
         assert self.board is not None
         result = await self.board.search()
         pane = self.query_one(OffersPane)
-        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text)
+        show_unfit = self.config.get_bool("offers.show_unfit")
+        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
+                           outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
         pane.set_notes(result.notes)
+        self._board_result = result
+        if self._need is None:
+            # The model's size, read once the board is on screen: the read loads the HTTP
+            # client, and a terminal's first frame (written by the driver's thread) comes first.
+            self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
+
+    def _start_need_read(self) -> None:
+        if not any(w.name == "model size" and not w.is_finished for w in self.workers):
+            self._run(self._read_need(), "model size")
+
+    async def _read_need(self) -> None:
+        """The model's VRAM need (a file or the hub): the board's fit column fills in."""
+        assert self.board is not None
+        self._need, why = await self.board.model_need()
+        result, pane = self._board_result, self.query_one(OffersPane)
+        if result is None:
+            return
+        pane.need = self._need.describe() if self._need is not None else ""
+        pane.set_outlook(result.outlook(self._need),
+                         show_unfit=self.config.get_bool("offers.show_unfit"))  # fmt: skip
+        pane.set_notes({**result.notes, **({"model": why} if why else {})})
         self._check_stock(result.offers, result.answered)
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
@@ -504,7 +533,10 @@ class MvpApp(App[int]):
 
     def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
         """The confirm before anything bills: the offers in the order they will be tried."""
-        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
+        pane = self.query_one(OffersPane)
+        fits = [pane.model.outlook(offer_key(o)).fit for o in offers]
+        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider,
+                                  fits=fits, need=pane.need)  # fmt: skip
 
     def _plan(self) -> Plan:
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
