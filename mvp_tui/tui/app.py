@@ -53,6 +53,7 @@ from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
+from mvp_tui.tui.receipts import LeaseReceipts
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
@@ -155,6 +156,7 @@ class MvpApp(App[int]):
             else None
         )
         self.leases = LiveLeases()
+        self.receipts = LeaseReceipts()  # printed once the app has left the screen
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
         self._quitting = False
@@ -266,6 +268,7 @@ class MvpApp(App[int]):
         for pane in self.query(Pane):
             pane.handle_event(event)
         self.leases.handle(event)
+        self.receipts.handle(event, self.engine.provider.info.name if self.engine else "")
         if isinstance(event, NodeReady):
             for prompt in self.query(PromptPane):
                 prompt.set_ready(event.model_id)
