@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from mvp_tui.engine.model_fit import Fit
 from mvp_tui.engine.outlook import OfferOutlook, Outlook
 from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.events import EngineEvent
@@ -304,13 +305,13 @@ def offer_detail(
         lines.append(f"machine: {clean_line(host, 80)}")
     if offer.data_centers:
         lines.append("data centers: " + ", ".join(clean_line(d, 40) for d in offer.data_centers))
-    if outlook is not None:
+    if outlook is not None and outlook.fit.fit is not Fit.UNKNOWN:
         lines.append(f"fit: {outlook.fit.cell}" + (f" ({need})" if need else ""))
-        if outlook.ready is not None:
-            r = outlook.ready
-            pull = "cached on this host" if r.cached_image else clock_text(r.pull_s)
-            lines.append(f"~ready in {r.cell}: image {pull} · model {clock_text(r.model_s)} "
-                         f"· load {clock_text(r.load_s)}")  # fmt: skip
+    ready = outlook.ready if outlook is not None else None
+    if ready is not None:
+        pull = "cached on this host" if ready.cached_image else clock_text(ready.pull_s)
+        lines.append(f"~ready in {ready.cell}: image {pull} · model {clock_text(ready.model_s)} "
+                     f"· load {clock_text(ready.load_s)}")  # fmt: skip
     if failure is not None:
         lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
                   "It is tried after the others; pick it (space) to try it anyway."]  # fmt: skip

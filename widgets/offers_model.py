@@ -77,7 +77,7 @@ COLUMNS: tuple[Column, ...] = tuple(Column)
 TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT})
 # What a narrow board drops first, in this order; `$/h`, `fit` and `~ready` always stay.
 DROP_ORDER: tuple[Column, ...] = (
-    Column.UP, Column.WHERE, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N,
+    Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
     Column.PROVIDER, Column.VRAM,
 )  # fmt: skip
 UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last

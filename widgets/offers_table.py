@@ -161,10 +161,16 @@ class OffersTable(ScrollView, can_focus=True):
         """Drop the least useful columns until the rest fit the table's width."""
         room = self.scrollable_content_region.width or self.size.width
         shown = list(range(len(COLUMNS)))
+        dropped: list[int] = []
         for column in DROP_ORDER:
             if not room or self._width_of(shown) <= room:
                 break
-            shown.remove(COLUMNS.index(column))
+            dropped.append(COLUMNS.index(column))
+            shown.remove(dropped[-1])
+        # A wide column's drop may leave room for narrower, less useful ones: back they come.
+        for index in reversed(dropped[:-1]):
+            if self._width_of([*shown, index]) <= room:
+                shown = sorted([*shown, index])
         self._shown = tuple(shown)
         self.virtual_size = Size(self._table_width(), len(self._keys) + HEADER_LINES)
         if self.scroll_y > self.max_scroll_y:

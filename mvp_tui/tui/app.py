@@ -15,7 +15,7 @@ from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
@@ -36,7 +36,7 @@ from mvp_tui.engine.controller import (
     RunState,
     StopResult,
 )
-from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.events import NodeReady, RunStateChanged
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
@@ -51,6 +51,7 @@ from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
+from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
 from mvp_tui.tui.receipts import LeaseReceipts
@@ -157,6 +158,7 @@ class MvpApp(App[int]):
         )
         self.leases = LiveLeases()
         self.receipts = LeaseReceipts()  # printed once the app has left the screen
+        self.layout = SoloLayout()  # which pane has the screen: zoomed, or a small terminal's
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
         self._quitting = False
@@ -213,6 +215,7 @@ class MvpApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._apply_layout()
         self._update_summary()
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self.query_one("#offers-pane", Pane).focus()
@@ -276,6 +279,9 @@ class MvpApp(App[int]):
         if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
             # Marked gone at once by the pane; the board is re-read behind the walk.
             self.action_search_offers(quiet=True)
+        if isinstance(event, RunStateChanged):  # a small terminal shows what this moment needs
+            self.layout.follow(RunState(event.state))
+            self._apply_layout()
         self._update_summary()
 
     def _focus_prompt_if_unmoved(self) -> None:
@@ -410,6 +416,7 @@ class MvpApp(App[int]):
         pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
                            outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
         pane.set_notes(result.notes)
+        self._check_stock(result.offers, result.answered)
         self._board_result = result
         if self._need is None:
             # The model's size, read once the board is on screen: the read loads the HTTP
@@ -431,7 +438,6 @@ class MvpApp(App[int]):
         pane.set_outlook(result.outlook(self._need),
                          show_unfit=self.config.get_bool("offers.show_unfit"))  # fmt: skip
         pane.set_notes({**result.notes, **({"model": why} if why else {})})
-        self._check_stock(result.offers, result.answered)
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
         """A live lease whose GPU type its provider no longer offers (a re-lease would find
@@ -641,7 +647,38 @@ class MvpApp(App[int]):
         panes = self._panes()
         index = self._current_pane_index()
         target = panes[(index + step) % len(panes)] if index >= 0 else panes[0]
+        # One pane on screen (zoomed, or a small terminal): Tab brings the next one up.
+        if self.layout.zoomed is not None:
+            self.layout.zoomed = target.id
+        elif self.layout.solo(self.size.width, self.size.height) is not None:
+            self.layout.picked = target.id
+        self._apply_layout()
         target.focus()
+
+    # -- which pane has the screen (tui/layout.py) ----------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_layout()
+
+    def action_toggle_zoom(self) -> None:
+        """The focused pane fills the screen, or the grid comes back."""
+        index = self._current_pane_index()
+        self.layout.toggle_zoom(PANE_ORDER[index] if index >= 0 else PANE_ORDER[0])
+        self._apply_layout()
+
+    def _apply_layout(self) -> None:
+        if not self.screen_stack or not self.query(StatusBar):
+            return  # not composed yet, or closing
+        solo = self.layout.solo(self.size.width, self.size.height)
+        main = self.screen_stack[0]
+        main.set_class(solo is not None, "-solo")
+        for pane in self._panes():
+            pane.set_class(pane.id == solo, "-solo")
+            zoomed = pane.id == self.layout.zoomed
+            pane.border_title = f"{pane.TITLE} · zoomed (z: all panes)" if zoomed else pane.TITLE
+        if solo is not None and self.screen is main and self._current_pane_index() != (
+            PANE_ORDER.index(solo)
+        ):
+            self.query_one(f"#{solo}", Pane).focus()  # a hidden pane cannot keep the focus
 
     def action_focus_next_pane(self) -> None:
         self._focus_pane(+1)
@@ -665,6 +702,8 @@ class MvpApp(App[int]):
              "provider", self.action_teardown),
             ("Search offers again", "search-offers", "every provider on the board",
              self.action_search_offers),
+            ("Zoom the focused pane", "zoom", "the pane fills the screen; again for all panes",
+             self.action_toggle_zoom),
             ("Open a channel's log", "channels-open", "the selected channel in the Channels "
              "pane", self._open_channel),
             ("Replay an archive", "", "how to replay this run's datastream archive",
