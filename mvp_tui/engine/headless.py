@@ -32,7 +32,7 @@ from mvp_tui.engine.controller import (
     RunState,
     StopResult,
 )
-from mvp_tui.engine.events import RunFinished
+from mvp_tui.engine.events import ReadySummary, RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
@@ -83,6 +83,8 @@ class JsonLines:
 
     def event(self, event: EngineEvent) -> None:
         self.write(event.to_dict())
+        if isinstance(event, ReadySummary):  # the one human line at ready (stderr, as hints)
+            print(f"mvp-tui: {self.redact(event.text)}", file=sys.stderr, flush=True)
 
     def frame(self, frame: Frame) -> None:
         self.write(

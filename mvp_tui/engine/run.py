@@ -28,6 +28,7 @@ from mvp_tui.engine.events import (
     NodeFailed,
     NodeReady,
     OffersListed,
+    ReadySummary,
     RunStarted,
     StageBudget,
     WalkOrderSaid,
@@ -47,6 +48,7 @@ from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.provider_factory import build_provider
+from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
@@ -511,6 +513,7 @@ class RunEngine:
             load_ms=loaded.load_ms,
         )
         self.emit(ready)
+        self.emit(self._ready_summary(ready.at))
         return ready
 
     async def _start_node(self, lease: LeaseRecord) -> None:
@@ -1036,6 +1039,19 @@ class RunEngine:
         self._sink_line(
             "the walk tries, in order: " + (", ".join(names) or "(none left)") + f" ({reason})"
         )
+
+    def _ready_summary(self, now: float) -> ReadySummary:
+        """Stage times of the attempt that served; the money of every host tried so far."""
+        secs = self.stage_secs(now)
+        leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
+        spent = sum(lease_spend_usd(lease, now) for lease in leases)
+        began = min((at for at in self.stage_started.values()), default=now)
+        first = min((x.created_at for x in leases if x.created_at is not None), default=began)
+        parts = stage_parts(secs)
+        total = max(0.0, now - min(first, began))
+        return ReadySummary(at=now, run_id=self.run_id, seconds=round(total, 3), stages=parts,
+                            spent_usd=round(spent, 6),
+                            text=summary_text(total, parts, spent))  # fmt: skip
 
     def limit_reached(self) -> tuple[str, str] | None:
         """(reason, fix) when a spend or hours limit is reached by the leases so far."""
