@@ -195,3 +195,24 @@ def test_the_lease_confirm_warns_before_a_boot_the_model_cannot_survive() -> Non
     fine = LeaseConfirmScreen(offers[2:], LeaseLimits(), provider="vastai",
                               fits=[need.verdict(offers[2])])  # fmt: skip
     assert fine.fit_warning() == ""
+
+
+async def test_the_real_dashboard_fills_the_fit_column_from_the_model(tmp_path: Path) -> None:
+    """The app on a real engine (this machine's provider): the board shows, then the model's
+    size is read (a 30 GB local file) and every row gets its verdict; `i` says the need."""
+    from mvp_tui.engine.events import OffersListed
+    from mvp_tui.widgets.offers import OffersPane
+    from tests.tui.test_dashboard_run import dashboard, is_
+    from tests.widgets.data import wait_until
+
+    env = {"MVP_GGUF_LOCAL_PATH": str(big_model(tmp_path)), "MVP_MAX_CONTEXT": "4096"}
+    app, seen = dashboard(env, tmp_path)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await seen.first(is_(OffersListed))
+        pane = app.query_one(OffersPane)
+        await wait_until(pilot, lambda: bool(pane.need), 10)
+        assert pane.need.startswith("needs 33 GB per node")
+        keys = list(pane.table.keys)
+        assert keys and all(pane.model.outlook(k).fit is not Fit.UNKNOWN for k in keys)
+        small = [k for k in keys if pane.model.offer(k).vram_gib_total < 33]  # type: ignore[union-attr]
+        assert all(pane.model.row(k).unfit for k in small)
