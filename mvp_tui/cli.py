@@ -36,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("up", "run the engine: lease, bootstrap, serve (--headless prints JSON lines)"),
     "down": ("down", "tear down the leases of a run (RUN or --all), confirmed by the provider"),
     "ls": ("ls", "list runs with leases that may still exist"),
+    "endpoint": ("endpoint", "the serving run's local OpenAI endpoint: URL, key, model "
+                 "(--env for eval, --json)"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
     "hosts": ("hosts", "list the host journal: every attempt's host, stage reached and why it "
               "failed, newest first (--json, --days N, --provider X)"),

@@ -28,6 +28,8 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("lease", "enter", "lease", "lease", show=False),
     KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
+    KeyBinding("copy-endpoint", "y", "copy_endpoint", "copy endpoint", show=False),
+    KeyBinding("web-ui", "w", "open_web_ui", "web UI", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
     KeyBinding("interrupt", "ctrl+c", "quit_app", "quit", show=False),
     # Replay mode only (`mvp-tui replay FILE`); hidden otherwise.

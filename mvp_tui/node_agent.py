@@ -51,12 +51,23 @@ Vast, RUNPOD_POD_ID + RUNPOD_API_KEY on RunPod. Never the account key.
   false, ended: true}); exit code 0 either way. MVP_WATCHDOG_RETRY_INITIAL_S (default 1)
   is the first retry pause, for tests.
 The switch lives in this process: a fatal node error that ends the agent ends it too.
+
+The gate (MVP_API_KEY, the run's key; or MVP_IDLE_STOP_MINS > 0): the engine listens on a
+private loopback port and the agent serves the engine's port itself, passing on only requests
+with `Authorization: Bearer <key>` (else 401) for a loopback Host (else 403), streamed as they
+come; POST /mvp/webui with the key gives the engine's web UI a cookie. llama-server also gets
+the key as LLAMA_API_KEY. WeightsLoaded then says `auth: "key"` and the gate's port.
+Idle stop (MVP_IDLE_STOP_MINS): every POST through the gate, or a `use` control line, counts
+as use; with none for the window (counted from when the engine serves) the switch fires with
+trigger `idle_stop` (a `detach` leaves it armed). NodeAgentProgress `watchdog` records say
+`idle_stop_armed`, `idle_stop_warning` {stops_in_s} and `idle_stop_postponed`.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import importlib.util
 import json
 import os
@@ -338,6 +349,9 @@ class Settings:
         self.engine_threads = _env_int(env, "MVP_ENGINE_THREADS", 0, low=0)
         self.engine_cmd = env.get("MVP_ENGINE_CMD", "").strip()
         self.engine_kind = env.get("MVP_ENGINE_KIND", "").strip()
+        # The run's key for the engine's endpoint (a *KEY* name: redacted, and kept from the
+        # engine's environment but for LLAMA_API_KEY, set on purpose); empty: no key.
+        self.api_key = env.get("MVP_API_KEY", "").strip()
         self.ready_timeout_s = _env_float(env, "MVP_ENGINE_READY_TIMEOUT_S", 600.0)
         self.stop_timeout_s = _env_float(env, "MVP_ENGINE_STOP_TIMEOUT_S", 10.0)
         # Seconds between readiness probes when the engine's log gives no hint; 0: 20 ms
@@ -368,6 +382,7 @@ class Settings:
             "control_fifo": self.control_fifo or None,
             "env_keys": sorted(k for k in env if k.startswith("MVP_")),
             "hf_token": bool(self.hf_token),
+            "api_key": bool(self.api_key),
         }
 
 
@@ -1156,9 +1171,247 @@ def probe_ready(url: str) -> tuple[str, int | None]:
 
 
 # ---------------------------------------------------------------------------------------
+# The gate: the engine's public port. An HTTP proxy in front of the engine that admits only
+# requests carrying the run's key and counts each use for the idle stop; the engine itself
+# listens on a private loopback port.
+
+GATE_HOSTS = ("127.0.0.1", "localhost", "::1")  # a Host header naming anything else is a
+# DNS-rebinding page reaching the forwarded port: refused
+WEBUI_LOGIN_PATH = "/mvp/webui"  # POST key=… here: a cookie for the engine's web UI, then /
+WEBUI_COOKIE = "mvp_webui"
+GATE_COPY_CHUNK = 65536
+GATE_ENGINE_TIMEOUT_S = 600.0  # a model may think this long before its first token
+_HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-authenticate",
+                          "proxy-authorization", "te", "trailers", "transfer-encoding",
+                          "upgrade", "content-length", "host"})  # fmt: skip
+
+
+def webui_token(key: str) -> str:
+    """The web UI's cookie value: derived from the key (a cookie store never holds the key)."""
+    import hashlib
+    import hmac
+
+    return hmac.new(key.encode(), b"mvp-webui", hashlib.sha256).hexdigest()
+
+
+def _loopback_host(header: str) -> bool:
+    host = header.strip().lower()
+    if host.startswith("["):
+        if "]" not in host:
+            return False
+        host = host[1 : host.find("]")]
+    else:
+        host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return host in GATE_HOSTS
+
+
+class Gate:
+    """The engine's public port: admits a request only with `Authorization: Bearer <key>`
+    (or the web UI's cookie, from a loopback page), only for a loopback Host, and tells
+    `on_use` of every POST it passes on (a completion, a chat, an embedding: what the idle
+    stop counts). No key (`key` empty): it admits every request, and still counts."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        engine_port: int,
+        key: str,
+        *,
+        engine_key: str = "",
+        on_use: Callable[[], None] | None = None,
+    ) -> None:
+        self.host, self.port, self.engine_port = host, port, engine_port
+        self.key, self.engine_key = key, engine_key
+        self.on_use = on_use
+        self.uses = 0
+        self._server: Any = None
+
+    def admits(self, headers: Any) -> bool:
+        import hmac
+
+        if not self.key:
+            return True
+        auth = str(headers.get("Authorization") or "")
+        if auth[:7].lower() == "bearer " and hmac.compare_digest(
+            auth[7:].strip().encode(), self.key.encode()
+        ):
+            return True
+        origin = str(headers.get("Origin") or "")
+        if origin and not origin.lower().startswith(("http://127.0.0.1:", "http://localhost:")):
+            return False  # a cookie rides only on the UI's own requests
+        token = webui_token(self.key)
+        for part in str(headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == WEBUI_COOKIE and hmac.compare_digest(value.encode(), token.encode()):
+                return True
+        return False
+
+    def start(self) -> int:
+        """Bind and serve on a thread; the bound port."""
+        from http.server import ThreadingHTTPServer
+
+        server = ThreadingHTTPServer((self.host, self.port), _gate_handler())
+        server.daemon_threads = True
+        server.gate = self  # type: ignore[attr-defined]
+        self._server = server
+        self.port = server.server_address[1]
+        threading.Thread(target=server.serve_forever, name="gate", daemon=True).start()
+        return self.port
+
+    def used(self) -> None:
+        self.uses += 1
+        if self.on_use is not None:
+            self.on_use()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def _gate_handler() -> Any:
+    """The gate's request handler class (http.server loads only when a gate opens)."""
+    import http.client
+    from http.server import BaseHTTPRequestHandler
+
+    class GateHandler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # A stream is many small writes: Nagle's algorithm would hold each behind the
+            # client's delayed ACK.
+            with contextlib.suppress(OSError):
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # nothing of a request is logged: its headers hold the key
+
+        def _refuse(self, status: int, message: str) -> None:
+            body = json.dumps({"error": {"code": status, "message": message,
+                                         "type": "authentication_error"}}).encode()  # fmt: skip
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            if status == 401:
+                self.send_header("WWW-Authenticate", 'Bearer realm="mvp-tui"')
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _body(self) -> bytes | None:
+            if self.headers.get("Transfer-Encoding"):
+                return None
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length > 0 else b""
+
+        def _login(self, gate: Gate) -> None:
+            import hmac
+
+            body = self._body() or b""
+            fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+            key = (fields.get("key") or [""])[0]
+            if not gate.key or not hmac.compare_digest(key.encode(), gate.key.encode()):
+                self._refuse(401, "wrong key for the web UI")
+                return
+            self.send_response(303)
+            self.send_header("Location", "/")
+            self.send_header("Set-Cookie", f"{WEBUI_COOKIE}={webui_token(gate.key)}; "
+                             "HttpOnly; SameSite=Lax; Path=/")  # fmt: skip
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def _handle(self) -> None:
+            gate: Gate = self.server.gate  # type: ignore[attr-defined]
+            if not _loopback_host(str(self.headers.get("Host") or "")):
+                self._refuse(403, "this endpoint answers only to 127.0.0.1 or localhost")
+                return
+            if self.command == "POST" and self.path.split("?", 1)[0] == WEBUI_LOGIN_PATH:
+                self._login(gate)
+                return
+            if not gate.admits(self.headers):
+                self._refuse(401, "missing or wrong API key (Authorization: Bearer <key>; "
+                             "`mvp-tui endpoint` prints it)")  # fmt: skip
+                self.close_connection = self.headers.get("Content-Length") not in (None, "0")
+                return
+            body = self._body()
+            if body is None:
+                self._refuse(411, "send a Content-Length, not a chunked body")
+                self.close_connection = True
+                return
+            if self.command == "POST":
+                gate.used()
+            self._forward(gate, body)
+
+        def _forward(self, gate: Gate, body: bytes) -> None:
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in _HOP_HEADERS and k.lower() not in
+                       ("authorization", "cookie")}  # fmt: skip
+            headers["Host"] = f"{ENGINE_HOST}:{gate.engine_port}"
+            headers["Connection"] = "close"  # its body then ends with the connection
+            if gate.engine_key:
+                headers["Authorization"] = f"Bearer {gate.engine_key}"
+            conn = http.client.HTTPConnection(
+                ENGINE_HOST, gate.engine_port, timeout=GATE_ENGINE_TIMEOUT_S
+            )
+            try:
+                conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                conn.request(self.command, self.path, body=body or None, headers=headers)
+                answer = conn.getresponse()
+            except OSError:
+                conn.close()
+                self._refuse(502, "the engine does not answer")
+                return
+            try:
+                self._relay(answer)
+            except OSError:
+                self.close_connection = True  # the client went away mid-stream
+            finally:
+                conn.close()
+
+        def _relay(self, answer: Any) -> None:
+            """The engine's answer, streamed on as it comes (an SSE stream chunk by chunk)."""
+            self.send_response(answer.status, answer.reason)
+            for name, value in answer.getheaders():
+                if name.lower() not in _HOP_HEADERS:
+                    self.send_header(name, value)
+            length = answer.getheader("Content-Length")
+            bodiless = self.command == "HEAD" or answer.status in (204, 304)
+            if length is not None or bodiless:
+                if length is not None:
+                    self.send_header("Content-Length", length)
+                self.end_headers()
+                while not bodiless:
+                    data = answer.read(GATE_COPY_CHUNK)
+                    if not data:
+                        break
+                    self.wfile.write(data)
+                return
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if answer.chunked:
+                # Passed on as the engine framed it, byte for byte, until it closes (asked
+                # to): no parsing per chunk on the way.
+                while data := answer.fp.read1(GATE_COPY_CHUNK):
+                    self.wfile.write(data)
+                return
+            while data := answer.read1(GATE_COPY_CHUNK):  # to its end: framed here
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(b"0\r\n\r\n")
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_PATCH = _handle
+
+    return GateHandler
+
+
+# ---------------------------------------------------------------------------------------
 # The dead-man's switch: deadline and silence, proven at start, destroying its own instance
 
-WATCHDOG_WORDS = ("heartbeat", "detach", "attach")
+WATCHDOG_WORDS = ("heartbeat", "detach", "attach", "use")
+IDLE_STOP_WARN_S = 120.0  # the warning comes this long before an idle stop (or at 3/4 of
+# a shorter window)
 API_PROVIDERS = ("vastai", "runpod")
 LOCAL_PROVIDERS = ("local", "docker")
 DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
@@ -1191,9 +1444,12 @@ class WatchdogSettings:
         provider = explicit or env.get("MVP_NODE_PROVIDER", "").strip().lower()
         self.max_hours = self._number(env, "MVP_MAX_HOURS", "hours, e.g. 0.5")
         self.idle_mins = self._number(env, "MVP_IDLE_TEARDOWN_MINS", "minutes, e.g. 20")
+        # The idle stop: no request reached the engine (through the gate) for this long.
+        self.idle_stop_mins = self._number(env, "MVP_IDLE_STOP_MINS", "minutes, e.g. 30")
         self.lease_started_at = self._number(env, "MVP_LEASE_STARTED_AT", "unix seconds")
         self.retry_initial_s = self._number(env, "MVP_WATCHDOG_RETRY_INITIAL_S", "seconds") or 1.0
         self.enabled = bool(provider) or self.max_hours > 0 or self.idle_mins > 0
+        self.enabled = self.enabled or self.idle_stop_mins > 0
         self.enabled = self.enabled or self.problem is not None
         if self.enabled and not provider:
             provider = "local"
@@ -1623,6 +1879,11 @@ class Watchdog:
         self._closed = False
         self._last_heard = time.monotonic()  # the silence timer starts with the agent
         self._silence_armed = self.idle_s is not None
+        # The idle stop counts from when the engine serves (a download may take longer than
+        # its window); None until then, and for ever on a node with no gate to count uses.
+        self.idle_stop_s = settings.idle_stop_mins * 60.0 if settings.idle_stop_mins > 0 else None
+        self._last_use: float | None = None
+        self._warned = False
         self._creds: Credentials | None = None
         self._thread: threading.Thread | None = None
 
@@ -1642,12 +1903,16 @@ class Watchdog:
 
     def start(self) -> None:
         """Start the timer thread when there is something to enforce."""
-        if self.enabled and (self.deadline_at is not None or self.idle_s is not None):
+        timed = (self.deadline_at, self.idle_s, self.idle_stop_s)
+        if self.enabled and any(x is not None for x in timed):
             self._thread = threading.Thread(target=self._run, name="watchdog", daemon=True)
             self._thread.start()
 
     def command(self, word: str, source: str) -> None:
-        """`heartbeat`, `detach` or `attach`, heard on `source`."""
+        """`heartbeat`, `detach`, `attach` or `use` (a key pressed in the dashboard: it
+        postpones the idle stop), heard on `source`."""
+        if word == "use":
+            self.note_use()
         with self._lock:
             if word == "detach":
                 self._silence_armed = False
@@ -1656,7 +1921,7 @@ class Watchdog:
             self._last_heard = time.monotonic()
             armed = self._silence_armed
         self._wake.set()
-        if word != "heartbeat":
+        if word not in ("heartbeat", "use"):
             self.emitter.progress(
                 WATCHDOG_PHASE,
                 state="detached" if word == "detach" else "attached",
@@ -1665,6 +1930,28 @@ class Watchdog:
                 deadline_at=_rounded(self.deadline_at),
                 idle_teardown_mins=self.settings.idle_mins or None,
             )
+
+    def serving(self) -> None:
+        """The engine serves through the gate: the idle stop's clock starts."""
+        if self.idle_stop_s is None or not self.enabled:
+            return
+        with self._lock:
+            self._last_use = time.monotonic()
+        self._wake.set()
+        self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_armed",
+                              idle_stop_mins=self.settings.idle_stop_mins)  # fmt: skip
+
+    def note_use(self) -> None:
+        """A request reached the engine (or a key in the dashboard): the idle stop waits."""
+        with self._lock:
+            if self._last_use is None:
+                return
+            self._last_use = time.monotonic()
+            warned, self._warned = self._warned, False
+        if warned:
+            self._wake.set()
+            self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_postponed",
+                                  idle_stop_mins=self.settings.idle_stop_mins)  # fmt: skip
 
     def close(self) -> str | None:
         """No firing from now on (the agent is stopping); the trigger if it already fired."""
@@ -1702,7 +1989,9 @@ class Watchdog:
             return
         self.verdict = "ready"
         base.update(detail)
-        base["armed"] = self.deadline_at is not None or self._silence_armed
+        base["armed"] = (
+            self.deadline_at is not None or self._silence_armed or self.idle_stop_s is not None
+        )
         base["action"] = "destroy" if self.uses_api else "end"
         self.emitter.phase(WATCHDOG_PHASE, "ready", base, _ms_since(started))
 
@@ -1727,6 +2016,7 @@ class Watchdog:
             "deadline_at": _rounded(self.deadline_at),
             "idle_teardown_mins": self.settings.idle_mins or None,
             "idle_armed": self._silence_armed,
+            "idle_stop_mins": self.settings.idle_stop_mins or None,
         }
 
     def _credentials(self) -> tuple[Credentials | None, str]:
@@ -1815,7 +2105,31 @@ class Watchdog:
             if left <= 0:
                 return "idle", 0.0
             waits.append(left)
+        unused = self._idle_stop_due()
+        if unused is not None and unused <= 0:
+            return "idle_stop", 0.0
+        if unused is not None:
+            waits.append(unused)
         return None, max(min(waits), 0.001)
+
+    def _idle_stop_due(self) -> float | None:
+        """Seconds until the idle stop's next step (its warning, then the stop), or None."""
+        with self._lock:
+            last, warned = self._last_use, self._warned
+        if last is None or self.idle_stop_s is None:
+            return None
+        warn_s = min(IDLE_STOP_WARN_S, self.idle_stop_s / 4.0)
+        left = last + self.idle_stop_s - time.monotonic()
+        if left <= 0 or warned:
+            return left
+        if left > warn_s:
+            return left - warn_s
+        with self._lock:
+            self._warned = True
+        self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_warning",
+                              idle_stop_mins=self.settings.idle_stop_mins,
+                              stops_in_s=round(left, 3))  # fmt: skip
+        return left
 
     def _fire(self, trigger: str) -> None:
         with self._lock:
@@ -1823,8 +2137,11 @@ class Watchdog:
                 return  # a shutdown is already under way: the dashboard is in charge
             self.fired = trigger
             silent_s = time.monotonic() - self._last_heard
+            unused_s = None if self._last_use is None else time.monotonic() - self._last_use
         detail = self._detail()
         detail.update(trigger=trigger, silent_s=round(silent_s, 3))
+        if trigger == "idle_stop" and unused_s is not None:
+            detail["unused_s"] = round(unused_s, 3)
         detail["action"] = "destroy" if self.uses_api else "end"
         self.emitter.phase(WATCHDOG_PHASE, "started", detail)
         self.emitter.stderr(f"mvp-node: dead-man's switch fired ({trigger}); stopping the engine")
@@ -1907,6 +2224,8 @@ class Agent:
         self.control = control
         self.watchdog = watchdog
         self.engine: Engine | None = None
+        self.gate: Gate | None = None
+        self._engine_key = ""  # the key the engine itself checks (llama-server only)
 
     def run(self) -> int:
         s = self.settings
@@ -2039,14 +2358,50 @@ class Agent:
     def _alias(self) -> str:
         return self.settings.model_id or "model"
 
+    def _gate_wanted(self) -> bool:
+        """A key to check or uses to count: the engine goes behind the gate."""
+        idle_stop = self.watchdog is not None and self.watchdog.idle_stop_s is not None
+        return bool(self.settings.api_key) or idle_stop
+
     def _start_engine(self, model: Path) -> dict[str, Any]:
-        spec = engine_spec(self.settings, model, self._alias())
+        settings = self.settings
+        if self._gate_wanted():  # the engine on a private loopback port; the gate on ours
+            settings = copy.copy(self.settings)
+            settings.engine_host, settings.engine_port = ENGINE_HOST, 0
+        spec = engine_spec(settings, model, self._alias())
+        if self.settings.api_key and spec.kind == "llama-server":
+            # Passed on purpose (the filter below drops *KEY* names): the engine checks the
+            # key too, so its private port is no way around the gate.
+            self._engine_key = self.settings.api_key
+            spec.env["LLAMA_API_KEY"] = self._engine_key
         engine = Engine(spec, self.emitter, self.control)
         self.engine = engine
         engine_env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
         cwd = model.parent if model.parent.is_dir() else Path.cwd()
         pid = engine.start(engine_env, cwd)
         return {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
+
+    def _open_gate(self, engine: Engine) -> tuple[int, str]:
+        """The port and URL clients use: the gate's once it listens, else the engine's."""
+        if not self._gate_wanted():
+            return engine.spec.port, engine.spec.base_url
+        s = self.settings
+        watchdog = self.watchdog
+        gate = Gate(s.engine_host, s.engine_port, engine.spec.port, s.api_key,
+                    engine_key=self._engine_key,
+                    on_use=watchdog.note_use if watchdog is not None else None)  # fmt: skip
+        try:
+            port = gate.start()
+        except OSError as exc:
+            raise PhaseFailed(
+                f"cannot open the engine's port {s.engine_host}:{s.engine_port}: "
+                f"{exc.strerror or exc}",
+                fix="free that port or leave MVP_ENGINE_PORT unset",
+            ) from None
+        self.gate = gate
+        if watchdog is not None:
+            watchdog.serving()
+        return port, f"http://{ENGINE_HOST}:{port}"
 
     def _wait_healthy(self) -> dict[str, Any]:
         assert self.engine is not None
@@ -2084,15 +2439,20 @@ class Agent:
             if event is not None and event[0] == Control.ENGINE_EXIT:
                 raise self._engine_died(event[1], "before it was ready")
         load_ms = _ms_since(started)
+        port, base_url = self._open_gate(engine)
         self._report_loaded(
             WEIGHTS_LOADED,
             model_id=self._alias(),
             engine=engine.spec.kind,
-            port=engine.spec.port,
-            base_url=engine.spec.base_url,
-            openai_base_url=engine.spec.base_url + "/v1",
+            port=port,
+            base_url=base_url,
+            openai_base_url=base_url + "/v1",
             engine_pid=engine.proc.pid if engine.proc else None,
             load_ms=load_ms,
+            auth="key" if self.gate is not None and self.settings.api_key else "none",
+            idle_stop_mins=self.watchdog.settings.idle_stop_mins or None
+            if self.watchdog is not None and self.gate is not None
+            else None,
         )
         return {"url": url, "load_ms": load_ms}
 
@@ -2152,6 +2512,9 @@ class Agent:
         return EXIT_OK
 
     def stop_engine(self) -> dict[str, Any]:
+        if self.gate is not None:
+            self.gate.close()
+            self.gate = None
         if self.engine is None:
             return {"engine": "not started"}
         return self.engine.stop(self.settings.stop_timeout_s)
@@ -2441,6 +2804,9 @@ class MainAgent(Agent):
         # Notified per buffer line: the log is read by another thread, which may still be
         # behind when /health already answers (the lines come before the port opens).
         self._placement_lock = threading.Condition()
+
+    def _gate_wanted(self) -> bool:
+        return False  # multi-node: llama-server binds the port itself (no key, no idle stop)
 
     def _start_engine(self, model: Path) -> dict[str, Any]:
         role = self.role

@@ -230,6 +230,39 @@ class ProviderInfo:
     ssh: bool = True  # False: leases are reached without SSH (the node runs as a child process)
 
 
+class SecretOutcome(enum.Enum):
+    """How a provider answered storing an attempt's secret."""
+
+    STORED = "stored"  # on the account: `secret_id` names it
+    REFUSED = "refused"  # a clear refusal (or it never left): nothing was stored
+    UNCLEAR = "unclear"  # no clear answer: it may exist, under a name but no known id
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSecret:
+    """The answer to storing one attempt's secret; never holds the value."""
+
+    outcome: SecretOutcome
+    secret_id: str | None = None
+    detail: str = ""  # sanitised provider text
+    http_status: int | None = None
+
+
+@runtime_checkable
+class AttemptSecrets(Protocol):
+    """A provider that hands an attempt's private host key to its node through the
+    provider's own secret store (RunPod secrets) instead of the create's plain env: stored
+    before the create, referenced by the create, deleted once the instance is gone."""
+
+    def secret_name(self, label: str) -> str | None: ...  # None: the attempt needs none
+
+    async def store_secret(self, label: str) -> StoredSecret: ...
+
+    async def delete_secret(self, secret_id: str) -> DestroyResult: ...
+
+    def secret_removal(self, name: str, secret_id: str | None) -> str: ...  # by hand
+
+
 @runtime_checkable
 class BillingReader(Protocol):
     """A provider that publishes what a deleted lease cost (RunPod's /billing/pods)."""

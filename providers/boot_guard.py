@@ -32,6 +32,7 @@ from mvp_tui.node_protocol import (
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
 )
+from mvp_tui.providers.vast_host_key import install_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
 GRACE_ENV = "MVP_BOOT_GRACE_S"  # whole seconds; the engine converts [limits] boot_grace_mins
@@ -163,10 +164,16 @@ class OnstartTooLong(ValueError):
     """The user's `[vastai] onstart` leaves the guard no room under Vast's cap."""
 
 
+def vast_start_lines() -> str:
+    """mvp-tui's own lines at the head of Vast's `onstart`: the pinned host key's install
+    (quick, before anything else; silent without a key), then the boot guard."""
+    return install_script() + guard_script(VAST)
+
+
 def vast_onstart(user_onstart: str | None) -> str:
-    """Vast's `onstart`: the guard first (a user script that blocks or exits cannot keep it
-    from starting), then the user's own text. A user script's `#!` line stays first."""
-    guard = guard_script(VAST)
+    """Vast's `onstart`: mvp-tui's start lines (a user script that blocks or exits cannot keep
+    them from running), then the user's own text. A user script's `#!` line stays first."""
+    guard = vast_start_lines()
     user = (user_onstart or "").strip("\n")
     if user.startswith("#!"):
         shebang, _, rest = user.partition("\n")
@@ -176,8 +183,9 @@ def vast_onstart(user_onstart: str | None) -> str:
     if len(merged) > VAST_ONSTART_CAP:
         room = VAST_ONSTART_CAP - len(guard) - 1
         raise OnstartTooLong(
-            f"[vastai] onstart is {len(user)} characters; with mvp-tui's boot guard "
-            f"({len(guard)}) it exceeds Vast's {VAST_ONSTART_CAP}-character cap on onstart: "
+            f"[vastai] onstart is {len(user)} characters; with mvp-tui's start lines (host "
+            f"key, boot guard: {len(guard)}) it exceeds Vast's {VAST_ONSTART_CAP}-character "
+            "cap on onstart: "
             f"shorten it to at most {room} characters (e.g. fetch a script and run it)"
         )
     return merged

@@ -42,6 +42,7 @@ from urllib.parse import quote
 import httpx
 
 from mvp_tui import __version__
+from mvp_tui.providers import runpod_secrets
 from mvp_tui.providers.base import (
     ApiErrors,
     CreateRequest,
@@ -54,8 +55,10 @@ from mvp_tui.providers.base import (
     Outcome,
     ProviderError,
     ProviderInfo,
+    SecretOutcome,
     SelectionPolicy,
     SshEndpoint,
+    StoredSecret,
     checked_api_key,
 )
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
@@ -359,6 +362,7 @@ class RunPodProvider:
         self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
         self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
+        self._secret_names: dict[str, str] = {}  # label → the stored secret holding its key
 
     def __repr__(self) -> str:
         return f"RunPodProvider(api_url={self._api_url!r}, cloud={self.settings.cloud!r})"
@@ -372,7 +376,8 @@ class RunPodProvider:
 
     def host_key_for(self, label: str) -> str:
         """The public host key the pod of attempt `label` will present: generated here, its
-        private half sent in the create's env (`HOST_KEY_ENV`) and never shown (redacted)."""
+        private half stored as a RunPod secret (`store_secret`) that the create's env refers
+        to (`HOST_KEY_ENV`), and never shown (redacted)."""
         import asyncssh  # the SSH layer's library; loaded only when a pod is about to exist
 
         key = asyncssh.generate_private_key("ssh-ed25519")
@@ -383,6 +388,48 @@ class RunPodProvider:
         self._host_keys[label] = encoded
         public: str = key.export_public_key("openssh").decode().strip()
         return public
+
+    # -- the host key's secret (providers/runpod_secrets.py) -------------------------------
+
+    def secret_name(self, label: str) -> str | None:
+        """The secret attempt `label` needs (its host key's), None when it has no key."""
+        if label not in self._host_keys and label not in self._secret_names:
+            return None
+        return runpod_secrets.secret_name(label)
+
+    async def store_secret(self, label: str) -> StoredSecret:
+        """`POST /account/secrets` with the attempt's private host key; only once it is
+        STORED does the pod's create refer to it."""
+        value = self._host_keys.get(label)
+        if value is None:
+            return StoredSecret(SecretOutcome.REFUSED, detail=f"no host key made for {label}")
+        name = runpod_secrets.secret_name(label)
+        body = runpod_secrets.create_body(name, value, label)
+        answer = await self._call("POST", runpod_secrets.SECRETS_PATH, body=body)
+        if isinstance(answer, NoAnswer):
+            outcome = SecretOutcome.UNCLEAR if answer.sent else SecretOutcome.REFUSED
+            return StoredSecret(outcome, detail=answer.reason)
+        detail = answer.detail(self._redact)
+        if answer.cloudflare:
+            detail = f"HTTP 403 error code 1010 — {CLOUDFLARE_FIX}"
+        result = runpod_secrets.stored(answer.status, answer.body, detail)
+        if result.outcome is SecretOutcome.STORED:
+            self._secret_names[label] = name
+            del self._host_keys[label]  # the secret holds it now; the redactor still knows it
+        return result
+
+    async def delete_secret(self, secret_id: str) -> DestroyResult:
+        """`DELETE /account/secrets/{id}`: a pod booting later can no longer resolve it."""
+        answer = await self._call("DELETE", runpod_secrets.secret_path(secret_id))
+        if isinstance(answer, NoAnswer):
+            return DestroyResult(DestroyOutcome.FAILED, detail=answer.reason)
+        detail = answer.detail(self._redact)
+        if answer.cloudflare:
+            detail = f"HTTP 403 error code 1010 — {CLOUDFLARE_FIX}"
+        return runpod_secrets.deleted(answer.status, answer.problem_shaped, detail)
+
+    def secret_removal(self, name: str, secret_id: str | None) -> str:
+        return runpod_secrets.removal(self._api_url, name, secret_id)
 
     # -- the HTTP exchange ----------------------------------------------------------------
 
@@ -554,8 +601,9 @@ class RunPodProvider:
             env[name] = str(value)
         if request.ssh_public_key:
             env["PUBLIC_KEY"] = request.ssh_public_key.strip()
-        if request.label in self._host_keys:
-            env[HOST_KEY_ENV] = self._host_keys[request.label]
+        # Only the reference: the key itself is in the secret, never in the pod's env.
+        if request.label in self._secret_names:
+            env[HOST_KEY_ENV] = runpod_secrets.secret_reference(self._secret_names[request.label])
         gpu: dict[str, Any] = {"id": gpu_id, "count": self.settings.gpu_count}
         if self.settings.min_cuda_version:
             gpu["minCudaVersion"] = self.settings.min_cuda_version

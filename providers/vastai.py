@@ -49,6 +49,7 @@ from mvp_tui.providers.base import (
     checked_api_key,
 )
 from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
+from mvp_tui.providers.vast_host_key import HostKeyPlan
 from mvp_tui.providers.vastai_answers import (
     AUTH_FIX,
     Answer,
@@ -129,7 +130,9 @@ def _numeric_id(provider_id: str, what: str) -> str:
     return text
 
 
-def build_create_body(request: CreateRequest) -> dict[str, Any]:
+def build_create_body(
+    request: CreateRequest, host_key_env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The JSON body of `PUT /api/v0/asks/{id}/`: on-demand (no `price`), SSH direct+proxy.
 
     `onstart` is the boot guard (providers/boot_guard.py) followed by the request's own start
@@ -148,6 +151,7 @@ def build_create_body(request: CreateRequest) -> dict[str, Any]:
         env[name] = value
     if request.ssh_public_key:
         env["SSH_PUBLIC_KEY"] = request.ssh_public_key.strip()
+    env.update(host_key_env or {})  # the pinned host key's pieces (vast_host_key.py)
     body: dict[str, Any] = {
         "client_id": "me",
         "image": request.image,
@@ -223,8 +227,11 @@ class VastAiProvider:
         rate_limit_retries: int = 5,
         rate_limit_base_delay_s: float = 1.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        pin_host_key: bool = True,
     ) -> None:
         key = checked_api_key(api_key, "Vast.ai", AUTH_FIX)
+        self._pin_host_key = pin_host_key
+        self._host_keys: dict[str, HostKeyPlan] = {}  # label → its pinned host key (secret)
         self._api_url = _checked_api_url(api_url)
         self._errors = ApiErrors(
             "Vast.ai", "vastai", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
@@ -351,6 +358,20 @@ class VastAiProvider:
         pull = round(self._image_gb * offer.download_usd_per_gb, 6)
         return dataclasses.replace(offer, pull_usd=pull) if pull else offer
 
+    def host_key_for(self, label: str) -> str | None:
+        """The public host key the instance of attempt `label` will present (pinned in the
+        record before the create): made here, its private half sent in the create's env and
+        installed by the instance's onstart (providers/vast_host_key.py). None when
+        `[vastai] pin_host_key` is off: the first connection then pins what answers."""
+        if not self._pin_host_key:
+            return None
+        plan = HostKeyPlan.new()
+        self._redact.add(plan.private_b64)
+        for piece in plan.env().values():
+            self._redact.add(piece)
+        self._host_keys[label] = plan
+        return plan.public
+
     async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
         """Rent `offer` on demand; every answer becomes an `Outcome` (see vastai_answers)."""
         if offer.provider != PROVIDER_NAME:
@@ -358,7 +379,8 @@ class VastAiProvider:
                 Outcome.REJECTED, detail=f"offer is from {clean_line(offer.provider, 40)!r}"
             )
         offer_id = _numeric_id(offer.offer_id, "offer id")
-        body = build_create_body(request)
+        plan = self._host_keys.get(request.label)
+        body = build_create_body(request, plan.env() if plan is not None else None)
         answer = await self._call("PUT", f"/api/v0/asks/{offer_id}/", body=body)
         if isinstance(answer, NoAnswer):
             if not answer.sent:

@@ -5,7 +5,9 @@ and datastream records (the orchestrator's `mvp.orch.bootstrap` phases, the node
 `mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) through `record`.
 The node's dead-man's switch is its own row, from the agent's `watchdog` phase frames only,
 so a replay (frames, no engine events) shows it as a live run does. The boot guard's row
-(the agent's `boot_guard` phase) shows under it once the agent reported the guard.
+(the agent's `boot_guard` phase) shows under it once the agent reported the guard, and the
+idle stop's row (the switch's `idle_stop_mins`, then its armed / warning / postponed progress)
+under that.
 Every status reads without colour: ✓ done, ● in progress, ○ not yet, ✗ failed, plus words.
 Record fields come from the node: untrusted, so only typed values are used and every text
 is cleaned to one line of ASCII.
@@ -146,6 +148,8 @@ class BootstrapModel:
         self.extra = {}
         self.switch = None
         self.guard: Stage | None = None  # the boot guard's row, once the agent reported it
+        self.idle_stop: Stage | None = None  # the node's idle stop, once its switch has one
+        self.idle_stop_mins: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -171,8 +175,10 @@ class BootstrapModel:
         after = [s for p, s in self.extra.items() if p not in BEFORE_LEASE_PHASES]
         before.sort(key=lambda s: BEFORE_LEASE_PHASES.index(s.name))
         fixed = list(self.stages.values())
-        if self.guard is not None:  # under the switch's row: the two bound the bill together
-            fixed.insert(list(self.stages).index(StageId.WATCHDOG) + 1, self.guard)
+        at = list(self.stages).index(StageId.WATCHDOG) + 1
+        for extra in (self.idle_stop, self.guard):  # under the switch's row: they bound the
+            if extra is not None:  # bill together
+                fixed.insert(at, extra)
         return [*before, *fixed, *self.workers.values(), *after]
 
     # -- events ---------------------------------------------------------------------------
@@ -236,7 +242,9 @@ class BootstrapModel:
             self.stages[stage].budget_s = e.budget_s
 
     def _host_key(self, e: HostKeyPinned) -> None:
-        self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} pinned")
+        # "verified": the key pinned before create answered; "first use": trusted as it came.
+        how = "verified" if e.before_create else "first use"
+        self.stages[StageId.HOST_KEY].finish(e.at, Status.DONE, f"{_text(e.fingerprint)} {how}")
 
     def _agent(self, e: AgentStarted) -> None:
         resumed = " (re-attached)" if e.resumed else ""
@@ -365,6 +373,10 @@ class BootstrapModel:
         detail: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         trigger = _text(detail.get("trigger"), 16) or "?"
         local = detail.get("action") == "end" or detail.get("ended") is True
+        if status == "started" and trigger == "idle_stop" and self.idle_stop is not None:
+            self.idle_stop.status, self.idle_stop.ended_at = Status.ACTIVE, None
+            self.idle_stop.detail = f"fired: no request for {self._idle_window()}"
+            self.idle_stop.compact = "fired"
         if status == "started":
             self.switch = None  # it fired: control lines no longer change what the row says
             stage.status, stage.started_at, stage.ended_at = Status.ACTIVE, when, None
@@ -390,8 +402,42 @@ class BootstrapModel:
             )
             stage.finish(when, Status.DONE, "")
             self._switch_detail(stage, self.switch, when)
+            self._idle_stop_verdict(finite(_num(detail.get("idle_stop_mins"))))
         else:
             return False
+        return True
+
+    # -- the node's idle stop ---------------------------------------------------------------
+    def _idle_window(self) -> str:
+        return f"{self.idle_stop_mins:g} min" if self.idle_stop_mins else "its window"
+
+    def _idle_stop_verdict(self, mins: float | None) -> None:
+        self.idle_stop_mins = mins if mins is not None and mins > 0 else None
+        if self.idle_stop_mins is None:
+            self.idle_stop = None
+            return
+        self.idle_stop = Stage("idle stop")
+        self.idle_stop.detail = f"arms once the model serves: after {self._idle_window()} unused"
+        self.idle_stop.compact = f"{self._idle_window()}, once serving"
+
+    def _idle_stop_progress(self, state: str, value: Mapping[str, Any], when: float) -> bool:
+        """armed (serving) / warning (it stops soon) / postponed (a request came)."""
+        mins = finite(_num(value.get("idle_stop_mins")))
+        if mins is not None and mins > 0:
+            self.idle_stop_mins = mins
+        stage = self.idle_stop = self.idle_stop or Stage("idle stop")
+        if state == "idle_stop_warning":
+            left = finite(_num(value.get("stops_in_s")))
+            secs = f"{left:.0f} s" if left is not None else "moments"
+            stage.status, stage.started_at, stage.ended_at = Status.ACTIVE, when, None
+            stage.budget_s = left  # the time column counts down to the stop
+            stage.detail = f"stops the node in {secs}: no request yet; a prompt or a key keeps it"
+            stage.compact = f"stops in {secs}"
+            return True
+        stage.budget_s = None
+        stage.finish(when, Status.DONE, f"armed: ends the node after {self._idle_window()} "
+                     "with no request")  # fmt: skip
+        stage.compact = f"armed, {self._idle_window()}"
         return True
 
     def _boot_guard_phase(self, value: Mapping[str, Any], when: float) -> bool:
@@ -424,7 +470,11 @@ class BootstrapModel:
         return True
 
     def _watchdog_progress(self, value: Mapping[str, Any], when: float) -> bool:
-        """`detached` / `attached`: the silence switch stood down or re-armed."""
+        """`detached` / `attached`: the silence switch stood down or re-armed; the idle
+        stop's states."""
+        state = _text(value.get("state"), 24)
+        if state.startswith("idle_stop_") and self.switch is not None:
+            return self._idle_stop_progress(state, value, when)
         stage, switch = self.stages[StageId.WATCHDOG], self.switch
         if stage.status is not Status.DONE or switch is None or "idle_armed" not in value:
             return False  # also once it fired: the row then tells the destroy

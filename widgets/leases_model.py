@@ -33,6 +33,7 @@ from mvp_tui.lease.events import (
     OfferSkipped,
     Reconciled,
     ReconcileStarted,
+    SecretLeftOver,
     Sweep,
     WalkFailed,
     WalkReordered,
@@ -438,6 +439,13 @@ class LeasesModel:
         line.add(f"→ delete UNCONFIRMED, may still bill: {_detail(e.reason)}", Tone.FAIL)
         line.note(e.reason)
 
+    def _secret_left(self, e: SecretLeftOver) -> None:
+        """A secret (the pod's host key) still on the account: it does not bill, so a
+        warning with its remedy, never the failure tone of a lease that may bill."""
+        text = f"secret {_detail(e.name)} left on the account (does not bill): {_detail(e.reason)}"
+        line = self._new_line(e.at, (text, Tone.WARN))
+        line.notes.append(clean_line(f"{e.reason}; remove it: {e.fix}", FULL_CHARS))  # always
+
     def _skipped(self, e: OfferSkipped) -> None:
         self._new_line(
             e.at, (f"offer {_detail(e.offer_id)}  skipped: {_detail(e.reason)}", Tone.MUTED)
@@ -521,6 +529,7 @@ _HANDLERS: dict[type[EngineEvent], Callable[[LeasesModel, Any], None]] = {
     LeaseDeleted: LeasesModel._deleted,
     LeaseDeleteUnconfirmed: LeasesModel._unconfirmed,
     OfferSkipped: LeasesModel._skipped,
+    SecretLeftOver: LeasesModel._secret_left,
     WalkFailed: LeasesModel._walk_failed,
     Sweep: LeasesModel._sweep,
     NodeWatchdog: LeasesModel._switch,

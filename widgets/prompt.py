@@ -24,7 +24,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
-from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.events import EndpointReady, NodeReady
 from mvp_tui.events import EngineEvent
 from mvp_tui.node_protocol import WEIGHTS_LOADED, parse_record, record_type
 from mvp_tui.prompt.display import safe_answer, summary
@@ -121,6 +121,7 @@ class PromptPane(Pane):
         self.ready = False
         self.model_name = ""
         self.openai_endpoint = ""
+        self.endpoint_note = "OpenAI"  # how the endpoint is reached: with the run's key, or not
         self.rpc_endpoint = ""
         self.live: _Live | None = None
         self.waiting: set[int] = set()
@@ -208,6 +209,10 @@ class PromptPane(Pane):
             self._ended(event)
         elif isinstance(event, NodeReady):
             self.openai_endpoint = clean_line(event.local_url.removeprefix("http://"), 64)
+            self._update_subtitle()
+        elif isinstance(event, EndpointReady):
+            self.openai_endpoint = clean_line(event.base_url.removeprefix("http://"), 64)
+            self.endpoint_note = "OpenAI, key: y" if event.auth == "key" else "OpenAI, NO KEY"
             self._update_subtitle()
         elif isinstance(event, PortForwarded):
             self.openai_endpoint = f"127.0.0.1:{event.local_port}"
@@ -305,7 +310,7 @@ class PromptPane(Pane):
     def _update_subtitle(self) -> None:
         parts = [self.model_name] if self.model_name else []
         if self.openai_endpoint:
-            parts.append(f"also on {self.openai_endpoint} (OpenAI)")
+            parts.append(f"also on {self.openai_endpoint} ({self.endpoint_note})")
         if self.rpc_endpoint:
             parts.append(f"rpc {self.rpc_endpoint}")
         self.border_subtitle = Text(" · ".join(parts))

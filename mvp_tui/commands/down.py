@@ -48,6 +48,7 @@ async def _down(config: Config, run_id: str | None) -> DownReport:
         tuple(ref for r in reports for ref in r.unconfirmed),
         (),
         tuple(e for r in reports for e in r.errors),
+        tuple(s for r in reports for s in r.secrets_left),
     )
 
 
@@ -79,6 +80,7 @@ async def _down_provider(
         tuple(ref for r in reports for ref in r.unconfirmed),
         (),
         tuple(e for r in reports for e in r.errors),
+        tuple(s for r in reports for s in r.secrets_left),
     )
 
 
@@ -104,4 +106,12 @@ def run(config: Config, args: argparse.Namespace) -> int:
         )
     for error in report.errors:
         print(f"error: {error}", file=sys.stderr)
+    for left in report.secrets_left:
+        # A secret does not bill: a warning with its remedy, not exit code 3.
+        secret_id = f" (id {left.secret_id})" if left.secret_id else ""
+        print(
+            f"warning: secret {left.name}{secret_id} of run {left.run_id} ({left.label}) is "
+            f"still on the account: {left.reason}. It does not bill; remove it: {left.fix}",
+            file=sys.stderr,
+        )
     return int(ExitCode.OK if report.ok else ExitCode.MAY_BILL)

@@ -2,7 +2,9 @@
 
 Each lease shows its node's deadline: when the node's dead-man's switch destroys it on its
 own (the lease's `running_at` + the run's `[limits] max_hours`), whether or not a dashboard
-is attached. None when the run set no `max_hours` or the lease never ran.
+is attached. None when the run set no `max_hours` or the lease never ran. And its idle stop:
+the node destroys its lease after that many minutes with no request to its model (from the
+run's endpoint record; "idle stop off" when it has none).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.endpoint_record import load_endpoint
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 
 
@@ -57,12 +60,18 @@ def deadline_text(at: float | None, now: float) -> str:
     return f"ends {when}" + (" (passed)" if at <= now else "")
 
 
+def idle_text(mins: float | None) -> str:
+    return f"idle stop {mins:g} min" if mins else "idle stop off"
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     scan = RecordStore(config.state_dir).scan()
     rows: list[dict[str, Any]] = []
     for record in scan.runs:
         if not args.all and not record.is_open:
             continue
+        endpoint = load_endpoint(RecordStore(config.state_dir), record.run_id)
+        idle_stop = endpoint.idle_stop_mins if endpoint is not None else None
         for lease in record.leases:
             if not args.all and not lease.may_bill:
                 continue
@@ -71,6 +80,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
                 "provider_id": lease.provider_id, "label": lease.label,
                 "state": lease.state.value, "price_per_hour": lease.price_per_hour,
                 "gpu": lease.gpu_name, "deadline_at": deadline_at(lease, record.config),
+                "idle_stop_mins": idle_stop,
             })  # fmt: skip
     if args.json:
         for row in rows:
@@ -81,7 +91,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
             print(
                 f"{r['run']:<14} {r['provider']:<8} {r['provider_id'] or '?':<12} "
                 f"{r['state']:<10} ${r['price_per_hour']:.3f}/h  "
-                f"{deadline_text(r['deadline_at'], now):<30} {r['gpu']}  {r['label']}"
+                f"{deadline_text(r['deadline_at'], now):<30} {idle_text(r['idle_stop_mins']):<16} "
+                f"{r['gpu']}  {r['label']}"
             )
         print(
             f"{len(rows)} lease(s) that may bill; tear down with `mvp-tui down RUN|--all`"

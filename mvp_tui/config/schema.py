@@ -430,8 +430,9 @@ KEYS: tuple[KeySpec, ...] = (
         "prompt",
         "openai_port",
         Kind.INT,
-        0,
-        "local port where the node's OpenAI-compatible endpoint is offered; 0 = pick a free one",
+        8642,
+        "local port where the node's OpenAI-compatible endpoint is offered (one address for "
+        "every run; taken: another, with a warning); 0 = pick a free one",
         env=("MVP_PROMPT_OPENAI_PORT",),
         flag="--openai-port",
         minimum=0,
@@ -689,6 +690,17 @@ KEYS: tuple[KeySpec, ...] = (
         "SSH user on the node",
         env=("MVP_VASTAI_SSH_USER",),
         flag="--vastai-ssh-user",
+        scope=V,
+    ),
+    _k(
+        "vastai",
+        "pin_host_key",
+        Kind.BOOL,
+        True,
+        "make each instance's SSH host key here and pin it before create (its onstart installs "
+        "it); false: the first connection trusts the key that answers",
+        env=("MVP_VASTAI_PIN_HOST_KEY",),
+        flag="--vastai-pin-host-key",
         scope=V,
     ),
     _k(
@@ -963,6 +975,17 @@ KEYS: tuple[KeySpec, ...] = (
         "attached run (unset = 20 on billing providers; 0 = off)",
         env=("MVP_IDLE_TEARDOWN_MINS",),
         flag="--idle-teardown-mins",
+        minimum=0,
+    ),
+    _k(
+        "limits",
+        "idle_stop_mins",
+        Kind.FLOAT,
+        None,
+        "the node destroys its own lease after this many minutes with no request to its model "
+        "(counted on the node; a kept lease keeps it; unset = 30 on billing providers; 0 = off)",
+        env=("MVP_IDLE_STOP_MINS",),
+        flag="--idle-stop-mins",
         minimum=0,
     ),
     _k(

@@ -22,7 +22,7 @@ from typing import Any
 from mvp_tui.config import ConfigError
 from mvp_tui.engine.attempt_walk import AttemptWalk
 from mvp_tui.engine.events import NodeReplacing, RunStateChanged
-from mvp_tui.engine.failures import AttemptFailed, FailureScope, Stage
+from mvp_tui.engine.failures import AttemptFailed, FailureScope, NodeStoppedItself, Stage
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.errors import UserError
 from mvp_tui.exit_codes import ExitCode
@@ -293,6 +293,15 @@ class RunController:
             return PlanEnd.READY if can_keep else PlanEnd.DONE
         self._set_state(RunState.SERVING)
         watch = self._spawn(engine.watch_node())
+        try:
+            return await self._serving(plan, watch, limits)
+        except NodeStoppedItself:
+            return PlanEnd.DONE  # nobody used it: the node ended its own lease
+
+    async def _serving(
+        self, plan: Plan, watch: asyncio.Future[None], limits: asyncio.Future[None]
+    ) -> PlanEnd:
+        engine = self.engine
         if plan.prompts:
             queue = await engine.start_prompts(rpc=False)
             if not self._prompts_sent:

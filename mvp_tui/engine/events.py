@@ -113,3 +113,28 @@ class NodeReplacing(EngineEvent):
     provider_id: str
     reason: str
     replacement: int  # 1 for the first replacement of this run
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndpointReady(EngineEvent):
+    """The run's OpenAI endpoint for other tools: `base_url` (no /v1) on this machine, its
+    model, whether the node checks the run's key (`auth` "key" | "none"), and the port asked
+    for when it was taken and another was picked (0: it was free)."""
+
+    run_id: str
+    base_url: str
+    model: str
+    auth: str
+    idle_stop_mins: float | None = None
+    port_taken: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdleStopNotice(EngineEvent):
+    """The node's idle stop: `armed` (serving; the window counts from no request),
+    `warning` (it stops in `stops_in_s` unless a request comes), `postponed` (one came)."""
+
+    run_id: str
+    state: str  # "armed" | "warning" | "postponed"
+    idle_stop_mins: float | None = None
+    stops_in_s: float | None = None

@@ -21,6 +21,7 @@ from mvp_tui.ssh.errors import (
     HostKeyChanged,
     IdentityError,
     ImageUnfit,
+    PinnedKeyNotServed,
     SshError,
 )
 
@@ -30,6 +31,11 @@ class RunFailed(UserError):
 
     def __init__(self, message: str, fix: str = "") -> None:
         super().__init__(message, fix=fix)
+
+
+class NodeStoppedItself(RunFailed):
+    """The node's idle stop fired: nobody used its model for the window, so it destroys its
+    own lease. The run's plan is done (not a host failure to walk past)."""
 
 
 class FailureScope(enum.Enum):
@@ -100,6 +106,8 @@ def ssh_failure(error: SshError, stage: Stage) -> AttemptFailure:
         kind = "ssh_key_refused"
     elif isinstance(error, HostKeyChanged):
         kind = "host_key_changed"
+    elif isinstance(error, PinnedKeyNotServed):
+        kind = "host_key_not_pinned"
     elif isinstance(error, BootstrapTimedOut):
         kind = "ssh_unreachable" if stage is Stage.SSH else "not_ready"
     return AttemptFailure(stage, scope, kind, error.message, error.fix)

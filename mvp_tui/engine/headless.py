@@ -32,7 +32,8 @@ from mvp_tui.engine.controller import (
     RunState,
     StopResult,
 )
-from mvp_tui.engine.events import ReadySummary, RunFinished
+from mvp_tui.engine.endpoint_words import endpoint_lines, idle_stop_line
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, ReadySummary, RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
@@ -85,6 +86,8 @@ class JsonLines:
         self.write(event.to_dict())
         if isinstance(event, ReadySummary):  # the one human line at ready (stderr, as hints)
             print(f"mvp-tui: {self.redact(event.text)}", file=sys.stderr, flush=True)
+        for line in _spoken(event):  # the endpoint and the idle stop also in words
+            print(f"mvp-tui: {self.redact(line)}", file=sys.stderr, flush=True)
 
     def frame(self, frame: Frame) -> None:
         self.write(
@@ -95,6 +98,15 @@ class JsonLines:
                 "payload": _decoded(frame),
             }
         )
+
+
+def _spoken(event: EngineEvent) -> list[str]:
+    if isinstance(event, EndpointReady):
+        return endpoint_lines(event)
+    if isinstance(event, IdleStopNotice):
+        line = idle_stop_line(event)
+        return [line] if line else []
+    return []
 
 
 def _decoded(frame: Frame) -> Any:

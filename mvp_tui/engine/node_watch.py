@@ -30,6 +30,8 @@ class WeightsLoaded:
     base_url: str  # as the node sees it, e.g. http://127.0.0.1:PORT
     port: int
     load_ms: int | None
+    auth: str = "none"  # "key": the node's gate checks the run's key
+    idle_stop_mins: float | None = None  # the node's idle stop, armed; None: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,4 +98,12 @@ def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> Weig
         base_url=clean_line(str(record.get("base_url") or ""), 300, redact=redact),
         port=int_field(record, "port") or 0,
         load_ms=int_field(record, "load_ms"),
+        auth="key" if record.get("auth") == "key" else "none",
+        idle_stop_mins=_minutes(record.get("idle_stop_mins")),
     )
+
+
+def _minutes(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < 1e9 else None

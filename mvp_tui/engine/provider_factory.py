@@ -32,6 +32,7 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
             api_url=config.require_str("vastai.api_url"),
             ssh_user=config.require_str("vastai.ssh_user"),
             image_gb=config.get_float("image.size_gb") or 0.0,
+            pin_host_key=config.get_bool("vastai.pin_host_key"),
         )
     if kind == "runpod":
         return _runpod(config)

@@ -25,6 +25,7 @@ from mvp_tui.engine.boot_guard import NodeBootGuard, boot_guard_event
 from mvp_tui.engine.cluster import Cluster, ClusterSettings, WorkerWatch
 from mvp_tui.engine.events import (
     AttemptAbandoned,
+    EndpointReady,
     NodeFailed,
     NodeReady,
     OffersListed,
@@ -38,6 +39,7 @@ from mvp_tui.engine.failures import (
     AttemptFailed,
     AttemptFailure,
     FailureScope,
+    NodeStoppedItself,
     RunFailed,
     Stage,
     boot_budget_s,
@@ -54,11 +56,18 @@ from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
+    idle_stop_notice,
     verdict_event,
     watchdog_record,
 )
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.lease.endpoint_record import (
+    EndpointRecord,
+    load_endpoint,
+    new_api_key,
+    save_endpoint,
+)
 from mvp_tui.lease.events import DeleteReason, LeaseRunning
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, host_key
 from mvp_tui.lease.naming import new_run_id
@@ -80,8 +89,8 @@ from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import LeaseState, Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
-from mvp_tui.ssh.errors import SshError
-from mvp_tui.ssh.events import AgentExited
+from mvp_tui.ssh.errors import PINNED_KEY_FIX, SshError
+from mvp_tui.ssh.events import AgentExited, AttemptOutcome
 from mvp_tui.ssh.logtail import LogPositions
 from mvp_tui.ssh.settings import SshSettings
 from mvp_tui.untrusted import one_line_ascii
@@ -91,6 +100,7 @@ if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
 
 
 NODE_CLUSTER_SOURCE = "node_cluster"
+_NOT_YET = AttemptOutcome.HOST_KEY_NOT_YET
 
 
 class RunEngine:
@@ -115,6 +125,11 @@ class RunEngine:
         self._clock = clock
         self._environ = dict(os.environ if environ is None else environ)
         self.redactor = Redactor([*config.secret_values(), self._environ.get("HF_TOKEN", "")])
+        # The run's key for its OpenAI endpoint: made here, kept in the run's endpoint record
+        # (mode 600), sent to the node in its env file; never printed (redacted everywhere).
+        self.api_key = new_api_key()
+        self.redactor.add(self.api_key)
+        self.endpoint: EndpointRecord | None = None
         # Built before anything holds a resource: a bad value stops here (exit 2).
         self.settings = RunSettings.from_config(config)
         self.run_id = self.settings.runtime.run_id or new_run_id()
@@ -140,9 +155,11 @@ class RunEngine:
         self.watchdog_verdict: NodeWatchdog | None = None
         self.boot_guard_verdict: NodeBootGuard | None = None
         self._watchdog_failed = asyncio.Event()
+        self._idle_stopped = asyncio.Event()  # the node's idle stop fired: the run is done
         self.store = RecordStore(config.state_dir)
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
         self.watchdog = WatchdogSettings.from_config(config, billing=self.provider.info.billing)
+        self._port_taken = 0  # [prompt] openai_port, when something else held it
         self.node_env = self._node_env()
         self._describe_run()
         self._settings_override = settings_override
@@ -217,9 +234,27 @@ class RunEngine:
             run_id=self.run_id,
             environ=self._environ,
         )
-        return {**env, **self.watchdog.node_env()}
+        env = {**env, **self.watchdog.node_env(), "MVP_API_KEY": self.api_key}
+        return {**env, **self._local_engine_port()}
+
+    def _local_engine_port(self) -> dict[str, str]:
+        """A local node serves on [prompt] openai_port itself (no forward to carry it): one
+        address for every run here too; taken, the agent picks a free one (and it is said)."""
+        wanted = self.settings.prompt.openai_port
+        if self.config.provider != "local" or not wanted:
+            return {}
+        if ClusterSettings.from_config(self.config).multi:  # workers and a main: their own
+            return {}
+        if not local_port_free(wanted):
+            self._port_taken = wanted
+            return {}
+        return {"MVP_ENGINE_PORT": str(wanted)}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
+        notice = idle_stop_notice(frame, self.run_id, self._clock())
+        if notice is not None:
+            self.emit(notice)
+            return
         guard = boot_guard_event(frame, self.run_id, self._clock(), self.redactor)
         if guard is not None:  # held apart: the switch's later verdict must not replace it
             held = self.boot_guard_verdict  # a worker's "armed" never hides a failed one
@@ -235,6 +270,8 @@ class RunEngine:
         event = verdict_event(record, self.run_id, self._clock(), self.redactor)
         if event is None:
             return
+        if event.status == "fired" and event.trigger == "idle_stop":
+            self._idle_stopped.set()
         if event.status in ("ready", "failed"):
             self.watchdog_verdict = event
             if event.status == "failed":
@@ -408,7 +445,9 @@ class RunEngine:
     async def earlier_leases(self) -> list[OpenLease]:
         """Leases of earlier runs of this provider that may still exist (the provider is
         asked; those it confirms gone are closed in their records)."""
-        found = await reconcile_open_runs(self.provider, self.store, self._clock)
+        found = await reconcile_open_runs(
+            self.provider, self.store, self._clock, self.walk_settings(), self._sink
+        )
         return [o for o in found if o.exists is not False and o.run_id != self.run_id]
 
     async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
@@ -423,6 +462,7 @@ class RunEngine:
             tuple(ref for r in reports for ref in r.unconfirmed),
             tuple(x for r in reports for x in r.skipped_runs),
             tuple(x for r in reports for x in r.errors),
+            tuple(x for r in reports for x in r.secrets_left),
         )
 
     def adopt(self, earlier: OpenLease) -> None:
@@ -438,6 +478,11 @@ class RunEngine:
                 f"cannot be re-attached; end it with `mvp-tui down {earlier.run_id}`"
             )
         self.run_id = earlier.run_id
+        # The agent on the node checks the key it was started with: the earlier run's.
+        self.endpoint = load_endpoint(self.store, earlier.run_id)
+        if self.endpoint is not None:
+            self.api_key = self.endpoint.api_key
+            self.redactor.add(self.api_key)
         self.node_env = self._node_env()
         self.lease_record = earlier.lease
         lease, ssh = earlier.lease, earlier.lease.ssh
@@ -482,15 +527,21 @@ class RunEngine:
                 await _unless(self._start_node(lease), self.watch_lease())
         except TimeoutError:
             unreached = self.stage is Stage.SSH  # its sshd never let us in
-            raise self._attempt_failed(
-                AttemptFailure(
-                    self.stage,
-                    FailureScope.HOST,
-                    "ssh_unreachable" if unreached else "not_ready",
-                    f"the node's engine was not ready within {timeout:g} s "
-                    f"(it got to: {self.stage.value})",
-                    "raise [ssh] ready_timeout_secs, or read the node's channels for why",
+            kind = "ssh_unreachable" if unreached else "not_ready"
+            reason = f"the node's engine was not ready within {timeout:g} s (it got to: "
+            reason += f"{self.stage.value})"
+            fix = "raise [ssh] ready_timeout_secs, or read the node's channels for why"
+            session = self._session
+            if unreached and session is not None and session.last_outcome is _NOT_YET:
+                kind = "host_key_not_pinned"  # it answered, never with the key pinned for it
+                reason = (
+                    f"the node never presented the host key pinned for it before create "
+                    f"within {timeout:g} s: its start command did not install it before sshd "
+                    "served (nothing was sent to it)"
                 )
+                fix = PINNED_KEY_FIX
+            raise self._attempt_failed(
+                AttemptFailure(self.stage, FailureScope.HOST, kind, reason, fix)
             ) from None
         except SshError as exc:
             raise self._attempt_failed(ssh_failure(exc, self.stage)) from None
@@ -504,6 +555,7 @@ class RunEngine:
             raise self._attempt_failed(ssh_failure(exc, Stage.ENGINE)) from None
         self.reach(Stage.SERVING)
         self._journal(None)
+        self._keep_endpoint(serving=True)
         ready = NodeReady(
             at=self._clock(),
             run_id=self.run_id,
@@ -514,9 +566,44 @@ class RunEngine:
         )
         self.emit(ready)
         self.emit(self._ready_summary(ready.at))
+        endpoint = self.endpoint
+        if endpoint is not None:
+            self.emit(
+                EndpointReady(
+                    at=self._clock(),
+                    run_id=self.run_id,
+                    base_url=endpoint.base_url,
+                    model=endpoint.model,
+                    auth=endpoint.auth,
+                    idle_stop_mins=endpoint.idle_stop_mins,
+                    port_taken=self._port_taken,
+                )
+            )
         return ready
 
+    def _keep_endpoint(self, *, serving: bool) -> None:
+        """The run's endpoint record: its key before the agent starts, its address once the
+        node serves. A record that cannot be written is said, not fatal (prompts still work;
+        only a re-attach and `mvp-tui endpoint` need it)."""
+        loaded = self.watch.loaded if serving else None
+        endpoint = self.endpoint or EndpointRecord(
+            api_key=self.api_key, idle_stop_mins=self.watchdog.idle_stop_mins
+        )  # the idle stop asked for, until the node says what it armed
+        endpoint.api_key = self.api_key
+        if loaded is not None:
+            endpoint.base_url = self.local_url or ""
+            endpoint.model = loaded.model_id or "model"
+            endpoint.auth = loaded.auth
+            endpoint.idle_stop_mins = loaded.idle_stop_mins
+        endpoint.serving = serving
+        self.endpoint = endpoint
+        try:
+            save_endpoint(self.store, self.run_id, endpoint)
+        except (OSError, ValueError) as exc:
+            self._sink_line(f"the run's endpoint record could not be written: {exc}")
+
     async def _start_node(self, lease: LeaseRecord) -> None:
+        self._keep_endpoint(serving=False)  # the key is on disk before any agent checks it
         if self.provider.info.ssh:
             await self._start_remote_agent(lease)
             self.reach(Stage.AGENT)
@@ -749,6 +836,8 @@ class RunEngine:
             (bridge or self.bridge).feed_provider_line,
             ready=ready,
             redactor=self.redactor,
+            # Pinned before create (Vast, RunPod): until it answers, another key is "not yet".
+            awaiting_pin=lease.host_key is not None and self._resume is None,
         )
 
     def _ssh_settings(self, lease: LeaseRecord) -> SshSettings:
@@ -793,7 +882,12 @@ class RunEngine:
         assert self._session is not None
         # 0: any free port; a replaced node takes the port its predecessor had, so clients
         # pointed at it keep working.
-        wanted = self._openai_port or self.settings.prompt.openai_port
+        # A re-attach keeps the earlier run's address.
+        earlier = self.endpoint.port if self.endpoint is not None else None
+        wanted = self._openai_port or earlier or self.settings.prompt.openai_port
+        if wanted and self._openai_port is None and not local_port_free(wanted):
+            self._port_taken = wanted  # said with the endpoint; another port serves
+            wanted = 0
         local_port = await self._session.forward(port, wanted)
         self._openai_port = local_port
         return f"http://127.0.0.1:{local_port}"
@@ -838,9 +932,15 @@ class RunEngine:
         up, or the provider says the instance exited or is gone."""
         try:
             await _unless(self._watch_serving_node(), self.watch_lease())
+        except NodeStoppedItself:
+            raise
         except AttemptFailed:
+            if self._idle_stopped.is_set():  # its instance went as the node said it would
+                raise self._stopped_itself() from None
             raise
         except RunFailed as failed:  # already announced (NodeFailed)
+            if self._idle_stopped.is_set():
+                raise self._stopped_itself() from None
             fatal = self.watch.fatal
             scope = FailureScope.RUN if fatal is not None and fatal.scope == "run" else None
             raise AttemptFailed(
@@ -858,12 +958,15 @@ class RunEngine:
         waits += [asyncio.ensure_future(w.wait()) for w in self._worker_sessions]
         stall: asyncio.Future[object] = asyncio.ensure_future(self._stall_watch())
         waits.append(stall)
+        waits.append(asyncio.ensure_future(self._idle_stopped.wait()))
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in waits:
                 task.cancel()
             await asyncio.gather(*waits, return_exceptions=True)
+        if self._idle_stopped.is_set():
+            raise self._stopped_itself()
         stalled = stall.exception() if stall.done() and not stall.cancelled() else None
         if isinstance(stalled, StallDetected) and not self.watch.failed.is_set():
             raise self._node_failed(
@@ -894,6 +997,16 @@ class RunEngine:
         raise self._node_failed(
             fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
         )
+
+    def _stopped_itself(self) -> NodeStoppedItself:
+        mins = self.endpoint.idle_stop_mins if self.endpoint is not None else None
+        window = f"{mins:g} min" if mins else "its window"
+        message = (
+            f"the node's idle stop: no request reached its model for {window}, so it "
+            "destroys its own lease"
+        )
+        self._sink_line(message)
+        return NodeStoppedItself(message, "raise [limits] idle_stop_mins, or 0 turns it off")
 
     async def after_prompts(self, grace_s: float = 15.0) -> None:
         """Raises `RunFailed` when a prompt's stream broke because the engine went away (a
@@ -1011,7 +1124,9 @@ class RunEngine:
         def client() -> PromptClient:  # the node of the moment: a replacement moves it
             loaded = self.watch.loaded
             model = (loaded.model_id if loaded else "") or "model"
-            return PromptClient(self.local_url or "", model, redactor=redactor)
+            return PromptClient(
+                self.local_url or "", model, api_key=self.api_key or None, redactor=redactor
+            )
 
         self.prompts = PromptQueue(client, self.stall.tap(self._sink), price)
         if rpc:
@@ -1081,6 +1196,8 @@ class RunEngine:
     async def close_session(self, shutdown_agent: bool = True) -> None:
         """End the SSH session; with `shutdown_agent` the agent and engine are stopped too
         (bounded: the lease is destroyed next, which ends them anyway)."""
+        if self.endpoint is not None and self.endpoint.serving:
+            self._keep_endpoint(serving=False)  # the forward ends with the session
         workers, self._worker_sessions = self._worker_sessions, []
         for worker in workers:  # a rented multi-node run's workers: stopped with the run
             if not shutdown_agent:  # kept: its silence switch stands down, as the main's
@@ -1104,6 +1221,12 @@ class RunEngine:
             await asyncio.wait_for(session.close(shutdown_agent=True), limit)
         except TimeoutError:
             self._sink_line(f"ssh close to lease {session.lease_key} gave up after {limit:g} s")
+
+    async def postpone_idle_stop(self) -> bool:
+        """A key in the dashboard: the node's idle stop counts it as use (rented nodes; a
+        local one does not bill). True once the node was told."""
+        session = self._session
+        return session is not None and await session.send_control("use")
 
     def _mark_agent_log(self, positions: LogPositions) -> None:
         """Record where this run stopped reading the agent left running (with the engine
@@ -1186,6 +1309,20 @@ async def _unless(work: Awaitable[None], guard: Awaitable[None]) -> None:
         for task in (main, watch):
             task.cancel()
         await asyncio.gather(main, watch, return_exceptions=True)
+
+
+def local_port_free(port: int) -> bool:
+    """Whether 127.0.0.1:port can be bound now (a moment later it may not: the forward
+    then fails with the port named)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the forward binds
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _plain(value: object) -> object:

@@ -204,7 +204,11 @@ def node_env(
     return env
 
 
+# Secrets of the node env that reach a rented node only in its SSH env file (mode 600).
+SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
+
+
 def create_env(node: Mapping[str, str]) -> dict[str, str]:
     """What goes into a marketplace create request: the node env without secrets (the
     provider shows a create's env in its UI; secrets reach the node over SSH only)."""
-    return {k: v for k, v in node.items() if k != "HF_TOKEN"}
+    return {k: v for k, v in node.items() if k not in SSH_ONLY_ENV}

@@ -15,11 +15,13 @@ from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.engine.events import IdleStopNotice
 from mvp_tui.engine.limits import Limits
 from mvp_tui.events import EngineEvent
 from mvp_tui.node_protocol import (
     AGENT_CHANNEL_SUFFIX,
     NODE_AGENT_PHASE,
+    NODE_AGENT_PROGRESS,
     WATCHDOG_PHASE,
     parse_record,
     record_type,
@@ -28,6 +30,7 @@ from mvp_tui.providers.boot_guard import GRACE_ENV
 from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
+DEFAULT_IDLE_STOP_MINS = 30.0  # on billing providers, when [limits] idle_stop_mins is unset
 # The provider API the node's switch calls: (its config key, the node's env name); the URL
 # is the key's value (its default lives in the key table).
 API_URLS = {
@@ -48,6 +51,9 @@ class WatchdogSettings:
     # The boot guard's grace in whole seconds (providers/boot_guard.py; 0 = off); None where
     # no guard runs (local and Docker nodes do not bill).
     boot_grace_s: int | None = None
+    # The idle stop: no request reached the engine for this long (counted on the node, kept
+    # by a lease kept on purpose); None: off.
+    idle_stop_mins: float | None = None
 
     @classmethod
     def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
@@ -57,6 +63,9 @@ class WatchdogSettings:
         api = API_URLS.get(config.provider)
         api_env = (api[1], config.require_str(api[0])) if api else None
         grace = config.require_float("limits.boot_grace_mins")
+        idle_stop = config.get_float("limits.idle_stop_mins")
+        if idle_stop is None:
+            idle_stop = DEFAULT_IDLE_STOP_MINS if billing else None
         return cls(
             provider=config.provider,
             max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
@@ -66,6 +75,7 @@ class WatchdogSettings:
             # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
             # is never shorter than asked.
             boot_grace_s=math.ceil(grace * 60.0) if billing else None,
+            idle_stop_mins=idle_stop or None,  # 0 turns it off
         )
 
     @property
@@ -85,6 +95,8 @@ class WatchdogSettings:
             env["MVP_LEASE_STARTED_AT"] = f"{lease_started_at:.3f}"
         if self.boot_grace_s is not None:
             env[GRACE_ENV] = str(self.boot_grace_s)
+        if self.idle_stop_mins is not None:
+            env["MVP_IDLE_STOP_MINS"] = repr(self.idle_stop_mins)
         return env
 
 
@@ -141,3 +153,35 @@ def verdict_event(
         armed=detail.get("armed") is True,
         trigger=clean_line(str(detail.get("trigger") or ""), 20),
     )
+
+
+IDLE_STOP_STATES = {
+    "idle_stop_armed": "armed",
+    "idle_stop_warning": "warning",
+    "idle_stop_postponed": "postponed",
+}
+
+
+def idle_stop_notice(frame: Frame, run_id: str, at: float) -> IdleStopNotice | None:
+    """The agent's idle-stop progress (a `watchdog` NodeAgentProgress record), as an event."""
+    if not frame.channel.endswith(AGENT_CHANNEL_SUFFIX):
+        return None
+    value = parse_record(frame.payload)
+    if record_type(value) != NODE_AGENT_PROGRESS or value.get("phase") != WATCHDOG_PHASE:
+        return None
+    state = IDLE_STOP_STATES.get(str(value.get("state")))
+    if state is None:
+        return None
+    return IdleStopNotice(
+        at=at,
+        run_id=run_id,
+        state=state,
+        idle_stop_mins=_number(value.get("idle_stop_mins")),
+        stops_in_s=_number(value.get("stops_in_s")),
+    )
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None

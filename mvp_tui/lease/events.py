@@ -175,3 +175,34 @@ class Sweep(EngineEvent):
     destroyed: tuple[str, ...]
     unconfirmed: tuple[str, ...]
     listed: bool  # False: the provider could not be asked; nothing is known
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretStored(EngineEvent):
+    """An attempt's secret (its host key) is on the provider's account, before the create."""
+
+    run_id: str
+    label: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretDeleted(EngineEvent):
+    """An attempt's secret is deleted, its instance being gone."""
+
+    run_id: str
+    label: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecretLeftOver(EngineEvent):
+    """A secret that could not be deleted (or whose id is unknown). It does not bill: a
+    warning, with how to remove it (`fix`), never an exit code 3."""
+
+    run_id: str
+    label: str
+    name: str
+    secret_id: str | None
+    reason: str
+    fix: str

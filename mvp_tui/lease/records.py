@@ -51,6 +51,15 @@ class LeaseRecordState(enum.Enum):
     UNKNOWN = "unknown"  # an unclear create: it may exist (looked up by its label)
 
 
+class SecretState(enum.Enum):
+    """Where an attempt's provider-side secret (RunPod: the pod's host key) is."""
+
+    CREATING = "creating"  # recorded before the store call: a crash here may leave one
+    STORED = "stored"  # on the account under `secret_id`: deleted once its instance is gone
+    UNKNOWN = "unknown"  # no clear answer to the store call: it may exist, id unknown
+    DELETED = "deleted"
+
+
 class RecordError(UserError):
     """A run record cannot be read or used; names the file and what to do."""
 
@@ -113,6 +122,26 @@ class LeaseRecord:
 
 
 @dataclass(slots=True)
+class SecretRecord:
+    """One attempt's secret on the provider's account: its name and id, never its value."""
+
+    label: str  # the attempt whose instance refers to it
+    name: str
+    state: SecretState
+    secret_id: str | None = None
+    detail: str = ""
+
+    @property
+    def deletable(self) -> bool:
+        """On the account with a known id: a delete can remove it."""
+        return self.state is SecretState.STORED and self.secret_id is not None
+
+    @property
+    def may_remain(self) -> bool:
+        return self.state is not SecretState.DELETED
+
+
+@dataclass(slots=True)
 class RunRecord:
     """Everything one run tried and leased."""
 
@@ -123,6 +152,7 @@ class RunRecord:
     config: dict[str, Any] = field(default_factory=dict)
     attempts: list[AttemptRecord] = field(default_factory=list)
     leases: list[LeaseRecord] = field(default_factory=list)
+    secrets: list[SecretRecord] = field(default_factory=list)
 
     def lease_by_id(self, provider_id: str) -> LeaseRecord | None:
         return next((x for x in self.leases if x.provider_id == provider_id), None)
@@ -137,6 +167,10 @@ class RunRecord:
     @property
     def is_open(self) -> bool:
         return any(x.may_bill for x in self.leases)
+
+    def secrets_left(self) -> list[SecretRecord]:
+        """Secrets that may still be on the account (they do not bill)."""
+        return [s for s in self.secrets if s.may_remain]
 
 
 # ---- JSON encoding -------------------------------------------------------------------------
@@ -199,6 +233,16 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                 "failure": x.failure,
             }
             for x in record.leases
+        ],
+        "secrets": [
+            {
+                "label": s.label,
+                "name": s.name,
+                "state": s.state.value,
+                "secret_id": s.secret_id,
+                "detail": s.detail,
+            }
+            for s in record.secrets
         ],
     }
 
@@ -336,6 +380,17 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
         )
         for x in top.items("leases")
     ]
+    # Absent from records written before secrets existed: none were made then.
+    secrets = [
+        SecretRecord(
+            label=s.text("label"),
+            name=s.text("name"),
+            state=s.choice("state", SecretState),
+            secret_id=s.opt_text("secret_id"),
+            detail=s.text("detail"),
+        )
+        for s in (top.items("secrets") if "secrets" in top.data else [])
+    ]
     return RunRecord(
         run_id=top.text("run_id"),
         provider=top.text("provider"),
@@ -344,6 +399,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
         config=config,
         attempts=attempts,
         leases=leases,
+        secrets=secrets,
     )
 
 

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease.events import DeleteReason
+from mvp_tui.lease import attempt_secrets
+from mvp_tui.lease.events import DeleteReason, SecretLeftOver
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, list_ours, track
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
@@ -47,6 +48,8 @@ class DownReport:
     unconfirmed: tuple[LeaseRef, ...]
     skipped_runs: tuple[str, ...]  # open runs of another provider
     errors: tuple[str, ...]
+    # Secrets (RunPod: host keys) still on the account: a warning, since they do not bill.
+    secrets_left: tuple[SecretLeftOver, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -73,12 +76,18 @@ async def _refresh(
 
 
 async def reconcile_open_runs(
-    provider: Provider, store: RecordStore, clock: Clock = time.time
+    provider: Provider,
+    store: RecordStore,
+    clock: Clock = time.time,
+    settings: WalkSettings | None = None,
+    sink: EventSink | None = None,
 ) -> list[OpenLease]:
     """Every lease of this provider's open runs, with whether it still exists.
 
     A lease the provider confirms gone is recorded as deleted (and reported with
-    exists=False). Raises RecordError for a corrupt record: skipping it could hide a lease.
+    exists=False); the secrets of instances gone are deleted (RunPod's host keys), in runs
+    with no open lease too. Raises RecordError for a corrupt record: skipping it could hide
+    a lease.
     """
     found: list[OpenLease] = []
     for record in store.open_runs():
@@ -93,7 +102,28 @@ async def reconcile_open_runs(
                 lease.detail = "gone when checked after a restart"
             found.append(OpenLease(record.run_id, lease, exists, status))
         store.save(record)
+    await release_gone_secrets(provider, store, settings, sink or _ignore, clock)
     return found
+
+
+async def release_gone_secrets(
+    provider: Provider,
+    store: RecordStore,
+    settings: WalkSettings | None = None,
+    sink: EventSink | None = None,
+    clock: Clock = time.time,
+) -> list[SecretLeftOver]:
+    """Delete the secrets, in every record of this provider, whose instances are gone."""
+    if attempt_secrets.keeper(provider) is None:
+        return []
+    left: list[SecretLeftOver] = []
+    for record in store.scan().runs:
+        if record.provider == provider.info.name and any(s.deletable for s in record.secrets):
+            left += await attempt_secrets.release(
+                provider, store, record, sink or _ignore, settings or WalkSettings(),
+                name_unknown=False, clock=clock,
+            )  # fmt: skip
+    return left
 
 
 async def _exists(
@@ -123,7 +153,9 @@ def runs_to_down(store: RecordStore, run_id: str | None) -> tuple[list[RunRecord
         except RecordError as exc:
             return [], [str(exc)]
     scan = store.scan()
-    return [r for r in scan.runs if r.is_open], [str(e) for e in scan.errors]
+    # A run whose pods are all gone but whose secrets are not is still one to clean up.
+    wanted = [r for r in scan.runs if r.is_open or any(s.deletable for s in r.secrets)]
+    return wanted, [str(e) for e in scan.errors]
 
 
 async def down(
@@ -142,12 +174,22 @@ async def down(
     confirmed: list[LeaseRef] = []
     unconfirmed: list[LeaseRef] = []
     skipped: list[str] = []
+    secrets_left: list[SecretLeftOver] = []
+
+    def noting(event: EngineEvent) -> None:
+        # A teardown deletes its lease's secret (retried); what is left is noted, not retried.
+        if isinstance(event, SecretLeftOver):
+            secrets_left.append(event)
+        sink(event)
+
     for record in runs:
         if record.provider != provider.info.name:
             skipped.append(record.run_id)
             continue
         await _refresh(provider, store, record, clock)
+        torn: set[str] = set()
         for lease in record.open_leases():
+            torn.add(lease.label)
             ref = LeaseRef(record.run_id, lease.provider_id, lease.label)
             if lease.provider_id is None:
                 why = "an unclear create that could not be looked up: the provider did not answer"
@@ -155,7 +197,7 @@ async def down(
                 continue
             try:
                 ok = await teardown_lease(
-                    provider, store, record, lease, sink, settings,
+                    provider, store, record, lease, noting, settings,
                     reason=DeleteReason.REQUESTED, clock=clock,
                 )  # fmt: skip
             except OSError as exc:
@@ -170,7 +212,14 @@ async def down(
                 confirmed.append(ref)
             else:
                 unconfirmed.append(_with_reason(ref, lease.detail))
-    return DownReport(tuple(confirmed), tuple(unconfirmed), tuple(skipped), tuple(errors))
+        # Secrets whose instances went earlier or never existed (torn ones went above).
+        rest = {s.label for s in record.secrets} - torn
+        await attempt_secrets.release(
+            provider, store, record, noting, settings, labels=rest, clock=clock
+        )
+    return DownReport(
+        tuple(confirmed), tuple(unconfirmed), tuple(skipped), tuple(errors), tuple(secrets_left)
+    )
 
 
 def _with_reason(ref: LeaseRef, reason: str) -> LeaseRef:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvp_tui.events import EventSink
+from mvp_tui.lease import attempt_secrets
 from mvp_tui.lease.events import DeleteReason, LeaseDeleted, LeaseDeleteUnconfirmed, LeaseDeleting
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
@@ -117,6 +118,7 @@ async def teardown_lease(
     clock: Clock = time.time,
 ) -> bool:
     """Destroy one recorded lease, confirmed; record and emit the end. True when confirmed.
+    Once confirmed, the attempt's secret (RunPod: its host key) is deleted too.
 
     The destroy is sent even when the record cannot be saved first; a failure to record the
     confirmed end is raised after the event is emitted.
@@ -156,6 +158,10 @@ async def teardown_lease(
                 spend_usd=round(lease_spend_usd(lease, now), 6),
                 billed_usd=await billed(provider, provider_id),
             )
+        )
+        # Its pod is gone: the secret holding its host key goes too (RunPod).
+        await attempt_secrets.release(
+            provider, store, record, sink, settings, labels={lease.label}, clock=clock
         )
     else:
         sink(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.lease import attempt_secrets
 from mvp_tui.lease.events import (
     AttemptAnswered,
     AttemptStarted,
@@ -53,6 +54,7 @@ from mvp_tui.lease.records import (
     RecordError,
     RecordStore,
     RunRecord,
+    SecretRecord,
 )
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
@@ -66,6 +68,7 @@ from mvp_tui.providers.base import (
     Outcome,
     Provider,
     ProviderError,
+    SecretOutcome,
     SshEndpoint,
 )
 from mvp_tui.secrets import Redactor
@@ -152,8 +155,10 @@ class LeaseWalk:
                 lease = await self._walk(offers)
             except _Stop as stop:
                 await self._sweep_if_unclear(keep=None)
+                await self._release_secrets()
                 return self._failed(stop.failure, stop.reason)
             await self._sweep_if_unclear(keep=lease.provider_id)
+            await self._release_secrets()
             return self._result(lease, None, "")
         except OSError as exc:
             await self._abandon_unrecorded()
@@ -228,9 +233,13 @@ class LeaseWalk:
         """Create on `offer` (again after unclear answers) and settle; None → next offer."""
         unclear = 0
         while True:
-            attempt, placeholder = self._begin_attempt(offer)
+            attempt, placeholder, secret = self._begin_attempt(offer)
+            if secret is not None:
+                await self._store_secret(attempt, placeholder, secret)
             result = await self._create(offer, attempt)
             self._record_answer(attempt, placeholder, result)
+            # A clear refusal leaves no instance: its secret goes now (an unclear one waits).
+            await self._release_secrets({attempt.label}, name_unknown=False)
             if result.outcome is Outcome.CREATED and result.provider_id:
                 return await self._settle(placeholder)
             if result.provider_id:
@@ -258,8 +267,11 @@ class LeaseWalk:
 
     # ---- create and its answer ---------------------------------------------------------------
 
-    def _begin_attempt(self, offer: Offer) -> tuple[AttemptRecord, LeaseRecord]:
-        """Record the attempt and a placeholder lease under its label, before the call."""
+    def _begin_attempt(
+        self, offer: Offer
+    ) -> tuple[AttemptRecord, LeaseRecord, SecretRecord | None]:
+        """Record the attempt, a placeholder lease under its label and the name of the
+        secret that will hold its host key (RunPod), in one save before any call."""
         record = self._rec
         number = 1 + sum(1 for a in record.attempts if a.node_id == self.settings.node_id)
         label = attempt_label(
@@ -290,6 +302,7 @@ class LeaseWalk:
         )
         record.attempts.append(attempt)
         record.leases.append(placeholder)
+        secret = attempt_secrets.begin(self.provider, record, label)
         self.store.save(record)
         self._emit(
             AttemptStarted(
@@ -301,7 +314,50 @@ class LeaseWalk:
                 attempt=number,
             )
         )
-        return attempt, placeholder
+        return attempt, placeholder, secret
+
+    async def _store_secret(
+        self, attempt: AttemptRecord, placeholder: LeaseRecord, secret: SecretRecord
+    ) -> None:
+        """Store the attempt's secret and save its id before the create is sent. Without it
+        the pod could not get its pinned host key: no create is sent and the walk stops
+        (a failing secrets API would fail every offer alike)."""
+        answer = await attempt_secrets.store(
+            self.provider, self.store, self._rec, secret, self.sink, self.clock
+        )
+        if answer.outcome is SecretOutcome.STORED:
+            return
+        auth = answer.http_status == 401
+        what = "no clear answer" if answer.outcome is SecretOutcome.UNCLEAR else "refused"
+        detail = self._clean(answer.detail, 300)
+        reason = (
+            f"storing the host key secret {secret.name} for {attempt.label}: {what} ({detail}); "
+            "no create was sent"
+        )
+        refused = CreateResult(
+            Outcome.AUTH_FAILED if auth else Outcome.REJECTED, None, reason, answer.http_status
+        )
+        self._record_answer(attempt, placeholder, refused)  # an unclear one is named later
+        fix = (
+            "check the provider's api_key"
+            if auth
+            else "retry in a minute; the account's secrets must be writable with this key"
+        )
+        failure = WalkFailure.AUTH_FAILED if auth else WalkFailure.PROVIDER_ERROR
+        raise _Stop(failure, f"{reason} — {fix}")
+
+    async def _release_secrets(
+        self, labels: set[str] | None = None, *, name_unknown: bool = True
+    ) -> None:
+        """Delete the secrets of this walk's attempts (of `labels`) whose instance is gone."""
+        if labels is None:
+            node = self.settings.node_id
+            mine = self._rec.attempts[self._first_attempt :]
+            labels = {a.label for a in mine if a.node_id == node}
+        await attempt_secrets.release(
+            self.provider, self.store, self._rec, self.sink, self.settings,
+            labels=labels, name_unknown=name_unknown, clock=self.clock,
+        )  # fmt: skip
 
     async def _create(self, offer: Offer, attempt: AttemptRecord) -> CreateResult:
         s = self.settings
@@ -556,6 +612,7 @@ class LeaseWalk:
                 clock=self.clock,
                 forget_unlisted=False,
             )
+        await self._release_secrets()
 
     async def _abandon_unrecorded(self) -> None:
         """The record cannot be written: destroy what we know of, since nothing else will."""
@@ -581,6 +638,11 @@ class LeaseWalk:
                         run_id=self.run_id, provider_id=lease.provider_id, reason=check.reason
                     )
                 )
+        # A placeholder still CREATING sent no create: its secret has no pod to wait for.
+        await attempt_secrets.release(
+            self.provider, self.store, record, self.sink, self.settings,
+            blocking=attempt_secrets.sent_creates, clock=self.clock,
+        )  # fmt: skip
 
     def _failed(self, failure: WalkFailure, reason: str) -> WalkResult:
         reason = self._clean(reason, 2000)

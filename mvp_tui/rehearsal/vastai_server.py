@@ -283,8 +283,14 @@ def _sort(rows: list[dict[str, Any]], order: list[tuple[str, bool]]) -> list[dic
     return rows
 
 
+ContainerStart = Callable[[int, "tuple[str, int, bool] | None", dict[str, str]], None]
+
+
 class FakeVast:
     """The fake Vast.ai API. Use as a context manager; `url` is its base URL."""
+
+    # The `on_container_start` every new fake gets (a test suite's harness sets it).
+    default_container_start: ContainerStart | None = None
 
     def __init__(
         self, *, api_key: str = "fake-vast-key-0123456789", loading_polls: int = 1
@@ -322,6 +328,9 @@ class FakeVast:
         # and after how many running observations they exit (a host that fails late);
         # when each such instance first showed "exited".
         self.offer_ssh: dict[int, tuple[str, int, bool]] = {}
+        # What an instance's container does as it starts (its onstart), played by whoever
+        # runs the fake: called at create with the instance id, its SSH endpoint and its env.
+        self.on_container_start: ContainerStart | None = FakeVast.default_container_start
         self._exit_after: dict[int, int] = {}
         self.exited_at: dict[int, float] = {}
         # Requests that used an instance key outside its own instance's show/destroy (401).
@@ -859,6 +868,11 @@ class FakeVast:
         instance_id = int(inst.row["id"])
         if self.node_env_file is not None:
             self.write_instance_env(instance_id, self.node_env_file)
+        start = self.on_container_start
+        if start is not None:  # the instance's start command, as the test harness plays it
+            raw_env = body.get("env")
+            env = {str(k): str(v) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}
+            start(instance_id, self.offer_ssh.get(ask_id, self.ssh_endpoint), env)
         if isinstance(price, int | float) and price < float(offer.get("min_bid") or 0):
             # Vast creates the instance stopped and reports an error with its id (dstack).
             inst.row.update(intended_status="stopped", cur_state="stopped", next_state="stopped")

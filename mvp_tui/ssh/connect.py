@@ -42,9 +42,13 @@ async def open_connection(
     pins: HostKeyPins,
     lease_key: str,
     settings: SshSettings,
+    *,
+    awaiting_pin: bool = False,
 ) -> tuple[asyncssh.SSHClientConnection, PinCheck]:
-    """Connect and log in, or raise `ConnectFailed`. The check tells whether a key was pinned."""
-    check = PinCheck(lease_key=lease_key)
+    """Connect and log in, or raise `ConnectFailed`. The check tells whether a key was pinned.
+    `awaiting_pin`: the lease's key was pinned before create and not yet seen (another key is
+    "not yet", not a change)."""
+    check = PinCheck(lease_key=lease_key, awaiting=awaiting_pin)
     try:
         async with asyncio.timeout(settings.connect_timeout):
             async with identity.client_keys() as keys:
@@ -78,6 +82,8 @@ def classify(error: BaseException, check: PinCheck) -> ConnectFailed:
         return ConnectFailed(
             AttemptOutcome.HOST_KEY_CHANGED, str(check.mismatch), host_key=check.mismatch
         )
+    if check.not_yet is not None:
+        return ConnectFailed(AttemptOutcome.HOST_KEY_NOT_YET, check.not_yet)
     outcome = _outcome(error)
     # Cut long only: the session redacts the run's secrets first, then cuts to one line.
     return ConnectFailed(outcome, one_line_ascii(_describe(error, outcome), _DESCRIBE_CHARS))

@@ -48,5 +48,16 @@ class BootstrapTimedOut(SshError):
     """The node was not ready (or not reachable again) within the configured time."""
 
 
+class PinnedKeyNotServed(BootstrapTimedOut):
+    """The node answered, but never with the host key pinned for it before create."""
+
+
+PINNED_KEY_FIX = (
+    "an image or launch mode whose sshd starts without the instance's onstart cannot be "
+    "pinned: pick another image, or set [vastai] pin_host_key = false to trust the first key "
+    "(its fingerprint is shown)"
+)
+
+
 class AgentFileError(SshError):
     """The node agent to upload, or its env, is unusable."""

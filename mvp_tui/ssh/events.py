@@ -17,6 +17,7 @@ class AttemptOutcome(enum.Enum):
     DROPPED = "dropped"  # the node or the network ended the connection
     AUTH_FAILED = "auth_failed"  # user/key refused
     HOST_KEY_CHANGED = "host_key_changed"  # refused: not the pinned host key
+    HOST_KEY_NOT_YET = "host_key_not_yet"  # refused: the pinned key is not installed yet
     LOCAL_FAILURE = "local_failure"  # our side failed the handshake
     COMMAND_FAILED = "command_failed"  # upload or the node-side reader failed
     AGENT_EXITED = "agent_exited"  # the node agent ended before ready
@@ -74,10 +75,12 @@ class SshAttempt(EngineEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HostKeyPinned(EngineEvent):
-    """The lease's node host key was seen first and pinned."""
+    """The lease's node host key was seen first and pinned; or, `before_create`, the key
+    pinned before the instance existed was presented by it (verified)."""
 
     lease_key: str
     fingerprint: str
+    before_create: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -97,6 +97,10 @@ class PinCheck:
     seen: str | None = None
     pinned_now: bool = False
     mismatch: HostKeyChanged | None = None
+    # The pin was made before create and no connection has shown it yet: another key is the
+    # node's own, before its start command installed ours — "not yet", never trusted.
+    awaiting: bool = False
+    not_yet: str | None = None  # what the node showed instead, while awaiting
 
 
 class PinningClient(asyncssh.SSHClient):
@@ -122,6 +126,12 @@ class PinningClient(asyncssh.SSHClient):
             return True
         if _same_key(pinned, seen):
             return True
+        if self._check.awaiting:
+            self._check.not_yet = (
+                f"the node presents host key {key.get_fingerprint('sha256')}, not yet the "
+                f"pinned {fingerprint_of(pinned)}: nothing is sent to it"
+            )
+            return False
         self._check.mismatch = HostKeyChanged(
             self._check.lease_key, fingerprint_of(pinned), key.get_fingerprint("sha256")
         )

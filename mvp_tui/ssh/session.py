@@ -42,11 +42,13 @@ from mvp_tui.ssh.backoff import Backoff, Clock, Sleep
 from mvp_tui.ssh.banner import ssh_banner, strikes_after
 from mvp_tui.ssh.connect import ConnectFailed, open_connection
 from mvp_tui.ssh.errors import (
+    PINNED_KEY_FIX,
     AuthFailed,
     BootstrapTimedOut,
     HostKeyChanged,
     ImageUnfit,
     LocalSshProblem,
+    PinnedKeyNotServed,
     SshError,
 )
 from mvp_tui.ssh.events import (
@@ -84,7 +86,8 @@ ProviderLineCallback = Callable[[str], object]
 _log = logging.getLogger(__name__)
 _STOP_WORDS = {stop.value: stop for stop in AgentStop}
 _LINE_CHARS = 600  # provider lines and event details: long enough for two fingerprints
-CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "shutdown"})
+# `use`: a key in the dashboard, which postpones the node's idle stop like a request does.
+CONTROL_WORDS = frozenset({"heartbeat", "detach", "attach", "use", "shutdown"})
 # $1 run dir, $2 word: written to the agent's control fifo (its stdin) only while the agent
 # runs; `1<>` opens the fifo read-write, so the open never blocks even with no reader.
 _SEND_CONTROL = (
@@ -120,6 +123,7 @@ class NodeSession:
         *,
         ready: asyncio.Event | None = None,
         redactor: Redactor | None = None,
+        awaiting_pin: bool = False,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -133,6 +137,10 @@ class NodeSession:
         self.agent_pid: int | None = None
         self.stop_reason: StopReason | None = None
         self.failure: SshError | None = None
+        # The host key was pinned before create: until a connection shows it, another key is
+        # "not yet" (retried within the boot budget), never trusted and never sent anything.
+        self._awaiting_pin = awaiting_pin
+        self.last_outcome: AttemptOutcome | None = None  # of the latest attempt
         self._sink = sink
         self._on_node_line = on_node_line
         self._on_provider_line = on_provider_line
@@ -374,8 +382,9 @@ class NodeSession:
         """Connect; then upload and launch (or re-follow) the agent and stream its lines."""
         try:
             conn, check = await open_connection(
-                self.endpoint, self.identity, self.pins, self.lease_key, self.settings
-            )
+                self.endpoint, self.identity, self.pins, self.lease_key, self.settings,
+                awaiting_pin=self._awaiting_pin,
+            )  # fmt: skip
         except ConnectFailed as failed:
             return AttemptResult(
                 failed.outcome,
@@ -383,10 +392,14 @@ class NodeSession:
                 host_key=failed.host_key,
             )
         self._conn = conn
-        if check.pinned_now and check.seen is not None:
+        verified = self._awaiting_pin and check.seen is not None
+        self._awaiting_pin = False  # the pinned key answered: from now on a change is a change
+        if (check.pinned_now or verified) and check.seen is not None:
             fingerprint = fingerprint_of(check.seen)
-            self._emit(HostKeyPinned(lease_key=self.lease_key, fingerprint=fingerprint))
-            self._line(f"host key {fingerprint} pinned for lease {self.lease_key}")
+            self._emit(HostKeyPinned(lease_key=self.lease_key, fingerprint=fingerprint,
+                                     before_create=verified))  # fmt: skip
+            how = "pinned before create, presented by the node" if verified else "pinned"
+            self._line(f"host key {fingerprint} {how} for lease {self.lease_key}")
         connected = AttemptResult(AttemptOutcome.CONNECTED, "", connected=True)
         self._attempt_event(connected, None, phase)
         self._line(f"ssh attempt {self._attempts}: connected to {self.target}")
@@ -709,6 +722,13 @@ class NodeSession:
         )
 
     def _reach_error(self, result: AttemptResult) -> BootstrapTimedOut:
+        if result.outcome is AttemptOutcome.HOST_KEY_NOT_YET:
+            return PinnedKeyNotServed(
+                f"lease {self.lease_key}: the node at {self.target} never presented the host "
+                f"key pinned for it within its boot budget of {self.settings.reach_timeout:g} s "
+                f"({result.detail}); its start command did not install it before sshd served",
+                fix=PINNED_KEY_FIX,
+            )
         return BootstrapTimedOut(
             f"lease {self.lease_key}: SSH at {self.target} did not answer within its boot "
             f"budget of {self.settings.reach_timeout:g} s ({self._attempts} attempt(s); last: "
@@ -733,6 +753,7 @@ class NodeSession:
     def _attempt_event(
         self, result: AttemptResult, next_try: float | None, phase: Phase | None
     ) -> None:
+        self.last_outcome = result.outcome
         self._emit(
             SshAttempt(
                 lease_key=self.lease_key,

@@ -36,7 +36,8 @@ from mvp_tui.engine.controller import (
     RunState,
     StopResult,
 )
-from mvp_tui.engine.events import NodeReady, RunStateChanged
+from mvp_tui.engine.endpoint_words import endpoint_warnings, idle_stop_line
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, NodeReady, RunStateChanged
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
@@ -50,6 +51,7 @@ from mvp_tui.providers.base import Offer, Outcome, ProviderError
 from mvp_tui.ssh.errors import SshError
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
+from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
 from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.live_leases import LiveLeases
@@ -168,6 +170,8 @@ class MvpApp(App[int]):
         self._exit_cleared = False  # set only on the paths that stopped the run first
         self._need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
         self._board_result: BoardResult | None = None  # the last search's (its notes, memory)
+        self.web_opener: Opener = default_opener  # tests record the URL instead
+        self._idle_warned = False  # the node's idle stop warned: the next key postpones it
 
     @property
     def engine(self) -> RunEngine | None:
@@ -276,6 +280,8 @@ class MvpApp(App[int]):
             for prompt in self.query(PromptPane):
                 prompt.set_ready(event.model_id)
             self._focus_prompt_if_unmoved()
+        if isinstance(event, EndpointReady | IdleStopNotice):
+            self._say_endpoint(event)
         if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
             # Marked gone at once by the pane; the board is re-read behind the walk.
             self.action_search_offers(quiet=True)
@@ -686,6 +692,60 @@ class MvpApp(App[int]):
     def action_focus_previous_pane(self) -> None:
         self._focus_pane(-1)
 
+    # -- the run's OpenAI endpoint and the node's idle stop -------------------------------
+    def _say_endpoint(self, event: EndpointReady | IdleStopNotice) -> None:
+        if isinstance(event, EndpointReady):
+            for warning in endpoint_warnings(event):
+                self.notify(warning, title="OpenAI endpoint", severity="warning", timeout=20,
+                            markup=False)  # fmt: skip
+            return
+        said = idle_stop_line(event)
+        self._idle_warned = event.state == "warning"
+        if said is None:
+            return
+        if self._idle_warned:  # up to the stop itself (a key or a request postpones it)
+            self.notify(said, title="idle stop", severity="warning", markup=False,
+                        timeout=max(event.stops_in_s or 0.0, 10.0))  # fmt: skip
+        else:
+            self.notify(said, title="idle stop", timeout=5.0, markup=False)
+
+    def _serving_endpoint(self) -> Any:
+        engine = self.engine
+        endpoint = engine.endpoint if engine is not None else None
+        return endpoint if endpoint is not None and endpoint.serving else None
+
+    def action_copy_endpoint(self) -> None:
+        endpoint = self._serving_endpoint()
+        if endpoint is None:
+            self.notify("the node is not serving yet", severity="warning", markup=False)
+            return
+        self.copy_to_clipboard(clipboard_text(endpoint))
+        self.notify(f"copied OPENAI_BASE_URL ({endpoint.openai_base_url}) and OPENAI_API_KEY",
+                    title="endpoint", markup=False)  # fmt: skip
+
+    def action_open_web_ui(self) -> None:
+        endpoint, engine = self._serving_endpoint(), self.engine
+        if endpoint is None or engine is None:
+            self.notify("the node is not serving yet", severity="warning", markup=False)
+            return
+        try:
+            url = web_ui_url(endpoint, engine.store.run_dir(engine.run_id))
+        except (OSError, ValueError) as exc:
+            self.notify(clean_line(str(exc), 300), title="web UI", severity="error",
+                        markup=False)  # fmt: skip
+            return
+        self.web_opener(url)
+        self.notify(f"opening the engine's web UI at {endpoint.base_url}/", title="web UI",
+                    markup=False)  # fmt: skip
+
+    def on_key(self) -> None:
+        """A key while the idle stop warned: the node hears of it (it counts as use)."""
+        engine = self.engine
+        if self._idle_warned and engine is not None:
+            self._idle_warned = False
+            self.run_worker(engine.postpone_idle_stop(), name="postpone idle stop",
+                            group="idle-stop", exit_on_error=False)  # fmt: skip
+
     # -- the command palette -------------------------------------------------------------
     def _key_of(self, binding_id: str) -> str:
         """The key a binding has now (a `[ui.keys]` remap applied), as a person reads it."""
@@ -704,6 +764,10 @@ class MvpApp(App[int]):
              self.action_search_offers),
             ("Zoom the focused pane", "zoom", "the pane fills the screen; again for all panes",
              self.action_toggle_zoom),
+            ("Copy endpoint", "copy-endpoint", "the run's OpenAI base URL and key, for your "
+             "own tools", self.action_copy_endpoint),
+            ("Open the engine's web UI", "web-ui", "in the browser, through the same local "
+             "port, with the key", self.action_open_web_ui),
             ("Open a channel's log", "channels-open", "the selected channel in the Channels "
              "pane", self._open_channel),
             ("Replay an archive", "", "how to replay this run's datastream archive",
@@ -746,6 +810,8 @@ class MvpApp(App[int]):
             return True if self.engine is not None and not self._busy else None
         if action == "filter":
             return True if self.engine is not None else None
+        if action in {"copy_endpoint", "open_web_ui"}:
+            return True if self._serving_endpoint() is not None else None
         if action == "teardown":
             # A lease being brought up can be torn down too; one already ending cannot.
             ending = self.controller is not None and self.controller.state is RunState.TEARING_DOWN

@@ -19,7 +19,10 @@ class HeadlessRun:
         self.args = args
         self.state_dir = state_dir
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-        self.env.update({"MVP_STATE_DIR": str(state_dir), **(env or {})})
+        # A free port for the run's OpenAI endpoint (tests run side by side); a test of the
+        # fixed default sets it.
+        self.env.update({"MVP_STATE_DIR": str(state_dir), "MVP_PROMPT_OPENAI_PORT": "0",
+                         **(env or {})})  # fmt: skip
         self.records: list[Record] = []
         self.stderr = ""
         self.proc: asyncio.subprocess.Process | None = None

@@ -21,9 +21,10 @@ KEY = "fake-vast-key-0123456789"
 
 
 def _engine(
-    fake: FakeVast, client: Path, tmp_path: Path, model: Path, sink: RecordingSink
+    fake: FakeVast, client: Path, tmp_path: Path, model: Path, sink: RecordingSink,
+    **more: str,
 ) -> RunEngine:
-    env = {
+    env = {**more,
         "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url,
         "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
         "MVP_NODE_PYTHON": sys.executable, "MVP_STATE_DIR": str(tmp_path / "state"),
@@ -43,7 +44,9 @@ async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
-        engine = _engine(fake, client, tmp_path, tiny_gguf, sink)
+        # Trust on first use ([vastai] pin_host_key = false): the pin comes from a connection.
+        engine = _engine(fake, client, tmp_path, tiny_gguf, sink,
+                         MVP_VASTAI_PIN_HOST_KEY="false")  # fmt: skip
         try:
             await engine.prepare_ssh_identity()
             result = await engine.lease(await engine.search_offers())

@@ -11,13 +11,19 @@ with `ssh.direct` and `runtime.ports`, counted in observations (get or list), ne
 wall clock; account SSH keys; a balance. Every exchange is kept in `exchanges` (request and
 answer) so a contract test can validate them against the OpenAPI document.
 
+Account secrets (not in the OpenAPI document; RunPod's docs pages create-a-secret and
+delete-a-secret, contract deviation `account-secrets`): `POST /v2/account/secrets` → 201 with
+the secret's metadata (never its value), `DELETE /v2/account/secrets/{id}` → 204. A pod's
+env may refer to one as `{{ RUNPOD_SECRET_<name> }}`: `container_env` substitutes it as the
+pod boots (a reference to no secret stays as written, as an unresolved template would).
+
 Faults per operation ("catalog", "create", "get", "list", "delete", "ssh_keys_get",
-"ssh_keys_put", "billing"): `script(op, Fault(...))` answers the next call with a fault,
-optionally after performing it (`perform=True`: a lost create answer), or drops the
-connection. Helpers: `no_capacity(gpu, times)` (400 with RunPod's human `detail`, even when
-the catalog says HIGH), `forbid_pool(gpu)` (403), `balance = 0` (402), `rate_limit(op, times,
-retry_after)` (429 + Retry-After), `fail_delete(pod, times)`, `running_without_ssh(n)`,
-`linger_after_delete(n)`.
+"ssh_keys_put", "billing", "secret_create", "secret_delete"): `script(op, Fault(...))`
+answers the next call with a fault, optionally after performing it (`perform=True`: a lost
+create answer), or drops the connection. Helpers: `no_capacity(gpu, times)` (400 with
+RunPod's human `detail`, even when the catalog says HIGH), `forbid_pool(gpu)` (403),
+`balance = 0` (402), `rate_limit(op, times, retry_after)` (429 + Retry-After),
+`fail_delete(pod, times)`, `running_without_ssh(n)`, `linger_after_delete(n)`.
 
 Cloudflare: a request without a User-Agent, or with a generic one (python-httpx/…, curl/…,
 python-requests/…), gets a plain-text 403 `error code: 1010`; `cloudflare_blocks` counts them.
@@ -68,6 +74,11 @@ _CREATE_FIELDS = {
     "cmd",  # not in the 2026-08 document: sent by overbrainer 0.9.0 (contract DEVIATIONS)
 }  # fmt: skip
 _GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
+# Account secrets, per docs.runpod.io/api-reference-v2/account/create-a-secret.
+SECRET_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.\-/]*$")
+SECRET_REFERENCE = re.compile(r"\{\{\s*RUNPOD_SECRET_([a-zA-Z0-9_.\-/]+)\s*\}\}")
+_SECRET_FIELDS = {"name", "value", "description"}
+_SECRET_VALUE_MAX = 16 * 1024 * 1024
 _TITLES = {
     400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden",
     404: "Not Found", 409: "Conflict", 422: "Unprocessable Entity", 429: "Too Many Requests",
@@ -186,6 +197,10 @@ class FakeRunPod:
         self._actor = "account"
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._secrets: dict[str, dict[str, Any]] = {}  # id → name, value, description, …
+        self._next_secret = 1
+        # Every secret id ever deleted, in order (tests assert on what went, and when).
+        self.deleted_secrets: list[str] = []
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -341,9 +356,31 @@ class FakeRunPod:
             return dict(self._pods[pod_id].row["env"])
 
     def container_env(self, pod_id: str) -> dict[str, str]:
-        """What the pod's container starts with: the create's env, then what RunPod adds
+        """What the pod's container starts with: the create's env with its secret references
+        filled in from the secrets on the account now (the pod boots), then what RunPod adds
         (the pod's id and its pod-scoped key)."""
-        return {**self.env_of(pod_id), **self.instance_env(pod_id)}
+        with self._lock:
+            values = {s["name"]: s["value"] for s in self._secrets.values()}
+
+        def fill(match: re.Match[str]) -> str:
+            return str(values.get(match[1], match[0]))
+
+        env = {k: SECRET_REFERENCE.sub(fill, v) for k, v in self.env_of(pod_id).items()}
+        return {**env, **self.instance_env(pod_id)}
+
+    def secrets(self) -> list[dict[str, Any]]:
+        """The account's secrets as RunPod shows them (never their values)."""
+        with self._lock:
+            return [self._secret_view(i, s) for i, s in self._secrets.items()]
+
+    def secret_values(self) -> list[str]:
+        """What the secrets hold (what a test must never find anywhere else)."""
+        with self._lock:
+            return [s["value"] for s in self._secrets.values()]
+
+    def secret_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.startswith("/v2/account/secrets")]
 
     def pods(self) -> list[dict[str, Any]]:
         """Live (not deleted) pods as the API would show them now (not counted as a look)."""
@@ -647,6 +684,10 @@ class FakeRunPod:
                 return "ssh_keys_put", guarded(self._ssh_keys_put, body)
             case ("GET", ["billing", "pods"]):
                 return "billing", lambda: self._billing(query)
+            case ("POST", ["account", "secrets"]):
+                return "secret_create", guarded(self._secret_create, body)
+            case ("DELETE", ["account", "secrets", secret_id]):
+                return "secret_delete", lambda: self._secret_delete(secret_id)
         return None, None
 
     # -- operations (run under the lock) ----------------------------------------------------
@@ -753,6 +794,44 @@ class FakeRunPod:
         pod.lingering = self._linger
         self.deleted_event.set()
         return _Reply(204, None)
+
+    def _secret_create(self, body: Any) -> _Reply:
+        if not isinstance(body, dict):
+            return problem(400, "Request validation failed.", errors=["$: expected an object"])
+        errors = [f"$: additional properties '{k}' not allowed" for k in body
+                  if k not in _SECRET_FIELDS]  # fmt: skip
+        name, value = body.get("name"), body.get("value")
+        description = body.get("description", "")
+        if not isinstance(name, str) or not 1 <= len(name) <= 191 or not SECRET_NAME.match(name):
+            errors.append("$.name: 1-191 characters of ^[a-zA-Z_][a-zA-Z0-9_.\\-/]*$")
+        elif name.upper().startswith("RUNPOD"):
+            errors.append("$.name: names beginning with RUNPOD are reserved")
+        if not isinstance(value, str) or len(value.encode()) >= _SECRET_VALUE_MAX:
+            errors.append("$.value: a string under 16 MiB")
+        if not isinstance(description, str) or len(description.encode()) > 65535:
+            errors.append("$.description: a string of at most 65535 bytes")
+        if errors:
+            return problem(400, "Request validation failed.", errors=errors)
+        if any(s["name"] == name for s in self._secrets.values()):
+            return problem(409, f"a secret named {name} exists already")
+        secret_id = f"sec{self._next_secret:04d}{secrets.token_hex(4)}"
+        self._next_secret += 1
+        self._secrets[secret_id] = {
+            "name": name, "value": value, "description": description,
+            "createdAt": _iso(self.clock()),
+        }  # fmt: skip
+        return _Reply(201, self._secret_view(secret_id, self._secrets[secret_id]))
+
+    def _secret_delete(self, secret_id: str) -> _Reply:
+        if self._secrets.pop(secret_id, None) is None:
+            return problem(404, "secret not found")
+        self.deleted_secrets.append(secret_id)
+        return _Reply(204, None)
+
+    @staticmethod
+    def _secret_view(secret_id: str, secret: dict[str, Any]) -> dict[str, Any]:
+        view = {k: v for k, v in secret.items() if k != "value"}  # write-only: never returned
+        return {"id": secret_id, **view, "updatedAt": secret["createdAt"]}
 
     def _ssh_keys(self) -> _Reply:
         return _Reply(200, {"keys": list(self.account_keys)})

@@ -46,6 +46,7 @@ FAST = {
     "MVP_SSH_RETRY_MAX_SECS": "1",
     "MVP_SSH_CONNECT_TIMEOUT_SECS": "3",
     "MVP_SSH_READY_TIMEOUT_SECS": "60",
+    "MVP_PROMPT_OPENAI_PORT": "0",  # side by side: a free port, not the fixed default
 }
 
 

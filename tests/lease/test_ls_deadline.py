@@ -100,3 +100,20 @@ def test_max_hours_from_the_record_config() -> None:
     assert max_hours({}) is None
     lease = _lease("r-1", "1", LeaseRecordState.RUNNING)
     assert deadline_at(lease, {"limits.max_hours": 0.01}) == round(RUNNING_AT + 36.0, 3)
+
+
+def test_ls_shows_each_run_idle_stop(tmp_path: Path) -> None:
+    from mvp_tui.lease.endpoint_record import EndpointRecord, save_endpoint
+
+    state = tmp_path / "state"
+    store = RecordStore(state)
+    _write(store, "r-0b01", {}, _lease("r-0b01", "7301", LeaseRecordState.RUNNING))
+    _write(store, "r-0b02", {}, _lease("r-0b02", "7302", LeaseRecordState.RUNNING))
+    save_endpoint(store, "r-0b01", EndpointRecord(api_key="mvp-k" * 8, idle_stop_mins=30.0))
+    listed = _ls(state, "--json").stdout.splitlines()
+    rows = {row["provider_id"]: row for row in map(json.loads, listed)}
+    assert rows["7301"]["idle_stop_mins"] == 30.0 and rows["7302"]["idle_stop_mins"] is None
+    text = _ls(state).stdout.splitlines()
+    assert "idle stop 30 min" in next(x for x in text if "7301" in x)
+    assert "idle stop off" in next(x for x in text if "7302" in x)
+    assert "mvp-k" not in "\n".join(text)  # never the key

@@ -206,3 +206,24 @@ def test_agent_log_mark_round_trips_and_older_records_have_none(tmp_path: Path) 
     store.record_path("r-0a1b").write_text(json.dumps(doc))
     with pytest.raises(RecordError, match=r"leases\[0\]\.log_positions\.stdout"):
         store.load("r-0a1b")
+
+
+def test_a_records_secrets_round_trip_and_an_older_record_has_none(store: RecordStore) -> None:
+    """The attempt's secret (RunPod's host key): name, id and state, never a value; a record
+    written before secrets existed loads with none."""
+    from mvp_tui.lease.records import SecretRecord, SecretState
+
+    _filled(store)
+    record = store.load("r-0a1b")
+    data = json.loads(store.record_path("r-0a1b").read_text())
+    assert data["secrets"] == []
+    del data["secrets"]
+    store.record_path("r-0a1b").write_text(json.dumps(data))
+    assert store.load("r-0a1b").secrets == []
+    record.secrets.append(
+        SecretRecord("mvp-r-0a1b-1-1", "mvp_host_key_x", SecretState.STORED, "sec1", "")
+    )
+    store.save(record)
+    (secret,) = store.load("r-0a1b").secrets
+    assert secret == record.secrets[0] and secret.deletable and secret.may_remain
+    assert not SecretRecord("l", "n", SecretState.UNKNOWN).deletable

@@ -201,3 +201,25 @@ async def test_closing_the_queue_cancels_what_is_waiting() -> None:
     ends = [sink.of_prompt(i)[-1] for i in ids]
     assert all(isinstance(e, PromptCancelled) and not e.was_active for e in ends)
     await asyncio.wait_for(queue.drained(), 5)
+
+
+async def test_a_paused_queue_holds_its_prompts_for_the_next_node() -> None:
+    """A lost node's replacement: prompts queued while no node serves wait, in order, and run
+    on the node that serves next (the client factory is asked only then)."""
+    endpoints: list[str] = []
+
+    def factory() -> PromptClient:
+        endpoints.append("asked")
+        raise RuntimeError("the node of the moment answers here")
+
+    sink = WaitingSink()
+    queue = PromptQueue(factory, sink)
+    queue.pause()
+    ids = [queue.submit("a", 4), queue.submit("b", 4)]
+    for _ in range(20):  # the worker takes no prompt while paused
+        await asyncio.sleep(0)
+    assert queue.paused and endpoints == [] and [p.prompt_id for p in queue.pending()] == ids
+    queue.resume()
+    ends = [await sink.end_of(i) for i in ids]
+    assert all(isinstance(e, PromptFault) for e in ends) and len(endpoints) == 2
+    await queue.aclose()

@@ -21,6 +21,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from tests.fakes.runpod_server import Exchange
+from tests.runpod import contract_secrets
 
 SPEC_PATH = Path("/work/shared/reference/runpod-v2-openapi.json")
 _LOCAL_COPY = Path(__file__).with_name("runpod-v2-openapi.json")
@@ -43,6 +44,12 @@ DEVIATIONS = {
         "createPod taking `cmd` (an array of strings: the container's start command), as "
         "overbrainer 0.9.0 sends it (runpod.md §2: newer clients send fields the 2026-08 "
         "document lacks); only on createPod, only as an array of strings"
+    ),
+    "account-secrets": (
+        "POST /v2/account/secrets and DELETE /v2/account/secrets/{id}, absent from the 2026-08 "
+        "document: checked against RunPod's docs pages instead "
+        "(docs.runpod.io/api-reference-v2/account/create-a-secret and …/delete-a-secret; "
+        "tests/runpod/contract_secrets.py); the pod's host key goes there, not in its env"
     ),
     "foreign-html-404": (
         "a 404 HTML page from something that is not RunPod (a wrong api_url, a proxy): "
@@ -137,6 +144,9 @@ def check_exchange(exchange: Exchange, *, judge_request: bool = True) -> list[Pr
     `judge_request=False` only the answer is judged (a test's own deliberately bad request)."""
     request = exchange.request
     where = f"{request.method} {request.path}"
+    if contract_secrets.PATH.match(request.path):  # DEVIATIONS["account-secrets"]
+        what = contract_secrets.check(exchange, judge_request)
+        return [Problem(f"{where} → {exchange.status}", w) for w in what]
     template = next((t for p, t in _templates() if p.match(request.path)), None)
     if template is None:
         return [Problem(where, "no such path in the document")]

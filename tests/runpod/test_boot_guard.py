@@ -6,11 +6,13 @@ re-arm the guard for ever while the pod bills)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
-from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, RUNPOD, guard_script
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod_secrets import secret_reference
 from tests.fakes.container import Container
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import assert_contract
@@ -51,3 +53,26 @@ def test_an_attached_agent_stands_the_pods_guard_down(tmp_path: Path) -> None:
             node.wait_log("stood down", 10)
             node.wait_ended(10)
         assert fake.deleted() == [] and len(fake.billing()) == 1
+
+
+def test_a_host_key_reference_runpod_did_not_fill_in_is_said_and_waits_for_the_guard(
+    tmp_path: Path,
+) -> None:
+    """The create's env holds `{{ RUNPOD_SECRET_<name> }}`; a pod that boots with it left as
+    written (its secret gone) says so, installs no key and waits for the guard, which deletes
+    the pod."""
+    with FakeRunPod() as fake:
+        pod = fake.add_pod("mvp-r1-1-1")
+        env = {
+            **fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
+            "MVP_BOOT_GRACE_S": "1", HOST_KEY_ENV: secret_reference("mvp_host_key_gone"),
+            "MVP_BOOT_SSH_DIR": str(tmp_path / "ssh"), "HOME": str(tmp_path),
+            "PATH": os.environ["PATH"], BOOT_GUARD_DIR_ENV: str(tmp_path / "guard"),
+        }  # fmt: skip
+        done = subprocess.run(pod_command(), env=env, capture_output=True, timeout=60,
+                              check=False)  # fmt: skip
+        assert done.returncode == 1 and fake.destroyed_by(pod) == "instance"
+        assert b"RunPod secret was not filled in" in done.stderr
+        assert not (tmp_path / "ssh" / "ssh_host_ed25519_key").exists()
+        assert fake.billing() == [] and fake.scope_violations == []
+        assert_contract(fake)

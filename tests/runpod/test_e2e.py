@@ -60,6 +60,20 @@ def catalog(fake: FakeRunPod) -> None:
     fake.add_gpu(RTX4090, memory=24, secure_price=0.69)
 
 
+def assert_key_only_in_its_secret(fake: FakeRunPod, host_key: str) -> None:
+    """The private host key in no request but the secret's create, and there only as its
+    `value`; in no answer at all."""
+    holders = 0
+    for exchange in fake.exchanges:
+        body = exchange.request.body
+        if exchange.op == "secret_create" and isinstance(body, dict):
+            holders += body["value"] == host_key
+            body = {k: v for k, v in body.items() if k != "value"}
+        assert host_key not in json.dumps(body), exchange.request.path
+        assert host_key not in json.dumps(exchange.body), exchange.request.path
+    assert holders == 1, "the key was not sent in exactly one secret"
+
+
 def no_key_in(directory: Path, key: str) -> None:
     for path in directory.rglob("*"):
         if path.is_file() and not path.is_symlink():
@@ -86,6 +100,9 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
         creates = [r.body["gpu"]["id"] for r in fake.create_requests()]
         assert creates == [A5000, A40], "one create per type: the lost answer was not re-sent"
         assert fake.pods() == [] and len(fake.deleted()) == 1
+        # One secret per attempt: the refused type's went at once, the served pod's after it.
+        assert fake.secrets() == [] and len(fake.deleted_secrets) == 2, "a secret stayed"
+        assert_key_only_in_its_secret(fake, host_key)
         (pod_id,) = fake.deleted()
         assert fake.destroyed_by(pod_id) == "account"
         assert len([x for x in fake.answers(500) if x.op == "delete"]) == 1
@@ -106,7 +123,9 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
     pinned = [x["host_key"] for r in (tmp_path / "state").rglob("record.json")
               for x in json.loads(r.read_text())["leases"] if x.get("host_key")]  # fmt: skip
     assert pinned == [node.sshd.host_key.export_public_key().decode().strip()]
-    assert not run.events("host_key_pinned"), "pinned before create, not on first connect"
+    # Said as it answers the first connect, but pinned before the create (issue 22 item 1).
+    pins = run.events("host_key_pinned")
+    assert pins and all(p["before_create"] for p in pins), "pinned on first connect"
     (running,) = run.events("lease_running")
     assert running["port"] == node.port and running["via"] == "direct"
     watchdog = run.events("node_watchdog")
@@ -128,8 +147,9 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
 async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
     """What the pod does at start, once RUNNING (still without SSH) was seen: its container
     runs the start command the create sent (providers/runpod_boot.py, the real script), which
-    installs the host key and the user's key handed over in its env and execs sshd; then the
-    endpoint shows. Returns the host key (base64 of the private key, as sent)."""
+    installs the host key (RunPod fills its env's secret reference in as it boots) and the
+    user's key and execs sshd; then the endpoint shows. Returns the host key (base64 of the
+    private key, as the secret holds it)."""
 
     def running_without_ssh(record: dict[str, object]) -> bool:
         state = record.get("raw_state")
@@ -137,7 +157,12 @@ async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
 
     await run.until(running_without_ssh, within=60)
     (pod,) = fake.pods()
-    host_key = fake.env_of(pod["id"])[HOST_KEY_ENV]
+    # The create's env holds only the reference; the key reaches the pod through the secret.
+    (secret,) = fake.secrets()
+    reference = "{{ RUNPOD_SECRET_" + secret["name"] + " }}"
+    assert fake.env_of(pod["id"])[HOST_KEY_ENV] == reference
+    host_key = fake.container_env(pod["id"])[HOST_KEY_ENV]
+    assert host_key != reference and fake.secret_values() == [host_key]
     await start_pod_command(node, fake, pod["id"])
     fake.show_ssh()
     return host_key
@@ -187,9 +212,11 @@ async def test_runpod_until_ready_then_ls_and_down_all(
         state = {**env, "MVP_STATE_DIR": str(tmp_path / "state")}
         listed = cli("ls", "--json", env=state)
         assert listed.returncode == 0 and fake.pods()[0]["id"] in listed.stdout
+        assert len(fake.secrets()) == 1, "the pod lives: its secret stays"
         result = cli("down", "--all", "--yes", env=state)
         assert result.returncode == 0, result.stderr
         assert fake.billing() == [] and fake.cloudflare_blocks == 0
+        assert fake.secrets() == [], "down deleted the pod, not its secret"
         assert_contract(fake)
         no_key_in(tmp_path / "state", fake.api_key)
     os.kill(engine_pid, signal.SIGTERM)  # the "pod" is this machine: stop what it left
@@ -218,8 +245,10 @@ async def test_a_kept_pod_deletes_itself_with_its_pod_key_at_its_deadline(
         assert_contract(fake)
         no_key_in(node.node_dir, fake.api_key)
         state = {**env, "MVP_STATE_DIR": str(tmp_path / "state")}
+        assert len(fake.secrets()) == 1
         down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=state)
         assert down.returncode == 0, down.stderr
+        assert fake.secrets() == [], "the pod is gone: down deletes its secret"
 
 
 async def test_a_run_killed_before_ssh_answers_leaves_a_pod_that_deletes_itself(

@@ -132,3 +132,33 @@ def test_the_contract_check_catches_what_the_document_forbids() -> None:
     assert check_exchange(wrong_type)
     cloudflare = _exchange("GET", "/v2/pods", 403, "error code: 1010", ctype="text/plain")
     assert check_exchange(cloudflare) == []
+
+
+def test_account_secrets_answer_as_runpods_docs_say_and_fill_a_pods_env(
+    fake: FakeRunPod,
+) -> None:
+    """POST/DELETE /v2/account/secrets (docs pages; DEVIATIONS["account-secrets"]): 201 with
+    the metadata, never the value; the documented name rules; 204 then 404; a pod's env
+    reference filled in only while the secret exists."""
+    with client(fake) as http:
+        made = http.post("/account/secrets", json={"name": "mvp_k", "value": "s3cr3t"})
+        assert made.status_code == 201 and "value" not in made.json()
+        secret_id = made.json()["id"]
+        again = http.post("/account/secrets", json={"name": "mvp_k", "value": "x"})
+        assert again.status_code == 409
+        for name in ("runpod_k", "RunPod_k", "1k", "", "k" * 192, "a b"):
+            refused = http.post("/account/secrets", json={"name": name, "value": "x"})
+            assert refused.status_code == 400, name
+        pod = http.post("/pods", json={**body(), "env": {"K": "{{ RUNPOD_SECRET_mvp_k }}"}})
+        pod_id = pod.json()["id"]
+        assert fake.container_env(pod_id)["K"] == "s3cr3t"
+        assert "s3cr3t" not in str(pod.json()) and fake.env_of(pod_id)["K"].startswith("{{")
+        assert http.delete(f"/account/secrets/{secret_id}").status_code == 204
+        assert http.delete(f"/account/secrets/{secret_id}").status_code == 404
+        assert fake.container_env(pod_id)["K"] == "{{ RUNPOD_SECRET_mvp_k }}"
+    judged = [x for x in fake.exchanges if x.op in ("secret_create", "secret_delete")]
+    good = [x for x in judged if x.status in (201, 204, 404, 409)]
+    assert all(check_exchange(x) == [] for x in good)
+    bad = [x for x in judged if x.status == 400]
+    assert all(check_exchange(x) for x in bad), "the contract lets a bad secret name through"
+    assert "account-secrets" in DEVIATIONS

@@ -12,7 +12,7 @@ import asyncssh
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure, teardown
 from mvp_tui.lease import events as ev
-from mvp_tui.lease.records import CreateAttemptOutcome
+from mvp_tui.lease.records import CreateAttemptOutcome, SecretState
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.runpod import HOST_KEY_ENV
 from tests.fakes.runpod_server import FakeRunPod, Fault
@@ -105,14 +105,18 @@ async def test_a_pod_that_never_gets_ssh_is_deleted_and_the_next_type_tried(
 async def test_the_host_key_is_pinned_in_the_record_before_the_create_is_sent(
     fake: FakeRunPod, tmp_path: Path
 ) -> None:
+    """The public half pinned, the secret holding the private half recorded with its id,
+    both on disk before the create arrives; the create's env holds only the reference."""
     provider = make_provider(fake)
     store, sink = RecordStore(tmp_path / "state"), RecordingSink()
     on_disk: list[str | None] = []
+    secrets_on_disk: list[list[tuple[str, str | None, SecretState]]] = []
 
     def look(body: dict[str, object]) -> None:
         record = store.load("r-00000004")
         (lease,) = [x for x in record.leases if x.label == body["name"]]
         on_disk.append(lease.host_key)
+        secrets_on_disk.append([(s.name, s.secret_id, s.state) for s in record.secrets])
 
     fake.on_create = look
     try:
@@ -121,15 +125,20 @@ async def test_the_host_key_is_pinned_in_the_record_before_the_create_is_sent(
         result = await walk.run(offers[:1])
         assert result.ok and result.lease is not None
         (sent,) = fake.create_requests()
-        private = asyncssh.import_private_key(base64.b64decode(sent.body["env"][HOST_KEY_ENV]))
+        (secret,) = fake.secrets()
+        (value,) = fake.secret_values()
+        assert sent.body["env"][HOST_KEY_ENV] == "{{ RUNPOD_SECRET_" + secret["name"] + " }}"
+        private = asyncssh.import_private_key(base64.b64decode(value))
         public = private.export_public_key().decode().strip()
         assert on_disk == [public] and result.lease.host_key == public
+        assert secrets_on_disk == [[(secret["name"], secret["id"], SecretState.STORED)]]
         text = "".join(p.read_text() for p in (tmp_path / "state").rglob("*.json"))
-        assert sent.body["env"][HOST_KEY_ENV] not in text and "PRIVATE KEY" not in text
-        assert all(sent.body["env"][HOST_KEY_ENV] not in str(e) for e in sink.events)
+        assert value not in text and "PRIVATE KEY" not in text
+        assert all(value not in str(e) for e in sink.events)
         await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
                        fast_settings())  # fmt: skip
-        assert fake.pods() == []
+        assert fake.pods() == [] and fake.secrets() == []
+        assert fake.deleted_secrets == [secret["id"]]
     finally:
         await provider.aclose()
 

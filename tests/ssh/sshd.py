@@ -20,6 +20,8 @@ import asyncssh
 
 from tests.peers import require_executable
 
+# The test sshds running now, by port: a fake provider's "container" finds its node here.
+RUNNING: dict[int, Sshd] = {}
 SSHD_FIX = "apt-get install -y openssh-server (CI: see .ci), then mkdir -p /run/sshd"
 START_TIMEOUT = 10.0
 
@@ -134,6 +136,18 @@ class Sshd:
         with self.authorized.open("a") as out:
             out.write(public_openssh.strip() + "\n")
 
+    def adopt_host_key(self, private_openssh: bytes) -> None:
+        """Serve this host key from now on, as a node's start command does with the one
+        pinned before create: the key file replaced, then SIGHUP (sshd re-execs and reloads
+        its keys; a connection in that instant is refused and retried)."""
+        key = asyncssh.import_private_key(private_openssh)
+        tmp = self.host_key_path.with_suffix(".new")
+        write_key(tmp, key)
+        tmp.replace(self.host_key_path)
+        self.host_key = key
+        if self.process is not None and self.process.returncode is None:
+            os.kill(self.process.pid, signal.SIGHUP)  # callable from a fake server's thread
+
     def rekey(self) -> None:
         """A new host key for the next start (a rebuilt node, or an interceptor)."""
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
@@ -176,6 +190,7 @@ class Sshd:
         )
         listening = asyncio.get_running_loop().create_future()
         self._drain = asyncio.create_task(self._read_log(self.process, listening))
+        RUNNING[self.port] = self
         try:
             await asyncio.wait_for(asyncio.shield(listening), START_TIMEOUT)
         except TimeoutError:
@@ -205,6 +220,8 @@ class Sshd:
         process, self.process = self.process, None
         if process is None:
             return
+        if RUNNING.get(self.port) is self:
+            del RUNNING[self.port]
         sessions = [pid for pid in children(process.pid) if comm(pid) == "sshd"]
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(sig)

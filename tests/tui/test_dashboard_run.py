@@ -38,7 +38,9 @@ def dashboard(
 ) -> tuple[MvpApp, WaitingSink]:
     """The dashboard on a real engine; `other_providers`: as `mvp-tui` starts it, with
     engines for the board's other providers (on the same sink) for picks that mix them."""
-    config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"), **env},
+    # A free port for the run's OpenAI endpoint: tests run side by side (not the default).
+    config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"),
+                              "MVP_PROMPT_OPENAI_PORT": "0", **env},
                          paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
     sink, seen = ForwardingSink(), WaitingSink()
 

@@ -17,7 +17,13 @@ from mvp_tui.config import ConfigError, ConfigPaths, load_config
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.node_agent import boot_guard_report
 from mvp_tui.providers.base import CreateRequest, ProviderError, SelectionPolicy
-from mvp_tui.providers.boot_guard import VAST, VAST_ONSTART_CAP, guard_script, vast_onstart
+from mvp_tui.providers.boot_guard import (
+    VAST,
+    VAST_ONSTART_CAP,
+    guard_script,
+    vast_onstart,
+    vast_start_lines,
+)
 from mvp_tui.providers.vastai import VastAiProvider, build_create_body
 from tests.fakes.container import Container, wait_until
 from tests.fakes.vastai_server import FakeVast
@@ -178,7 +184,7 @@ async def test_the_users_onstart_runs_after_the_guard_with_its_shebang_first(
     user = '#!/bin/sh\necho "user onstart ran" > "$USER_MARK"\n'
     instance = await rent(fake, provider, onstart=user, grace_s=30)
     script = fake.onstart_of(instance) or ""
-    assert script.startswith("#!/bin/sh\nmvp_boot_guard() {")
+    assert script.startswith("#!/bin/sh\n" + vast_start_lines())  # then the user's lines
     with container(fake, instance, tmp_path, USER_MARK=str(tmp_path / "user-ran")) as node:
         assert node.verdict() == "armed python3 30"
         wait_until((tmp_path / "user-ran").exists, 10, "the user's onstart")
@@ -187,9 +193,10 @@ async def test_the_users_onstart_runs_after_the_guard_with_its_shebang_first(
 
 
 def test_the_guard_fits_vasts_cap_with_room_for_the_users_onstart() -> None:
-    guard = guard_script(VAST)
+    guard = vast_start_lines()  # with the pinned host key's install before it
+    assert guard_script(VAST) in guard
     room = VAST_ONSTART_CAP - len(guard) - 1
-    assert room >= 2000, f"the guard ({len(guard)} chars) leaves a user's onstart {room}"
+    assert room >= 1400, f"the start lines ({len(guard)} chars) leave a user's onstart {room}"
     assert len(vast_onstart("x" * room)) == VAST_ONSTART_CAP
     with pytest.raises(ValueError, match="exceeds Vast's 4096-character cap"):
         vast_onstart("x" * (room + 1))

@@ -41,7 +41,7 @@ async def test_bootstrap_checklist_from_events_and_frames(tmp_path: Path) -> Non
         assert stages[StageId.LEASE].detail == "1.2.3.4:22022 direct"
         assert stages[StageId.SSH].name == "ssh attempt 3"
         assert stages[StageId.SSH].status is Status.DONE
-        assert stages[StageId.HOST_KEY].detail == "SHA256:Qx3Lk9vZ1aB7 pinned"
+        assert stages[StageId.HOST_KEY].detail == "SHA256:Qx3Lk9vZ1aB7 first use"
         assert stages[StageId.AGENT].detail == "pid 311"
         assert stages[StageId.MODEL].status is Status.ACTIVE
         assert stages[StageId.ENGINE].status is Status.DONE  # WeightsLoaded

@@ -9,7 +9,7 @@ from textual.widgets import Static
 from mvp_tui.lease import events as ev
 from mvp_tui.widgets.confirm import ConfirmScreen
 from mvp_tui.widgets.leases import LeasesPane
-from mvp_tui.widgets.leases_model import HISTORY_LINES, LeaseDisplayState, LeasesModel
+from mvp_tui.widgets.leases_model import HISTORY_LINES, LeaseDisplayState, LeasesModel, Tone
 from tests.widgets.data import NOW, RUN, T0, fixed_clock, walk_events
 from tests.widgets.harness import Harness, screen_text
 
@@ -158,3 +158,16 @@ def test_a_lease_that_may_bill_is_never_forgotten() -> None:
         )
     assert len(model.leases) == 40
     assert all(lease.state is LeaseDisplayState.RUNNING for lease in model.leases.values())
+
+
+def test_a_secret_left_on_the_account_is_a_warning_with_its_remedy() -> None:
+    model = LeasesModel()
+    assert model.apply(
+        ev.SecretLeftOver(
+            at=T0, run_id=RUN, label="mvp-r-1-1-1", name="mvp_host_key_x", secret_id="sec1",
+            reason="delete failed 6 times (last: HTTP 500)", fix="`mvp-tui down r-1 --yes`",
+        )
+    )  # fmt: skip
+    ((text, tone),) = model.history[-1].parts
+    assert "secret mvp_host_key_x left on the account (does not bill)" in text
+    assert tone is Tone.WARN and "mvp-tui down r-1 --yes" in model.full_text()

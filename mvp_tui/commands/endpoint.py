@@ -1,0 +1,106 @@
+"""`mvp-tui endpoint [RUN] [--env | --json]`: the run's OpenAI endpoint for other tools.
+
+From the run's endpoint record (no provider call, no network): the local base URL, the run's
+key and the model. RUN omitted: the newest run whose node serves now through a live mvp-tui.
+`eval "$(mvp-tui endpoint --env)"` sets OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
+The key goes to stdout only (never to a log); mind where that output is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from typing import Any
+
+from mvp_tui.config import Config
+from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process_alive
+from mvp_tui.lease.records import RecordStore
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run", nargs="?", metavar="RUN", help="a run id (default: the newest serving one)"
+    )
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--env", action="store_true", help="shell assignments, for eval")
+    shape.add_argument("--json", action="store_true", help="one JSON object")
+
+
+def live(endpoint: EndpointRecord) -> bool:
+    """Its node serves, through a forward an mvp-tui process still holds."""
+    return endpoint.serving and bool(endpoint.base_url) and process_alive(endpoint.pid)
+
+
+def newest_serving(store: RecordStore) -> tuple[str, EndpointRecord] | None:
+    found = [(run_id, load_endpoint(store, run_id)) for run_id in store.run_ids()]
+    serving = [(r, e) for r, e in found if e is not None and live(e)]
+    return max(serving, key=lambda x: x[1].updated_at) if serving else None
+
+
+def facts(run_id: str, endpoint: EndpointRecord) -> dict[str, Any]:
+    return {
+        "run": run_id,
+        "base_url": endpoint.openai_base_url,
+        "api_key": endpoint.api_key if endpoint.auth == "key" else "",
+        "model": endpoint.model,
+        "authenticated": endpoint.auth == "key",
+        "serving": live(endpoint),
+        "webui_url": f"{endpoint.base_url}/" if endpoint.base_url else "",
+        "idle_stop_mins": endpoint.idle_stop_mins,
+    }
+
+
+def env_lines(values: dict[str, Any]) -> list[str]:
+    # An unauthenticated endpoint still takes any key: clients that insist on one get a word.
+    key = values["api_key"] or "none"
+    pairs = [("OPENAI_BASE_URL", values["base_url"]), ("OPENAI_API_KEY", key),
+             ("OPENAI_MODEL", values["model"])]  # fmt: skip
+    return [f"export {name}={shlex.quote(str(value))}" for name, value in pairs]
+
+
+def _fail(message: str) -> int:
+    print(f"mvp-tui endpoint: {message}", file=sys.stderr)
+    return int(ExitCode.USAGE)
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    store = RecordStore(config.state_dir)
+    if args.run:
+        try:
+            endpoint = load_endpoint(store, args.run)
+        except ValueError:
+            endpoint = None
+        if endpoint is None:
+            return _fail(f"run {args.run} has no endpoint record; `mvp-tui ls --all` lists runs")
+        run_id = str(args.run)
+    else:
+        newest = newest_serving(store)
+        if newest is None:
+            return _fail(
+                "no run serves now; start one (`mvp-tui`, or `mvp-tui up --headless`), or "
+                "re-attach to a kept lease"
+            )
+        run_id, endpoint = newest
+    values = facts(run_id, endpoint)
+    if not values["serving"]:
+        print(f"mvp-tui endpoint: warning: run {run_id} does not serve now (no mvp-tui holds "
+              "its port); these are its last values", file=sys.stderr)  # fmt: skip
+    if not values["authenticated"]:
+        print(f"mvp-tui endpoint: warning: run {run_id}'s endpoint is UNAUTHENTICATED: any "
+              "local user or web page can use it", file=sys.stderr)  # fmt: skip
+    if args.json:
+        print(json.dumps(values))
+    elif args.env:
+        print("\n".join(env_lines(values)))
+    else:
+        print(f"run      {run_id}")
+        print(f"base url {values['base_url']}")
+        print(f"api key  {values['api_key'] or '(none: unauthenticated)'}")
+        print(f"model    {values['model']}")
+        print(f"web UI   {values['webui_url']} (the dashboard opens it with the key: `w`)")
+        idle = values["idle_stop_mins"]
+        print("idle stop " + (f"after {idle:g} min with no request" if idle else "off"))
+    return int(ExitCode.OK)

@@ -1,0 +1,96 @@
+"""The run's endpoint: the local OpenAI address, its key and the model, on disk beside the
+run record (`<state_dir>/runs/<run_id>/endpoint.json`, mode 600 in a 700 directory).
+
+The key is made once per run (`new_api_key`) and written here before the agent starts, so a
+re-attach finds the key its agent checks, and `mvp-tui endpoint` can hand it to other tools.
+It is never on a command line, in a log line, a frame or the run record's config.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.lease.records import RecordStore
+
+ENDPOINT_FILE = "endpoint.json"
+ENDPOINT_VERSION = 1
+
+
+def new_api_key() -> str:
+    """A per-run key: 256 random bits, URL-safe (fits a Bearer header and an env value)."""
+    return "mvp-" + secrets.token_urlsafe(32)
+
+
+@dataclass(slots=True)
+class EndpointRecord:
+    """What a tool needs to use the run's model, and what the dashboard shows of it."""
+
+    api_key: str
+    base_url: str = ""  # http://127.0.0.1:PORT (no /v1); empty until the node serves
+    model: str = ""
+    auth: str = "key"  # "key" | "none": the node's gate checks the key, or nothing does
+    idle_stop_mins: float | None = None  # the node's idle stop; None: off
+    serving: bool = False  # the last the run knew: its node serves at base_url
+    pid: int = 0  # the mvp-tui process whose forward carries base_url (it ends with it)
+    updated_at: float = field(default_factory=time.time)
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.base_url}/v1" if self.base_url else ""
+
+    @property
+    def port(self) -> int | None:
+        tail = self.base_url.rsplit(":", 1)[-1]
+        return int(tail) if tail.isdigit() else None
+
+
+def process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def endpoint_path(store: RecordStore, run_id: str) -> Path:
+    return store.run_dir(run_id) / ENDPOINT_FILE
+
+
+def save_endpoint(store: RecordStore, run_id: str, record: EndpointRecord) -> None:
+    """Write atomically, mode 600; the run's directory must exist (it does once it leased)."""
+    record.updated_at = time.time()
+    record.pid = os.getpid()
+    data = {"version": ENDPOINT_VERSION, **asdict(record)}
+    write_atomic(endpoint_path(store, run_id), (json.dumps(data, indent=2) + "\n").encode())
+
+
+def load_endpoint(store: RecordStore, run_id: str) -> EndpointRecord | None:
+    """The run's endpoint, or None when it has none (an older run) or it cannot be read."""
+    try:
+        data: Any = json.loads(endpoint_path(store, run_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("api_key"), str):
+        return None
+    idle = data.get("idle_stop_mins")
+    return EndpointRecord(
+        api_key=data["api_key"],
+        base_url=str(data.get("base_url") or ""),
+        model=str(data.get("model") or ""),
+        auth="none" if data.get("auth") == "none" else "key",
+        idle_stop_mins=float(idle) if isinstance(idle, int | float) and idle > 0 else None,
+        serving=data.get("serving") is True,
+        pid=data["pid"] if isinstance(data.get("pid"), int) else 0,
+        updated_at=float(data.get("updated_at") or 0.0),
+    )

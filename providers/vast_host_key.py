@@ -1,0 +1,76 @@
+"""Pinned first contact on Vast.ai: the instance's sshd host key is made here, before create.
+
+Without it the first SSH connection to a Vast lease trusts whatever key answers, and that
+connection receives the run's secrets (`agent.env`: HF_TOKEN; on a multi-node main, the key
+to every worker's RPC port). So, as on RunPod:
+
+1. `HostKeyPlan.new()` generates an ed25519 host key; its public half is pinned in the run
+   record's placeholder lease before the create is sent (`VastAiProvider.host_key_for`);
+2. the private half goes in the create's `env`, base64, cut into `MVP_SSH_HOST_KEY_ED25519_<n>`
+   pieces (Vast takes at most 256 characters per variable), never shown (redacted);
+3. the instance's `onstart` (`install_script`) writes it over sshd's own ed25519 key, drops
+   the other host key types so sshd offers ours alone, and sends sshd a SIGHUP (it re-execs
+   and reloads its keys);
+4. until the node presents the pinned key the SSH session counts a different key as "not yet"
+   (never trusted, nothing sent), within its boot budget (`ssh/session.py`).
+
+Not verified against the live API: that Vast's launch mode keeps the sshd it started alive
+through a SIGHUP, and where its pid file lives (the script also finds sshd by name). When
+the pinned key never answers, the host fails with the fingerprints named, and
+`[vastai] pin_host_key = false` goes back to trust on first use (the Bootstrap row shows the
+key that was pinned then).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+PIECE_PREFIX = "MVP_SSH_HOST_KEY_ED25519_"
+PIECE_CHARS = 250  # Vast: 256 characters per env variable at most
+# Where the script writes the key and finds sshd; tests point them at a loopback sshd.
+SSH_DIR_ENV = "MVP_BOOT_SSH_DIR"  # default /etc/ssh
+SSHD_PIDFILE_ENV = "MVP_BOOT_SSHD_PIDFILE"  # default /var/run/sshd.pid
+
+
+@dataclass(frozen=True, slots=True)
+class HostKeyPlan:
+    """One instance's host key: the public line to pin, the env pieces that carry the rest."""
+
+    public: str  # OpenSSH public key line
+    private_b64: str  # the private key file, base64 (a secret)
+
+    @classmethod
+    def new(cls) -> HostKeyPlan:
+        import asyncssh  # the SSH layer's library; loaded only when an instance is made
+
+        key = asyncssh.generate_private_key("ssh-ed25519")
+        private = base64.b64encode(key.export_private_key("openssh")).decode()
+        public = key.export_public_key("openssh").decode().strip()
+        return cls(public=public, private_b64=private)
+
+    def env(self) -> dict[str, str]:
+        """The create env's pieces, in order from 1."""
+        text = self.private_b64
+        pieces = [text[i : i + PIECE_CHARS] for i in range(0, len(text), PIECE_CHARS)]
+        return {f"{PIECE_PREFIX}{n}": piece for n, piece in enumerate(pieces, 1)}
+
+
+def install_script() -> str:
+    """The onstart lines that put the pinned key in place (before the boot guard starts);
+    silent when the create carried no key. POSIX sh, base64 from coreutils or busybox."""
+    return f"""\
+k=""; n=1
+while :; do eval "p=\\${{{PIECE_PREFIX}$n:-}}"; [ -n "$p" ] || break; k="$k$p"; n=$((n+1)); done
+if [ -n "$k" ]; then
+ d=${{{SSH_DIR_ENV}:-/etc/ssh}}
+ f="$d/ssh_host_ed25519_key"
+ if (umask 077; printf %s "$k" | base64 -d >"$f.mvp") && mv -f "$f.mvp" "$f"; then
+  rm -f "$d/ssh_host_rsa_key" "$d/ssh_host_ecdsa_key" "$d/ssh_host_dsa_key"
+  s=$(cat "${{{SSHD_PIDFILE_ENV}:-/var/run/sshd.pid}}" 2>/dev/null || pgrep -o -x sshd)
+  [ -n "$s" ] && kill -HUP "$s"
+  echo "mvp: pinned ssh host key installed" >&2
+ else echo "mvp: the pinned ssh host key could not be installed in $d" >&2; fi
+fi
+unset k p n
+"""

@@ -1,0 +1,73 @@
+"""Pinned first contact on Vast, end to end (fake Vast API, real sshd, headless): a node that
+presents another key than the one pinned before create is "not yet" — no login, no
+`agent.env` — until its start command installs the pinned key; a node that never does is
+given up within its budget, destroyed, and the next host tried."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.node import Node, vast_node_env
+from tests.e2e.test_vast_headless import cli
+from tests.fakes.vastai_server import FakeVast
+from tests.ssh.pinned_key import pinned_key
+
+KEY = "fake-vast-key-0123456789"
+
+
+def _not_yet(record: dict[str, object]) -> bool:
+    return record.get("event") == "ssh_attempt" and record.get("outcome") == "host_key_not_yet"
+
+
+async def test_an_unpinned_key_is_not_yet_until_the_pinned_one_answers(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        fake.on_container_start = None  # the start command has not installed the key yet
+        fake.add_offer(dph_total=0.40)
+        fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
+        env = vast_node_env(fake, node, KEY, tmp_path)
+        own = node.sshd.fingerprint
+        args = ["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)]
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            refused = await run.until(_not_yet, within=60)
+            assert own in str(refused["detail"]) and "nothing is sent" in str(refused["detail"])
+            # Nothing reached the node: no agent.env (HF_TOKEN and the like) was sent.
+            assert not list(node.node_dir.rglob("agent.env"))
+            (put,) = [r for r in fake.requests if r.method == "PUT"]
+            key = pinned_key(put.body["env"])
+            assert key is not None
+            node.sshd.adopt_host_key(key)  # the start command gets there
+            pinned = await run.until(event("host_key_pinned"), within=60)
+            code = await asyncio.wait_for(run.finish(within=120), 130)
+        assert code == 0, run.stderr
+        assert pinned["before_create"] is True and pinned["fingerprint"] == node.sshd.fingerprint
+        assert pinned["fingerprint"] != own
+        connected = [r for r in run.events("ssh_attempt") if r["outcome"] == "connected"]
+        first_ok = run.records.index(connected[0])
+        assert all(run.records.index(r) < first_ok for r in run.records if _not_yet(r))
+        assert run.events("node_ready")
+        down = cli("down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(tmp_path / "state")})
+        assert down.returncode == 0 and fake.billing() == [], down.stderr
+
+
+async def test_a_node_that_never_presents_the_pinned_key_is_given_up(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        fake.on_container_start = None  # its launch mode never runs the key install
+        fake.add_offer(dph_total=0.40)
+        fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
+        env = {**vast_node_env(fake, node, KEY, tmp_path), "MVP_SSH_READY_TIMEOUT_SECS": "4"}
+        args = ["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)]
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            code = await run.finish(within=120)
+        assert code == 1, run.stderr
+        assert fake.billing() == []
+    (abandoned,) = run.events("attempt_abandoned")
+    assert abandoned["failure_kind"] == "host_key_not_pinned", abandoned
+    assert "pinned" in abandoned["reason"], abandoned
+    assert not run.events("agent_started") and not list(node.node_dir.rglob("agent.env"))
+    assert not [r for r in run.events("ssh_attempt") if r["outcome"] == "connected"]

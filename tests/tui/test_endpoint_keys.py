@@ -1,0 +1,106 @@
+"""The dashboard's endpoint keys and palette commands: `y` / "Copy endpoint" copy the base URL
+and key; `w` / "Open the engine's web UI" open it through the same local port, logged in by a
+mode-600 page (never a key on the browser's command line), only ever on loopback; a key while
+the idle stop warns tells the node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mvp_tui.engine.events import IdleStopNotice
+from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.tui.app import MvpApp
+from mvp_tui.tui.engine_port import EngineMessage
+from tests.tui.test_dashboard_run import dashboard
+from tests.widgets.data import wait_until
+
+KEY = "mvp-test-key-0123456789abcdef"
+
+
+def serving_app(tmp_path: Path, base_url: str = "http://127.0.0.1:8642") -> MvpApp:
+    app, _seen = dashboard({"MVP_PROVIDER": "local"}, tmp_path)
+    engine = app.engine
+    assert engine is not None
+    engine.store.run_dir(engine.run_id).mkdir(parents=True)
+    engine.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
+                                     serving=True)  # fmt: skip
+    return app
+
+
+def page_facts(url: str) -> tuple[int, str]:
+    page = Path(url.removeprefix("file://"))
+    return page.stat().st_mode & 0o777, page.read_text()
+
+
+async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(tmp_path: Path) -> None:
+    app = serving_app(tmp_path)
+    opened: list[str] = []
+    app.web_opener = opened.append
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.screen.set_focus(None)
+        await pilot.press("y")
+        assert app.clipboard == (
+            f"OPENAI_BASE_URL=http://127.0.0.1:8642/v1\nOPENAI_API_KEY={KEY}\n"
+        )
+        assert all(KEY not in str(n.message) for n in app._notifications)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: bool(opened))
+        (url,) = opened
+        assert url.startswith("file://") and KEY not in url  # no key in the browser's argv
+        mode, text = page_facts(url)
+        assert mode == 0o600
+        assert 'action="http://127.0.0.1:8642/mvp/webui"' in text and KEY in text
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Copy endpoint (y)" in titles and "Open the engine's web UI (w)" in titles
+        app._exit_cleared = True
+
+
+async def test_the_web_ui_opens_only_on_loopback(tmp_path: Path) -> None:
+    app = serving_app(tmp_path, base_url="http://10.0.0.5:8642")
+    opened: list[str] = []
+    app.web_opener = opened.append
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.screen.set_focus(None)
+        await pilot.press("w")
+        await pilot.pause()
+        assert opened == []
+        assert any("not on loopback" in str(n.message) for n in app._notifications)
+        app._exit_cleared = True
+
+
+async def test_the_keys_wait_until_the_node_serves(tmp_path: Path) -> None:
+    app, _seen = dashboard({"MVP_PROVIDER": "local"}, tmp_path)
+    opened: list[str] = []
+    app.web_opener = opened.append
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.screen.set_focus(None)
+        assert app.check_action("copy_endpoint", ()) is None  # dimmed
+        await pilot.press("w")
+        await pilot.pause()
+        assert opened == [] and app.clipboard == ""
+        app._exit_cleared = True
+
+
+async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> None:
+    app = serving_app(tmp_path)
+    engine = app.engine
+    assert engine is not None
+    told: list[str] = []
+
+    async def postpone() -> bool:
+        told.append("use")
+        return True
+
+    engine.postpone_idle_stop = postpone  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        app.screen.set_focus(None)
+        warning = IdleStopNotice(at=0.0, run_id=engine.run_id, state="warning",
+                                 idle_stop_mins=30.0, stops_in_s=120.0)  # fmt: skip
+        app.post_message(EngineMessage(warning))
+        await wait_until(pilot, lambda: app._idle_warned)
+        await pilot.press("down")
+        await wait_until(pilot, lambda: told == ["use"])
+        await pilot.press("down")
+        await pilot.pause()
+        assert told == ["use"]  # once per warning
+        app._exit_cleared = True
