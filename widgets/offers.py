@@ -80,6 +80,7 @@ class OffersPane(Pane):
         self._placed: str | None = None
         self._keys_state: tuple[bool, bool] | None = None  # what `check_action` last saw
         self.need = ""  # the model's VRAM need in words (the detail view says it)
+        self.need_note = ""  # why the need is unknown, when it is
         super().__init__(id=id)
 
     def empty_text(self) -> str:
@@ -253,7 +254,8 @@ class OffersPane(Pane):
         self.app.push_screen(
             DetailScreen(
                 f"Offer {key}",
-                offer_detail(offer, self.model.failure(key), self.model.outlook(key), self.need),
+                offer_detail(offer, self.model.failure(key), self.model.outlook(key),
+                             self.need or self.need_note),
             )
         )
 
@@ -305,8 +307,8 @@ def offer_detail(
         lines.append(f"machine: {clean_line(host, 80)}")
     if offer.data_centers:
         lines.append("data centers: " + ", ".join(clean_line(d, 40) for d in offer.data_centers))
-    if outlook is not None and outlook.fit.fit is not Fit.UNKNOWN:
-        lines.append(f"fit: {outlook.fit.cell}" + (f" ({need})" if need else ""))
+    if outlook is not None and (need or outlook.fit.fit is not Fit.UNKNOWN):
+        lines.append(f"fit: {outlook.fit.cell}" + (f" ({clean_line(need, 300)})" if need else ""))
     ready = outlook.ready if outlook is not None else None
     if ready is not None:
         pull = "cached on this host" if ready.cached_image else clock_text(ready.pull_s)

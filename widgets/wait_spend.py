@@ -5,7 +5,7 @@ token). Pure state from lease and engine events; the pane renders `line(now)`.""
 
 from __future__ import annotations
 
-from mvp_tui.engine.events import ReadySummary
+from mvp_tui.engine.events import NodeReady, ReadySummary
 from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
@@ -33,6 +33,9 @@ class WaitSpend:
             self._closed += event.spend_usd
             if event.provider_id == self._lease:
                 self._since, self._lease = None, None
+            return True
+        if isinstance(event, NodeReady):  # serving: the wait is over (the summary follows)
+            self._since = None
             return True
         if isinstance(event, ReadySummary):
             self.summary = clean_line(event.text, 300)

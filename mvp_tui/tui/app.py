@@ -443,7 +443,7 @@ class MvpApp(App[int]):
         pane.need = self._need.describe() if self._need is not None else ""
         pane.set_outlook(result.outlook(self._need),
                          show_unfit=self.config.get_bool("offers.show_unfit"))  # fmt: skip
-        pane.set_notes({**result.notes, **({"model": why} if why else {})})
+        pane.need_note = why  # `i` says why fit reads "?" (the footer is the providers')
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
         """A live lease whose GPU type its provider no longer offers (a re-lease would find

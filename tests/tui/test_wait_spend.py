@@ -3,7 +3,7 @@ up (this attempt's wait and cost, and the run's), and the summary line at ready.
 
 from __future__ import annotations
 
-from mvp_tui.engine.events import ReadySummary
+from mvp_tui.engine.events import NodeReady, ReadySummary
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.lease import events as ev
 from mvp_tui.widgets.wait_spend import WaitSpend
@@ -40,6 +40,9 @@ def test_the_waiting_line_counts_this_attempt_and_the_run() -> None:
     assert wait.line(T0 + 130) == ""  # between attempts: nothing waits on a lease
     wait.handle(running("7002", T0 + 200, 0.72))  # the next host, created at T0 + 160
     assert wait.line(T0 + 210) == "waiting 0:50 · $0.0100 (run $0.0220)"
+    wait.handle(NodeReady(at=T0 + 299, run_id="r-7f3a", model_id="m", engine="llama-server",
+                          local_url="http://127.0.0.1:1", load_ms=10))  # fmt: skip
+    assert wait.line(T0 + 299.5) == ""  # serving: no longer waiting
     text = "ready in 5:00 · $0.040 spent\x1b[2J"
     wait.handle(ReadySummary(at=T0 + 300, run_id="r-7f3a", seconds=300, stages=(),
                              spent_usd=0.04, text=text))  # fmt: skip
