@@ -24,6 +24,7 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("next-pane", "tab", "focus_next_pane", "next pane", show=False),
     KeyBinding("previous-pane", "shift+tab", "focus_previous_pane", "previous pane", show=False),
     KeyBinding("search-offers", "r", "search_offers", "offers"),
+    KeyBinding("zoom", "z", "toggle_zoom", "zoom"),
     KeyBinding("lease", "enter", "lease", "lease", show=False),
     KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),

@@ -33,6 +33,7 @@ from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
 from mvp_tui.widgets.detail import DetailScreen, node_log_tail
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.wait_spend import WaitSpend
 
 POLL_S = 0.25
 BAR_CELLS = 14
@@ -63,7 +64,10 @@ class BootstrapPane(Pane):
         "Once a lease runs: SSH attempts with their back-off, the node agent starting, "
         "the model loading and the engine's health. Nothing to bootstrap yet."
     )
-    COMPONENT_CLASSES: ClassVar[set[str]] = set(_STATUS_CLASS.values()) | {"bootstrap--time"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(_STATUS_CLASS.values()) | {
+        "bootstrap--time",
+        "bootstrap--spend",
+    }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "detail", "full text", id="bootstrap-detail"),
     ]
@@ -77,6 +81,7 @@ class BootstrapPane(Pane):
     ) -> None:
         super().__init__(id=id)
         self.model = BootstrapModel(tz=tz)
+        self.wait = WaitSpend()  # the price of waiting: the checklist's last line
         self.hub: ChannelHub | None = None
         self._clock = clock
         self._version = -1
@@ -94,7 +99,8 @@ class BootstrapPane(Pane):
 
     # -- the API the app uses ------------------------------------------------------------
     def handle_event(self, event: EngineEvent) -> None:
-        if self.model.apply(event):
+        changed = self.wait.handle(event)  # both see every event: no short-circuit
+        if self.model.apply(event) or changed:
             self.render_list()
 
     def attach_hub(self, hub: ChannelHub) -> None:
@@ -173,8 +179,13 @@ class BootstrapPane(Pane):
         width = size.width if width is None else width
         height = size.height if height is None else height
         now = self._clock()
+        spend = self.wait.line(now)  # the price of waiting, or the summary at ready
+        if spend and height:
+            height = max(1, height - 1)
         layout = layout_rows(self.model.rows(), width, height)
         text = Text(no_wrap=True, overflow="ellipsis")
+        if spend:  # first: in a short pane the last pending row is what gets cut, not this
+            text.append(spend + "\n", style=self._style("bootstrap--spend"))
         if layout.folded:
             style = self._style(_STATUS_CLASS[Status.DONE])
             text.append(f"{Status.DONE.value} {folded_text(layout.folded, width - 2)}", style=style)

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Static
 
+from mvp_tui.engine.model_fit import UNKNOWN, Fit, FitVerdict
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.dialog import Choice, DialogScreen
@@ -57,8 +58,9 @@ class LeaseLimits:
         ]
 
 
-def offers_table(offers: Sequence[Offer]) -> Table:
+def offers_table(offers: Sequence[Offer], fits: Sequence[FitVerdict] = ()) -> Table:
     """The fallback order as a table; provider text as plain Text, sanitised."""
+    fits = list(fits) or [UNKNOWN] * len(offers)
     table = Table(box=None, show_edge=False, pad_edge=False, expand=True)
     for name, justify in (
         ("#", "right"),
@@ -66,17 +68,19 @@ def offers_table(offers: Sequence[Offer]) -> Table:
         ("offer", "left"),
         ("GPU", "left"),
         ("VRAM", "right"),
+        ("fit", "left"),
         ("$/h", "right"),
         ("where", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for position, offer in enumerate(offers, start=1):
+    for position, (offer, fit) in enumerate(zip(offers, fits, strict=True), start=1):
         table.add_row(
             Text(f"{position}"),
             Text(clean_line(offer.provider, 12)),
             Text(clean_line(offer.offer_id, 24)),
             Text(f"{clean_line(offer.gpu_name, 32)} ×{offer.num_gpus}"),
             Text(f"{offer.vram_gib_total:.0f} GB"),
+            Text(fit.cell),
             Text(f"{offer.price_per_hour:.3f}"),
             Text(clean_line(offer.location, 32)),
         )
@@ -88,9 +92,19 @@ class LeaseConfirmScreen(DialogScreen[bool]):
 
     button_prefix = "lease-"
 
-    def __init__(self, offers: Sequence[Offer], limits: LeaseLimits, *, provider: str) -> None:
+    def __init__(
+        self,
+        offers: Sequence[Offer],
+        limits: LeaseLimits,
+        *,
+        provider: str,
+        fits: Sequence[FitVerdict] = (),
+        need: str = "",
+    ) -> None:
         super().__init__(focus="cancel", cancel_value="cancel")
         self.offers = tuple(offers)
+        self.fits = tuple(fits) or (UNKNOWN,) * len(self.offers)
+        self.need = need  # the model's VRAM need in words
         self.limits = limits
         self.provider = provider
 
@@ -103,7 +117,10 @@ class LeaseConfirmScreen(DialogScreen[bool]):
         return Text(f"Lease on {where}: {count} offers, tried in this order")
 
     def compose_body(self) -> Iterable[Widget]:
-        yield Static(offers_table(self.offers), id="lease-confirm-offers")
+        yield Static(offers_table(self.offers, self.fits), id="lease-confirm-offers")
+        warning = self.fit_warning()
+        if warning:
+            yield Static(Text(warning), id="lease-confirm-fit")
         yield Static(self._limits_text(), id="lease-confirm-limits")
         yield Static(Text(ON_FAILURE), id="lease-confirm-failure")
 
@@ -112,6 +129,22 @@ class LeaseConfirmScreen(DialogScreen[bool]):
 
     def result_for(self, value: str) -> bool:
         return value == "go"
+
+    def fit_warning(self) -> str:
+        """What to know before paying for a boot the engine may not survive, or ""."""
+        small = [i for i, f in enumerate(self.fits, start=1) if f.fit is Fit.NO]
+        tight = [i for i, f in enumerate(self.fits, start=1) if f.fit is Fit.TIGHT]
+        parts = []
+        if small:
+            parts.append(f"offer {_places(small)} cannot hold the model: the engine will "
+                         "fail to load it after the boot is paid for")  # fmt: skip
+        if tight:
+            parts.append(f"offer {_places(tight)} is tight: no room to spare, it may fail as "
+                         "it loads")  # fmt: skip
+        if not parts:
+            return ""
+        need = f" The model {self.need}." if self.need else ""
+        return "⚠ " + "; ".join(parts) + "." + need
 
     def _limits_text(self) -> Text:
         text = Text("limits  ")
@@ -123,3 +156,7 @@ class LeaseConfirmScreen(DialogScreen[bool]):
         if not any(is_set for _, _, is_set in self.limits.lines()):
             text.append("  (no limit set: only the provider's balance stops the spend)")
         return text
+
+
+def _places(positions: Sequence[int]) -> str:
+    return "#" + ", #".join(str(p) for p in positions)

@@ -19,6 +19,9 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from mvp_tui.engine.model_fit import Fit
+from mvp_tui.engine.outlook import OfferOutlook, Outlook
+from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import AttemptAnswered
 from mvp_tui.providers.base import Offer, Outcome
@@ -76,6 +79,8 @@ class OffersPane(Pane):
         self._hidden_key: str | None = None
         self._placed: str | None = None
         self._keys_state: tuple[bool, bool] | None = None  # what `check_action` last saw
+        self.need = ""  # the model's VRAM need in words (the detail view says it)
+        self.need_note = ""  # why the need is unknown, when it is
         super().__init__(id=id)
 
     def empty_text(self) -> str:
@@ -115,12 +120,17 @@ class OffersPane(Pane):
         *,
         providers: Sequence[str],
         failures: FailureText | None = None,
+        outlook: Outlook | None = None,
+        show_unfit: bool = True,
     ) -> None:
         """A refresh of these providers' offers, in place by row key; the other providers'
         rows (one that failed this time, say) stay on the board. `failures`: the host
-        memory read with them (see `set_host_memory`)."""
+        memory read with them (see `set_host_memory`); `outlook`: each offer's fit and
+        ~ready (see `set_outlook`)."""
         if failures is not None:
             self.model.set_failures(failures)
+        if outlook is not None:
+            self.model.set_outlook(outlook, show_unfit=show_unfit)
         self.model.update_offers(offers, providers=providers)
         self._read_at = self._clock()
         self.refresh_view()
@@ -129,6 +139,12 @@ class OffersPane(Pane):
         """Which offers' hosts failed recently (the app's host memory): badged, listed after
         the others whatever the sort, still pickable; `i` shows why."""
         self.model.set_failures(failure_text)
+        self.refresh_view()
+
+    def set_outlook(self, outlook: Outlook, *, show_unfit: bool = True) -> None:
+        """Each offer's fit (the model's VRAM need against its VRAM) and ~ready: an offer
+        too small is dimmed and listed last, or hidden when `show_unfit` is False."""
+        self.model.set_outlook(outlook, show_unfit=show_unfit)
         self.refresh_view()
 
     def set_notes(self, notes: Mapping[str, str]) -> None:
@@ -236,7 +252,11 @@ class OffersPane(Pane):
         if key is None or offer is None:
             return
         self.app.push_screen(
-            DetailScreen(f"Offer {key}", offer_detail(offer, self.model.failure(key)))
+            DetailScreen(
+                f"Offer {key}",
+                offer_detail(offer, self.model.failure(key), self.model.outlook(key),
+                             self.need or self.need_note),
+            )
         )
 
     def on_offers_table_row_selected(self, event: OffersTable.RowSelected) -> None:
@@ -270,7 +290,9 @@ class OffersPane(Pane):
         self.table.focus()
 
 
-def offer_detail(offer: Offer, failure: str | None) -> str:
+def offer_detail(
+    offer: Offer, failure: str | None, outlook: OfferOutlook | None = None, need: str = ""
+) -> str:
     """An offer's facts, one per line (provider text cleaned), and its host's recent failure."""
     lines = [
         f"{clean_line(offer.gpu_name, 80)} × {offer.num_gpus}, {offer.vram_gib_total:.0f} GB VRAM",
@@ -285,6 +307,13 @@ def offer_detail(offer: Offer, failure: str | None) -> str:
         lines.append(f"machine: {clean_line(host, 80)}")
     if offer.data_centers:
         lines.append("data centers: " + ", ".join(clean_line(d, 40) for d in offer.data_centers))
+    if outlook is not None and (need or outlook.fit.fit is not Fit.UNKNOWN):
+        lines.append(f"fit: {outlook.fit.cell}" + (f" ({clean_line(need, 300)})" if need else ""))
+    ready = outlook.ready if outlook is not None else None
+    if ready is not None:
+        pull = "cached on this host" if ready.cached_image else clock_text(ready.pull_s)
+        lines.append(f"~ready in {ready.cell}: image {pull} · model {clock_text(ready.model_s)} "
+                     f"· load {clock_text(ready.load_s)}")  # fmt: skip
     if failure is not None:
         lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
                   "It is tried after the others; pick it (space) to try it anyway."]  # fmt: skip

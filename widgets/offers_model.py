@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
+from mvp_tui.engine.outlook import NO_OUTLOOK, OfferOutlook, Outlook, no_outlook
+from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
@@ -31,19 +33,17 @@ class SortKey(enum.Enum):
     VRAM = "VRAM"
     RELIABILITY = "reliability"
     DOWN = "↓Mb/s"
+    READY = "~ready"
 
     @property
     def ascending_first(self) -> bool:
-        """Cheapest first for prices, biggest/best first for the rest."""
-        return self in (SortKey.PRICE, SortKey.PER_GIB)
+        """Cheapest and soonest first for prices and waits, biggest/best first for the rest."""
+        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY)
 
     @property
     def column(self) -> Column:
         """The column whose raw values this sort orders by."""
         return _SORT_COLUMNS[self]
-
-    def value_of(self, offer: Offer) -> float:
-        return _NUMBERS[self.column].value(offer)
 
     def next(self) -> SortKey:
         members = list(SortKey)
@@ -58,7 +58,9 @@ class Column(enum.Enum):
     GPU = "GPU"
     N = "n"
     VRAM = "VRAM"
+    FIT = "fit"
     PRICE = "$/h"
+    READY = "~ready"
     PER_GIB = "$/GB·h"
     RELIABILITY = "stock/rel"
     DOWN = "↓Mb/s"
@@ -72,7 +74,13 @@ class Column(enum.Enum):
 
 COLUMNS: tuple[Column, ...] = tuple(Column)
 # Columns of text (provider names, places, stock words), measured rather than formatted.
-TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE})
+TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT})
+# What a narrow board drops first, in this order; `$/h`, `fit` and `~ready` always stay.
+DROP_ORDER: tuple[Column, ...] = (
+    Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
+    Column.PROVIDER, Column.VRAM,
+)  # fmt: skip
+UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
 FAILURE_CHARS = 600
@@ -92,6 +100,7 @@ _SORT_COLUMNS: dict[SortKey, Column] = {
     SortKey.VRAM: Column.VRAM,
     SortKey.RELIABILITY: Column.RELIABILITY,
     SortKey.DOWN: Column.DOWN,
+    SortKey.READY: Column.READY,
 }
 
 
@@ -105,6 +114,9 @@ class NumberFormat:
     def text(self, offer: Offer) -> str:
         return self.spec.format(self.value(offer))
 
+    def format(self, value: float) -> str:
+        return self.spec.format(value)
+
 
 _NUMBERS: dict[Column, NumberFormat] = {
     Column.N: NumberFormat(lambda o: o.num_gpus, "{}"),
@@ -117,6 +129,14 @@ _NUMBERS: dict[Column, NumberFormat] = {
 }
 
 
+def _ready_text(value: float) -> str:
+    return "?" if value == UNKNOWN_READY else clock_text(value)
+
+
+def _ready_value(outlook: OfferOutlook) -> float:
+    return outlook.ready.total_s if outlook.ready is not None else UNKNOWN_READY
+
+
 @dataclass(frozen=True, slots=True)
 class OfferRow:
     """One table row: the offer id (row key), each column's text, and its state flags."""
@@ -127,6 +147,7 @@ class OfferRow:
     picked: bool
     gone: bool = False  # the provider said it is sold: dimmed until the next refresh
     failed: bool = False  # its host failed recently: badged, sorted after the others
+    unfit: bool = False  # the model does not fit its VRAM: dimmed, sorted last
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +196,7 @@ class OffersModel:
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
-        self._values: dict[Column, list[float]] = {c: [] for c in _NUMBERS}
+        self._values: dict[Column, list[float]] = {c: [] for c in (*_NUMBERS, Column.READY)}
         self._cheap_limit = 0.0
         self.filter_text = ""
         self.sort_key = SortKey.PRICE
@@ -184,6 +205,10 @@ class OffersModel:
         self._gone: set[str] = set()
         self._failure_text: FailureText = _no_failure
         self._failed: dict[str, str] = {}  # id -> why its host is avoided (cleaned)
+        self._outlook_of: Outlook = no_outlook
+        self._outlooks: dict[str, OfferOutlook] = {}  # id -> fit and ~ready
+        self._unfit: set[str] = set()  # ids whose VRAM is too small for the model
+        self.show_unfit = True  # [offers] show_unfit: False lists only offers that may fit
         self._view: list[str] | None = None  # cached ordered, filtered ids
         # The last view made and what from: a longer filter in the same sort narrows it.
         self._last: tuple[tuple[SortKey, bool, str], list[str]] | None = None
@@ -201,6 +226,7 @@ class OffersModel:
         self._by_id = sorted(self._entries)
         offers_by_id = [self._entries[key].offer for key in self._by_id]
         self._values = {c: list(map(f.value, offers_by_id)) for c, f in _NUMBERS.items()}
+        self._set_outlooks()
         self._picks = [key for key in self._picks if key in self._entries]
         self._gone &= set(self._entries)  # still listed after a refresh: still marked
         per_gib = sorted(value for value in self._values[Column.PER_GIB] if value > 0)
@@ -230,6 +256,29 @@ class OffersModel:
         self._orders = {}
         self._rows = {}
         self._widths = None
+
+    def set_outlook(self, outlook: Outlook, *, show_unfit: bool = True) -> None:
+        """Each offer's fit and ~ready (the app's estimate of the model's need): an offer the
+        model cannot fit is dimmed and sorted last, or not listed without `show_unfit`."""
+        self._outlook_of = outlook
+        self.show_unfit = show_unfit
+        self._set_outlooks()
+        self._view = self._last = None
+        self._orders = {}
+        self._rows = {}
+        self._widths = None
+
+    def _set_outlooks(self) -> None:
+        self._outlooks = {k: self._outlook_of(e.offer) for k, e in self._entries.items()}
+        self._unfit = {k for k, o in self._outlooks.items() if o.fit.unfit}
+        self._values[Column.READY] = [_ready_value(self._outlooks[k]) for k in self._by_id]
+
+    def outlook(self, offer_id: str) -> OfferOutlook:
+        return self._outlooks.get(offer_id, NO_OUTLOOK)
+
+    @property
+    def unfit_count(self) -> int:
+        return len(self._unfit)
 
     def _failures(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -303,6 +352,8 @@ class OffersModel:
                 if (sort_key, ascending) == basis[:2] and text.startswith(last_text):
                     order = last_view
             haystacks = self._haystacks
+            if not self.show_unfit and self._unfit:
+                order = [k for k in order if k not in self._unfit]
             for word in text.split():
                 order = [k for k in order if word in haystacks[k]]
             self._view = order
@@ -326,6 +377,9 @@ class OffersModel:
             if self._failed:
                 failed = self._failed
                 order = [k for k in order if k not in failed] + [k for k in order if k in failed]
+            if self._unfit:  # after even a failed host: the model cannot load there at all
+                unfit = self._unfit
+                order = [k for k in order if k not in unfit] + [k for k in order if k in unfit]
             self._orders[sort] = order
         return self._orders[sort]
 
@@ -346,12 +400,18 @@ class OffersModel:
         per_gib = offer.price_per_gib_vram_hour
         cheap = 0 < per_gib <= self._cheap_limit and not gone
         cells = [GONE if gone else _pick_text(pick, failed)]
+        outlook = self.outlook(offer_id)
         for column in COLUMNS[1:]:
-            if column in TEXT_COLUMNS or column is Column.RELIABILITY:
+            if column is Column.FIT:
+                cells.append(outlook.fit.cell)
+            elif column is Column.READY:
+                cells.append(_ready_text(_ready_value(outlook)))
+            elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                 cells.append(_text_of(entry, column))
             else:
                 cells.append(_NUMBERS[column].text(offer))
-        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed)
+        unfit = offer_id in self._unfit
+        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed, unfit)
 
     def widths(self) -> tuple[int, ...]:
         """Each column's width in cells, wide enough for its header and every offer's text.
@@ -368,12 +428,18 @@ class OffersModel:
                     width = max(width, len(str(len(self._entries))), len(GONE))
                     if self._failed:
                         width = max(width, len(_pick_text(len(self._entries), failed=True)))
+                elif column is Column.FIT:
+                    texts = {o.fit.cell for o in self._outlooks.values()}
+                    width = max([width, *(cell_len(t) for t in texts)])
+                elif column is Column.READY:
+                    texts = {_ready_text(v) for v in self._values[column]}
+                    width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                     texts = {_text_of(e, column) for e in entries}
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif entries:
-                    values, spec = self._values[column], _NUMBERS[column].spec
-                    width = max(width, *(len(spec.format(v)) for v in (min(values), max(values))))
+                    values, number = self._values[column], _NUMBERS[column]
+                    width = max(width, *(len(number.format(v)) for v in (min(values), max(values))))
                 out.append(width)
             self._widths = tuple(out)
         return self._widths
@@ -384,7 +450,9 @@ class OffersModel:
         Offers marked gone are never walked."""
         keys: Sequence[str] = self._picks
         if not keys and highlighted is not None:
-            view = self.view()
+            # Walking on past the highlighted offer never reaches one the model cannot fit;
+            # the highlighted one itself is the user's choice (the confirm warns).
+            view = [k for k in self.view() if k == highlighted or k not in self._unfit]
             start = view.index(highlighted) if highlighted in view else 0
             keys = [k for k in view[start:] if k not in self._gone][: max(1, max_attempts)]
         return tuple(self._entries[k].offer for k in keys if k in self._entries)
@@ -397,6 +465,9 @@ class OffersModel:
             parts.append(f"{len(self._gone)} gone")
         if self._failed:
             parts.append(f"{len(self._failed)} failed host last (i: why)")
+        if self._unfit:
+            where = "last" if self.show_unfit else "hidden"
+            parts.append(f"{len(self._unfit)} too small {where}")
         if self.filter_text:
             parts.append(f"filter '{clean_line(self.filter_text, 40)}'")
         if self._picks:

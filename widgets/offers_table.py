@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mvp_tui.widgets.offers_model import COLUMNS, Column, OfferRow
+from mvp_tui.widgets.offers_model import COLUMNS, DROP_ORDER, Column, OfferRow
 
 CELL_PADDING = 1  # blank cells either side of every column's text
 HEADER_LINES = 1
@@ -54,6 +54,7 @@ class _Styles:
     cursor_cheap: Style
     cursor_picked: Style
     cursor_failed: Style
+    unfit: Style
 
 
 class OffersTable(ScrollView, can_focus=True):
@@ -66,6 +67,7 @@ class OffersTable(ScrollView, can_focus=True):
         "offers-table--picked",
         "offers-table--gone",
         "offers-table--failed",
+        "offers-table--unfit",
     }
     # Structure and the stock look (DataTable's, from theme variables); the app's own
     # colours for cheap and picked rows are in themes/app.tcss.
@@ -120,6 +122,7 @@ class OffersTable(ScrollView, can_focus=True):
         self._keys: Sequence[str] = ()
         self._row: RowSource = _no_row
         self._widths: tuple[int, ...] = tuple(len(c.value) for c in COLUMNS)
+        self._shown: tuple[int, ...] = tuple(range(len(COLUMNS)))  # column indexes painted
         self._cursor = 0
         self._styles: _Styles | None = None
 
@@ -147,7 +150,29 @@ class OffersTable(ScrollView, can_focus=True):
         self._row = row
         self._widths = tuple(widths)
         self._cursor = min(self._cursor, max(0, len(keys) - 1))
-        self.virtual_size = Size(self._table_width(), len(keys) + HEADER_LINES)
+        self._fit_columns()
+
+    @property
+    def shown_columns(self) -> tuple[Column, ...]:
+        """The columns painted at this width (a narrow board drops `DROP_ORDER` first)."""
+        return tuple(COLUMNS[i] for i in self._shown)
+
+    def _fit_columns(self) -> None:
+        """Drop the least useful columns until the rest fit the table's width."""
+        room = self.scrollable_content_region.width or self.size.width
+        shown = list(range(len(COLUMNS)))
+        dropped: list[int] = []
+        for column in DROP_ORDER:
+            if not room or self._width_of(shown) <= room:
+                break
+            dropped.append(COLUMNS.index(column))
+            shown.remove(dropped[-1])
+        # A wide column's drop may leave room for narrower, less useful ones: back they come.
+        for index in reversed(dropped[:-1]):
+            if self._width_of([*shown, index]) <= room:
+                shown = sorted([*shown, index])
+        self._shown = tuple(shown)
+        self.virtual_size = Size(self._table_width(), len(self._keys) + HEADER_LINES)
         if self.scroll_y > self.max_scroll_y:
             self.scroll_to(y=self.max_scroll_y, animate=False)
         self.refresh()
@@ -188,8 +213,11 @@ class OffersTable(ScrollView, can_focus=True):
             immediate=True,
         )
 
+    def _width_of(self, shown: Sequence[int]) -> int:
+        return sum(self._widths[i] for i in shown) + 2 * CELL_PADDING * len(shown)
+
     def _table_width(self) -> int:
-        return sum(self._widths) + 2 * CELL_PADDING * len(self._widths)
+        return self._width_of(self._shown)
 
     def _refresh_row(self, index: int) -> None:
         self.refresh_line(index + HEADER_LINES)
@@ -241,6 +269,8 @@ class OffersTable(ScrollView, can_focus=True):
             self.move_cursor(index)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._fit_columns()
+        self.refresh()
         self.scroll_cursor_visible()
 
     # -- painting -------------------------------------------------------------------------
@@ -267,6 +297,7 @@ class OffersTable(ScrollView, can_focus=True):
                 cursor_cheap=cheap + cursor,
                 cursor_picked=picked + cursor,
                 cursor_failed=failed + cursor,
+                unfit=base + component("offers-table--unfit"),
             )
         return self._styles
 
@@ -290,18 +321,19 @@ class OffersTable(ScrollView, can_focus=True):
         )
 
     def _header_strip(self, styles: _Styles) -> Strip:
-        labels = zip((c.value for c in COLUMNS), self._widths, _RIGHT, strict=True)
-        texts = [self._cell(text, width, right) for text, width, right in labels]
+        texts = [self._cell(COLUMNS[i].value, self._widths[i], _RIGHT[i]) for i in self._shown]
         return Strip([Segment("".join(texts), styles.header)], self._table_width())
 
     def _row_strip(self, row: OfferRow, styles: _Styles, *, cursor: bool) -> Strip:
         plain = styles.cursor if cursor else styles.base
         if row.gone:  # sold: the whole row dimmed, "gone" in its pick cell
             plain = plain + styles.gone if cursor else styles.gone
+        elif row.unfit:  # the model cannot fit its VRAM: the whole row dimmed
+            plain = plain + styles.unfit if cursor else styles.unfit
         pad = Segment(" " * CELL_PADDING, plain)
         segments: list[Segment] = []
-        cells = zip(row.cells, self._widths, _RIGHT, strict=True)
-        for index, (text, width, right) in enumerate(cells):
+        for index in self._shown:
+            text, width, right = row.cells[index], self._widths[index], _RIGHT[index]
             style = plain
             if row.failed and not row.gone and index == _PICK_COLUMN:
                 # The badge of a host that failed recently: in the lease-failed colour.

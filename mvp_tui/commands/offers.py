@@ -7,18 +7,23 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import sys
 import time
 
 from mvp_tui.config import Config
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.model_need import ModelNeedError, read_model_need
+from mvp_tui.engine.outlook import Outlook, no_outlook, outlook_for
 from mvp_tui.engine.provider_factory import build_provider
-from mvp_tui.engine.settings import selection_policy
+from mvp_tui.engine.settings import ModelSettings, selection_policy
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.untrusted import clean_line
 
-COLUMNS = ("id", "gpu", "n", "VRAM GiB", "$/h", "$/GiB·h", "rel", "down", "up", "where", "memory")
+COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "~ready", "$/GiB·h", "rel", "down", "up",
+           "where", "memory")  # fmt: skip
 FAILED_BADGE = "failed recently"
 
 
@@ -27,18 +32,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, default=64, metavar="N", help="at most N offers")
 
 
-def _row(o: Offer, memory: HostMemory) -> tuple[str, ...]:
+def _row(o: Offer, memory: HostMemory, outlook: Outlook) -> tuple[str, ...]:
+    seen = outlook(o)
     return (
         clean_line(o.offer_id, 24), clean_line(o.gpu_name, 24), str(o.num_gpus),
-        f"{o.vram_gib_total:.0f}", f"{o.price_per_hour:.3f}", f"{o.price_per_gib_vram_hour:.4f}",
+        f"{o.vram_gib_total:.0f}", seen.fit.cell, f"{o.price_per_hour:.3f}",
+        seen.ready.cell if seen.ready else "?", f"{o.price_per_gib_vram_hour:.4f}",
         f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
         clean_line(o.location, 32), FAILED_BADGE if memory.failure(o) is not None else "",
     )  # fmt: skip
 
 
-def render_table(offers: list[Offer], memory: HostMemory | None = None) -> str:
+def render_table(
+    offers: list[Offer], memory: HostMemory | None = None, outlook: Outlook = no_outlook
+) -> str:
     memory = memory if memory is not None else HostMemory()
-    rows = [COLUMNS, *(_row(o, memory) for o in offers)]
+    rows = [COLUMNS, *(_row(o, memory, outlook) for o in offers)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     return (
         "\n".join(
@@ -57,15 +66,31 @@ async def _search(config: Config, limit: int) -> list[Offer]:
     return sorted(offers, key=lambda o: (o.price_per_hour, o.offer_id))
 
 
-def offer_json(offer: Offer, memory: HostMemory, now: float) -> dict[str, object]:
+def offer_json(
+    offer: Offer, memory: HostMemory, now: float, outlook: Outlook = no_outlook
+) -> dict[str, object]:
     """An offer as `--json` prints it: its fields, its host key and, when that host failed
-    within `[lease] avoid_failed_hosts_days`, why (`recent_failure`; else null)."""
+    within `[lease] avoid_failed_hosts_days`, why (`recent_failure`; else null); whether the
+    model fits (`fit`: fits/tight/no/unknown, `needs_gb` per node) and `ready`, the board's
+    ~ready estimate in seconds and its parts (null without a bandwidth)."""
     failure = memory.failure(offer)
     return {
         **dataclasses.asdict(offer),
         "host": host_key(offer),
         "recent_failure": describe(failure, now) if failure is not None else None,
+        **outlook(offer).as_json(),
     }
+
+
+async def _need(config: Config) -> tuple[ModelNeed | None, str]:
+    """The model's VRAM need (as the board reads it), or None and why not."""
+    try:
+        need = await read_model_need(ModelSettings.from_config(config),
+                                     nodes=config.get_int("runtime.nodes") or 1,
+                                     environ=os.environ)  # fmt: skip
+    except ModelNeedError as exc:
+        return None, clean_line(str(exc), 600)
+    return need, ""
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
@@ -77,11 +102,16 @@ def run(config: Config, args: argparse.Namespace) -> int:
     now = time.time()
     memory = load_memory(config, now)
     offers = memory.order(offers)  # the order `up --headless` tries them in
+    need, why = asyncio.run(_need(config))
+    outlook = outlook_for(need, image=config.node_image()[0],
+                          image_gb=config.get_float("image.size_gb") or 0.0,
+                          has_image=memory.has_image)  # fmt: skip
     if args.json:
-        json.dump([offer_json(o, memory, now) for o in offers], sys.stdout, indent=1)
+        json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_table(offers, memory))
+        sys.stdout.write(render_table(offers, memory, outlook))
+        print(f"the model {need.describe()}" if need else f"fit unknown: {why}", file=sys.stderr)
         avoided = sum(1 for o in offers if memory.failure(o) is not None)
         print(f"{len(offers)} offer(s) from {config.provider}", file=sys.stderr)
         if avoided:

@@ -1071,6 +1071,16 @@ KEYS: tuple[KeySpec, ...] = (
         flag="--offers-refresh-secs",
         minimum=0,
     ),
+    # [offers]
+    _k(
+        "offers",
+        "show_unfit",
+        Kind.BOOL,
+        True,
+        "list offers whose VRAM cannot hold the model (dimmed, last); false = hide them",
+        env=("MVP_OFFERS_SHOW_UNFIT",),
+        flag="--show-unfit",
+    ),
     # [state]
     _k(
         "state",

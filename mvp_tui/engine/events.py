@@ -84,6 +84,18 @@ class StageBudget(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReadySummary(EngineEvent):
+    """The node serves: the winning attempt's seconds per stage (words as the user knows the
+    work: image, ssh, agent, model, load), and what the run spent before the first token."""
+
+    run_id: str
+    seconds: float  # from the walk's first create to ready
+    stages: tuple[tuple[str, float], ...]
+    spent_usd: float
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WalkOrderSaid(EngineEvent):
     """The offers the walk will try, in order (after auto picks and re-sorts)."""
 

@@ -33,7 +33,7 @@ from mvp_tui.engine.controller import (
     StopResult,
 )
 from mvp_tui.engine.endpoint_words import endpoint_lines, idle_stop_line
-from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunFinished
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, ReadySummary, RunFinished
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
@@ -84,6 +84,8 @@ class JsonLines:
 
     def event(self, event: EngineEvent) -> None:
         self.write(event.to_dict())
+        if isinstance(event, ReadySummary):  # the one human line at ready (stderr, as hints)
+            print(f"mvp-tui: {self.redact(event.text)}", file=sys.stderr, flush=True)
         for line in _spoken(event):  # the endpoint and the idle stop also in words
             print(f"mvp-tui: {self.redact(line)}", file=sys.stderr, flush=True)
 

@@ -29,6 +29,7 @@ from mvp_tui.engine.events import (
     NodeFailed,
     NodeReady,
     OffersListed,
+    ReadySummary,
     RunStarted,
     StageBudget,
     WalkOrderSaid,
@@ -45,9 +46,11 @@ from mvp_tui.engine.failures import (
     ssh_failure,
 )
 from mvp_tui.engine.limits import LimitReached, watch_limits
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.provider_factory import build_provider
+from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.settings import RunSettings, create_env, node_env, volume_settings
 from mvp_tui.engine.stall import StallDetected, StallWatch
 from mvp_tui.engine.watchdog import (
@@ -367,6 +370,14 @@ class RunEngine:
             ) from None
 
     # -- offers --------------------------------------------------------------------------------
+    async def model_need(self) -> ModelNeed:
+        """The model's VRAM need per node (the board's `fit`), from the local file or the
+        hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""
+        from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
+
+        nodes = self.config.get_int("runtime.nodes") or 1
+        return await read_model_need(self.settings.model, nodes=nodes, environ=self._environ)
+
     async def search_offers(self, limit: int = 64) -> list[Offer]:
         policy = dataclasses.replace(self.settings.policy, limit=limit)
         offers = await self.provider.search_offers(policy)
@@ -579,6 +590,7 @@ class RunEngine:
             load_ms=loaded.load_ms,
         )
         self.emit(ready)
+        self.emit(self._ready_summary(ready.at))
         endpoint = self.endpoint
         if endpoint is not None:
             self.emit(
@@ -1112,6 +1124,7 @@ class RunEngine:
             stage_secs=self.stage_secs(now),
             cost_usd=round(lease_spend_usd(lease, now), 6),
             blames_host=failure is None or failure.scope is FailureScope.HOST,
+            image=self.config.node_image()[0],  # the board's ~ready: this host has it cached
         )
         try:
             HostJournal(self.config.state_dir, redact=self.redactor).append(outcome)
@@ -1166,6 +1179,19 @@ class RunEngine:
         self._sink_line(
             "the walk tries, in order: " + (", ".join(names) or "(none left)") + f" ({reason})"
         )
+
+    def _ready_summary(self, now: float) -> ReadySummary:
+        """Stage times of the attempt that served; the money of every host tried so far."""
+        secs = self.stage_secs(now)
+        leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
+        spent = sum(lease_spend_usd(lease, now) for lease in leases)
+        began = min((at for at in self.stage_started.values()), default=now)
+        first = min((x.created_at for x in leases if x.created_at is not None), default=began)
+        parts = stage_parts(secs)
+        total = max(0.0, now - min(first, began))
+        return ReadySummary(at=now, run_id=self.run_id, seconds=round(total, 3), stages=parts,
+                            spent_usd=round(spent, 6),
+                            text=summary_text(total, parts, spent))  # fmt: skip
 
     def limit_reached(self) -> tuple[str, str] | None:
         """(reason, fix) when a spend or hours limit is reached by the leases so far."""

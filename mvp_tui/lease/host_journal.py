@@ -56,6 +56,8 @@ VERSION = 1
 STAGES = ("create", "running", "ssh", "agent", "model", "engine", "serving")
 SERVING = "serving"
 DAY_S = 86400.0
+# How long a host is taken to keep an image it ran (hosts prune their image caches).
+WARM_IMAGE_DAYS = 2.0
 ANY_DATA_CENTER = "*"  # a RunPod host whose data center is not known (the type anywhere)
 
 REASON_CHARS = 600
@@ -84,6 +86,7 @@ class HostOutcome:
     # False: the failure is not the host's (a stop by the user, a gated model, a bad key);
     # journaled and listed, never held against the host.
     blames_host: bool = True
+    image: str = ""  # the container image it ran: a host that pulled it has it cached
 
     @property
     def counts_against_host(self) -> bool:
@@ -230,6 +233,7 @@ class HostJournal:
             "stage_secs": stages,
             "cost_usd": round(o.cost_usd, 6) if math.isfinite(o.cost_usd) else 0.0,
             "blames_host": o.blames_host,
+            "image": self._clean(o.image, SHORT_CHARS),
         }
 
     def _clean(self, text: str, max_chars: int) -> str:
@@ -262,6 +266,10 @@ class HostMemory:
         default_factory=lambda: MappingProxyType({})
     )  # provider -> host -> newest failure
     days: float = 0.0
+    # provider -> host -> images it ran within WARM_IMAGE_DAYS (its pull is likely cached)
+    images: Mapping[str, Mapping[str, frozenset[str]]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def failure(self, offer: Offer) -> HostOutcome | None:
         """Why `offer`'s host is avoided (its newest recent failure), or None."""
@@ -273,19 +281,37 @@ class HostMemory:
                 *(o for o in offers if self.failure(o) is not None)]  # fmt: skip
 
 
+    def has_image(self, offer: Offer, image: str) -> bool:
+        """Whether `offer`'s host recently ran `image` (so its pull is probably cached)."""
+        hosts = self.images.get(offer.provider, {})
+        return any(image in hosts.get(host, ()) for host in hosts_of(offer))
+
+
 def memory_from(outcomes: Sequence[HostOutcome], now: float, days: float) -> HostMemory:
     providers = {o.provider for o in outcomes}
     failed = {p: failed_hosts(outcomes, p, now, days) for p in sorted(providers)}
-    return HostMemory({p: hosts for p, hosts in failed.items() if hosts}, days)
+    failed = {p: hosts for p, hosts in failed.items() if hosts} if days > 0 else {}
+    return HostMemory(failed, days, images_by_host(outcomes, now))
+
+
+def images_by_host(
+    outcomes: Iterable[HostOutcome], now: float, days: float = WARM_IMAGE_DAYS
+) -> dict[str, dict[str, frozenset[str]]]:
+    """provider -> host -> the images an attempt ran there within `days`: an attempt that got
+    past "running" had its container started, so the host pulled the image."""
+    found: dict[str, dict[str, set[str]]] = {}
+    pulled = set(STAGES[STAGES.index("ssh") :])
+    for o in outcomes:
+        if o.image and o.stage in pulled and now - o.at <= days * DAY_S:
+            found.setdefault(o.provider, {}).setdefault(o.host, set()).add(o.image)
+    return {p: {h: frozenset(i) for h, i in hosts.items()} for p, hosts in found.items()}
 
 
 def load_memory(config: Config, now: float) -> HostMemory:
     """The recent failures under the configured state dir (`[lease]
     avoid_failed_hosts_days`; 0 turns the memory off). An unreadable journal is no memory:
     it only orders offers, it never stops a run."""
-    days = config.require_float("lease.avoid_failed_hosts_days")
-    if not days > 0:
-        return HostMemory(days=0.0)
+    days = max(0.0, config.require_float("lease.avoid_failed_hosts_days"))
     try:
         outcomes = HostJournal(config.state_dir).read()
     except OSError:
@@ -330,6 +356,7 @@ def _from_json(line: bytes) -> HostOutcome | None:
         k: _text(raw.get(k), REASON_CHARS if k == "reason" else SHORT_CHARS)
         for k in ("run_id", "provider", "host", "offer_id", "gpu_name", "stage", "reason")
     }
+    image = _text(raw.get("image", ""), SHORT_CHARS) or ""
     ok, blames = raw.get("ok"), raw.get("blames_host", True)
     stages_raw = raw.get("stage_secs", {})
     if (
@@ -360,4 +387,5 @@ def _from_json(line: bytes) -> HostOutcome | None:
         stage_secs=MappingProxyType(stages),
         cost_usd=cost,
         blames_host=blames,
+        image=image,
     )

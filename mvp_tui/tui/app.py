@@ -15,7 +15,7 @@ from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
@@ -37,8 +37,9 @@ from mvp_tui.engine.controller import (
     StopResult,
 )
 from mvp_tui.engine.endpoint_words import endpoint_warnings, idle_stop_line
-from mvp_tui.engine.events import EndpointReady, IdleStopNotice, NodeReady
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, NodeReady, RunStateChanged
 from mvp_tui.engine.limits import Limits
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.engine.settings import PromptSettings
@@ -52,8 +53,10 @@ from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
+from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.live_leases import LiveLeases
-from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
+from mvp_tui.tui.receipts import LeaseReceipts
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
@@ -65,6 +68,7 @@ from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.offers_model import offer_key
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.prompt import PromptPane
 from mvp_tui.widgets.sparkline import sparkline
@@ -76,6 +80,7 @@ ENGINE_ERRORS = (RunFailed, ProviderError, SshError, OSError)
 # A closed terminal (SIGHUP) or a kill (SIGTERM): nobody can be asked, so the run is stopped
 # with its leases destroyed, confirmed, before the app exits.
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+NEED_READ_DELAY_S = 0.5
 
 
 def _binding(spec: KeyBinding) -> Binding:
@@ -148,11 +153,14 @@ class MvpApp(App[int]):
                 search_own=lambda: self._engine().search_offers(),
                 redactor=engine.redactor,
                 kinds=board_kinds,
+                read_need=lambda: self._engine().model_need(),
             )
             if engine is not None
             else None
         )
         self.leases = LiveLeases()
+        self.receipts = LeaseReceipts()  # printed once the app has left the screen
+        self.layout = SoloLayout()  # which pane has the screen: zoomed, or a small terminal's
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
         self._quitting = False
@@ -160,6 +168,8 @@ class MvpApp(App[int]):
         # ready, it goes to the prompt box (the next thing to do).
         self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
+        self._need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
+        self._board_result: BoardResult | None = None  # the last search's (its notes, memory)
         self.web_opener: Opener = default_opener  # tests record the URL instead
         self._idle_warned = False  # the node's idle stop warned: the next key postpones it
 
@@ -209,6 +219,7 @@ class MvpApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._apply_layout()
         self._update_summary()
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self.query_one("#offers-pane", Pane).focus()
@@ -264,6 +275,7 @@ class MvpApp(App[int]):
         for pane in self.query(Pane):
             pane.handle_event(event)
         self.leases.handle(event)
+        self.receipts.handle(event, self.engine.provider.info.name if self.engine else "")
         if isinstance(event, NodeReady):
             for prompt in self.query(PromptPane):
                 prompt.set_ready(event.model_id)
@@ -273,6 +285,9 @@ class MvpApp(App[int]):
         if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
             # Marked gone at once by the pane; the board is re-read behind the walk.
             self.action_search_offers(quiet=True)
+        if isinstance(event, RunStateChanged):  # a small terminal shows what this moment needs
+            self.layout.follow(RunState(event.state))
+            self._apply_layout()
         self._update_summary()
 
     def _focus_prompt_if_unmoved(self) -> None:
@@ -404,9 +419,32 @@ class MvpApp(App[int]):
         assert self.board is not None
         result = await self.board.search()
         pane = self.query_one(OffersPane)
-        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text)
+        show_unfit = self.config.get_bool("offers.show_unfit")
+        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
+                           outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
         pane.set_notes(result.notes)
         self._check_stock(result.offers, result.answered)
+        self._board_result = result
+        if self._need is None:
+            # The model's size, read once the board is on screen: the read loads the HTTP
+            # client, and a terminal's first frame (written by the driver's thread) comes first.
+            self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
+
+    def _start_need_read(self) -> None:
+        if not any(w.name == "model size" and not w.is_finished for w in self.workers):
+            self._run(self._read_need(), "model size")
+
+    async def _read_need(self) -> None:
+        """The model's VRAM need (a file or the hub): the board's fit column fills in."""
+        assert self.board is not None
+        self._need, why = await self.board.model_need()
+        result, pane = self._board_result, self.query_one(OffersPane)
+        if result is None:
+            return
+        pane.need = self._need.describe() if self._need is not None else ""
+        pane.set_outlook(result.outlook(self._need),
+                         show_unfit=self.config.get_bool("offers.show_unfit"))  # fmt: skip
+        pane.need_note = why  # `i` says why fit reads "?" (the footer is the providers')
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
         """A live lease whose GPU type its provider no longer offers (a re-lease would find
@@ -511,7 +549,10 @@ class MvpApp(App[int]):
 
     def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
         """The confirm before anything bills: the offers in the order they will be tried."""
-        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider)
+        pane = self.query_one(OffersPane)
+        fits = [pane.model.outlook(offer_key(o)).fit for o in offers]
+        return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider,
+                                  fits=fits, need=pane.need)  # fmt: skip
 
     def _plan(self) -> Plan:
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
@@ -613,7 +654,38 @@ class MvpApp(App[int]):
         panes = self._panes()
         index = self._current_pane_index()
         target = panes[(index + step) % len(panes)] if index >= 0 else panes[0]
+        # One pane on screen (zoomed, or a small terminal): Tab brings the next one up.
+        if self.layout.zoomed is not None:
+            self.layout.zoomed = target.id
+        elif self.layout.solo(self.size.width, self.size.height) is not None:
+            self.layout.picked = target.id
+        self._apply_layout()
         target.focus()
+
+    # -- which pane has the screen (tui/layout.py) ----------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self._apply_layout()
+
+    def action_toggle_zoom(self) -> None:
+        """The focused pane fills the screen, or the grid comes back."""
+        index = self._current_pane_index()
+        self.layout.toggle_zoom(PANE_ORDER[index] if index >= 0 else PANE_ORDER[0])
+        self._apply_layout()
+
+    def _apply_layout(self) -> None:
+        if not self.screen_stack or not self.query(StatusBar):
+            return  # not composed yet, or closing
+        solo = self.layout.solo(self.size.width, self.size.height)
+        main = self.screen_stack[0]
+        main.set_class(solo is not None, "-solo")
+        for pane in self._panes():
+            pane.set_class(pane.id == solo, "-solo")
+            zoomed = pane.id == self.layout.zoomed
+            pane.border_title = f"{pane.TITLE} · zoomed (z: all panes)" if zoomed else pane.TITLE
+        if solo is not None and self.screen is main and self._current_pane_index() != (
+            PANE_ORDER.index(solo)
+        ):
+            self.query_one(f"#{solo}", Pane).focus()  # a hidden pane cannot keep the focus
 
     def action_focus_next_pane(self) -> None:
         self._focus_pane(+1)
@@ -691,6 +763,8 @@ class MvpApp(App[int]):
              "provider", self.action_teardown),
             ("Search offers again", "search-offers", "every provider on the board",
              self.action_search_offers),
+            ("Zoom the focused pane", "zoom", "the pane fills the screen; again for all panes",
+             self.action_toggle_zoom),
             ("Copy endpoint", "copy-endpoint", "the run's OpenAI base URL and key, for your "
              "own tools", self.action_copy_endpoint),
             ("Open the engine's web UI", "web-ui", "in the browser, through the same local "

@@ -4,6 +4,9 @@ of any of its runs bills unnoticed once it ends."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import time
 from collections.abc import Callable, Mapping
 
 from mvp_tui.config import Config
@@ -36,9 +39,21 @@ def run_dashboard(
         # Whatever ended the app (a crash, a dead terminal), its runs' leases are either
         # confirmed gone or named here with exit 3 (an engine the app replaced first).
         final = app.engine or engine
+        stopped = app.controller is not None and app.controller.result is not None
+        said = app.receipts.named if stopped else frozenset()
+        if stopped:  # the receipt is true only of a stop the app completed
+            say_receipt(app.receipts.lines(time.time()))
         codes = [
             after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
             for earlier in app.replaced_engines
         ]
-        codes.append(after_dashboard(final.config, final.run_id, app.controller, app.return_code))
+        codes.append(after_dashboard(final.config, final.run_id, app.controller,
+                                     app.return_code, said=said))  # fmt: skip
     return max(codes)
+
+
+def say_receipt(lines: list[str]) -> None:
+    """The receipt on stderr, after the screen is restored; a gone terminal is no error."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
+from collections.abc import Collection
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.controller import RunController, StopResult
@@ -22,15 +24,25 @@ from mvp_tui.lease.settings import WalkSettings
 
 
 def after_dashboard(
-    config: Config, run_id: str, controller: RunController | None, return_code: int | None
+    config: Config,
+    run_id: str,
+    controller: RunController | None,
+    return_code: int | None,
+    *,
+    said: Collection[str] = (),
 ) -> int:
-    """The dashboard's exit code, once nothing of its run can bill unnoticed."""
+    """The dashboard's exit code, once nothing of its run can bill unnoticed. `said`: the
+    leases the dashboard's receipt already named as billing (not named twice)."""
     result = controller.result if controller is not None else None
     if result is None or (result.nothing_bills and _still_open(config, run_id)):
         # No completed stop, or one that missed a lease its record still holds.
         result = _destroy_from_record(config, run_id)
+        said = ()  # the receipt did not know of this teardown
     if not result.nothing_bills:
-        for line in result.left_lines():
+        unsaid = dataclasses.replace(
+            result, left=tuple(r for r in result.left if r.provider_id not in said)
+        )
+        for line in unsaid.left_lines():
             _say(f"mvp-tui: {line}")
         return int(ExitCode.MAY_BILL)
     return int(return_code or 0)

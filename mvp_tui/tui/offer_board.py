@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.outlook import Outlook, outlook_for
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.lease.host_journal import HostMemory, describe, load_memory
@@ -44,6 +46,14 @@ class BoardResult:
     notes: dict[str, str] = field(default_factory=dict)  # kind -> why it has no offers
     memory: HostMemory = field(default_factory=HostMemory)  # hosts that failed recently
     read_at: float = 0.0
+    image: str = ""
+    image_gb: float = 0.0
+
+    def outlook(self, need: ModelNeed | None) -> Outlook:
+        """Each offer's fit and ~ready, from the model's need (None: unknown), the image and
+        the host journal."""
+        return outlook_for(need, image=self.image, image_gb=self.image_gb,
+                           has_image=self.memory.has_image)  # fmt: skip
 
     def failure_text(self, offer: Offer) -> str | None:
         """Why `offer`'s host is avoided (`failed 2 h ago at ssh: …`), or None."""
@@ -65,6 +75,7 @@ class OfferBoard:
         build: Callable[[Config], Provider] = build_provider,
         kinds: Sequence[str] = BOARD_PROVIDERS,
         clock: Callable[[], float] = time.time,
+        read_need: Callable[[], Awaitable[ModelNeed]] | None = None,
     ) -> None:
         self._config = config
         self._own = own
@@ -75,6 +86,8 @@ class OfferBoard:
         self._clock = clock
         self._providers: dict[str, Provider] = {}
         self._unconfigured: dict[str, str] = {}
+        self._read_need = read_need
+        self._need: ModelNeed | None = None  # read once: the model does not change
 
     def info_billing(self, kind: str) -> bool:
         """Whether leasing on `kind` bills (asks first); unknown providers are assumed to."""
@@ -137,7 +150,21 @@ class OfferBoard:
             ]
         # A file read off the loop: a long journal never stalls the screen.
         result.memory = await asyncio.to_thread(load_memory, self._config, result.read_at)
+        result.image = self._config.node_image()[0]
+        result.image_gb = self._config.get_float("image.size_gb") or 0.0
         return result
+
+    async def model_need(self) -> tuple[ModelNeed | None, str]:
+        """The model's VRAM need and "" , or None and why not. Read once it can be (a
+        failure is retried on the next call); the board shows its offers before this."""
+        if self._need is not None or self._read_need is None:
+            return self._need, ""
+        try:
+            self._need = await asyncio.wait_for(self._read_need(), SEARCH_TIMEOUT_S)
+        except Exception as exc:  # the board works without it: fit shows "?"
+            why = "no answer" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            return None, clean_line(self._redact(f"model size unknown: {why}"), NOTE_CHARS)
+        return self._need, ""
 
     def _why(self, error: BaseException) -> str:
         if isinstance(error, TimeoutError):

@@ -176,3 +176,25 @@ def test_hosts_lists_the_journal_newest_first(
     table = cli("hosts", env=env).stdout.splitlines()
     assert table[0].split()[:5] == ["when", "provider", "host", "gpu", "stage"]
     assert "vastai" in table[1] and f"failed: {REASON} [avoided]" in table[1]
+
+
+def test_offers_json_says_whether_the_model_fits(
+    fake: FakeVast, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A 30 GB model (a sparse local file) on the fake's 24 GB cards: `no`, with what it
+    needs, the same estimate the board shows; a 48 GB card fits."""
+    from tests.tui.fit_data import GIB, header_gguf
+
+    fake.add_offer(dph_total=0.90, gpu_name="RTX A6000", gpu_ram=49140)
+    model = header_gguf(tmp_path / "big.gguf", size=30 * GIB)
+    env = {**env, "MVP_GGUF_LOCAL_PATH": str(model), "MVP_MAX_CONTEXT": "4096",
+           "MVP_IMAGE_SIZE_GB": "3.6"}  # fmt: skip
+    result = cli("offers", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    by_gpu = {o["gpu_name"]: o for o in json.loads(result.stdout)}
+    assert by_gpu["RTX 4090"]["fit"] == "no" and by_gpu["RTX 4090"]["needs_gb"] == 33
+    assert by_gpu["RTX A6000"]["fit"] == "fits"
+    assert by_gpu["RTX A6000"]["ready"]["pull_s"] > 0
+    table = cli("offers", env=env)
+    assert "✗ needs 33 GB" in table.stdout
+    assert "the model needs 33 GB per node" in table.stderr

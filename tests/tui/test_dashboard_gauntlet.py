@@ -9,8 +9,9 @@ from pathlib import Path
 
 from textual.widgets import Button
 
-from mvp_tui.engine.events import AttemptAbandoned, NodeReady, OffersListed
+from mvp_tui.engine.events import AttemptAbandoned, NodeReady, OffersListed, ReadySummary
 from mvp_tui.lease import events as lease
+from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.leases import LeasesPane
 from tests.e2e.node import Node
 from tests.fakes.tiny_gguf import write_tiny_gguf
@@ -56,6 +57,13 @@ async def test_one_enter_walks_past_two_bad_hosts_to_a_serving_node(
             assert app.focused is app.query_one("#prompt-input")
             history = app.query_one(LeasesPane).model.full_text()
             assert "failed at ssh" in history and "walk order (vastai)" in history
+            # The summary at ready: the serving attempt's stages, the money of all three hosts.
+            summary = await seen.first(is_(ReadySummary))
+            assert isinstance(summary, ReadySummary)
+            assert [word for word, _ in summary.stages][:2] == ["image", "ssh"]
+            assert summary.seconds >= sum(secs for _, secs in summary.stages)
+            assert summary.spent_usd > 0 and summary.text.startswith("ready in ")
+            assert summary.text in str(app.query_one(BootstrapPane).checklist_text(100, 30))
             app.query_one(LeasesPane).focus()
             await pilot.press("q")
             await pilot.pause()

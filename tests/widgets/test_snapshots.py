@@ -12,8 +12,11 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 
 from mvp_tui.datastream import ChannelHub
+from mvp_tui.engine.controller import RunState
+from mvp_tui.engine.events import RunStateChanged
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening, PromptStarted, TextDelta
 from mvp_tui.ssh.events import PortForwarded
+from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.leases import LeasesPane
@@ -90,6 +93,9 @@ def dashboard(archive: Path) -> RunBefore:
         app.query_one(ChannelsPane).attach_hub(hub)
         prompt = app.query_one(PromptPane)
         prompt.attach_hub(hub)
+        # Serving, as the run's controller announces it (a small terminal shows the prompt).
+        app.post_message(EngineMessage(RunStateChanged(at=T0 + 90, run_id="r-7f3a",
+                                                       state=RunState.SERVING.value)))  # fmt: skip
         await pilot.pause()
         prompt.focus()
         await pilot.press(*"what does the walk do when an answer is lost?", "enter")

@@ -1,0 +1,130 @@
+"""The model's VRAM need, read once per board: the GGUF's size and header, from the local
+file when it is on this machine, else from the hub the node will download it from.
+
+The hub is asked once: a GET of the file with an open `Range` (the real hub and the tests'
+loopback one both answer 206 with the total in `Content-Range`), read only until the header's
+facts are in, then closed. `HF_TOKEN` goes in the header for private repos, as the agent's own
+download does; it never appears in an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mvp_tui.engine.gguf_shape import NotGguf, ShortRead, parse_shape
+from mvp_tui.engine.model_fit import ModelNeed, need_from
+from mvp_tui.engine.settings import ModelSettings
+
+if TYPE_CHECKING:  # httpx loads only when the hub is asked (the dashboard paints first)
+    import httpx
+
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+FIRST_READ = 64 * 1024
+MAX_HEADER_BYTES = 32 * 1024 * 1024  # past this the header's facts are not coming
+TIMEOUT_S = 15.0
+
+
+class ModelNeedError(Exception):
+    """Why the need could not be read, in words (no secret in it)."""
+
+
+def hub_url(model: ModelSettings, environ: Mapping[str, str]) -> str:
+    endpoint = (environ.get("MVP_HF_ENDPOINT", "").strip() or DEFAULT_HF_ENDPOINT).rstrip("/")
+    revision = model.gguf_revision or "main"
+    return f"{endpoint}/{model.gguf_repo}/resolve/{revision}/{model.gguf_file}"
+
+
+async def read_model_need(
+    model: ModelSettings,
+    *,
+    nodes: int,
+    environ: Mapping[str, str],
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> ModelNeed:
+    """The need at `[model] max_context`; `ModelNeedError` says why when it cannot be read."""
+    local = model.gguf_local_path
+    if local is not None and local.is_file():
+        size, head = await asyncio.to_thread(_read_local, local)
+        source = str(local)
+    else:
+        source = hub_url(model, environ)
+        size, head = await _read_hub(source, environ.get("HF_TOKEN", ""), transport)
+    try:
+        shape = parse_shape(head)
+    except ShortRead:
+        raise ModelNeedError(f"{source}: the GGUF header ends early") from None
+    except NotGguf as exc:
+        raise ModelNeedError(f"{source}: {exc}") from None
+    return need_from(shape, size, context=model.max_context, nodes=nodes, source=source)
+
+
+def _read_local(path: Path) -> tuple[int, bytes]:
+    """The size and enough of the head (the header grows until it parses, up to the cap)."""
+    size = path.stat().st_size
+    want = FIRST_READ
+    with path.open("rb") as file:
+        while True:
+            file.seek(0)
+            head = file.read(want)
+            try:
+                parse_shape(head)
+            except ShortRead:
+                if len(head) < want or want >= MAX_HEADER_BYTES:
+                    return size, head
+                want *= 4
+                continue
+            except NotGguf:
+                pass
+            return size, head
+
+
+async def _read_hub(
+    url: str, token: str, transport: httpx.AsyncBaseTransport | None
+) -> tuple[int, bytes]:
+    import httpx
+
+    headers = {"Range": "bytes=0-", "Accept-Encoding": "identity"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        async with httpx.AsyncClient(
+            transport=transport, timeout=TIMEOUT_S, follow_redirects=True
+        ) as client, client.stream("GET", url, headers=headers) as answer:
+            if answer.status_code in (401, 403):
+                raise ModelNeedError(f"{url}: the hub refused ({answer.status_code}); "
+                                     "a private repo needs HF_TOKEN")  # fmt: skip
+            if answer.status_code not in (200, 206):
+                raise ModelNeedError(f"{url}: the hub answered {answer.status_code}")
+            size = _total_size(answer)
+            head = bytearray()
+            async for chunk in answer.aiter_bytes():
+                head += chunk
+                if _parses(bytes(head)) or len(head) >= MAX_HEADER_BYTES:
+                    break
+            return size, bytes(head)
+    except httpx.HTTPError as exc:
+        raise ModelNeedError(f"{url}: {type(exc).__name__}") from None
+
+
+def _parses(head: bytes) -> bool:
+    try:
+        parse_shape(head)
+    except ShortRead:
+        return False
+    except NotGguf:
+        return True  # no more bytes will help: the caller says why
+    return True
+
+
+def _total_size(answer: httpx.Response) -> int:
+    match = re.search(r"/(\d+)\s*$", answer.headers.get("Content-Range", ""))
+    if match:
+        return int(match.group(1))
+    length = answer.headers.get("Content-Length", "")
+    if answer.status_code == 200 and length.isdigit():
+        return int(length)
+    raise ModelNeedError(f"{answer.request.url}: the hub gave no file size")

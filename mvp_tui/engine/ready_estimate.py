@@ -1,0 +1,59 @@
+"""Time to ready, predicted per offer: the image pull, the model's download and its load.
+
+The pull is `[image] size_gb` over the offer's download bandwidth, unless the host journal
+shows this host ran this image lately (then its cache has it); the model comes over the same
+link; the load is the file read into VRAM plus the engine's start. Rough by nature: it ranks
+offers by the wait they will make the user pay, it promises nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mvp_tui.providers.base import Offer
+
+LOAD_BYTES_PER_S = 1.5e9  # disk to VRAM, a conservative NVMe figure
+ENGINE_START_S = 5.0  # llama-server's own start, before it reads weights
+BOOT_S = 20.0  # the container's start and sshd, on a host that has the image
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyEstimate:
+    pull_s: float  # 0 when the host has the image
+    model_s: float
+    load_s: float
+    cached_image: bool
+
+    @property
+    def total_s(self) -> float:
+        return BOOT_S + self.pull_s + self.model_s + self.load_s
+
+    @property
+    def cell(self) -> str:
+        return clock_text(self.total_s)
+
+    def as_json(self) -> dict[str, object]:
+        return {"seconds": round(self.total_s, 1), "pull_s": round(self.pull_s, 1),
+                "model_s": round(self.model_s, 1), "load_s": round(self.load_s, 1),
+                "image_cached": self.cached_image}  # fmt: skip
+
+
+def estimate_ready(
+    offer: Offer, *, image_gb: float, model_bytes: int, cached_image: bool
+) -> ReadyEstimate | None:
+    """The estimate, or None when the offer publishes no bandwidth (nothing to divide by)."""
+    if offer.down_mbps <= 0:
+        return None
+    bytes_per_s = offer.down_mbps * 1e6 / 8
+    pull = 0.0 if cached_image else image_gb * 1e9 / bytes_per_s
+    model = model_bytes / bytes_per_s
+    load = ENGINE_START_S + model_bytes / LOAD_BYTES_PER_S
+    return ReadyEstimate(pull, model, load, cached_image)
+
+
+def clock_text(seconds: float) -> str:
+    """`0:45`, `2:41`, `1:05:00`: minutes and seconds, hours when it takes that long."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"

@@ -1,0 +1,76 @@
+"""After the dashboard, the shell says what happened to each lease and to the money: the real
+`mvp-tui` in a pty with a live Vast lease (fake Vast over real HTTP), quit by keys."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from mvp_tui.rehearsal.vastai_server import FakeVast
+from tests.faults.pty_dashboard import PtyDashboard
+from tests.faults.test_dashboard_exits import (  # noqa: F401  (fixtures)
+    closed_port,
+    fake,
+    vast_env,
+)
+from tests.faults.test_dashboard_signals import lease_by_keys
+
+LEFT = b"\x1b[D"
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
+
+
+def after_screen(term: PtyDashboard) -> str:
+    """What the terminal shows once the app has left the alternate screen."""
+    output = term.output
+    tail = output[output.rfind(b"\x1b[?1049l") :]
+    return ANSI.sub(b"", tail).decode(errors="replace").replace("\r", "")
+
+
+async def quit_with(term: PtyDashboard, *, keep: bool) -> int:
+    term.press(b"\x03")  # ctrl+c asks first; focus starts on "Destroy and quit"
+    await asyncio.to_thread(term.wait_for, "Enter: Destroy and quit")  # the hint: focus is set
+    if keep:
+        term.press(LEFT)
+        await asyncio.to_thread(term.wait_for, "Enter: Keep running")
+    term.press(b"\r")
+    return await asyncio.to_thread(term.wait, 90)
+
+
+async def test_destroy_and_quit_prints_the_receipt(fake: FakeVast, tmp_path: Path) -> None:  # noqa: F811
+    term = PtyDashboard(vast_env(fake, tmp_path))
+    try:
+        await lease_by_keys(term, fake)
+        (instance,) = [i["id"] for i in fake.billing()]
+        code = await quit_with(term, keep=False)
+    finally:
+        term.kill()
+    assert code == 0
+    text = after_screen(term)
+    line = re.search(rf"lease {instance} \(vastai, RTX 3090\): destroyed, confirmed by the "
+                     r"provider · 0:\d\d:\d\d · \$(\d+\.\d{4})", text)  # fmt: skip
+    assert line is not None, text
+    total = re.search(r"run (r-\w+): 1 lease · \$(\d+\.\d{4}) · nothing bills", text)
+    assert total is not None, text
+    assert total.group(2) == line.group(1)
+
+
+async def test_keep_running_prints_what_still_bills(fake: FakeVast, tmp_path: Path) -> None:  # noqa: F811
+    term = PtyDashboard(vast_env(fake, tmp_path))
+    try:
+        await lease_by_keys(term, fake)
+        # Settled (the status bar counts it live): a walk still in flight would destroy it.
+        await asyncio.to_thread(term.wait_for, "1 lease(s) live")
+        (instance,) = [i["id"] for i in fake.billing()]
+        code = await quit_with(term, keep=True)
+    finally:
+        term.kill()
+    text = after_screen(term)
+    assert code == 3, text
+    line = re.search(rf"lease {instance} \(vastai, RTX 3090\): KEPT RUNNING, still bills "
+                     r"\$0\.3\d\d/h · 0:\d\d:\d\d · \$\d+\.\d{4} so far; end it with "
+                     r"`mvp-tui down (r-\w+)`", text)  # fmt: skip
+    assert line is not None, text
+    assert f"run {line.group(1)}: 1 lease" in text and "1 may still bill" in text
+    assert text.count(f"mvp-tui down {line.group(1)}") == 1  # said once, not twice
+    assert [i["id"] for i in fake.billing()] == [instance]
