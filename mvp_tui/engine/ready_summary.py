@@ -31,8 +31,17 @@ def stage_parts(stage_secs: Mapping[str, float]) -> tuple[tuple[str, float], ...
     return tuple(parts)
 
 
-def summary_text(total_s: float, parts: tuple[tuple[str, float], ...], spent_usd: float) -> str:
-    inner = " · ".join(f"{word} {clock_text(secs)}" for word, secs in parts)
+def summary_text(
+    total_s: float,
+    parts: tuple[tuple[str, float], ...],
+    spent_usd: float,
+    overlapped: frozenset[str] = frozenset(),
+) -> str:
+    """`overlapped`: the stages that ran during earlier ones (the model fetched at boot)."""
+    inner = " · ".join(
+        f"{word} {clock_text(secs)}" + (", overlapped" if word in overlapped else "")
+        for word, secs in parts
+    )
     stages = f" ({inner})" if inner else ""
     return (f"ready in {clock_text(total_s)}{stages} · ${spent_usd:.3f} spent before the "
             "first token")  # fmt: skip

@@ -89,6 +89,7 @@ from mvp_tui.node_protocol import (
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 from mvp_tui.providers.base import LeaseState, Offer, Provider, ProviderError
+from mvp_tui.providers.prefetch import wants_prefetch
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.errors import PINNED_KEY_FIX, SshError
 from mvp_tui.ssh.events import AgentExited, AttemptOutcome
@@ -1189,9 +1190,12 @@ class RunEngine:
         first = min((x.created_at for x in leases if x.created_at is not None), default=began)
         parts = stage_parts(secs)
         total = max(0.0, now - min(first, began))
+        # The start command fetched the model during the boot and the SSH wait.
+        fetched_at_boot = self.provider.info.ssh and wants_prefetch(self.node_env)
+        overlapped = frozenset({"model"}) if fetched_at_boot else frozenset()
         return ReadySummary(at=now, run_id=self.run_id, seconds=round(total, 3), stages=parts,
                             spent_usd=round(spent, 6),
-                            text=summary_text(total, parts, spent))  # fmt: skip
+                            text=summary_text(total, parts, spent, overlapped))  # fmt: skip
 
     def limit_reached(self) -> tuple[str, str] | None:
         """(reason, fix) when a spend or hours limit is reached by the leases so far."""
