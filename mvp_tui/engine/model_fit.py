@@ -64,6 +64,11 @@ class ModelNeed:
 
     def verdict(self, offer: Offer) -> FitVerdict:
         vram = int(offer.num_gpus * offer.gpu_ram_mib * 1024 * 1024)
+        if vram <= 0:
+            # No GPU (this machine, a CPU node): llama.cpp serves from system memory.
+            if offer.ram_mib <= 0:
+                return FitVerdict(Fit.UNKNOWN, self.per_node_gb, self.nodes)
+            vram = int(offer.ram_mib * 1024 * 1024)
         if vram >= self.per_node_bytes:
             fit = Fit.FITS
         elif vram >= self.base_bytes:

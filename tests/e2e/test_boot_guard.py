@@ -96,7 +96,7 @@ async def test_a_run_killed_before_ssh_answers_leaves_an_instance_that_destroys_
 async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    grace_s = 30  # the agent attaches well within it, even on a loaded machine
+    grace_s = 15  # the agent attaches within a few seconds, even on a loaded machine
     guard_dir = tmp_path / "guard"
     guard_dir.mkdir()  # the agent then waits for the guard's verdict rather than see none
     with FakeVast(api_key=KEY) as fake:

@@ -73,7 +73,7 @@ def test_dashboard_paints_before_loading_ssh_or_http(tmp_path: Path) -> None:
     }
     term = PtyDashboard(env, cols=160, rows=48)
     try:
-        term.wait_for(FOOTER_KEY)
+        term.wait_for(FOOTER_KEY, within=60)  # a loaded CI machine paints late
         output = term.output
     finally:
         term.kill()

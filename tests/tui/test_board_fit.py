@@ -216,3 +216,19 @@ async def test_the_real_dashboard_fills_the_fit_column_from_the_model(tmp_path: 
         assert keys and all(pane.model.outlook(k).fit is not Fit.UNKNOWN for k in keys)
         small = [k for k in keys if pane.model.offer(k).vram_gib_total < 33]  # type: ignore[union-attr]
         assert all(pane.model.row(k).unfit for k in small)
+
+
+def test_a_machine_without_a_gpu_is_judged_on_its_memory() -> None:
+    """This machine (or a CPU node) serves from system memory: not '✗ needs N GB' of VRAM."""
+    import dataclasses
+
+    from mvp_tui.engine.model_fit import Fit, ModelNeed
+    from mvp_tui.providers.base import Offer
+
+    need = ModelNeed(model_bytes=2 * 1024**3, kv_bytes=256 * 1024**2, context=4096)
+    cpu = Offer(provider="local", offer_id="local", gpu_name="CPU only", num_gpus=0,
+                gpu_ram_mib=0, price_per_hour=0.0, reliability=1.0, down_mbps=0.0,
+                up_mbps=0.0, location="this machine", ram_mib=16 * 1024)  # fmt: skip
+    assert need.verdict(cpu).fit is Fit.FITS
+    assert need.verdict(dataclasses.replace(cpu, ram_mib=1024)).fit is Fit.NO
+    assert need.verdict(dataclasses.replace(cpu, ram_mib=0)).fit is Fit.UNKNOWN
