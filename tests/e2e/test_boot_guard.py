@@ -125,7 +125,8 @@ async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
             assert [i["id"] for i in fake.billing()] == [instance]
             assert "destroying" not in container.log()
             row = guard_row(run)
-            assert row.status is Status.DONE and row.detail.startswith("armed (python3, 0.5 min)")
+            armed = f"armed (python3, {grace_s / 60:g} min)"
+            assert row.status is Status.DONE and row.detail.startswith(armed)
             down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=env)
             assert down.returncode == 0, down.stderr
             assert fake.destroyed_by(instance) == "account"
