@@ -73,8 +73,8 @@ async def test_a_worker_in_a_bridge_container_binds_its_rpc_server_on_loopback(
 
 
 def test_an_engine_host_other_than_loopback_or_every_interface_is_a_config_error() -> None:
-    with pytest.raises(node_agent.ConfigError, match=r"MVP_ENGINE_HOST='10\.0\.0\.5'"):
-        node_agent.Settings({"MVP_ENGINE_HOST": "10.0.0.5"})
+    with pytest.raises(node_agent.ConfigError, match=r"MVP_ENGINE_HOST='192\.0\.2\.5'"):
+        node_agent.Settings({"MVP_ENGINE_HOST": "192.0.2.5"})
     assert node_agent.Settings({}).engine_host == "127.0.0.1"
 
 

@@ -56,7 +56,7 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(tmp_path: Path) 
 
 
 async def test_the_web_ui_opens_only_on_loopback(tmp_path: Path) -> None:
-    app = serving_app(tmp_path, base_url="http://10.0.0.5:8642")
+    app = serving_app(tmp_path, base_url="http://192.0.2.5:8642")
     opened: list[str] = []
     app.web_opener = opened.append
     async with app.run_test(size=(160, 48)) as pilot:
