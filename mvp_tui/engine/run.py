@@ -404,7 +404,8 @@ class RunEngine:
             return
         from mvp_tui.ssh.identity import load_identity
 
-        identity = await load_identity(self.settings.ssh.identity_path)
+        ssh = self.settings.ssh
+        identity = await load_identity(ssh.identity_path, config_key=ssh.identity_key)
         self._identity = identity
         self._ssh_public_key = identity.public_openssh
         ensure = getattr(self.provider, "ensure_ssh_key", None)

@@ -21,6 +21,8 @@ import asyncssh
 from mvp_tui.ssh.errors import IdentityError
 
 DEFAULT_IDENTITY = "~/.ssh/id_ed25519"
+# The key the errors name when the caller does not say: the running provider's own key is
+# passed in (`SshSettings.identity_key`), so a RunPod run names `[runpod] ssh_identity`.
 CONFIG_KEY = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
 
 _OPENSSH_LABEL = "OPENSSH PRIVATE KEY"  # the PEM label of an OpenSSH key file
@@ -45,6 +47,7 @@ class SshIdentity:
     public_openssh: str
     fingerprint: str
     agent_path: str | None = None
+    config_key: str = field(default=CONFIG_KEY, compare=False)  # the setting errors name
     _key: asyncssh.SSHKey | None = field(default=None, repr=False, compare=False)
 
     @asynccontextmanager
@@ -57,7 +60,7 @@ class SshIdentity:
         try:
             match = await _agent_key(agent, self.public_openssh)
             if match is None:
-                raise _not_in_agent(self.path, self.fingerprint, self.agent_path)
+                raise _not_in_agent(self.path, self.fingerprint, self.agent_path, self.config_key)
             yield [match]
         finally:
             agent.close()
@@ -69,30 +72,34 @@ async def load_identity(
     *,
     agent_path: str | None = None,
     use_env_agent: bool = True,
+    config_key: str = CONFIG_KEY,
 ) -> SshIdentity:
     """Load the key at `path` (default ~/.ssh/id_ed25519, `~` expanded).
 
     An unencrypted key is used directly. An encrypted key (or a missing private file next
     to a `.pub`) is used through the ssh-agent at `agent_path` (default: SSH_AUTH_SOCK when
     `use_env_agent`), which must hold the same key; otherwise the key is refused clearly.
+    Every error names `config_key`, the setting the path came from.
     """
     key_path = _key_path(path)
     if agent_path is None and use_env_agent:
         agent_path = os.environ.get("SSH_AUTH_SOCK") or None
-    data = _read_key_file(key_path)
+    data = _read_key_file(key_path, config_key)
     if data is not None:
-        key = _import_unencrypted(data, key_path)
+        key = _import_unencrypted(data, key_path, config_key)
         if key is not None:
             return _file_identity(key_path, key)
-    public = _public_half(key_path, data)
-    return await _agent_identity(key_path, public, agent_path, encrypted=data is not None)
+    public = _public_half(key_path, data, config_key)
+    return await _agent_identity(
+        key_path, public, agent_path, encrypted=data is not None, config_key=config_key
+    )
 
 
 def _key_path(path: str | Path | None) -> Path:
     return Path(path if path is not None else DEFAULT_IDENTITY).expanduser()
 
 
-def _read_key_file(path: Path) -> bytes | None:
+def _read_key_file(path: Path, config_key: str) -> bytes | None:
     """The key file's bytes; None when it is absent but its `.pub` exists (agent-only key)."""
     try:
         return path.read_bytes()
@@ -100,23 +107,23 @@ def _read_key_file(path: Path) -> bytes | None:
         if _pub_path(path).is_file():
             return None
         raise IdentityError(
-            f"SSH identity {path} does not exist (set by {CONFIG_KEY})",
-            fix=f"create one with `ssh-keygen -t ed25519 -f {path}` or point {CONFIG_KEY} "
+            f"SSH identity {path} does not exist (set by {config_key})",
+            fix=f"create one with `ssh-keygen -t ed25519 -f {path}` or point {config_key} "
             "at an existing private key",
         ) from None
     except IsADirectoryError:
         raise IdentityError(
-            f"SSH identity {path} is a directory, not a key file (set by {CONFIG_KEY})",
-            fix=f"point {CONFIG_KEY} at a private key file such as ~/.ssh/id_ed25519",
+            f"SSH identity {path} is a directory, not a key file (set by {config_key})",
+            fix=f"point {config_key} at a private key file such as ~/.ssh/id_ed25519",
         ) from None
     except OSError as error:
         raise IdentityError(
-            f"SSH identity {path} cannot be read: {error.strerror or error} (set by {CONFIG_KEY})",
-            fix=f"make it readable by this user (chmod 600 {path}) or set {CONFIG_KEY}",
+            f"SSH identity {path} cannot be read: {error.strerror or error} (set by {config_key})",
+            fix=f"make it readable by this user (chmod 600 {path}) or set {config_key}",
         ) from None
 
 
-def _import_unencrypted(data: bytes, path: Path) -> asyncssh.SSHKey | None:
+def _import_unencrypted(data: bytes, path: Path, config_key: str) -> asyncssh.SSHKey | None:
     """The key when it is not encrypted; None when it needs a passphrase."""
     try:
         return asyncssh.import_private_key(data)
@@ -125,8 +132,8 @@ def _import_unencrypted(data: bytes, path: Path) -> asyncssh.SSHKey | None:
             return None
         raise IdentityError(
             f"SSH identity {path} is not a private key asyncssh can read ({error}) "
-            f"(set by {CONFIG_KEY})",
-            fix=f"point {CONFIG_KEY} at an OpenSSH private key, e.g. one made with "
+            f"(set by {config_key})",
+            fix=f"point {config_key} at an OpenSSH private key, e.g. one made with "
             "`ssh-keygen -t ed25519`",
         ) from None
 
@@ -151,7 +158,7 @@ def _pub_path(path: Path) -> Path:
     return path.with_name(path.name + ".pub")
 
 
-def _public_half(path: Path, data: bytes | None) -> asyncssh.SSHKey:
+def _public_half(path: Path, data: bytes | None, config_key: str) -> asyncssh.SSHKey:
     """The public key of an encrypted key: from the file's clear header, else its `.pub`."""
     if data is not None:
         blob = _openssh_public_blob(data)
@@ -165,7 +172,7 @@ def _public_half(path: Path, data: bytes | None) -> asyncssh.SSHKey:
     except (OSError, asyncssh.KeyImportError):
         raise IdentityError(
             f"SSH identity {path} is encrypted and its public key cannot be found "
-            f"(no readable {pub}) (set by {CONFIG_KEY})",
+            f"(no readable {pub}) (set by {config_key})",
             fix=f"write it with `ssh-keygen -y -f {path} > {pub}`, or use a key without a "
             "passphrase",
         ) from None
@@ -205,7 +212,12 @@ def _first_string(blob: bytes) -> bytes:
 
 
 async def _agent_identity(
-    path: Path, public: asyncssh.SSHKey, agent_path: str | None, *, encrypted: bool
+    path: Path,
+    public: asyncssh.SSHKey,
+    agent_path: str | None,
+    *,
+    encrypted: bool,
+    config_key: str,
 ) -> SshIdentity:
     """An identity whose signatures come from the agent, checked to hold the key now."""
     fingerprint = public.get_fingerprint("sha256")
@@ -214,7 +226,7 @@ async def _agent_identity(
         raise IdentityError(
             f"SSH identity {path} ({fingerprint}) {what} and no ssh-agent is available "
             "(SSH_AUTH_SOCK is unset); mvp-tui never prompts for a passphrase",
-            fix=f"start ssh-agent and `ssh-add {path}`, or set {CONFIG_KEY} to a key "
+            fix=f"start ssh-agent and `ssh-add {path}`, or set {config_key} to a key "
             "without a passphrase",
         )
     agent = await _open_agent(agent_path, path)
@@ -224,13 +236,14 @@ async def _agent_identity(
         agent.close()
         await agent.wait_closed()
     if match is None:
-        raise _not_in_agent(path, fingerprint, agent_path)
+        raise _not_in_agent(path, fingerprint, agent_path, config_key)
     return SshIdentity(
         path=path,
         source=IdentitySource.AGENT,
         public_openssh=_openssh_text(public),
         fingerprint=fingerprint,
         agent_path=agent_path,
+        config_key=config_key,
     )
 
 
@@ -259,10 +272,12 @@ async def _agent_key(
     return None
 
 
-def _not_in_agent(path: Path, fingerprint: str, agent_path: str | None) -> IdentityError:
+def _not_in_agent(
+    path: Path, fingerprint: str, agent_path: str | None, config_key: str
+) -> IdentityError:
     return IdentityError(
         f"SSH identity {path} ({fingerprint}) needs a passphrase and the ssh-agent at "
         f"{agent_path} does not hold it; mvp-tui never prompts for a passphrase",
-        fix=f"run `ssh-add {path}` in this agent, or set {CONFIG_KEY} to a key without a "
+        fix=f"run `ssh-add {path}` in this agent, or set {config_key} to a key without a "
         "passphrase",
     )

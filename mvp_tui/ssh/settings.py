@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mvp_tui.config.schema import BY_DOTTED
+
 if TYPE_CHECKING:
     from mvp_tui.config import Config
 
@@ -39,18 +41,22 @@ class SshSettings:
     shutdown_grace: float = 10.0  # after `shutdown`, before SIGTERM (and as long again: SIGKILL)
     max_line_bytes: int = 65536  # a longer line is delivered in pieces of this size
     identity_path: Path | None = None  # the nodes' private key; None = ~/.ssh/id_ed25519
+    # The setting identity_path comes from, as its errors name it (the provider's own key).
+    identity_key: str = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
 
     @classmethod
     def from_config(cls, config: Config) -> SshSettings:
         """[ssh] as the config has it (a 0 back-off is refused when the config loads)."""
+        key = BY_DOTTED[
+            "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
+        ]
         return cls(
             backoff_initial=config.require_float("ssh.retry_initial_secs"),
             backoff_cap=config.require_float("ssh.retry_max_secs"),
             ready_timeout=config.require_float("ssh.ready_timeout_secs"),
             connect_timeout=config.require_float("ssh.connect_timeout_secs"),
-            identity_path=config.get_path(
-                "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
-            ),
+            identity_path=config.get_path(key.dotted),
+            identity_key=f"{key.label} (env {key.env[0]})",
         )
 
     def __post_init__(self) -> None:
