@@ -223,14 +223,12 @@ async def run_up(
 
     def say(line: str) -> None:
         # The seed's OrchStdioCapture: what this process tells its user also reaches the
-        # node's provider channel (and the archive). stdout is the JSON mirror: not again.
+        # node's stderr channel (and the archive). stdout is the JSON mirror: not again.
+        # (The config's warnings the engine writes there itself, in either mode.)
         with contextlib.suppress(Exception):
-            engine.log(line)
+            session.engine.say(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
-    for warning in (*config.warnings, *config.cautions):  # printed by the CLI already
-        with contextlib.suppress(Exception):
-            engine.log(f"warning: {warning}")
     for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     listen_for_stop(

@@ -109,6 +109,7 @@ class OrchTap:
         self._config: dict[str, Any] = {}
         self._env_keys: tuple[str, ...] = ()
         self._max_tokens: int | None = None
+        self._warnings: tuple[str, ...] = ()
         self._on_runtime_ready: Callable[[], None] | None = None
         self._ssh_started = False
         self._runtime_ready = False
@@ -127,10 +128,13 @@ class OrchTap:
         env_keys: tuple[str, ...],
         default_max_tokens: int,
         on_runtime_ready: Callable[[], None] | None = None,
+        warnings: tuple[str, ...] = (),
     ) -> None:
         """What the records say about the run: set once the engine has built its parts.
-        `on_runtime_ready` runs when the node's runtime is up (the seed's node joined)."""
+        `on_runtime_ready` runs when the node's runtime is up (the seed's node joined);
+        `warnings` are the config's lines the CLI printed on stderr before the run."""
         self._on_runtime_ready = on_runtime_ready
+        self._warnings = warnings
         self._provider, self._image, self._ssh_node = provider, image, ssh_node
         self._config, self._env_keys = dict(config), env_keys
         self._max_tokens = default_max_tokens
@@ -146,6 +150,11 @@ class OrchTap:
     def log(self, line: str) -> None:
         """One line of the engine's own on the node's provider channel."""
         self.emitter.emit_log(LogStream.PROVIDER, line)
+
+    def stderr(self, line: str) -> None:
+        """A line this process writes on its stderr, also on the node's `.stderr` channel:
+        the seed's orchestrator stdio capture (`mvp.provisioning.logs.node.<N>.stderr`)."""
+        self.emitter.emit_log(LogStream.STDERR, line)
 
     def shutdown(self, source: str) -> None:
         """The seed's `shutdown` phase, once per run: who asked the run to end."""
@@ -201,6 +210,8 @@ class OrchTap:
 
     def _started(self, event: RunStarted) -> None:
         self._phase("config", "ready", **self._config)
+        for warning in self._warnings:  # printed by the CLI before the run, in either mode
+            self.stderr(f"warning: {warning}")
         self._phase(
             "node_provisioner",
             "ready",

@@ -207,6 +207,7 @@ class RunEngine:
             env_keys=tuple(sorted(self.node_env)),
             default_max_tokens=self.settings.prompt.max_tokens,
             on_runtime_ready=self._node_joined,
+            warnings=(*self.config.warnings, *self.config.cautions),
         )
 
     def _node_joined(self) -> None:
@@ -1307,6 +1308,10 @@ class RunEngine:
     def log(self, line: str) -> None:
         """One of the engine's own lines on the node's provider channel (redacted)."""
         self._sink_line(line)
+
+    def say(self, line: str) -> None:
+        """A line this process tells its user on stderr, also on the node's stderr channel."""
+        self._sink.stderr(line)
 
     async def aclose(self) -> None:
         if self._flusher is not None:

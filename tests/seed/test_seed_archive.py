@@ -2,9 +2,9 @@
 with a reader built only from the seed's documented record shapes (tests/seed/
 seed_archive.py): every seed bootstrap phase in the seed's order, every provisioning event
 with its provider, every prompt record field (the RPC client's own request_id), the
-orchestrator's own lines on the provider channel, node frames as `node_cluster`. The run is
-served over the prompt RPC (the seed's reply shapes) and ended by `stop` on stdin: teardown
-confirmed, exit 0. Contract: shared/seeds/002_…txt."""
+orchestrator's own stderr lines on the node's `.stderr` channel, node frames as
+`node_cluster`. The run is served over the prompt RPC (the seed's reply shapes) and ended
+by `stop` on stdin: teardown confirmed, exit 0. Contract: shared/seeds/002_…txt."""
 
 from __future__ import annotations
 
@@ -187,7 +187,16 @@ def check_sources(records: list[SeedRecord]) -> None:
     provider = [r.payload["line"] for r in on(records, "mvp.provisioning.logs.node.9.provider")]
     assert all(set(line) == {"run_id", "node_id", "stream", "line"} for line in provider)
     assert {line["stream"] for line in provider} == {"Provider"}
-    texts = [line["line"] for line in provider]
-    # The orchestrator's own stderr lines (the seed's OrchStdioCapture), warnings first.
+    # The orchestrator's own stderr lines (the seed's OrchStdioCapture) on the node's
+    # `.stderr` channel, as the seed's own test reads them (`…node.9.stderr`), warnings first.
+    stderr = [
+        r.payload["line"]
+        for r in on(records, "mvp.provisioning.logs.node.9.stderr")
+        if r.source == "orchestrator"
+    ]
+    assert {line["stream"] for line in stderr} == {"Stderr"}
+    texts = [line["line"] for line in stderr]
+    assert texts[0].startswith("warning: "), texts
     assert any(t.startswith("warning: [prompt] dashboard = true") for t in texts), texts
     assert "stopped by a stop line on stdin; torn down, confirmed" in texts
+    assert not any(line["line"].startswith("warning: ") for line in provider)
