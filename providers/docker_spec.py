@@ -26,6 +26,7 @@ GPUS_KEY = "[docker] gpus"
 IMAGE_KEY = "[docker] image"
 CACHED_KEY = "[docker] cached_model_host_path"
 NETWORK_KEY = "[docker] network"
+DOCKER_GPUS_ENV = "MVP_DOCKER_GPUS"  # the node's copy of [docker] gpus, as the seed's spec has
 # Labels every node container carries: how leftovers are found (`list_by_label`, `down`).
 LABEL_MANAGED = "mvp.managed-by"
 LABEL_LEASE = "mvp.lease"
@@ -196,6 +197,12 @@ def labels(label: str) -> dict[str, str]:
     return out
 
 
+def cached_model_target(host_path: Path) -> str:
+    """Where the node sees `[docker] cached_model_host_path`: `/models/cached/<file>`, the
+    file's name after links are resolved (the seed canonicalises it too)."""
+    return f"{CACHED_MODEL_DIR}/{host_path.expanduser().resolve().name}"
+
+
 def model_mounts(
     settings: DockerSettings, env: Mapping[str, str]
 ) -> tuple[dict[str, str], list[Mount]]:
@@ -206,7 +213,7 @@ def model_mounts(
     mounts: list[Mount] = []
     if settings.cached_model_host_path is not None:
         host = settings.cached_model_host_path.expanduser().resolve()
-        target = f"{CACHED_MODEL_DIR}/{host.name}"
+        target = cached_model_target(settings.cached_model_host_path)
         mounts.append(Mount(str(host), target))
         for key in ("MVP_GGUF_REPO", "MVP_GGUF_FILE", "MVP_GGUF_REVISION"):
             out.pop(key, None)
@@ -238,6 +245,7 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
     # Our end of the attach stream closing (we exited, crashed, were killed) closes the
     # container's stdin (StdinOnce): the agent then shuts down and the container goes.
     env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
+    env[DOCKER_GPUS_ENV] = settings.gpus  # the seed's Docker node spec carries it
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.pop("MVP_CONTROL_FIFO", None)
     for name in [k for k in env if is_secret_name(k)]:

@@ -17,6 +17,7 @@ import contextlib
 import re
 import zlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from mvp_tui.config import Config
@@ -31,6 +32,7 @@ from mvp_tui.lease import events as lease
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.channel import orch_prompt_records
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening
+from mvp_tui.providers.docker_spec import DOCKER_GPUS_ENV, cached_model_target
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 
@@ -38,6 +40,12 @@ _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
 # Keys whose value is the user's own text or a path: the orchestrator seed's config record
 # shows only that one is set.
 _HAS_ONLY = {"onstart", "bootstrap_command", "ssh_identity"}
+# Docker keys the seed's `provider_config` names differently: [docker] gpus is its
+# `docker_gpus`, the cached model its `cached_model` object.
+_DOCKER_SEED_NAMES = {"gpus": "docker_gpus", "cached_model_host_path": "cached_model"}
+# The seed's `serve_prompts` detail says how often its prompt loop polls; here prompts and
+# their tokens are pushed (asyncio), nothing polls: 0.
+PROMPT_POLL_INTERVAL_MS = 0
 # Destroys that end the run (the seed's `provider_stop`), not the walk replacing a candidate.
 _TEARDOWN = {lease.DeleteReason.REQUESTED, lease.DeleteReason.INTERRUPTED}
 
@@ -53,13 +61,18 @@ def run_number(run_id: str) -> int:
 
 def provider_config_detail(config: Config) -> dict[str, Any]:
     """The selected provider's keys as the seed's `provider_config`: secrets and the user's
-    scripts as `has_<key>` only, paths as text."""
+    scripts as `has_<key>` only, paths as text; Docker's GPUs and cached model under the
+    seed's names (`docker_gpus`, `cached_model`), the cached model without its host path."""
     detail: dict[str, Any] = {}
     for spec in KEYS:
         if spec.scope.value != config.provider or spec.dotted not in config.values:
             continue
         value = config.values[spec.dotted]
-        if spec.secret or spec.name in _HAS_ONLY:
+        if config.provider == "docker" and spec.name in _DOCKER_SEED_NAMES:
+            detail[_DOCKER_SEED_NAMES[spec.name]] = (
+                _cached_model_detail(value) if spec.name == "cached_model_host_path" else value
+            )
+        elif spec.secret or spec.name in _HAS_ONLY:
             detail[f"has_{spec.name}"] = value is not None
         else:
             detail[spec.name] = (
@@ -68,6 +81,19 @@ def provider_config_detail(config: Config) -> dict[str, Any]:
                 else (None if value is None else str(value))
             )
     return detail
+
+
+def _cached_model_detail(value: object) -> dict[str, Any] | None:
+    """The seed's `CachedModelConfig::datastream_detail`: that a host file is mounted, its
+    name and where the node sees it; the host path itself stays off the channel."""
+    if value is None:
+        return None
+    target = cached_model_target(Path(str(value)))
+    return {
+        "host_path_present": True,
+        "file": target.rsplit("/", 1)[-1],
+        "container_path": target,
+    }
 
 
 def config_detail(config: Config, *, image: str, rpc_bind: str) -> dict[str, Any]:
@@ -219,12 +245,22 @@ class OrchTap:
             owner="mvp-tui",
             config=self._config.get("provider_config", {}),
         )
+        # The seed's order: one ProvisionStart for the run, then the node's spec.
+        self._event(
+            ProvisionEventKind.PROVISION_START, f"starting {self._provider} image {self._image}"
+        )
+        provider_config = self._config.get("provider_config", {})
+        docker = event.provider == "docker"
+        env_keys = {*self._env_keys, *((DOCKER_GPUS_ENV,) if docker else ())}
         self._phase(
             "node_spec",
             "ready",
             provider=event.provider,
             image=self._image,
-            env_keys=list(self._env_keys),
+            relay_mode=self._config.get("relay_mode"),
+            docker_gpus=provider_config.get("docker_gpus") if docker else None,
+            provider_config=provider_config,
+            env_keys=sorted(env_keys),
         )
 
     def _walk(self, event: EngineEvent) -> None:
@@ -238,9 +274,6 @@ class OrchTap:
                 label=event.label,
                 offer_id=event.offer_id,
                 price_per_hour=event.price_per_hour,
-            )
-            self._event(
-                ProvisionEventKind.PROVISION_START, f"starting {self._provider} image {self._image}"
             )
         elif isinstance(event, lease.AttemptAnswered):
             self.log(
@@ -318,7 +351,12 @@ class OrchTap:
         addr = f"[{event.host}]:{event.port}" if ":" in event.host else f"{event.host}:{event.port}"
         self._phase("prompt_rpc", "ready", addr=addr, default_max_tokens=self._max_tokens)
         self._phase("prompt_loop", "ready", addr=addr)
-        self._phase("serve_prompts", "started", mode="single_active_prompt")
+        self._phase(
+            "serve_prompts",
+            "started",
+            mode="single_active_prompt",
+            poll_interval_ms=PROMPT_POLL_INTERVAL_MS,
+        )
 
     def _stop(self, event: EngineEvent) -> None:
         if isinstance(event, lease.LeaseDeleting):

@@ -41,6 +41,12 @@ PASS_THROUGH_ENV = (
     # Where the boot guard and the agent meet on the node (node_protocol.BOOT_GUARD_DIR_ENV);
     # in the create env too, so both sides agree (tests move it under a tmp dir).
     BOOT_GUARD_DIR_ENV,
+    # The seed's node spec passes these through when set (002: `node_spec`); the agent and
+    # llama.cpp ignore what they do not use.
+    "CUDA_DEVICE_SCHEDULE",
+    "MVP_TOKEN_PROGRESS_EVERY",
+    "MVP_CPU_LINE_PROFILE",
+    "MVP_CPU_LINE_PROFILE_INTERVAL_MS",
 )
 
 
