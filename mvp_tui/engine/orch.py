@@ -31,7 +31,7 @@ from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.channel import orch_prompt_records
-from mvp_tui.prompt.events import PromptQueued, PromptRpcListening
+from mvp_tui.prompt.events import PromptQueued, PromptRpcFailed, PromptRpcListening
 from mvp_tui.providers.docker_spec import DOCKER_GPUS_ENV, cached_model_target
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
@@ -216,6 +216,8 @@ class OrchTap:
             self._weights(event)
         elif isinstance(event, PromptRpcListening):
             self._serving(event)
+        elif isinstance(event, PromptRpcFailed):
+            self._phase("prompt_rpc", "failed", addr=event.addr, error=event.error)
         elif isinstance(
             event, (lease.LeaseDeleting, lease.LeaseDeleted, lease.LeaseDeleteUnconfirmed)
         ):

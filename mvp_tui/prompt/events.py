@@ -104,6 +104,15 @@ class PromptRpcListening(EngineEvent):
     port: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PromptRpcFailed(EngineEvent):
+    """The prompt RPC could not listen at `addr` (the seed's `prompt_rpc` failed); the run
+    then fails with the same error."""
+
+    addr: str
+    error: str
+
+
 PromptEnd = PromptDone | PromptFault | PromptCancelled
 """The events that end a prompt; exactly one follows every `PromptQueued`."""
 

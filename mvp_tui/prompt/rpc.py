@@ -26,6 +26,7 @@ from mvp_tui.prompt.events import (
     PromptCancelled,
     PromptDone,
     PromptFault,
+    PromptRpcFailed,
     PromptRpcListening,
     PromptSource,
     TextDelta,
@@ -210,10 +211,13 @@ class PromptRpcServer:
                 self._on_connection, self._addr.host, self._addr.port, limit=MAX_LINE_BYTES
             )
         except OSError as exc:
-            raise RpcAddrError(
+            error = RpcAddrError(
                 f"cannot bind the prompt RPC to {self._addr}: {exc.strerror or exc}; fix: free "
                 f"the port or set [prompt] rpc_addr to another loopback port"
-            ) from exc
+            )
+            if self._sink is not None:  # the seed's `prompt_rpc` failed record, then the error
+                self._sink(PromptRpcFailed(at=time.time(), addr=str(self._addr), error=str(error)))
+            raise error from exc
         host, port = self._server.sockets[0].getsockname()[:2]
         self.bound = RpcAddr(host, port)
         if self._sink is not None:
