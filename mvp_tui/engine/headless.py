@@ -205,6 +205,7 @@ async def run_up(
     session = RunSession(engine, engine_for, on_engine)
     loop = asyncio.get_running_loop()
     signalled: list[str] = []
+    waited: list[str | None] = []  # what the run waited for at the first stop
     stops: list[asyncio.Task[StopResult]] = []
     main = asyncio.current_task()
 
@@ -214,6 +215,8 @@ async def run_up(
         stop_by(sig.name, f"{sig.name} received", f"signal {sig.name}")
 
     def stop_by(name: str, reason: str, source: str) -> None:
+        if not signalled:
+            waited.append(session.engine.waiting_for)
         signalled.append(name)
         engine.shutdown_requested(source)
         controller = session.controller
@@ -238,7 +241,7 @@ async def run_up(
     )
     try:
         try:
-            code, reason = await _drive(session, opts, signalled)
+            code, reason = await _drive(session, opts, signalled, waited)
         except asyncio.CancelledError:
             if not signalled:
                 raise
@@ -272,7 +275,7 @@ async def run_up(
 
 
 async def _drive(
-    session: RunSession, opts: UpOptions, signalled: list[str]
+    session: RunSession, opts: UpOptions, signalled: list[str], waited: list[str | None]
 ) -> tuple[int, str]:
     """The run from offers to its end: (exit code, the reason when it is not plain success)."""
     engine = session.engine
@@ -306,7 +309,11 @@ async def _drive(
     if not result.nothing_bills:
         return int(ExitCode.MAY_BILL), "teardown not confirmed: a lease may still bill"
     if signalled and signalled[0] == STDIN_STOP:  # the user's own stop, like the seed's
-        return int(ExitCode.OK), "stopped by a stop line on stdin; torn down, confirmed"
+        # The seed ends a stop while waiting as an error (exit 1) with these words; here the
+        # user's own stop is not a failure (exit 0, README), the words say where it came.
+        wait = waited[0] if waited else None
+        during = f"shutdown requested while waiting for {wait}; " if wait else ""
+        return int(ExitCode.OK), f"{during}stopped by a stop line on stdin; torn down, confirmed"
     if signalled and not (serving and controller.served):
         return int(ExitCode.RUN_FAILED), f"interrupted by {signalled[0]}"
     if signalled:  # serving until a signal is the plan: its end is a success

@@ -138,6 +138,7 @@ class OrchTap:
         self._warnings: tuple[str, ...] = ()
         self._on_runtime_ready: Callable[[], None] | None = None
         self._ssh_started = False
+        self._started_walk = False  # a create was attempted: the run waits for its node
         self._runtime_ready = False
         self._weights_loaded = False
         self._shutdown = False
@@ -181,6 +182,15 @@ class OrchTap:
         """A line this process writes on its stderr, also on the node's `.stderr` channel:
         the seed's orchestrator stdio capture (`mvp.provisioning.logs.node.<N>.stderr`)."""
         self.emitter.emit_log(LogStream.STDERR, line)
+
+    @property
+    def waiting_for(self) -> str | None:
+        """What the run waits for, in the seed's words (`shutdown requested while waiting
+        for …`): `node ready` until the node's runtime is up, then `weights loaded`; None
+        once the weights are loaded (or before the walk began)."""
+        if self._weights_loaded or not self._started_walk:
+            return None
+        return "weights loaded" if self._runtime_ready else "node ready"
 
     def shutdown(self, source: str) -> None:
         """The seed's `shutdown` phase, once per run: who asked the run to end."""
@@ -267,6 +277,7 @@ class OrchTap:
 
     def _walk(self, event: EngineEvent) -> None:
         if isinstance(event, lease.AttemptStarted):
+            self._started_walk = True
             self._phase(
                 "provider_start",
                 "started",

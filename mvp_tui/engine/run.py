@@ -1309,6 +1309,11 @@ class RunEngine:
         """One of the engine's own lines on the node's provider channel (redacted)."""
         self._sink_line(line)
 
+    @property
+    def waiting_for(self) -> str | None:
+        """`node ready` / `weights loaded` while the run waits for one, else None."""
+        return self._sink.waiting_for
+
     def say(self, line: str) -> None:
         """A line this process tells its user on stderr, also on the node's stderr channel."""
         self._sink.stderr(line)
