@@ -382,7 +382,7 @@ class RunEngine:
     async def search_offers(self, limit: int = 64) -> list[Offer]:
         policy = dataclasses.replace(self.settings.policy, limit=limit)
         offers = await self.provider.search_offers(policy)
-        skipped = len(getattr(self.provider, "last_skipped", []) or [])
+        skipped = len(self.provider.last_skipped)
         self.emit(
             OffersListed(
                 at=self._clock(), provider=self.config.provider, count=len(offers), skipped=skipped
@@ -407,17 +407,14 @@ class RunEngine:
         identity = await load_identity(self.settings.ssh.identity_path)
         self._identity = identity
         self._ssh_public_key = identity.public_openssh
-        ensure = getattr(self.provider, "ensure_ssh_key", None)
-        if ensure is not None:
-            await ensure(identity.public_openssh)
+        await self.provider.ensure_ssh_key(identity.public_openssh)
         await self._prepare_volume()
 
     async def _prepare_volume(self) -> None:
         """A provider's network volume for the model cache ([runpod] network_volume), found
         or created before the first create, recorded for `ls` (it bills by the month) and
         said as an event."""
-        prepare = getattr(self.provider, "prepare_volume", None)
-        volume = await prepare() if prepare is not None else None
+        volume = await self.provider.prepare_volume()
         settings = volume_settings(self.config)
         if volume is None or settings is None:
             return
@@ -705,20 +702,13 @@ class RunEngine:
         """Returns when a local node's agent process has ended on its own, after emitting
         `AgentExited` (the seed's `Exited` observation); waits forever when the provider
         cannot tell (rented nodes: the SSH session watches their agent)."""
-        wait_exited = getattr(self.provider, "wait_exited", None)
         lease = self.lease_record
         # A re-attached lease was not started by this process: its provider cannot watch it.
         adopted = self._resume is not None
-        if (
-            self.provider.info.ssh
-            or wait_exited is None
-            or adopted
-            or not lease
-            or not lease.provider_id
-        ):
+        if self.provider.info.ssh or adopted or not lease or not lease.provider_id:
             await asyncio.Event().wait()
-        assert lease is not None and lease.provider_id and wait_exited is not None
-        code: int | None = await wait_exited(lease.provider_id)
+        assert lease is not None and lease.provider_id
+        code = await self.provider.wait_exited(lease.provider_id)
         self.emit(
             AgentExited(
                 at=self._clock(),
