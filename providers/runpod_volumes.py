@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from mvp_tui.providers.base import NetworkVolume, ProviderError
-from mvp_tui.providers.marketplace_http import NoAnswer
 from mvp_tui.untrusted import clean_line
 
 if TYPE_CHECKING:
@@ -66,6 +65,8 @@ async def _ask(
 ) -> Answer:
     """One call through the provider's client (its key, retries, redaction); no answer at
     all is an error naming `action`."""
+    from mvp_tui.providers.marketplace_http import NoAnswer  # httpx: only when a call is made
+
     answer = await provider._call(method, path, body=body)
     if isinstance(answer, NoAnswer):
         raise provider._unreachable(answer, action)
