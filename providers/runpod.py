@@ -1,10 +1,10 @@
 """The RunPod provider on REST v2: catalog offers, create one GPU type per call, poll, list
 by name, delete (confirmed by the caller through `get`).
 
-Speaks `https://api.runpod.io/v2` with httpx (async): `Authorization: Bearer` only (the key
-never goes into a URL, and every text that leaves this module passes a `Redactor` that knows
-it), our own `User-Agent: mvp-tui/<version>` (Cloudflare answers a generic or missing one
-with a plain-text 403 `error code: 1010`), redirects never followed.
+Speaks `https://api.runpod.io/v2` through the shared marketplace client
+(providers/marketplace_http.py: `Authorization: Bearer` only, the key never in a URL, every
+text redacted, redirects never followed), with our own `User-Agent: mvp-tui/<version>`
+(Cloudflare answers a generic or missing one with a plain-text 403 `error code: 1010`).
 
 Facts (reference runpod.md §0, §2 and the createPod description of the OpenAPI document):
 - v2 places exactly the GPU type asked for and never falls back: the lease walk walks the

@@ -1,9 +1,9 @@
 """The Vast.ai provider: search offers, create from an offer, poll, list by label, destroy.
 
-Speaks Vast's REST API with httpx (async), authenticating with `Authorization: Bearer` only:
-the key never goes into a URL, and every text that leaves this module passes a `Redactor`
-that knows it. Every create answer is classified into an `Outcome` (providers/vastai_answers.py);
-a 429 is retried here with back-off because Vast refused that call without performing it.
+Speaks Vast's REST API through the shared marketplace client (providers/marketplace_http.py:
+`Authorization: Bearer` only, the key never in a URL, every text redacted, a 429 retried with
+back-off because Vast refused that call without performing it). Every create answer is
+classified into an `Outcome` here (providers/vastai_answers.py).
 
 Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, decided here:
 - `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
