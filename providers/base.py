@@ -7,8 +7,9 @@ in Mbit/s, reliability in 0..1, times as Unix seconds (float).
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -164,64 +165,6 @@ class ProviderError(UserError):
         self.http_status = http_status
 
 
-def checked_api_key(api_key: str, service: str, fix: str) -> str:
-    """`api_key` when it can go in a header; a ProviderError naming `service` otherwise."""
-    if not api_key or not api_key.strip():
-        raise ProviderError(f"no {service} API key is configured", fix=fix)
-    if any(not (33 <= ord(c) < 127) for c in api_key):
-        raise ProviderError(
-            f"the {service} API key contains spaces or non-printable characters", fix=fix
-        )
-    return api_key
-
-
-@dataclass(frozen=True, slots=True)
-class ApiErrors:
-    """How one marketplace's HTTP API failures read: its name, where its URL is set, and the
-    fixes for a refused key, rate limiting and no answer. One wording for every provider."""
-
-    name: str  # "Vast.ai"
-    section: str  # "vastai": the config section holding api_url
-    api_url: str
-    auth_fix: str
-    rate_limit_fix: str
-    network_fix: str
-
-    def answer(
-        self, action: str, status: int, detail: str, *, auth_failed: bool, retries: int
-    ) -> ProviderError:
-        """A ProviderError for an answer (`detail` already redacted) that `action` can't use."""
-        if auth_failed:
-            return ProviderError(
-                f"{self.name} refused the API key while {action} ({detail})",
-                fix=self.auth_fix,
-                http_status=status,
-            )
-        if status == 429:
-            return ProviderError(
-                f"{self.name} kept rate-limiting {action}: HTTP 429 after {retries} retries",
-                fix=self.rate_limit_fix,
-                http_status=429,
-            )
-        if status >= 500:
-            return ProviderError(
-                f"{self.name} failed while {action} ({detail})",
-                fix="a server-side error: retry in a minute",
-                http_status=status,
-            )
-        return ProviderError(
-            f"{self.name} rejected {action} ({detail})",
-            fix=f"check the values sent and [{self.section}] api_url ({self.api_url})",
-            http_status=status,
-        )
-
-    def no_answer(self, action: str, reason: str) -> ProviderError:
-        return ProviderError(
-            f"no answer from {self.name} at {self.api_url} while {action}: {reason}",
-            fix=self.network_fix,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class ProviderInfo:
     name: str
@@ -270,12 +213,52 @@ class BillingReader(Protocol):
     async def billed_usd(self, provider_id: str) -> float | None: ...
 
 
+HOURS_PER_MONTH = 730.0  # how a per-month storage price becomes per hour
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkVolume:
+    """A provider's network volume as the run uses it (RunPod: the model cache)."""
+
+    id: str
+    name: str
+    size_gb: int
+    data_center: str
+
+    def usd_per_month(self, usd_per_gb_month: float) -> float:
+        return self.size_gb * usd_per_gb_month
+
+    def usd_per_hour(self, usd_per_gb_month: float) -> float:
+        return self.usd_per_month(usd_per_gb_month) / HOURS_PER_MONTH
+
+
 @runtime_checkable
 class Provider(Protocol):
     """What the run engine needs from any provider. All calls are async and never raise
-    for an answer the walk can classify; they raise `ProviderError` for the rest."""
+    for an answer the walk can classify; they raise `ProviderError` for the rest.
+
+    The optional abilities are members too, each with its default declared on
+    `ProviderBase`, so no caller has to probe a provider for them."""
 
     info: ProviderInfo
+
+    @property
+    def last_skipped(self) -> Sequence[str]: ...  # why rows of the last search were left out
+
+    @property
+    def last_reorder_error(self) -> str | None: ...  # why the last re-sort kept the order
+
+    async def reorder_offers(
+        self, remaining: Sequence[Offer], tried: Sequence[Offer]
+    ) -> list[Offer] | None: ...
+
+    def host_key_for(self, label: str) -> str | None: ...
+
+    async def ensure_ssh_key(self, public_key_openssh: str) -> bool | None: ...
+
+    async def prepare_volume(self) -> NetworkVolume | None: ...
+
+    async def wait_exited(self, provider_id: str) -> int | None: ...
 
     async def search_offers(self, policy: SelectionPolicy) -> list[Offer]: ...
 
@@ -288,3 +271,39 @@ class Provider(Protocol):
     async def destroy(self, provider_id: str) -> DestroyResult: ...
 
     async def aclose(self) -> None: ...
+
+
+class ProviderBase:
+    """The optional abilities' declared defaults (as Harlequin's adapter base class declares
+    its optional methods): a provider subclasses this and overrides the abilities it has."""
+
+    last_skipped: Sequence[str] = ()
+    last_reorder_error: str | None = None
+
+    async def reorder_offers(
+        self, remaining: Sequence[Offer], tried: Sequence[Offer]
+    ) -> list[Offer] | None:
+        """The offers left, sorted again after one proved unplaceable; None: this provider
+        keeps the order it gave (only RunPod re-reads its catalog)."""
+        return None
+
+    def host_key_for(self, label: str) -> str | None:
+        """The public host key attempt `label`'s instance will present, made before the
+        create so the first connect is already strict; None: pin what answers first."""
+        return None
+
+    async def ensure_ssh_key(self, public_key_openssh: str) -> bool | None:
+        """Make sure the account holds this public key: True registered now, False already
+        there; None: this provider has no account keys (nodes reached without them)."""
+        return None
+
+    async def prepare_volume(self) -> NetworkVolume | None:
+        """The network volume the model cache lives on, found or made before the first
+        create; None: none (the default, and every provider but RunPod)."""
+        return None
+
+    async def wait_exited(self, provider_id: str) -> int | None:
+        """The exit code once a node's agent process ends on its own. The default cannot
+        tell, so it never returns (rented nodes: the SSH session watches their agent)."""
+        await asyncio.Event().wait()
+        return None

@@ -50,6 +50,7 @@ from mvp_tui.providers.base import (
     LeaseStatus,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderError,
     ProviderInfo,
     SelectionPolicy,
@@ -131,7 +132,15 @@ class _Lease:
     exit_wait: asyncio.Future[Any] | None = None
 
 
-class DockerProvider:
+class _StepFailed(Exception):
+    """A step of `create` after the container exists failed: undo, answer REJECTED."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class DockerProvider(ProviderBase):
     """Provider protocol over node containers on a Docker daemon (see `providers.base`)."""
 
     info = ProviderInfo(
@@ -306,38 +315,39 @@ class DockerProvider:
             return CreateResult(Outcome.AMBIGUOUS, detail=f"docker create: {exc}")
         container_id = str(answer["Id"])
         provider_id = container_id[:12]
+        # Every step after the container exists undoes the same way: one path.
+        node: AttachedNode | None = None
         try:
-            sock = await self._call(
-                api.attach_socket,
-                container_id,
-                {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1},
-            )
-        except docker.errors.DockerException as exc:
-            await self._remove_quietly(container_id)
-            return CreateResult(Outcome.REJECTED, detail=f"docker attach: {exc}")
-        node = AttachedNode(sock, provider_id, self._on_line)
-        node.start()
-        # Asked before the start, so the status is known even when auto-remove is quick.
-        exit_wait = _in_daemon_thread(api.wait, container_id, None, "next-exit")
-        try:
-            await self._call(api.start, container_id)
-        except docker.errors.APIError as exc:
-            node.close()
-            await self._remove_quietly(container_id)
-            return CreateResult(Outcome.REJECTED, detail=_start_failure(exc, settings))
-        # The launcher reads the agent, then the secrets, from stdin.
-        if not await self._call(node.send_bytes, agent + secrets):
-            node.close()
-            await self._remove_quietly(container_id)
-            return CreateResult(Outcome.REJECTED, detail="docker: the agent could not be sent")
-        if settings.network == "bridge":
             try:
-                port = await self._published_port(container_id)
-            except ProviderError as exc:
+                sock = await self._call(
+                    api.attach_socket,
+                    container_id,
+                    {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1},
+                )
+            except docker.errors.DockerException as exc:
+                raise _StepFailed(f"docker attach: {exc}") from None
+            node = AttachedNode(sock, provider_id, self._on_line)
+            node.start()
+            # Asked before the start, so the status is known even when auto-remove is quick.
+            exit_wait = _in_daemon_thread(api.wait, container_id, None, "next-exit")
+            try:
+                await self._call(api.start, container_id)
+            except docker.errors.APIError as exc:
+                raise _StepFailed(_start_failure(exc, settings)) from None
+            # The launcher reads the agent, then the secrets, from stdin.
+            if not await self._call(node.send_bytes, agent + secrets):
+                raise _StepFailed("docker: the agent could not be sent")
+            if settings.network == "bridge":
+                try:
+                    port = await self._published_port(container_id)
+                except ProviderError as exc:
+                    raise _StepFailed(str(exc)) from None
+                node.rewrite = published_url_rewrite(port)
+        except _StepFailed as failed:
+            if node is not None:
                 node.close()
-                await self._remove_quietly(container_id)
-                return CreateResult(Outcome.REJECTED, detail=str(exc))
-            node.rewrite = published_url_rewrite(port)
+            await self._remove_quietly(container_id)
+            return CreateResult(Outcome.REJECTED, detail=failed.detail)
         lease = _Lease(provider_id, name, request.label, node, time.time(), exit_wait=exit_wait)
         lease.watcher = asyncio.get_running_loop().create_task(
             self._watch(lease), name=f"docker-{provider_id}-exit"

@@ -27,6 +27,7 @@ from mvp_tui.providers.base import (
     LeaseStatus,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderInfo,
     SelectionPolicy,
 )
@@ -48,7 +49,7 @@ class _Lease:
     destroyed: bool = False
 
 
-class LocalProvider:
+class LocalProvider(ProviderBase):
     """Provider protocol over child processes of this app (see `providers.base.Provider`)."""
 
     info = ProviderInfo(

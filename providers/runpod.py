@@ -1,10 +1,10 @@
 """The RunPod provider on REST v2: catalog offers, create one GPU type per call, poll, list
 by name, delete (confirmed by the caller through `get`).
 
-Speaks `https://api.runpod.io/v2` with httpx (async): `Authorization: Bearer` only (the key
-never goes into a URL, and every text that leaves this module passes a `Redactor` that knows
-it), our own `User-Agent: mvp-tui/<version>` (Cloudflare answers a generic or missing one
-with a plain-text 403 `error code: 1010`), redirects never followed.
+Speaks `https://api.runpod.io/v2` through the shared marketplace client
+(providers/marketplace_http.py: `Authorization: Bearer` only, the key never in a URL, every
+text redacted, redirects never followed), with our own `User-Agent: mvp-tui/<version>`
+(Cloudflare answers a generic or missing one with a plain-text 403 `error code: 1010`).
 
 Facts (reference runpod.md §0, §2 and the createPod description of the OpenAPI document):
 - v2 places exactly the GPU type asked for and never falls back: the lease walk walks the
@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -44,22 +43,30 @@ import httpx
 from mvp_tui import __version__
 from mvp_tui.providers import runpod_secrets
 from mvp_tui.providers.base import (
-    ApiErrors,
     CreateRequest,
     CreateResult,
     DestroyOutcome,
     DestroyResult,
     LeaseState,
     LeaseStatus,
+    NetworkVolume,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderError,
     ProviderInfo,
     SecretOutcome,
     SelectionPolicy,
     SshEndpoint,
     StoredSecret,
-    checked_api_key,
+)
+from mvp_tui.providers.marketplace_http import (
+    Marketplace,
+    MarketplaceClient,
+    NoAnswer,
+    Sleep,
+    checked_api_url,
+    ensure_account_key,
 )
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
 from mvp_tui.providers.runpod_catalog import (
@@ -74,7 +81,6 @@ from mvp_tui.providers.runpod_catalog import (
     walk_order,
 )
 from mvp_tui.providers.runpod_volumes import (
-    NetworkVolume,
     VolumeSettings,
     ensure_volume,
     network_mount,
@@ -87,7 +93,6 @@ USER_AGENT = f"mvp-tui/{__version__}"
 SSH_PORT = "22/tcp"
 _DETAIL_CHARS = 300
 _HEAD_BYTES = _DETAIL_CHARS * 4 + 1024
-_MAX_BACKOFF_S = 60.0
 _MAX_LIST_PAGES = 100
 _BANNER_TIMEOUT_S = 3.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -96,15 +101,23 @@ _PENDING = {"PROVISIONING", "STARTING", "CREATED", "RESTARTING"}
 AUTH_FIX = (
     "check [runpod] api_key / RUNPOD_API_KEY (create a key at runpod.io → Settings → API Keys)"
 )
-NETWORK_FIX = "check the network and [runpod] api_url / MVP_RUNPOD_API_URL, then retry"
 RATE_LIMIT_FIX = "wait a minute and retry; another tool using the same key may call too often"
+MARKET = Marketplace(
+    name="RunPod",
+    section="runpod",
+    url_env="MVP_RUNPOD_API_URL",
+    url_example=DEFAULT_API_URL,
+    auth_fix=AUTH_FIX,
+    rate_limit_fix=RATE_LIMIT_FIX,
+    user_agent=USER_AGENT,
+    url_may_have_path=True,
+)
+NETWORK_FIX = MARKET.network_fix
+KEYS_PAGE = "runpod.io → Settings → SSH Public Keys"
 CLOUDFLARE_FIX = (
     "RunPod's Cloudflare front refused the request (error code 1010: a generic or missing "
     "User-Agent); a proxy between here and RunPod may be rewriting it"
 )
-
-Sleep = Callable[[float], Awaitable[None]]
-
 
 # The host driver's CUDA floor sent on every create (and catalog read) unless the user sets
 # one: the default image is a CUDA 12 build, and a pod placed on an older driver cannot run
@@ -173,27 +186,29 @@ class Answer:
         return f"HTTP {self.status}: {message}" if message else f"HTTP {self.status}"
 
 
-@dataclass(frozen=True, slots=True)
-class NoAnswer:
-    """A call that got no HTTP answer; `sent` is False only when it surely never left."""
-
-    sent: bool
-    reason: str
-
-
 def _checked_api_url(api_url: str) -> str:
-    url = api_url.strip().rstrip("/")
-    if not re.match(r"^https?://[^/\s]+(/[^\s?#]*)?$", url):
-        raise ProviderError(
-            f"[runpod] api_url {clean_line(api_url, 200)!r} is not a base URL",
-            fix=f'use the v2 base, e.g. "{DEFAULT_API_URL}"',
-        )
+    url = checked_api_url(api_url, MARKET)
     if url.endswith("rest.runpod.io/v1"):
         raise ProviderError(
             f"[runpod] api_url {url!r} is RunPod's REST v1, retired on 2026-11-15",
             fix=f'use "{DEFAULT_API_URL}" (or unset [runpod] api_url / MVP_RUNPOD_API_URL)',
         )
     return url
+
+
+def _parse(response: httpx.Response, redact: Redactor) -> Answer:
+    raw = response.content
+    content_type = response.headers.get("content-type", "")
+    text = clean_bytes(raw, _DETAIL_CHARS, redact=redact, scan_bytes=_HEAD_BYTES)
+    body: Any = None
+    if raw.strip() and ("json" in content_type or raw.lstrip()[:1] in (b"{", b"[")):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+    return Answer(
+        response.status_code, body, text, content_type, response.headers.get("retry-after", "")
+    )
 
 
 def _pod_path(pod_id: str) -> str:
@@ -288,17 +303,6 @@ def lease_status(row: Mapping[str, Any], user: str, redact: Redact) -> LeaseStat
     )
 
 
-def _key_identity(text: str) -> tuple[str, str] | None:
-    fields = text.strip().split()
-    if len(fields) < 2 or not re.match(r"^(ssh|ecdsa|sk)-", fields[0]):
-        return None
-    try:
-        base64.b64decode(fields[1], validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return fields[0], fields[1]
-
-
 async def ssh_banner(host: str, port: int, within: float = _BANNER_TIMEOUT_S) -> bool:
     """Whether `host:port` answers with an SSH banner (`SSH-…`) within `within` seconds."""
     try:
@@ -315,7 +319,7 @@ async def ssh_banner(host: str, port: int, within: float = _BANNER_TIMEOUT_S) ->
     return line.startswith(b"SSH-")
 
 
-class RunPodProvider:
+class RunPodProvider(ProviderBase):
     """`Provider` for RunPod (REST v2). One instance per run; close it with `aclose()`."""
 
     info = ProviderInfo(
@@ -340,32 +344,24 @@ class RunPodProvider:
         sleep: Sleep = asyncio.sleep,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        key = checked_api_key(api_key, "RunPod", AUTH_FIX)
-        self._api_url = _checked_api_url(api_url)
-        self._errors = ApiErrors(
-            "RunPod", "runpod", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
+        self._http: MarketplaceClient[Answer] = MarketplaceClient(
+            MARKET,
+            api_key=api_key,
+            api_url=_checked_api_url(api_url),
+            parse=_parse,
+            timeout_s=timeout_s,
+            rate_limit_retries=rate_limit_retries,
+            sleep=sleep,
+            transport=transport,
         )
+        self._api_url = self._http.api_url
+        self._redact = self._http.redact
         self.settings = settings or RunPodSettings()
         self.volume: NetworkVolume | None = None  # the network volume, once found or made
-        self._timeout_s = timeout_s
         self._create_timeout_s = create_timeout_s
-        self._retries = max(0, rate_limit_retries)
-        self._sleep = sleep
-        self._redact = Redactor([key])
-        self._client = httpx.AsyncClient(
-            base_url=self._api_url,
-            headers={
-                "Authorization": f"Bearer {key}",
-                "Accept": "application/json",
-                "User-Agent": USER_AGENT,
-            },
-            timeout=httpx.Timeout(timeout_s),
-            transport=transport,
-            follow_redirects=False,  # a redirect must never carry the bearer key elsewhere
-            trust_env=False,
-        )
+        self._retries = self._http.retries
+        self.rate_limited_waits = self._http.rate_limited_waits  # each Retry-After waited out
         self.last_skipped: list[str] = []
-        self.rate_limited_waits: list[float] = []  # each Retry-After waited out, in seconds
         self._out_of_stock: set[str] = set()  # offer ids the catalog reported out of stock
         self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
@@ -380,7 +376,7 @@ class RunPodProvider:
         self._redact.add(secret)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     def host_key_for(self, label: str) -> str:
         """The public host key the pod of attempt `label` will present: generated here, its
@@ -450,62 +446,9 @@ class RunPodProvider:
         body: Any = None,
         timeout_s: float | None = None,
     ) -> Answer | NoAnswer:
-        """One API call; a 429 is waited out per `Retry-After` and sent again (RunPod
-        refuses it before doing anything). Returns the last answer."""
-        attempt = 0
-        while True:
-            try:
-                response = await self._client.request(
-                    method,
-                    path,
-                    params=params,
-                    json=body,
-                    timeout=timeout_s if timeout_s is not None else self._timeout_s,
-                )
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                return NoAnswer(sent=False, reason=self._why(exc))
-            except httpx.TransportError as exc:
-                return NoAnswer(sent=True, reason=self._why(exc))
-            answer = self._parse(response)
-            if answer.status != 429 or attempt >= self._retries:
-                return answer
-            wait = self._retry_after_s(answer, attempt)
-            self.rate_limited_waits.append(wait)
-            await self._sleep(wait)
-            attempt += 1
-
-    def _parse(self, response: httpx.Response) -> Answer:
-        raw = response.content
-        content_type = response.headers.get("content-type", "")
-        text = clean_bytes(raw, _DETAIL_CHARS, redact=self._redact, scan_bytes=_HEAD_BYTES)
-        body: Any = None
-        if raw.strip() and ("json" in content_type or raw.lstrip()[:1] in (b"{", b"[")):
-            try:
-                body = json.loads(raw)
-            except ValueError:
-                body = None
-        return Answer(
-            response.status_code,
-            body,
-            text,
-            content_type,
-            response.headers.get("retry-after", ""),
-        )
-
-    @staticmethod
-    def _retry_after_s(answer: Answer, attempt: int) -> float:
-        try:
-            wait = float(answer.retry_after)
-        except ValueError:
-            wait = float(2**attempt)
-        return min(max(wait, 0.0), _MAX_BACKOFF_S)
-
-    def _why(self, exc: httpx.HTTPError) -> str:
-        kind = type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return f"no answer in time ({kind})"
-        text = clean_line(str(exc), 200, redact=self._redact) or "no detail"
-        return f"{kind}: {text}"
+        """One API call through the shared client: a 429 is waited out per `Retry-After`
+        and sent again (RunPod refuses it before doing anything)."""
+        return await self._http.call(method, path, params=params, body=body, timeout_s=timeout_s)
 
     def _error(self, answer: Answer, action: str) -> ProviderError:
         detail = answer.detail(self._redact)
@@ -515,12 +458,10 @@ class RunPodProvider:
                 fix=CLOUDFLARE_FIX,
                 http_status=403,
             )
-        return self._errors.answer(
-            action, answer.status, detail, auth_failed=answer.status == 401, retries=self._retries
-        )
+        return self._http.error(action, answer.status, detail, auth_failed=answer.status == 401)
 
     def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
-        return self._errors.no_answer(action, no_answer.reason)
+        return self._http.unreachable(no_answer, action)
 
     # -- offers -----------------------------------------------------------------------------
 
@@ -796,35 +737,32 @@ class RunPodProvider:
 
     async def ensure_ssh_key(self, public_key_openssh: str) -> bool:
         """Make sure the account holds this public key (pods created with `startSsh` get the
-        account's keys). True when it was registered now, False when already there. The PUT
-        replaces the whole set, so the keys already there are sent back with it."""
-        if "PRIVATE KEY" in public_key_openssh:
-            raise ProviderError(
-                "refusing to register a private key as a RunPod account SSH key",
-                fix="pass the public key (the .pub file), never the private key",
-            )
-        identity = _key_identity(public_key_openssh)
-        if identity is None:
-            raise ProviderError(
-                "the SSH public key is not in OpenSSH format",
-                fix='expected one line like "ssh-ed25519 AAAAC3… comment"',
-            )
+        account's keys). True when it was registered now (and listed again to check), False
+        when already there."""
+        return await ensure_account_key(
+            MARKET,
+            public_key_openssh,
+            list_keys=self._account_keys,
+            register=self._register_key,
+            keys_page=KEYS_PAGE,
+        )
+
+    async def _account_keys(self) -> list[str]:
         answer = await self._call("GET", "/account/ssh-keys")
         if isinstance(answer, NoAnswer):
             raise self._unreachable(answer, "listing account SSH keys")
         keys = answer.body.get("keys") if isinstance(answer.body, dict) else None
         if answer.status != 200 or not isinstance(keys, list):
             raise self._error(answer, "listing account SSH keys")
-        texts = [k for k in keys if isinstance(k, str)]
-        if identity in {_key_identity(text) for text in texts}:
-            return False
-        line = " ".join(public_key_openssh.strip().split())
-        answer = await self._call("PUT", "/account/ssh-keys", body={"keys": [*texts, line]})
+        return [k for k in keys if isinstance(k, str)]
+
+    async def _register_key(self, present: list[str], key_line: str) -> None:
+        # The PUT replaces the whole set, so the keys already there are sent back with it.
+        answer = await self._call("PUT", "/account/ssh-keys", body={"keys": [*present, key_line]})
         if isinstance(answer, NoAnswer):
             raise self._unreachable(answer, "registering the SSH key")
         if answer.status != 200:
             raise self._error(answer, "registering the SSH key")
-        return True
 
     async def billed_usd(self, provider_id: str) -> float | None:
         """What `/billing/pods` says the pod cost, or None when it has no figure."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from mvp_tui.providers.base import ProviderError
+from mvp_tui.providers.base import NetworkVolume, ProviderError
 from mvp_tui.untrusted import clean_line
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ VOLUME_CACHE_DIR = f"{VOLUME_MOUNT}/mvp-models"
 # RunPod's published price for network storage under 1 TB (runpod.io/pricing); the API
 # answers no price, so `[runpod] network_volume_usd_per_gb_month` may correct it.
 DEFAULT_USD_PER_GB_MONTH = 0.07
-HOURS_PER_MONTH = 730.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,22 +37,6 @@ class VolumeSettings:
     size_gb: int = 50
     data_center: str | None = None  # needed only to create one
     usd_per_gb_month: float = DEFAULT_USD_PER_GB_MONTH
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkVolume:
-    """One volume as RunPod lists it (NetworkVolume in the document)."""
-
-    id: str
-    name: str
-    size_gb: int
-    data_center: str
-
-    def usd_per_month(self, usd_per_gb_month: float) -> float:
-        return self.size_gb * usd_per_gb_month
-
-    def usd_per_hour(self, usd_per_gb_month: float) -> float:
-        return self.usd_per_month(usd_per_gb_month) / HOURS_PER_MONTH
 
 
 def parse_volume(row: object) -> NetworkVolume | None:
@@ -82,7 +65,7 @@ async def _ask(
 ) -> Answer:
     """One call through the provider's client (its key, retries, redaction); no answer at
     all is an error naming `action`."""
-    from mvp_tui.providers.runpod import NoAnswer  # runpod.py imports this module
+    from mvp_tui.providers.marketplace_http import NoAnswer  # httpx: only when a call is made
 
     answer = await provider._call(method, path, body=body)
     if isinstance(answer, NoAnswer):

@@ -1,9 +1,9 @@
 """The Vast.ai provider: search offers, create from an offer, poll, list by label, destroy.
 
-Speaks Vast's REST API with httpx (async), authenticating with `Authorization: Bearer` only:
-the key never goes into a URL, and every text that leaves this module passes a `Redactor`
-that knows it. Every create answer is classified into an `Outcome` (providers/vastai_answers.py);
-a 429 is retried here with back-off because Vast refused that call without performing it.
+Speaks Vast's REST API through the shared marketplace client (providers/marketplace_http.py:
+`Authorization: Bearer` only, the key never in a URL, every text redacted, a 429 retried with
+back-off because Vast refused that call without performing it). Every create answer is
+classified into an `Outcome` here (providers/vastai_answers.py).
 
 Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, decided here:
 - `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
@@ -22,9 +22,6 @@ Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, dec
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 import dataclasses
 import json
 import re
@@ -35,7 +32,6 @@ from typing import Any
 import httpx
 
 from mvp_tui.providers.base import (
-    ApiErrors,
     CreateRequest,
     CreateResult,
     DestroyOutcome,
@@ -43,12 +39,18 @@ from mvp_tui.providers.base import (
     LeaseStatus,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderError,
     ProviderInfo,
     SelectionPolicy,
-    checked_api_key,
 )
 from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
+from mvp_tui.providers.marketplace_http import (
+    Marketplace,
+    MarketplaceClient,
+    NoAnswer,
+    ensure_account_key,
+)
 from mvp_tui.providers.vast_host_key import HostKeyPlan
 from mvp_tui.providers.vastai_answers import (
     AUTH_FIX,
@@ -72,34 +74,22 @@ DEFAULT_API_URL = "https://console.vast.ai"
 RUNTYPE = "ssh_direc ssh_proxy"
 LIST_PAGE_SIZE = 25  # the v1 list's maximum
 _MAX_LIST_PAGES = 2000
-_MAX_BACKOFF_S = 60.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_KEY_TYPES = frozenset(
-    {
-        "ssh-ed25519",
-        "ssh-rsa",
-        "ssh-dss",
-        "ecdsa-sha2-nistp256",
-        "ecdsa-sha2-nistp384",
-        "ecdsa-sha2-nistp521",
-        "sk-ssh-ed25519@openssh.com",
-        "sk-ecdsa-sha2-nistp256@openssh.com",
-    }
-)
 RATE_LIMIT_FIX = (
     "wait a minute and retry; Vast.ai limits calls per endpoint and key, so another tool "
     "using the same key may be polling too fast"
 )
-NETWORK_FIX = "check the network and [vastai] api_url / MVP_VASTAI_API_URL, then retry"
-
-
-@dataclass(frozen=True, slots=True)
-class NoAnswer:
-    """A call that got no HTTP answer. `sent` is False only when the request surely never
-    reached the server (the connection could not be opened)."""
-
-    sent: bool
-    reason: str
+MARKET = Marketplace(
+    name="Vast.ai",
+    section="vastai",
+    url_env="MVP_VASTAI_API_URL",
+    url_example=DEFAULT_API_URL,
+    auth_fix=AUTH_FIX,
+    rate_limit_fix=RATE_LIMIT_FIX,
+    user_agent="mvp-tui",
+)
+NETWORK_FIX = MARKET.network_fix
+KEYS_PAGE = "console.vast.ai → Keys"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,16 +98,6 @@ class VastAccount:
 
     user_id: str
     credit: float | None
-
-
-def _checked_api_url(api_url: str) -> str:
-    url = api_url.strip().rstrip("/")
-    if not re.match(r"^https?://[^/\s]+$", url):
-        raise ProviderError(
-            f"[vastai] api_url {clean_line(api_url, 200)!r} is not a base URL",
-            fix='use the scheme and host only, e.g. "https://console.vast.ai"',
-        )
-    return url
 
 
 def _numeric_id(provider_id: str, what: str) -> str:
@@ -168,16 +148,13 @@ def build_create_body(
     return body
 
 
-def _key_identity(text: str) -> tuple[str, str] | None:
-    """(type, base64 blob) of an OpenSSH public key line; comments and spacing do not count."""
-    fields = text.strip().split()
-    if len(fields) < 2 or fields[0] not in _KEY_TYPES:
-        return None
-    try:
-        base64.b64decode(fields[1], validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return fields[0], fields[1]
+def _parse(response: httpx.Response, redact: Redactor) -> Answer:
+    return Answer.parse(
+        response.status_code,
+        response.content,
+        response.headers.get("content-type", ""),
+        redact=redact,  # before any text of it is cut
+    )
 
 
 def _account_key_texts(body: Any) -> list[str]:
@@ -204,7 +181,7 @@ def _account_key_texts(body: Any) -> list[str]:
     return texts
 
 
-class VastAiProvider:
+class VastAiProvider(ProviderBase):
     """`Provider` for Vast.ai. One instance per run; close it with `aclose()`."""
 
     info = ProviderInfo(
@@ -229,31 +206,23 @@ class VastAiProvider:
         transport: httpx.AsyncBaseTransport | None = None,
         pin_host_key: bool = True,
     ) -> None:
-        key = checked_api_key(api_key, "Vast.ai", AUTH_FIX)
+        self._http: MarketplaceClient[Answer] = MarketplaceClient(
+            MARKET,
+            api_key=api_key,
+            api_url=api_url,
+            parse=_parse,
+            timeout_s=timeout_s,
+            rate_limit_retries=rate_limit_retries,
+            rate_limit_base_delay_s=rate_limit_base_delay_s,
+            transport=transport,
+        )
+        self._api_url = self._http.api_url
+        self._redact = self._http.redact
         self._pin_host_key = pin_host_key
         self._host_keys: dict[str, HostKeyPlan] = {}  # label → its pinned host key (secret)
-        self._api_url = _checked_api_url(api_url)
-        self._errors = ApiErrors(
-            "Vast.ai", "vastai", self._api_url, AUTH_FIX, RATE_LIMIT_FIX, NETWORK_FIX
-        )
         self._ssh_user = ssh_user
         self._image_gb = max(0.0, image_gb)  # [image] size_gb: priced into each offer's pull
-        self._timeout_s = timeout_s
-        self._retries = max(0, rate_limit_retries)
-        self._base_delay_s = max(0.0, rate_limit_base_delay_s)
-        self._redact = Redactor([key])
-        self._client = httpx.AsyncClient(
-            base_url=self._api_url,
-            headers={
-                "Authorization": f"Bearer {key}",
-                "Accept": "application/json",
-                "User-Agent": "mvp-tui",
-            },
-            timeout=httpx.Timeout(timeout_s),
-            transport=transport,
-            follow_redirects=False,  # a redirect must never carry the bearer key elsewhere
-            trust_env=False,
-        )
+        self._retries = self._http.retries
         self.last_skipped: list[str] = []
         """Why rows of the last search were left out (malformed, or outside the policy)."""
 
@@ -261,7 +230,7 @@ class VastAiProvider:
         return f"VastAiProvider(api_url={self._api_url!r}, ssh_user={self._ssh_user!r})"
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     # -- the HTTP exchange ----------------------------------------------------------------
 
@@ -273,54 +242,18 @@ class VastAiProvider:
         params: Mapping[str, str | int] | None = None,
         body: Any = None,
     ) -> Answer | NoAnswer:
-        """One API call; 429s are retried with exponential back-off (Vast sends no
-        Retry-After, but one is honoured when present). Returns the last answer."""
-        attempt = 0
-        while True:
-            try:
-                response = await self._client.request(method, path, params=params, json=body)
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-                return NoAnswer(sent=False, reason=self._why(exc))
-            except httpx.TimeoutException as exc:
-                return NoAnswer(sent=True, reason=self._why(exc))
-            except httpx.TransportError as exc:
-                return NoAnswer(sent=True, reason=self._why(exc))
-            answer = Answer.parse(
-                response.status_code,
-                response.content,
-                response.headers.get("content-type", ""),
-                redact=self._redact,  # before any text of it is cut
-            )
-            if answer.status != 429 or attempt >= self._retries:
-                return answer
-            await asyncio.sleep(self._backoff_s(attempt, response))
-            attempt += 1
-
-    def _backoff_s(self, attempt: int, response: httpx.Response) -> float:
-        retry_after = response.headers.get("retry-after", "")
-        try:
-            wait = float(retry_after)
-        except ValueError:
-            wait = self._base_delay_s * 2**attempt
-        return min(max(wait, 0.0), _MAX_BACKOFF_S)
-
-    def _why(self, exc: httpx.HTTPError) -> str:
-        kind = type(exc).__name__
-        if isinstance(exc, httpx.TimeoutException):
-            return f"no answer within {self._timeout_s:g} s ({kind})"
-        text = clean_line(str(exc), 200, redact=self._redact) or "no detail"
-        return f"{kind}: {text}"
+        """One API call through the shared client: 429s are retried with exponential
+        back-off (Vast sends no Retry-After, but one is honoured when present)."""
+        return await self._http.call(method, path, params=params, body=body)
 
     def _error(self, answer: Answer, action: str) -> ProviderError:
         """A ProviderError for an answer that is not what `action` needs."""
-        detail = self._redact(answer.detail())
-        auth = is_auth_failure(answer)
-        return self._errors.answer(
-            action, answer.status, detail, auth_failed=auth, retries=self._retries
+        return self._http.error(
+            action, answer.status, answer.detail(), auth_failed=is_auth_failure(answer)
         )
 
     def _unreachable(self, no_answer: NoAnswer, action: str) -> ProviderError:
-        return self._errors.no_answer(action, no_answer.reason)
+        return self._http.unreachable(no_answer, action)
 
     def _usable(
         self, answer: Answer | NoAnswer, action: str, *, need_object: bool = False
@@ -485,33 +418,31 @@ class VastAiProvider:
 
     async def ensure_ssh_key(self, public_key_openssh: str) -> bool:
         """Make sure the account holds this public key (Vast copies account keys into new
-        instances). Returns True when it was registered now, False when already there."""
-        if "PRIVATE KEY" in public_key_openssh:
-            raise ProviderError(
-                "refusing to register a private key as a Vast.ai account SSH key",
-                fix="pass the public key (the .pub file), never the private key",
-            )
-        identity = _key_identity(public_key_openssh)
-        if identity is None:
-            raise ProviderError(
-                "the SSH public key is not in OpenSSH format",
-                fix='expected one line like "ssh-ed25519 AAAAC3… comment"',
-            )
+        instances). Returns True when it was registered now (and listed again to check),
+        False when already there."""
+        return await ensure_account_key(
+            MARKET,
+            public_key_openssh,
+            list_keys=self._account_keys,
+            register=self._register_key,
+            keys_page=KEYS_PAGE,
+        )
+
+    async def _account_keys(self) -> list[str]:
         answer = self._usable(await self._call("GET", "/api/v0/ssh/"), "listing account SSH keys")
-        if identity in {_key_identity(text) for text in _account_key_texts(answer.body)}:
-            return False
-        key_line = " ".join(public_key_openssh.strip().split())
+        return _account_key_texts(answer.body)
+
+    async def _register_key(self, _present: list[str], key_line: str) -> None:
         posted = await self._call("POST", "/api/v0/ssh/", body={"ssh_key": key_line})
         if not isinstance(posted, NoAnswer) and posted.error_code == "team_ssh_keys_not_supported":
             raise ProviderError(
                 "Vast.ai does not take SSH keys from a team API key",
-                fix="use a personal API key, or add the key once at console.vast.ai → Keys",
+                fix=f"use a personal API key, or add the key once at {KEYS_PAGE}",
                 http_status=posted.status,
             )
         registered = self._usable(posted, "registering the SSH key")
         if registered.success is False:
             raise self._error(registered, "registering the SSH key")
-        return True
 
     async def account(self) -> VastAccount:
         """The key's account (a cheap check that the key works); raises on a bad key."""

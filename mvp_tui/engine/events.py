@@ -23,6 +23,19 @@ class OffersListed(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AccountKeyReady(EngineEvent):
+    """The provider's account holds the run's SSH public key (found, or registered now and
+    listed again to check); `line` is the seed's wording of it."""
+
+    run_id: str
+    provider: str
+    identity: str  # the private key's path
+    fingerprint: str  # SHA256:…
+    registered_now: bool
+    line: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NodeReady(EngineEvent):
     """The engine on the node answers: prompts can go to `local_url` from this machine."""
 

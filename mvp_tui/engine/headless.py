@@ -33,7 +33,13 @@ from mvp_tui.engine.controller import (
     StopResult,
 )
 from mvp_tui.engine.endpoint_words import endpoint_lines, idle_stop_line
-from mvp_tui.engine.events import EndpointReady, IdleStopNotice, ReadySummary, RunFinished
+from mvp_tui.engine.events import (
+    AccountKeyReady,
+    EndpointReady,
+    IdleStopNotice,
+    ReadySummary,
+    RunFinished,
+)
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
@@ -101,6 +107,8 @@ class JsonLines:
 
 
 def _spoken(event: EngineEvent) -> list[str]:
+    if isinstance(event, AccountKeyReady):  # the seed says it on stderr
+        return [event.line]
     if isinstance(event, EndpointReady):
         return endpoint_lines(event)
     if isinstance(event, IdleStopNotice):

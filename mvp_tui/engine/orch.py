@@ -96,8 +96,15 @@ def _cached_model_detail(value: object) -> dict[str, Any] | None:
     }
 
 
-def config_detail(config: Config, *, image: str, rpc_bind: str) -> dict[str, Any]:
-    """The seed's `config` phase detail (its field names), for this run's configuration."""
+def config_detail(
+    config: Config, *, image: str, rpc_bind: str, ssh_public_fingerprint: str | None = None
+) -> dict[str, Any]:
+    """The seed's `config` phase detail (its field names), for this run's configuration;
+    an SSH node's provider_config names its identity's fingerprint (the seed's
+    `ssh_public_fingerprint`)."""
+    provider_config = provider_config_detail(config)
+    if ssh_public_fingerprint is not None:
+        provider_config["ssh_public_fingerprint"] = ssh_public_fingerprint
     return {
         "config_profile": config.profile,
         "image": image,
@@ -107,7 +114,7 @@ def config_detail(config: Config, *, image: str, rpc_bind: str) -> dict[str, Any
         "stage_index": config.get_int("runtime.stage_index"),
         "layer_end_exclusive": config.get_int("runtime.layer_end_exclusive"),
         "relay_mode": config.get_str("relay.mode"),  # accepted, not built: SSH instead
-        "provider_config": provider_config_detail(config),
+        "provider_config": provider_config,
     }
 
 

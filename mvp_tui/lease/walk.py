@@ -203,14 +203,13 @@ class LeaseWalk:
     async def _reorder(self, queue: list[Offer], tried: list[Offer]) -> list[Offer]:
         """After an offer proved unplaceable, a provider that can (RunPod: `reorder_offers`
         reads its catalog again) sorts the offers left; an offer is never tried twice."""
-        reorder = getattr(self.provider, "reorder_offers", None)
         attempts = self._rec.attempts[self._first_attempt :]
         unplaceable = (CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.FORBIDDEN)
-        if reorder is None or not queue or not attempts or attempts[-1].outcome not in unplaceable:
+        if not queue or not attempts or attempts[-1].outcome not in unplaceable:
             return queue
         done = {(o.provider, o.offer_id) for o in tried}
         try:
-            fresh: list[Offer] = await reorder(list(queue), list(tried))
+            fresh = await self.provider.reorder_offers(list(queue), list(tried))
         except ProviderError as exc:
             why = self._clean(str(exc), 200)
             self._say_order(
@@ -218,8 +217,10 @@ class LeaseWalk:
                 "their order"
             )
             return queue
+        if fresh is None:  # this provider keeps the order it gave
+            return queue
         left = [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
-        failed = getattr(self.provider, "last_reorder_error", None)  # it kept the order
+        failed = self.provider.last_reorder_error  # it kept the order
         if failed:
             reason = f"the catalog could not be read again ({failed}): the offers left keep "
             self._say_order(left, reason + "their order")
@@ -291,7 +292,6 @@ class LeaseWalk:
         )
         # A provider that hands the node its host key (RunPod) names it now: it is pinned in
         # the record before the create is sent, so the first connect is already strict.
-        host_key_for = getattr(self.provider, "host_key_for", None)
         placeholder = LeaseRecord(
             provider=self.provider.info.name,
             label=label,
@@ -300,7 +300,7 @@ class LeaseWalk:
             gpu_name=offer.gpu_name,
             price_per_hour=offer.price_per_hour,
             state=LeaseRecordState.CREATING,
-            host_key=host_key_for(label) if host_key_for is not None else None,
+            host_key=self.provider.host_key_for(label),
         )
         record.attempts.append(attempt)
         record.leases.append(placeholder)

@@ -21,6 +21,7 @@ from mvp_tui.providers.base import (
     LeaseStatus,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderInfo,
     SelectionPolicy,
 )
@@ -34,7 +35,7 @@ NAME = "rehearsal"
 VASTAI = "vastai"  # the simulated marketplace speaks the Vast.ai API
 
 
-class RehearsalProvider:
+class RehearsalProvider(ProviderBase):
     """`Provider` over the simulated marketplace; the node runs on this machine (no SSH)."""
 
     info = ProviderInfo(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import enum
 import os
-import struct
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,16 +18,11 @@ from pathlib import Path
 import asyncssh
 
 from mvp_tui.ssh.errors import IdentityError
+from mvp_tui.ssh.public_key import DEFAULT_IDENTITY, openssh_public_blob, take_string
 
-DEFAULT_IDENTITY = "~/.ssh/id_ed25519"
 # The key the errors name when the caller does not say: the running provider's own key is
 # passed in (`SshSettings.identity_key`), so a RunPod run names `[runpod] ssh_identity`.
 CONFIG_KEY = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
-
-_OPENSSH_LABEL = "OPENSSH PRIVATE KEY"  # the PEM label of an OpenSSH key file
-_OPENSSH_BEGIN = f"-----BEGIN {_OPENSSH_LABEL}-----"
-_OPENSSH_END = f"-----END {_OPENSSH_LABEL}-----"
-_OPENSSH_MAGIC = b"openssh-key-v1\x00"
 
 
 class IdentitySource(enum.Enum):
@@ -161,7 +155,7 @@ def _pub_path(path: Path) -> Path:
 def _public_half(path: Path, data: bytes | None, config_key: str) -> asyncssh.SSHKey:
     """The public key of an encrypted key: from the file's clear header, else its `.pub`."""
     if data is not None:
-        blob = _openssh_public_blob(data)
+        blob = openssh_public_blob(data)
         if blob is not None:
             algorithm = _first_string(blob)
             text = f"{algorithm.decode('ascii')} {base64.b64encode(blob).decode('ascii')}"
@@ -178,37 +172,8 @@ def _public_half(path: Path, data: bytes | None, config_key: str) -> asyncssh.SS
         ) from None
 
 
-def _openssh_public_blob(data: bytes) -> bytes | None:
-    """The first public key of an `openssh-key-v1` file, which is stored unencrypted."""
-    text = data.decode("ascii", "replace")
-    if _OPENSSH_BEGIN not in text or _OPENSSH_END not in text:
-        return None
-    body = text.split(_OPENSSH_BEGIN, 1)[1].split(_OPENSSH_END, 1)[0]
-    try:
-        raw = base64.b64decode("".join(body.split()))
-        if not raw.startswith(_OPENSSH_MAGIC):
-            return None
-        rest = raw[len(_OPENSSH_MAGIC) :]
-        for _ in range(3):  # cipher name, KDF name, KDF options
-            _, rest = _take_string(rest)
-        (count,) = struct.unpack(">I", rest[:4])
-        if count < 1:
-            return None
-        blob, _ = _take_string(rest[4:])
-        return blob
-    except (ValueError, struct.error):
-        return None
-
-
-def _take_string(data: bytes) -> tuple[bytes, bytes]:
-    (length,) = struct.unpack(">I", data[:4])
-    if len(data) < 4 + length:
-        raise ValueError("truncated key file")
-    return data[4 : 4 + length], data[4 + length :]
-
-
 def _first_string(blob: bytes) -> bytes:
-    return _take_string(blob)[0]
+    return take_string(blob)[0]
 
 
 async def _agent_identity(

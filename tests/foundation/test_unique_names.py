@@ -13,7 +13,7 @@ SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 # of the app's classes (Redactor, ConfigError, WatchdogSettings).
 ALONE = ROOT / "mvp_tui" / "node_agent.py"
 # Twins that remain, each private to its module or a small local record; shrink this list.
-KNOWN_TWINS = frozenset({"Tail", "_Live", "Stage", "_Lease", "Answer", "NoAnswer"})
+KNOWN_TWINS = frozenset({"Tail", "_Live", "Stage", "_Lease", "Answer"})
 
 
 def _classes() -> dict[str, list[str]]:

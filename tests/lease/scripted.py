@@ -20,6 +20,7 @@ from mvp_tui.providers.base import (
     LeaseStatus,
     Offer,
     Outcome,
+    ProviderBase,
     ProviderError,
     ProviderInfo,
     SelectionPolicy,
@@ -79,7 +80,7 @@ class Step:
 
 
 @dataclass
-class ScriptedProvider:
+class ScriptedProvider(ProviderBase):
     info: ProviderInfo = field(default_factory=lambda: ProviderInfo("scripted", billing=True))
     instances: dict[str, Instance] = field(default_factory=dict)
     answers: dict[str, Outcome] = field(default_factory=dict)  # per offer; default CREATED

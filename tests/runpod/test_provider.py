@@ -329,7 +329,7 @@ async def test_a_create_that_times_out_after_sending_is_ambiguous(fake: FakeRunP
         offer = (await provider.search_offers(POLICY))[0]
         fake.script("create", Fault(perform=True, delay_s=1.0, drop=True))
         result = await provider.create(offer, REQUEST)
-        assert result.outcome is Outcome.AMBIGUOUS and "no answer in time" in result.detail
+        assert result.outcome is Outcome.AMBIGUOUS and "no answer within" in result.detail
         assert len(fake.pods()) == 1  # it exists: the walk finds it by its name
     finally:
         await provider.aclose()

@@ -79,7 +79,7 @@ def test_offer_texts_and_skip_reasons_are_redacted_before_they_are_cut() -> None
 
 def test_a_transport_error_is_redacted_before_it_is_cut() -> None:
     provider = VastAiProvider(api_key=KEY, api_url="http://127.0.0.1:9")
-    assert_no_prefix(provider._why(httpx.ConnectError(straddling(200))))
+    assert_no_prefix(provider._http.why(httpx.ConnectError(straddling(200)), 30.0))
 
 
 async def test_the_provider_never_shows_a_prefix_of_its_key() -> None:

@@ -1,0 +1,220 @@
+"""The serving phase of a run: the prompt queue and RPC server, the watch on a serving node
+(fatal verdicts, exits, stalls, the idle stop) and the spend and hours limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mvp_tui.engine.failures import (
+    AttemptFailed,
+    AttemptFailure,
+    FailureScope,
+    NodeStoppedItself,
+    RunFailed,
+    Stage,
+)
+from mvp_tui.engine.limits import LimitReached, watch_limits
+from mvp_tui.engine.run_bringup import BringUpPhase
+from mvp_tui.engine.run_core import unless
+from mvp_tui.engine.stall import StallDetected
+from mvp_tui.prompt.queue import PromptQueue
+from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
+
+
+class ServePhase(BringUpPhase):
+    """Serving: the prompt, node-watch and limit steps."""
+
+    async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
+        """The prompt queue (and RPC server) on the serving node; a replaced node takes over
+        the same queue and RPC address, its waiting prompts resumed."""
+        if self.local_url is None or self.watch.loaded is None:
+            raise RunFailed("the node is not ready: bring it up before prompting")
+        lease = self.lease_record
+        price = lease.price_per_hour if lease is not None and lease.price_per_hour else None
+        if self.prompts is not None:
+            self.prompts.price_per_hour = price
+            self.prompts.resume()
+            return self.prompts
+        redactor = self.redactor
+        from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
+
+        def client() -> PromptClient:  # the node of the moment: a replacement moves it
+            loaded = self.watch.loaded
+            model = (loaded.model_id if loaded else "") or "model"
+            return PromptClient(
+                self.local_url or "", model, api_key=self.api_key or None, redactor=redactor
+            )
+
+        self.prompts = PromptQueue(client, self.stall.tap(self._sink), price)
+        if rpc:
+            addr = parse_rpc_addr(
+                self.settings.prompt.rpc_addr, allow_remote=self.settings.prompt.rpc_allow_remote
+            )
+            self._rpc = PromptRpcServer(
+                self.prompts,
+                addr,
+                default_max_tokens=self.settings.prompt.max_tokens,
+                sink=self._sink,
+            )
+            await self._rpc.start()
+        return self.prompts
+
+    def pause_prompts(self) -> None:
+        """The node is gone: prompts wait (the one streaming ends with its fault)."""
+        if self.prompts is not None:
+            self.prompts.pause()
+
+    async def guard_limits(self) -> None:
+        """Returns only by raising `RunFailed` when `[limits] max_spend_usd` or `max_hours`
+        is reached (the caller tears down); waits forever when neither is set."""
+        limits = self.settings.limits
+        if not limits.any:
+            await asyncio.Event().wait()
+        lease, (limit, value, reached) = await watch_limits(
+            limits,
+            lambda: self.lease_record,
+            self._clock,
+            # A multi-node run's workers bill too, and so did every earlier attempt's host.
+            others=lambda: [*self.cluster.worker_leases, *self.past_leases],
+        )
+        self.emit(
+            LimitReached(
+                at=self._clock(),
+                run_id=self.run_id,
+                provider_id=lease.provider_id or "",
+                limit=limit,
+                value=value,
+                reached=round(reached, 6),
+            )
+        )
+        unit = "USD" if limit == "max_spend_usd" else "hours"
+        raise RunFailed(
+            f"[limits] {limit} = {value:g} reached ({reached:.4g} {unit}): tearing down; "
+            f"raise [limits] {limit} to run longer"
+        )
+
+    def limit_reached(self) -> tuple[str, str] | None:
+        """(reason, fix) when a spend or hours limit is reached by the leases so far."""
+        leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
+        if not leases:
+            return None
+        breach = self.settings.limits.breach(leases[-1], self._clock(), leases[:-1])
+        if breach is None:
+            return None
+        limit, value, reached = breach
+        return (
+            f"[limits] {limit} = {value:g} reached ({reached:.4g}) by the hosts tried so far",
+            f"raise [limits] {limit} to try more hosts",
+        )
+
+    async def watch_node(self) -> None:
+        """Returns only by raising `AttemptFailed` (stage serving) when the node fails after
+        it was ready: its engine reports a fatal error, its agent exits, the SSH session gives
+        up, or the provider says the instance exited or is gone."""
+        try:
+            await unless(self._watch_serving_node(), self.watch_lease())
+        except NodeStoppedItself:
+            raise
+        except AttemptFailed:
+            if self._idle_stopped.is_set():  # its instance went as the node said it would
+                raise self._stopped_itself() from None
+            raise
+        except RunFailed as failed:  # already announced (NodeFailed)
+            if self._idle_stopped.is_set():
+                raise self._stopped_itself() from None
+            fatal = self.watch.fatal
+            scope = FailureScope.RUN if fatal is not None and fatal.scope == "run" else None
+            raise AttemptFailed(
+                AttemptFailure(Stage.SERVING, scope or FailureScope.HOST, "node_lost",
+                               failed.message, failed.fix)
+            ) from None  # fmt: skip
+
+    async def _watch_serving_node(self) -> None:
+        session = self._session
+        waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(self.watch.failed.wait())]
+        if session is not None:
+            waits.append(asyncio.ensure_future(session.wait()))
+        exited = asyncio.ensure_future(self._agent_exit())
+        waits.append(exited)
+        waits += [asyncio.ensure_future(w.wait()) for w in self._worker_sessions]
+        stall: asyncio.Future[object] = asyncio.ensure_future(self._stall_watch())
+        waits.append(stall)
+        waits.append(asyncio.ensure_future(self._idle_stopped.wait()))
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+        if self._idle_stopped.is_set():
+            raise self._stopped_itself()
+        stalled = stall.exception() if stall.done() and not stall.cancelled() else None
+        if isinstance(stalled, StallDetected) and not self.watch.failed.is_set():
+            raise self._node_failed(
+                self.cluster.describe_stall(str(stalled)),
+                "read the nodes' channels; raise [prompt] stall_secs for a slow model",
+            )
+        fatal = self.watch.fatal
+        if fatal is None and exited.done() and not exited.cancelled():
+            raise self._node_failed(
+                f"the node's agent exited on its own (code {exited.result()})",
+                "read the node's stderr channel for why",
+            )
+        lost = next((w for w in self._worker_sessions if w.stop_reason is not None), None)
+        if fatal is None and lost is not None:
+            why = lost.failure.message if lost.failure is not None else str(lost.stop_reason)
+            raise self._node_failed(
+                f"the SSH session to worker lease {lost.lease_key} ended: {why}",
+                "read the worker's channels for why",
+            )
+        if fatal is None and session is not None and session.failure is not None:
+            failure = session.failure
+            raise self._node_failed(failure.message, failure.fix)
+        if fatal is None and session is not None:
+            raise self._node_failed(
+                f"the SSH session to lease {session.lease_key} ended ({session.stop_reason})",
+                "read the node's channels for why",
+            )
+        raise self._node_failed(
+            fatal.reason if fatal else "the node failed", fatal.fix if fatal else ""
+        )
+
+    def _stopped_itself(self) -> NodeStoppedItself:
+        mins = self.endpoint.idle_stop_mins if self.endpoint is not None else None
+        window = f"{mins:g} min" if mins else "its window"
+        message = (
+            f"the node's idle stop: no request reached its model for {window}, so it "
+            "destroys its own lease"
+        )
+        self._sink_line(message)
+        return NodeStoppedItself(message, "raise [limits] idle_stop_mins, or 0 turns it off")
+
+    async def after_prompts(self, grace_s: float = 15.0) -> None:
+        """Raises `RunFailed` when a prompt's stream broke because the engine went away (a
+        node died mid-answer): with the node's own verdict when it comes within `grace_s`."""
+        lost = self.stall.engine_lost
+        if lost is None:
+            return
+        try:
+            async with asyncio.timeout(grace_s):
+                await self.watch.failed.wait()
+        except TimeoutError:
+            raise self._node_failed(
+                f"prompt {lost.prompt_id} was cut off ({lost.error}) and the node said nothing",
+                "read the node's channels for why",
+            ) from None
+        fatal = self.watch.fatal
+        assert fatal is not None
+        raise self._node_failed(fatal.reason, fatal.fix)
+
+    async def _stall_watch(self) -> object:
+        await self.stall.watch()
+        return None
+
+    async def postpone_idle_stop(self) -> bool:
+        """A key in the dashboard: the node's idle stop counts it as use (rented nodes; a
+        local one does not bill). True once the node was told."""
+        session = self._session
+        return session is not None and await session.send_control("use")
