@@ -53,6 +53,7 @@ from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.settings import RunSettings, create_env, node_env, volume_settings
 from mvp_tui.engine.stall import StallDetected, StallWatch
+from mvp_tui.engine.verdict_wait import VerdictWait
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -154,6 +155,8 @@ class RunEngine:
         self.watch = NodeWatch(self.redactor, self.bridge.stream)  # the main node's verdict only
         self.hub.listeners.append(self.watch)
         self.hub.listeners.append(self._on_watchdog_frame)
+        self.verdict_wait = VerdictWait()  # the switch's verdict within 3 min (seed 003)
+        self.hub.listeners.append(self.verdict_wait)
         self.watchdog_verdict: NodeWatchdog | None = None
         self.boot_guard_verdict: NodeBootGuard | None = None
         self._watchdog_failed = asyncio.Event()
@@ -738,14 +741,20 @@ class RunEngine:
             asyncio.ensure_future(self.watch.ready.wait()),
             asyncio.ensure_future(session.wait()),
         ]
+        no_verdict = asyncio.ensure_future(self.verdict_wait.expired())
         if self.watchdog.required:
-            waits.append(asyncio.ensure_future(self._watchdog_failed.wait()))
+            waits += [asyncio.ensure_future(self._watchdog_failed.wait()), no_verdict]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in waits:
+            for task in [*waits, no_verdict]:
                 task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
+            await asyncio.gather(*waits, no_verdict, return_exceptions=True)
+        if no_verdict.done() and not no_verdict.cancelled() and self.watchdog_verdict is None:
+            self.watchdog_verdict = NodeWatchdog(
+                at=self._clock(), run_id=self.run_id, status="failed", reason=no_verdict.result()
+            )
+            self.emit(self.watchdog_verdict)
         self.check_watchdog()
         if not self.watch.ready.is_set():
             failure = session.failure
@@ -1064,6 +1073,7 @@ class RunEngine:
         self.watchdog_verdict = None
         self.boot_guard_verdict = None
         self._watchdog_failed.clear()
+        self.verdict_wait.reset()
         self.local_url = None
         self.stall.engine_lost = None
         self.bridge.frame_source = FRAME_SOURCE  # the next node's bootstrap stdio first

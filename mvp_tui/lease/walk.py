@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease import attempt_secrets
+from mvp_tui.lease import attempt_secrets, walk_texts
 from mvp_tui.lease.events import (
     AttemptAnswered,
     AttemptStarted,
@@ -140,6 +140,8 @@ class LeaseWalk:
         self._record: RunRecord | None = None
         self._first_attempt = 0
         self._misses: list[str] = []  # why each tried offer gave nothing, for the failure text
+        self._not_ready: list[str] = []  # why each created lease never became ready
+        self._unplaceable: str | None = None  # the last capacity / 403 answer's detail
 
     # ---- the walk, top to bottom -------------------------------------------------------------
 
@@ -158,8 +160,10 @@ class LeaseWalk:
             except _Stop as stop:
                 await self._sweep_if_unclear(keep=None)
                 await self._release_secrets()
-                return self._failed(stop.failure, stop.reason)
-            await self._sweep_if_unclear(keep=lease.provider_id)
+                return self._failed(stop.failure, stop.reason + self._unclear_note(stop))
+            # Seed 003: once a lease is ready, the node's other instances always go (a late
+            # one of an unclear create, one a crashed run left under this run's labels).
+            await self._sweep(keep=lease.provider_id)
             await self._release_secrets()
             return self._result(lease, None, "")
         except OSError as exc:
@@ -206,7 +210,10 @@ class LeaseWalk:
         reorder = getattr(self.provider, "reorder_offers", None)
         attempts = self._rec.attempts[self._first_attempt :]
         unplaceable = (CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.FORBIDDEN)
-        if reorder is None or not queue or not attempts or attempts[-1].outcome not in unplaceable:
+        # An empty queue asks too: the types the catalog still gives that were not tried
+        # (seed 003's walk covers every type, not only the offers first handed over).
+        placed = bool(attempts) and attempts[-1].outcome not in unplaceable
+        if reorder is None or not attempts or (queue and placed):
             return queue
         done = {(o.provider, o.offer_id) for o in tried}
         try:
@@ -219,6 +226,8 @@ class LeaseWalk:
             )
             return queue
         left = [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
+        if not queue and not left:
+            return left  # nothing more to say: the walk ends with what it tried
         failed = getattr(self.provider, "last_reorder_error", None)  # it kept the order
         if failed:
             reason = f"the catalog could not be read again ({failed}): the offers left keep "
@@ -255,6 +264,7 @@ class LeaseWalk:
                 raise _Stop(_STOPS[result.outcome], self._stop_reason(offer, result))
             if result.outcome in (Outcome.UNAVAILABLE, Outcome.FORBIDDEN):
                 self._misses.append(self._miss(offer, result))
+                self._unplaceable = self._clean(result.detail, 200) or result.outcome.value
                 return None
             # AMBIGUOUS, an error, or CREATED without an id: look for it by its label.
             found = await self._reconcile(attempt)
@@ -482,6 +492,7 @@ class LeaseWalk:
         self._misses.append(
             f"lease {lease.provider_id} on offer {lease.offer_id} not ready: {reason}"
         )
+        self._not_ready.append(reason)
         await self._destroy_or_stop(lease, DeleteReason.NOT_READY)
         return None
 
@@ -576,8 +587,10 @@ class LeaseWalk:
 
     async def _sweep_if_unclear(self, keep: str | None) -> None:
         """After any unclear create, destroy every other instance of this node."""
-        if not self._unclear_attempts():
-            return
+        if self._unclear_attempts():
+            await self._sweep(keep)
+
+    async def _sweep(self, keep: str | None) -> None:
         await sweep(
             self.provider,
             self.store,
@@ -680,8 +693,20 @@ class LeaseWalk:
                 f"no create call got a clear answer ({len(attempts)} tried); an instance may "
                 f"still appear: check `mvp-tui ls` / the provider's console",
             )
-        tried = "; ".join(self._misses) or "every offer was over the price cap"
-        return _Stop(WalkFailure.EXHAUSTED, f"no offer gave a running lease: {tried}")
+        text = walk_texts.no_capacity(
+            self.provider.info.name, self._not_ready, self._unplaceable, self._misses
+        )
+        return _Stop(WalkFailure.EXHAUSTED, text)
+
+    def _unclear_note(self, stop: _Stop) -> str:
+        """The seed's warning after a failed walk with unclear creates (an UNANSWERED walk
+        already says it)."""
+        unclear = (CreateAttemptOutcome.AMBIGUOUS, CreateAttemptOutcome.ERROR)
+        mine = self._rec.attempts[self._first_attempt :]
+        labels = [a.label for a in mine if a.outcome in unclear]
+        if not labels or stop.failure is WalkFailure.UNANSWERED:
+            return ""
+        return "; " + walk_texts.unclear_warning(self.provider.info.name, labels)
 
     # ---- small helpers -----------------------------------------------------------------------
 
