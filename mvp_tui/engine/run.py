@@ -53,7 +53,7 @@ from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.settings import RunSettings, create_env, node_env, volume_settings
 from mvp_tui.engine.stall import StallDetected, StallWatch
-from mvp_tui.engine.verdict_wait import VerdictWait
+from mvp_tui.engine.verdict_wait import OPT_OUT, VerdictWait
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -737,11 +737,11 @@ class RunEngine:
         reports: whichever comes first."""
         session = self._session
         assert session is not None
-        waits: list[asyncio.Future[object]] = [
+        no_verdict = asyncio.ensure_future(self.verdict_wait.expired())
+        waits: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(self.watch.ready.wait()),
             asyncio.ensure_future(session.wait()),
         ]
-        no_verdict = asyncio.ensure_future(self.verdict_wait.expired())
         if self.watchdog.required:
             waits += [asyncio.ensure_future(self._watchdog_failed.wait()), no_verdict]
         try:
@@ -772,7 +772,8 @@ class RunEngine:
         opt out."""
         verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
         failed = [
-            (what, f"the node's {what} cannot protect this lease: {v.reason}")
+            # The opt-out in our own words: the node's reason is cut at 200 (seed 003).
+            (what, f"the node's {what} cannot protect this lease: {v.reason} ({OPT_OUT})")
             for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
             if v is not None and v.status == "failed"
         ]

@@ -25,6 +25,8 @@ from mvp_tui.untrusted import strip_escapes
 
 VERDICT_TIMEOUT_S = 180.0
 VERDICT_CHARS = 200
+# Said after a refusal's (cut) reason, so the way to rent without the switch is never lost.
+OPT_OUT = "or set [limits] require_node_watchdog = false to rent without it"
 _CONFIG_PHASE = "config"
 
 

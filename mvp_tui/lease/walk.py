@@ -10,7 +10,10 @@ else happens, so a crash at any point leaves a record that finds what may bill:
   adopt it, destroy duplicates; not found → retry the offer (at most
   `max_ambiguous_per_offer` unclear creates per offer), then move on.
 - UNAVAILABLE / FORBIDDEN → next offer. REJECTED / NO_CREDITS / AUTH_FAILED → stop.
-- A walk with any unclear create ends with a sweep of the node's labels: strays destroyed.
+- A walk with any unclear create ends with a sweep of the node's labels: strays destroyed;
+  so does every walk that gives a lease (seed 003: once ready, the node's other pods go).
+- After the last offer, a provider that can (RunPod) is asked for the types it still gives
+  that were not tried: the walk covers every type, not only the offers it was handed.
 - Cancelled (Ctrl-C) → what this walk leased is destroyed, then the cancellation goes on.
 
 A lease whose delete cannot be confirmed stops the walk: no new lease is made while one may
@@ -163,7 +166,7 @@ class LeaseWalk:
                 return self._failed(stop.failure, stop.reason + self._unclear_note(stop))
             # Seed 003: once a lease is ready, the node's other instances always go (a late
             # one of an unclear create, one a crashed run left under this run's labels).
-            await self._sweep(keep=lease.provider_id)
+            await self._sweep(keep=lease.provider_id, quiet_when_clean=not self._unclear_attempts())
             await self._release_secrets()
             return self._result(lease, None, "")
         except OSError as exc:
@@ -590,7 +593,7 @@ class LeaseWalk:
         if self._unclear_attempts():
             await self._sweep(keep)
 
-    async def _sweep(self, keep: str | None) -> None:
+    async def _sweep(self, keep: str | None, *, quiet_when_clean: bool = False) -> None:
         await sweep(
             self.provider,
             self.store,
@@ -600,6 +603,7 @@ class LeaseWalk:
             node_id=self.settings.node_id,
             keep=keep,
             clock=self.clock,
+            quiet_when_clean=quiet_when_clean,
         )
 
     async def _cleanup_cancelled(self) -> None:

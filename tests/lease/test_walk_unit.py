@@ -45,14 +45,13 @@ async def test_a_created_lease_runs_and_is_recorded(store: RecordStore) -> None:
         "attempt_answered",
         "lease_pending",
         "lease_running",
-        "sweep",  # seed 003: once ready, the node's other instances always go
     ]
     record = store.load("r-5ca1ab1e")
     (lease,) = record.leases
     assert lease.state is LeaseRecordState.RUNNING and lease.provider_id == "7001"
     assert lease.label == "mvp-r-5ca1ab1e-1-1" and lease.ssh == result.endpoint
     assert record.attempts[0].outcome is CreateAttemptOutcome.CREATED
-    assert provider.count("list") == 1  # the sweep after ready: nothing else of the run
+    assert provider.count("list") == 1  # the sweep after ready (quiet: nothing else found)
 
 
 async def test_the_attempt_is_on_disk_before_the_create_call(store: RecordStore) -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore
 from mvp_tui.providers.base import SelectionPolicy
@@ -22,8 +20,8 @@ POLICY = SelectionPolicy(require_verified=False)
 SEVEN = tuple(f"NVIDIA SEED GPU {n}" for n in range(1, 8))
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeRunPod]:
+def seeded_fake() -> Iterator[FakeRunPod]:
+    """The body of each test module's `fake` fixture (`yield from seeded_fake()`)."""
     with FakeRunPod() as server:
         for n, gpu in enumerate(SEVEN, 1):
             server.add_gpu(gpu, memory=24, secure_price=0.10 * n, max_community=0)

@@ -8,7 +8,10 @@ kept under the run's directory before the delete, cleaned and redacted.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from mvp_tui.lease import events as ev
 from mvp_tui.lease import teardown
@@ -18,12 +21,17 @@ from mvp_tui.providers.base import DestroyOutcome
 from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
 from tests.fakes.runpod_server import FakeRunPod
 from tests.lease.conftest import fast_settings
-from tests.seed.runpod_seed import (  # noqa: F401  (fake: a fixture)
+from tests.seed.runpod_seed import (
     POLICY,
-    fake,
     provider_for,
+    seeded_fake,
     walk_for,
 )
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeRunPod]:
+    yield from seeded_fake()
 
 
 async def test_a_pod_its_node_deleted_is_recorded_as_deleted_by_the_node(

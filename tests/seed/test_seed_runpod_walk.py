@@ -11,21 +11,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from mvp_tui.lease import WalkFailure
 from mvp_tui.lease import events as ev
 from mvp_tui.lease.naming import attempt_label
 from mvp_tui.lease.records import LeaseRecordState
 from tests.fakes.runpod_server import CAPACITY_DETAIL, FakeRunPod, Fault
-from tests.seed.runpod_seed import (  # noqa: F401  (fake: a fixture)
+from tests.seed.runpod_seed import (
     POLICY,
     SEVEN,
-    fake,
     gpus_created,
     provider_for,
+    seeded_fake,
     walk_for,
 )
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeRunPod]:
+    yield from seeded_fake()
 
 
 async def test_the_walk_covers_every_gpu_type_not_only_the_first_five(
