@@ -222,6 +222,8 @@ class LeaseWalk:
         try:
             fresh: list[Offer] = await reorder(list(queue), list(tried))
         except ProviderError as exc:
+            if not queue:
+                return queue  # at the end: nothing left whose order could be kept
             why = self._clean(str(exc), 200)
             self._say_order(
                 queue, f"the catalog could not be read again ({why}): the offers left keep "
