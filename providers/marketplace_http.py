@@ -219,6 +219,11 @@ class MarketplaceClient(Generic[A]):
             trust_env=False,
         )
 
+    @property
+    def stream_client(self) -> httpx.AsyncClient:
+        """The authenticated client itself, for a read this loop cannot make (a stream)."""
+        return self._http
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

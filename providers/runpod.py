@@ -41,7 +41,7 @@ from urllib.parse import quote
 import httpx
 
 from mvp_tui import __version__
-from mvp_tui.providers import runpod_secrets
+from mvp_tui.providers import runpod_logs, runpod_secrets
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -85,6 +85,7 @@ from mvp_tui.providers.runpod_volumes import (
     ensure_volume,
     network_mount,
 )
+from mvp_tui.providers.runpod_walk import auto_data_centers
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import Redact, clean_bytes, clean_line
 
@@ -520,8 +521,10 @@ class RunPodProvider(ProviderBase):
         self, remaining: Sequence[Offer], tried: Sequence[Offer]
     ) -> list[Offer]:
         """After a type proved unplaceable (`auto` only): the catalog read again and the types
-        left sorted again; a type is never offered twice. On any failure: `remaining`."""
-        if not self._policy.auto or not remaining:
+        left sorted again; a type is never offered twice. With none left, the types the
+        catalog still gives that were not tried (seed 003: the walk covers every type, not
+        only the first picks). On any failure: `remaining`."""
+        if not self._policy.auto:
             return list(remaining)
         tried_ids = [o.offer_id for o in tried]
         cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
@@ -538,8 +541,15 @@ class RunPodProvider(ProviderBase):
 
     # -- create -----------------------------------------------------------------------------
 
-    def create_body(self, gpu_id: str, cloud: str, request: CreateRequest) -> dict[str, Any]:
-        """The JSON body of `POST /pods` (CreatePodRequest: unknown fields are a 422)."""
+    def create_body(
+        self,
+        gpu_id: str,
+        cloud: str,
+        request: CreateRequest,
+        data_centers: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The JSON body of `POST /pods` (CreatePodRequest: unknown fields are a 422);
+        `data_centers`: the auto pick (runpod_walk), none for a type out of stock."""
         env: dict[str, str] = {}
         for name, value in request.env.items():
             if not _ENV_NAME.match(name):
@@ -569,6 +579,8 @@ class RunPodProvider(ProviderBase):
             "startSsh": False,
             "cmd": pod_command(),
         }
+        if data_centers:
+            body["dataCenterIds"] = list(data_centers)
         if self.volume is not None:  # the model cache: mounted, so the pod lives beside it
             body["mounts"] = network_mount(self.volume)
             body["dataCenterIds"] = [self.volume.data_center]
@@ -591,7 +603,8 @@ class RunPodProvider(ProviderBase):
             )
         cloud, gpu_id = parts
         await self.prepare_volume()
-        body = self.create_body(gpu_id, cloud, request)
+        centers = auto_data_centers(offer, self._out_of_stock)
+        body = self.create_body(gpu_id, cloud, request, centers)
         answer = await self._call("POST", "/pods", body=body, timeout_s=self._create_timeout_s)
         if isinstance(answer, NoAnswer):
             if not answer.sent:
@@ -714,6 +727,20 @@ class RunPodProvider(ProviderBase):
             if isinstance(name, str) and name.startswith(prefix):
                 found.append(lease_status(row, self.settings.ssh_user, self._redact))
         return found
+
+    async def last_log_lines(self, provider_id: str, lines: int) -> list[str]:
+        """The pod's last log lines (`GET /pods/{id}/logs`, runpod_logs), read before a
+        delete; [] when it has none or the API does not answer."""
+        try:
+            return await runpod_logs.read_tail(
+                self._http.stream_client, _pod_path(provider_id), lines, self._redact
+            )
+        except httpx.HTTPError as exc:
+            why = self._http.why(exc, self._http.timeout_s)
+            raise ProviderError(
+                f"RunPod did not give pod {clean_line(provider_id, 60)}'s logs: {why}",
+                fix="none needed: the delete goes on without them",
+            ) from None
 
     async def destroy(self, provider_id: str) -> DestroyResult:
         """`DELETE /pods/{id}`: 204 → ACCEPTED (the caller confirms with `get`), a RunPod 404

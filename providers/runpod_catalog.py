@@ -267,11 +267,12 @@ def resort(
     earlier_out_of_stock: frozenset[str],
 ) -> list[Offer]:
     """After a type proved unplaceable: the fresh order first, then the types left that it
-    no longer gives, except those reported out of stock before (overbrainer's resort);
-    never longer than `remaining` was."""
+    no longer gives, except those reported out of stock before (overbrainer's resort). Not
+    cut to the length of `remaining`: the walk covers every type the catalog gives (seed
+    003), whatever the first pick's length."""
     order = [gpu.offer(gpu_count) for gpu in fresh.gpus]
     ids = {o.offer_id for o in order}
     order += [
         o for o in remaining if o.offer_id not in ids and o.offer_id not in earlier_out_of_stock
     ]
-    return order[: len(remaining)]
+    return order

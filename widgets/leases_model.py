@@ -360,7 +360,10 @@ class LeasesModel:
 
     def _deleted(self, e: LeaseDeleted) -> None:
         lease = self._lease(e.provider_id)
-        by_node = lease.state in (LeaseDisplayState.NODE_DESTROYED, LeaseDisplayState.NODE_ENDED)
+        by_node = e.deleted_by == "node" or lease.state in (
+            LeaseDisplayState.NODE_DESTROYED,
+            LeaseDisplayState.NODE_ENDED,
+        )  # already gone when deleted: its node's switch or guard did it
         lease.state = LeaseDisplayState.DELETED
         lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
         line = self._lease_line(e.at, e.provider_id)

@@ -33,6 +33,7 @@ class AttemptsPhase(TeardownPhase):
         self.watchdog_verdict = None
         self.boot_guard_verdict = None
         self._watchdog_failed.clear()
+        self.verdict_wait.reset()
         self.local_url = None
         self.stall.engine_lost = None
         self.bridge.frame_source = FRAME_SOURCE  # the next node's bootstrap stdio first

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import node_stream
@@ -33,6 +33,8 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import RunCore, local_port_free, unless
+from mvp_tui.engine.verdict_wait import OPT_OUT
+from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
@@ -248,18 +250,24 @@ class BringUpPhase(RunCore):
         reports: whichever comes first."""
         session = self._session
         assert session is not None
-        waits: list[asyncio.Future[object]] = [
+        no_verdict = asyncio.ensure_future(self.verdict_wait.expired())
+        waits: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(self.watch.ready.wait()),
             asyncio.ensure_future(session.wait()),
         ]
         if self.watchdog.required:
-            waits.append(asyncio.ensure_future(self._watchdog_failed.wait()))
+            waits += [asyncio.ensure_future(self._watchdog_failed.wait()), no_verdict]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in waits:
+            for task in [*waits, no_verdict]:
                 task.cancel()
-            await asyncio.gather(*waits, return_exceptions=True)
+            await asyncio.gather(*waits, no_verdict, return_exceptions=True)
+        if no_verdict.done() and not no_verdict.cancelled() and self.watchdog_verdict is None:
+            self.watchdog_verdict = NodeWatchdog(
+                at=self._clock(), run_id=self.run_id, status="failed", reason=no_verdict.result()
+            )
+            self.emit(self.watchdog_verdict)
         self.check_watchdog()
         if not self.watch.ready.is_set():
             failure = session.failure
@@ -277,7 +285,8 @@ class BringUpPhase(RunCore):
         opt out."""
         verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
         failed = [
-            (what, f"the node's {what} cannot protect this lease: {v.reason}")
+            # The opt-out in our own words: the node's reason is cut at 200 (seed 003).
+            (what, f"the node's {what} cannot protect this lease: {v.reason} ({OPT_OUT})")
             for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
             if v is not None and v.status == "failed"
         ]

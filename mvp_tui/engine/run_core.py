@@ -36,6 +36,7 @@ from mvp_tui.engine.orch import OrchTap, config_detail, run_number
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import RunSettings, create_env, node_env
 from mvp_tui.engine.stall import StallWatch
+from mvp_tui.engine.verdict_wait import VerdictWait
 from mvp_tui.engine.watchdog import (
     NodeWatchdog,
     WatchdogSettings,
@@ -147,6 +148,8 @@ class RunCore:
         self.watch = NodeWatch(self.redactor, self.bridge.stream)  # the main node's verdict only
         self.hub.listeners.append(self.watch)
         self.hub.listeners.append(self._on_watchdog_frame)
+        self.verdict_wait = VerdictWait()  # the switch's verdict within 3 min (seed 003)
+        self.hub.listeners.append(self.verdict_wait)
         self.watchdog_verdict: NodeWatchdog | None = None
         self.boot_guard_verdict: NodeBootGuard | None = None
         self._watchdog_failed = asyncio.Event()

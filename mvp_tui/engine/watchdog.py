@@ -17,6 +17,7 @@ from mvp_tui.config import Config
 from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.events import IdleStopNotice
 from mvp_tui.engine.limits import Limits
+from mvp_tui.engine.verdict_wait import VERDICT_CHARS, verdict_line
 from mvp_tui.events import EngineEvent
 from mvp_tui.node_protocol import (
     AGENT_CHANNEL_SUFFIX,
@@ -147,7 +148,7 @@ def verdict_event(
         at=at,
         run_id=run_id,
         status=kind,
-        reason=clean_line(str(detail.get("reason") or ""), 400, redact=redact),
+        reason=verdict_line(str(detail.get("reason") or ""), VERDICT_CHARS, redact),
         deadline_at=float(deadline) if isinstance(deadline, (int, float)) else None,
         idle_teardown_mins=float(idle) if isinstance(idle, (int, float)) else None,
         armed=detail.get("armed") is True,

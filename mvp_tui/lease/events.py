@@ -170,6 +170,9 @@ class LeaseDeleted(EngineEvent):
     uptime_s: float
     spend_usd: float  # the estimate: the lease's $/h × its uptime
     billed_usd: float | None = None  # the provider's own figure, where it publishes one
+    # "mvp-tui": our delete found it and it is confirmed gone; "node": it was already gone
+    # when we deleted it (the node's switch or boot guard did; seed DeletedBy::Watchdog).
+    deleted_by: str = "mvp-tui"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

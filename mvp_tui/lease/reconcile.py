@@ -145,10 +145,12 @@ async def sweep(
     reason: DeleteReason = DeleteReason.STRAY,
     clock: Clock = time.time,
     forget_unlisted: bool = True,
+    quiet_when_clean: bool = False,
 ) -> SweepResult:
     """Destroy (confirmed) every instance of this run (or node) but `keep`, recording each
     first. Placeholders the listing does not show are forgotten when `forget_unlisted` (not
-    after a cancelled create, whose call may still be in flight)."""
+    after a cancelled create, whose call may still be in flight). `quiet_when_clean`: no
+    `Sweep` event when the listing found nothing to destroy (the routine sweep after ready)."""
     prefix = scope_prefix(record, node_id)
     try:
         ours = await list_ours(provider, record, node_id)
@@ -178,6 +180,8 @@ async def sweep(
         )
         (destroyed if ok else unconfirmed).append(lease.provider_id or "")
     found = tuple(s.provider_id for s in strays)
+    if quiet_when_clean and not found:
+        return SweepResult(True)
     sink(
         Sweep(
             at=clock(),

@@ -115,6 +115,9 @@ class LeaseRecord:
     ready_record: str | None = None
     # Why its node was given up (a host failure before or while serving): stage, kind, reason.
     failure: str | None = None
+    # Who deleted it, once DELETED: "mvp-tui" (our confirmed delete) or "node" (it was
+    # already gone: the node's own switch or boot guard deleted it; seed DeletedBy::Watchdog).
+    deleted_by: str | None = None
 
     @property
     def may_bill(self) -> bool:
@@ -231,6 +234,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                 ),
                 "ready_record": x.ready_record,
                 "failure": x.failure,
+                "deleted_by": x.deleted_by,
             }
             for x in record.leases
         ],
@@ -377,6 +381,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             log_positions=_positions_from_json(x.obj("log_positions")),
             ready_record=x.opt_text("ready_record"),
             failure=x.opt_text("failure"),
+            deleted_by=x.opt_text("deleted_by"),
         )
         for x in top.items("leases")
     ]

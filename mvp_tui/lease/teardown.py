@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mvp_tui.events import EventSink
 from mvp_tui.lease import attempt_secrets
 from mvp_tui.lease.events import DeleteReason, LeaseDeleted, LeaseDeleteUnconfirmed, LeaseDeleting
+from mvp_tui.lease.pod_logs import save_last_logs
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.spend import lease_spend_usd, lease_uptime_s
@@ -29,6 +30,16 @@ from mvp_tui.providers.base import (
 from mvp_tui.untrusted import one_line_ascii
 
 Clock = Callable[[], float]
+# Deletes of the run's own lease read its last logs first (seed 003 `remove`); duplicates
+# and strays of unclear creates do not (seed `delete_duplicate`).
+_LOGS_KEPT = frozenset(
+    {
+        DeleteReason.REQUESTED,
+        DeleteReason.NOT_READY,
+        DeleteReason.INTERRUPTED,
+        DeleteReason.HOST_FAILED,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +49,7 @@ class DeleteCheck:
     confirmed: bool
     reason: str = ""  # why it is not confirmed
     destroy_calls: int = 0
+    found: bool = True  # False: the first destroy answered that the instance was already gone
 
 
 async def is_gone(provider: Provider, provider_id: str) -> bool | None:
@@ -55,12 +67,15 @@ async def delete_confirmed(
     """Destroy `provider_id` (retrying FAILED answers with back-off), then poll until GONE."""
     calls = 0
     failures = 0
+    found = True
     while True:
         calls += 1
         try:
             result = await provider.destroy(provider_id)
         except ProviderError as exc:
             result = DestroyResult(DestroyOutcome.FAILED, one_line_ascii(str(exc)), exc.http_status)
+        if calls == 1 and result.outcome is DestroyOutcome.GONE:
+            found = False
         if result.outcome is not DestroyOutcome.FAILED:
             break
         failures += 1
@@ -76,7 +91,7 @@ async def delete_confirmed(
     deadline = time.monotonic() + settings.delete_timeout_s
     while True:
         if await is_gone(provider, provider_id):
-            return DeleteCheck(True, destroy_calls=calls)
+            return DeleteCheck(True, destroy_calls=calls, found=found)
         if time.monotonic() >= deadline:
             return DeleteCheck(
                 False,
@@ -136,12 +151,24 @@ async def teardown_lease(
     except OSError as exc:
         save_error = exc
     sink(LeaseDeleting(at=clock(), run_id=record.run_id, provider_id=provider_id, reason=reason))
+    # Seed 003 `remove`: one look first, only to name who deleted it (the destroy is always
+    # sent: a one-off 404 never passes a live instance for gone); a live one's last log
+    # lines are kept first, as the provider drops them with it.
+    gone_before = await is_gone(provider, provider_id)
+    if not gone_before and reason in _LOGS_KEPT:
+        await save_last_logs(provider, store, record.run_id, provider_id)
     check = await delete_confirmed(provider, provider_id, settings)
     now = clock()
+    by = "node" if gone_before and not check.found else "mvp-tui"
     if check.confirmed:
         lease.state = LeaseRecordState.DELETED
         lease.deleted_at = now
-        lease.detail = f"deleted ({reason.value})"
+        lease.deleted_by = by
+        lease.detail = (
+            f"deleted ({reason.value})"
+            if by == "mvp-tui"
+            else f"already gone when deleted ({reason.value}): deleted by its node"
+        )
     else:
         lease.detail = f"delete not confirmed ({reason.value}): {check.reason}"
     try:
@@ -157,6 +184,7 @@ async def teardown_lease(
                 uptime_s=round(lease_uptime_s(lease, now), 3),
                 spend_usd=round(lease_spend_usd(lease, now), 6),
                 billed_usd=await billed(provider, provider_id),
+                deleted_by=by,
             )
         )
         # Its pod is gone: the secret holding its host key goes too (RunPod).

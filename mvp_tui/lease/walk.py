@@ -10,7 +10,10 @@ else happens, so a crash at any point leaves a record that finds what may bill:
   adopt it, destroy duplicates; not found → retry the offer (at most
   `max_ambiguous_per_offer` unclear creates per offer), then move on.
 - UNAVAILABLE / FORBIDDEN → next offer. REJECTED / NO_CREDITS / AUTH_FAILED → stop.
-- A walk with any unclear create ends with a sweep of the node's labels: strays destroyed.
+- A walk with any unclear create ends with a sweep of the node's labels: strays destroyed;
+  so does every walk that gives a lease (seed 003: once ready, the node's other pods go).
+- After the last offer, a provider that can (RunPod) is asked for the types it still gives
+  that were not tried: the walk covers every type, not only the offers it was handed.
 - Cancelled (Ctrl-C) → what this walk leased is destroyed, then the cancellation goes on.
 
 A lease whose delete cannot be confirmed stops the walk: no new lease is made while one may
@@ -26,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease import attempt_secrets
+from mvp_tui.lease import attempt_secrets, walk_texts
 from mvp_tui.lease.events import (
     AttemptAnswered,
     AttemptStarted,
@@ -140,6 +143,8 @@ class LeaseWalk:
         self._record: RunRecord | None = None
         self._first_attempt = 0
         self._misses: list[str] = []  # why each tried offer gave nothing, for the failure text
+        self._not_ready: list[str] = []  # why each created lease never became ready
+        self._unplaceable: str | None = None  # the last capacity / 403 answer's detail
 
     # ---- the walk, top to bottom -------------------------------------------------------------
 
@@ -158,8 +163,10 @@ class LeaseWalk:
             except _Stop as stop:
                 await self._sweep_if_unclear(keep=None)
                 await self._release_secrets()
-                return self._failed(stop.failure, stop.reason)
-            await self._sweep_if_unclear(keep=lease.provider_id)
+                return self._failed(stop.failure, stop.reason + self._unclear_note(stop))
+            # Seed 003: once a lease is ready, the node's other instances always go (a late
+            # one of an unclear create, one a crashed run left under this run's labels).
+            await self._sweep(keep=lease.provider_id, quiet_when_clean=not self._unclear_attempts())
             await self._release_secrets()
             return self._result(lease, None, "")
         except OSError as exc:
@@ -205,12 +212,17 @@ class LeaseWalk:
         reads its catalog again) sorts the offers left; an offer is never tried twice."""
         attempts = self._rec.attempts[self._first_attempt :]
         unplaceable = (CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.FORBIDDEN)
-        if not queue or not attempts or attempts[-1].outcome not in unplaceable:
+        # An empty queue asks too: the types the catalog still gives that were not tried
+        # (seed 003's walk covers every type, not only the offers first handed over).
+        placed = bool(attempts) and attempts[-1].outcome not in unplaceable
+        if not attempts or (queue and placed):
             return queue
         done = {(o.provider, o.offer_id) for o in tried}
         try:
             fresh = await self.provider.reorder_offers(list(queue), list(tried))
         except ProviderError as exc:
+            if not queue:
+                return queue  # at the end: nothing left whose order could be kept
             why = self._clean(str(exc), 200)
             self._say_order(
                 queue, f"the catalog could not be read again ({why}): the offers left keep "
@@ -220,6 +232,8 @@ class LeaseWalk:
         if fresh is None:  # this provider keeps the order it gave
             return queue
         left = [o for o in dict.fromkeys(fresh) if (o.provider, o.offer_id) not in done]
+        if not queue and not left:
+            return left  # nothing more to say: the walk ends with what it tried
         failed = self.provider.last_reorder_error  # it kept the order
         if failed:
             reason = f"the catalog could not be read again ({failed}): the offers left keep "
@@ -256,6 +270,7 @@ class LeaseWalk:
                 raise _Stop(_STOPS[result.outcome], self._stop_reason(offer, result))
             if result.outcome in (Outcome.UNAVAILABLE, Outcome.FORBIDDEN):
                 self._misses.append(self._miss(offer, result))
+                self._unplaceable = self._clean(result.detail, 200) or result.outcome.value
                 return None
             # AMBIGUOUS, an error, or CREATED without an id: look for it by its label.
             found = await self._reconcile(attempt)
@@ -482,6 +497,7 @@ class LeaseWalk:
         self._misses.append(
             f"lease {lease.provider_id} on offer {lease.offer_id} not ready: {reason}"
         )
+        self._not_ready.append(reason)
         await self._destroy_or_stop(lease, DeleteReason.NOT_READY)
         return None
 
@@ -576,8 +592,10 @@ class LeaseWalk:
 
     async def _sweep_if_unclear(self, keep: str | None) -> None:
         """After any unclear create, destroy every other instance of this node."""
-        if not self._unclear_attempts():
-            return
+        if self._unclear_attempts():
+            await self._sweep(keep)
+
+    async def _sweep(self, keep: str | None, *, quiet_when_clean: bool = False) -> None:
         await sweep(
             self.provider,
             self.store,
@@ -587,6 +605,7 @@ class LeaseWalk:
             node_id=self.settings.node_id,
             keep=keep,
             clock=self.clock,
+            quiet_when_clean=quiet_when_clean,
         )
 
     async def _cleanup_cancelled(self) -> None:
@@ -680,8 +699,20 @@ class LeaseWalk:
                 f"no create call got a clear answer ({len(attempts)} tried); an instance may "
                 f"still appear: check `mvp-tui ls` / the provider's console",
             )
-        tried = "; ".join(self._misses) or "every offer was over the price cap"
-        return _Stop(WalkFailure.EXHAUSTED, f"no offer gave a running lease: {tried}")
+        text = walk_texts.no_capacity(
+            self.provider.info.name, self._not_ready, self._unplaceable, self._misses
+        )
+        return _Stop(WalkFailure.EXHAUSTED, text)
+
+    def _unclear_note(self, stop: _Stop) -> str:
+        """The seed's warning after a failed walk with unclear creates (an UNANSWERED walk
+        already says it)."""
+        unclear = (CreateAttemptOutcome.AMBIGUOUS, CreateAttemptOutcome.ERROR)
+        mine = self._rec.attempts[self._first_attempt :]
+        labels = [a.label for a in mine if a.outcome in unclear]
+        if not labels or stop.failure is WalkFailure.UNANSWERED:
+            return ""
+        return "; " + walk_texts.unclear_warning(self.provider.info.name, labels)
 
     # ---- small helpers -----------------------------------------------------------------------
 

@@ -17,7 +17,10 @@ the secret's metadata (never its value), `DELETE /v2/account/secrets/{id}` → 2
 env may refer to one as `{{ RUNPOD_SECRET_<name> }}`: `container_env` substitutes it as the
 pod boots (a reference to no secret stays as written, as an unresolved template would).
 
-Faults per operation ("catalog", "create", "get", "list", "delete", "ssh_keys_get",
+Pod logs (`GET /v2/pods/{id}/logs`, getPodLogs): an SSE stream of the lines `add_log_lines`
+gave the pod, the last `tail` first, then held open `log_hold_s` as the live stream is.
+
+Faults per operation ("catalog", "create", "get", "list", "logs", "delete", "ssh_keys_get",
 "ssh_keys_put", "billing", "secret_create", "secret_delete"): `script(op, Fault(...))`
 answers the next call with a fault, optionally after performing it (`perform=True`: a lost
 create answer), or drops the connection. Helpers: `no_capacity(gpu, times)` (400 with
@@ -114,6 +117,13 @@ _Reply = Reply
 
 
 @dataclass(frozen=True)
+class _LogStream:
+    """The body of a log stream: its backfill events, written before the stream is held."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Exchange:
     """One request and the answer the fake gave (None: the connection was dropped)."""
 
@@ -203,6 +213,9 @@ class FakeRunPod:
         self._next_secret = 1
         # Every secret id ever deleted, in order (tests assert on what went, and when).
         self.deleted_secrets: list[str] = []
+        self._pod_logs: dict[str, list[tuple[str, str]]] = {}  # pod id → (source, line)
+        # How long a log stream stays open after its backfill (the real one stays open).
+        self.log_hold_s = 10.0
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -346,6 +359,15 @@ class FakeRunPod:
             pod.looks = self.provisioning_polls + pod.no_ssh_reads + 1
             pod.row.update(fields)
             return str(pod.row["id"])
+
+    def add_log_lines(self, pod_id: str, *lines: str, source: str = "container") -> None:
+        """Lines in the pod's log (`GET /v2/pods/{id}/logs` streams them)."""
+        with self._lock:
+            self._pod_logs.setdefault(pod_id, []).extend((source, line) for line in lines)
+
+    def log_reads(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/logs")]
 
     def cmd_of(self, pod_id: str) -> list[str]:
         """The start command a pod was created with (what its container runs first)."""
@@ -529,6 +551,14 @@ class FakeRunPod:
             self.requests.append(request)
         op, perform = self._route(method, path, query, body, body_ok)
         reply = self._answer(request, op, perform, handler)
+        if reply is not None and isinstance(reply.body, _LogStream):
+            with self._lock:
+                self.exchanges.append(
+                    Exchange(op, request, 200, reply.body.text, reply.content_type,
+                             dict(reply.headers))
+                )  # fmt: skip
+            self._stream_logs(handler, reply)
+            return
         with self._lock:
             if reply is None:
                 self.exchanges.append(Exchange(op, request, None, None, "", {}))
@@ -678,6 +708,8 @@ class FakeRunPod:
                 return "list", lambda: self._list(query)
             case ("GET", ["pods", pod_id]):
                 return "get", lambda: self._get(pod_id)
+            case ("GET", ["pods", pod_id, "logs"]):
+                return "logs", lambda: self._logs(pod_id, query)
             case ("DELETE", ["pods", pod_id]):
                 return "delete", lambda: self._delete(pod_id)
             case ("GET", ["account", "ssh-keys"]):
@@ -874,6 +906,43 @@ class FakeRunPod:
             "nextCursor": str(start + self.page_size) if more else None,
         }
         return _Reply(200, {"pods": [self._look(p) for p in page], "pagination": pagination})
+
+    def _logs(self, pod_id: str, query: dict[str, str]) -> _Reply:
+        """getPodLogs: an SSE stream, the last `tail` lines (default 100, at most 5000) first;
+        it then stays open for live lines (`log_hold_s` here)."""
+        pod = self._pods.get(pod_id)
+        if pod is None or pod.deleted:
+            return problem(404, "pod not found")
+        raw = query.get("tail", "100")
+        if not raw.isdigit() or int(raw) > 5000:
+            return problem(400, "tail must be an integer from 0 to 5000")
+        tail = int(raw)
+        lines = self._pod_logs.get(pod_id, [])[-tail:] if tail else []
+        now = _iso(self.clock())
+        events = []
+        for n, (source, line) in enumerate(lines, 1):
+            data = json.dumps({"ts": now, "source": source, "line": line})
+            events.append(f"id: {now}/{n:012d}\ndata: {data}\n\n")
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return _Reply(200, _LogStream("".join(events)), "text/event-stream", headers)
+
+    def _stream_logs(self, handler: ApiHandler, reply: _Reply) -> None:
+        """Write the backfill, then hold the stream open as RunPod does (no length: the
+        stream ends when the connection closes)."""
+        assert isinstance(reply.body, _LogStream)
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", reply.content_type)
+            handler.send_header("Connection", "close")
+            for name, value in reply.headers.items():
+                handler.send_header(name, value)
+            handler.end_headers()
+            handler.wfile.write(reply.body.text.encode())
+            handler.wfile.flush()
+            self._stopping.wait(self.log_hold_s)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        handler.close_connection = True
 
     def _delete(self, pod_id: str) -> _Reply:
         pod = self._pods.get(pod_id)

@@ -51,7 +51,7 @@ async def test_a_created_lease_runs_and_is_recorded(store: RecordStore) -> None:
     assert lease.state is LeaseRecordState.RUNNING and lease.provider_id == "7001"
     assert lease.label == "mvp-r-5ca1ab1e-1-1" and lease.ssh == result.endpoint
     assert record.attempts[0].outcome is CreateAttemptOutcome.CREATED
-    assert provider.count("list") == 0  # no unclear create: no sweep
+    assert provider.count("list") == 1  # the sweep after ready (quiet: nothing else found)
 
 
 async def test_the_attempt_is_on_disk_before_the_create_call(store: RecordStore) -> None:

@@ -75,9 +75,12 @@ async def test_each_attempts_secret_goes_once_its_pod_is_gone(
                          run_id="r-5ec0002")  # fmt: skip
         result = await walk.run(offers[:2])
         assert result.failure is WalkFailure.EXHAUSTED
-        assert fake.pods() == [] and fake.secrets() == [] and len(fake.deleted_secrets) == 2
+        # The walk goes on past the two offers handed over (seed 003: every GPU type).
+        tried = len(result.attempts)
+        assert tried >= 2
+        assert fake.pods() == [] and fake.secrets() == [] and len(fake.deleted_secrets) == tried
         record = store.load("r-5ec0002")
-        assert [s.state for s in record.secrets] == [SecretState.DELETED] * 2
+        assert [s.state for s in record.secrets] == [SecretState.DELETED] * tried
         fake.show_ssh()
         walk = LeaseWalk(provider, store, sink, fast_settings(), run_id="r-5ec0003")
         result = await walk.run(offers[2:])
