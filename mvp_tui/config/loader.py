@@ -7,6 +7,7 @@ stray bad `MVP_VASTAI_*` variable never stops a local run (the seed's rule).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,17 @@ from pathlib import Path
 import platformdirs
 
 from mvp_tui.config.guards import check_multinode_rpc, config_file_warnings, read_key_files
-from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
+from mvp_tui.config.model_source import ModelSource, model_source
+from mvp_tui.config.schema import (
+    BY_DOTTED,
+    KEYS,
+    PROFILE_PROVIDER,
+    RENTED_IMAGE,
+    KeySpec,
+    Scope,
+    Settings,
+    build_settings,
+)
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     LAYER_RANK,
@@ -66,6 +77,27 @@ class Config:
     # The same layers loaded again with another provider selected (for `down --all`, whose
     # recorded leases may belong to any provider).
     reload_for: Callable[[str], Config] | None = field(default=None, repr=False, compare=False)
+    # The typed settings every reader outside this package uses, built from `values`.
+    settings: Settings = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", build_settings(self.values))
+
+    @property
+    def model_source(self) -> ModelSource:
+        """Which model the node serves, a local file or the hub's, and which layer said so."""
+        return model_source(self.values, self.sources)
+
+    def with_local_model(self, path: Path, why: str) -> Config:
+        """This configuration serving the local file `path` whatever the layers say (a
+        rehearsal's model): the hub keys back to their defaults, all from `why`."""
+        values, sources = dict(self.values), dict(self.sources)
+        for name in ("gguf_repo", "gguf_file", "gguf_revision"):
+            values[f"model.{name}"] = BY_DOTTED[f"model.{name}"].default
+            sources[f"model.{name}"] = Source("default", why)
+        values["model.gguf_local_path"] = path
+        sources["model.gguf_local_path"] = Source("default", why)
+        return dataclasses.replace(self, values=values, sources=sources)
 
     def for_provider(self, kind: str) -> Config:
         """This configuration with `kind` as the provider: the same file, env and flags, so

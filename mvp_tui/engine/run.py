@@ -185,7 +185,7 @@ class RunEngine:
             self.workers,
             phase=self._sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
         )
-        self.stall = StallWatch(config.get_float("prompt.stall_secs"))
+        self.stall = StallWatch(self.settings.prompt.stall_secs)
         # Attempts: the leases of earlier (failed or lost) attempts, still counted in spend
         # and hours; the stage the current one reached, and when each stage began.
         self.past_leases: list[LeaseRecord] = []
@@ -198,7 +198,8 @@ class RunEngine:
         """What the run's own records (the seed's phases and events) say about it."""
         image = self.config.node_image()[0]
         if self.config.provider == "docker":
-            image = self.config.get_str("docker.image") or image
+            docker = self.config.settings.docker
+            image = (docker.image if docker else None) or image
         self._sink.describe(
             provider=self.config.provider,
             image=image,
@@ -376,7 +377,7 @@ class RunEngine:
         hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""
         from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
 
-        nodes = self.config.get_int("runtime.nodes") or 1
+        nodes = self.config.settings.runtime.nodes
         return await read_model_need(self.settings.model, nodes=nodes, environ=self._environ)
 
     async def search_offers(self, limit: int = 64) -> list[Offer]:
@@ -873,7 +874,7 @@ class RunEngine:
         offer = self._offers.get(lease.offer_id or "")
         budget = boot_budget_s(
             ssh.ready_timeout,
-            self.config.get_float("image.size_gb") or 0.0,
+            self.config.settings.image.size_gb,
             offer.down_mbps if offer is not None else 0.0,
         )
         self.emit(
