@@ -78,7 +78,8 @@ SECTION_CLASSES: tuple[type[Section], ...] = (
     StateSection,
 )
 
-KEYS: tuple[KeySpec, ...] = tuple(spec for cls in SECTION_CLASSES for spec in specs_of(cls))
+_SECTION_KEYS = {cls: specs_of(cls) for cls in SECTION_CLASSES}
+KEYS: tuple[KeySpec, ...] = tuple(spec for specs in _SECTION_KEYS.values() for spec in specs)
 
 # [ui.keys] is a table of binding id -> key(s); its ids come from the app's bindings.
 UI_KEYS_SECTION = "ui.keys"
@@ -115,8 +116,8 @@ def build_settings(values: dict[str, object]) -> Settings:
     provider's) is None."""
     built: dict[str, Any] = {
         cls.NAME: section_from(cls, values)
-        if all(spec.dotted in values for spec in specs_of(cls))
+        if all(spec.dotted in values for spec in specs)
         else None
-        for cls in SECTION_CLASSES
+        for cls, specs in _SECTION_KEYS.items()
     }
     return Settings(**built)
