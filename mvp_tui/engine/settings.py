@@ -1,7 +1,8 @@
 """Config → the typed settings the engine's parts take, built once per run.
 
 One frozen object per area, each with `from_config`: `RuntimeSettings` ([runtime],
-[observability]), `ModelSettings` ([model]), `PromptSettings` ([prompt]) here; the others live
+[observability]), `ModelSettings` ([model]) here; [prompt] is its section's own settings
+(`PromptSection`, mvp_tui/config/sections/prompt.py); the others live
 with the part they configure: `SshSettings` (mvp_tui/ssh/settings.py), `WalkSettings`
 (mvp_tui/lease/settings.py), `Limits` (mvp_tui/engine/limits.py), `WatchdogSettings`
 (mvp_tui/engine/watchdog.py), and the offer policy (`selection_policy`). `RunSettings` holds
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config import Config
+from mvp_tui.config.sections.prompt import PromptSection
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
@@ -108,29 +110,6 @@ class ModelSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class PromptSettings:
-    """[prompt]: the prompt RPC, the default token budget, the local OpenAI port, and how
-    long a running prompt may go without a token."""
-
-    rpc_addr: str
-    max_tokens: int
-    openai_port: int  # 0: pick a free one
-    rpc_allow_remote: bool = False  # the user acknowledged an unauthenticated non-loopback RPC
-    stall_secs: float | None = None  # no token this long while a prompt runs: the run fails
-
-    @classmethod
-    def from_config(cls, config: Config) -> PromptSettings:
-        prompt = config.settings.prompt
-        return cls(
-            rpc_allow_remote=prompt.rpc_allow_remote,
-            rpc_addr=prompt.rpc_addr,
-            max_tokens=prompt.max_tokens,
-            openai_port=prompt.openai_port,
-            stall_secs=prompt.stall_secs,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class RunSettings:
     """Every area's settings for one run, built once from the config (`RunEngine` does, in
     its constructor); the run reads only these. The walk's node env and SSH key are added
@@ -138,7 +117,7 @@ class RunSettings:
 
     runtime: RuntimeSettings
     model: ModelSettings
-    prompt: PromptSettings
+    prompt: PromptSection
     ssh: SshSettings
     limits: Limits
     policy: SelectionPolicy
@@ -150,7 +129,7 @@ class RunSettings:
         return cls(
             runtime=RuntimeSettings.from_config(config),
             model=ModelSettings.from_config(config),
-            prompt=PromptSettings.from_config(config),
+            prompt=config.settings.prompt,
             ssh=SshSettings.from_config(config),
             limits=Limits.from_config(config),
             policy=selection_policy(config),

@@ -42,7 +42,6 @@ from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
-from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
 from mvp_tui.lease.events import AttemptAnswered
@@ -134,7 +133,7 @@ class MvpApp(App[int]):
         # The run's typed settings: the engine's (built once from this config), else these.
         self._limits = engine.settings.limits if engine is not None else Limits.from_config(config)
         self._prompt_settings = (
-            engine.settings.prompt if engine is not None else PromptSettings.from_config(config)
+            engine.settings.prompt if engine is not None else config.settings.prompt
         )
         theme_name = config.settings.ui.theme
         if theme_name not in self.available_themes:
