@@ -12,7 +12,7 @@ from mvp_tui.config.spec import Section, key
 
 @dataclass(frozen=True)
 class ObservabilitySection(Section):
-    """[observability]"""
+    """[observability]: the datastream archive."""
 
     NAME: ClassVar[str] = "observability"
 
@@ -24,7 +24,7 @@ class ObservabilitySection(Section):
 
 @dataclass(frozen=True)
 class UiSection(Section):
-    """[ui]"""
+    """[ui]: the dashboard's theme and refresh."""
 
     NAME: ClassVar[str] = "ui"
 
@@ -40,7 +40,7 @@ class UiSection(Section):
 
 @dataclass(frozen=True)
 class OffersSection(Section):
-    """[offers]"""
+    """[offers]: what the offer board lists."""
 
     NAME: ClassVar[str] = "offers"
 
@@ -52,7 +52,7 @@ class OffersSection(Section):
 
 @dataclass(frozen=True)
 class StateSection(Section):
-    """[state]"""
+    """[state]: where run records live."""
 
     NAME: ClassVar[str] = "state"
 

@@ -11,7 +11,7 @@ from mvp_tui.config.spec import Scope, Section, key
 
 @dataclass(frozen=True)
 class DockerSection(Section):
-    """[docker]"""
+    """[docker]: provider docker's node container."""
 
     NAME: ClassVar[str] = "docker"
     SCOPE: ClassVar[Scope] = Scope.DOCKER

@@ -10,7 +10,7 @@ from mvp_tui.config.spec import Section, key
 
 @dataclass(frozen=True)
 class LeaseSection(Section):
-    """[lease]"""
+    """[lease]: the lease walk's labels, waits, attempts and host memory."""
 
     NAME: ClassVar[str] = "lease"
 

@@ -10,7 +10,7 @@ from mvp_tui.config.spec import Section, key
 
 @dataclass(frozen=True)
 class LimitsSection(Section):
-    """[limits]"""
+    """[limits]: spend, price and time limits, and the node's own switch."""
 
     NAME: ClassVar[str] = "limits"
 

@@ -12,7 +12,7 @@ from mvp_tui.config.spec import Section, key
 
 @dataclass(frozen=True)
 class ModelSection(Section):
-    """[model]"""
+    """[model]: the model served; which source wins is `config.model_source`."""
 
     NAME: ClassVar[str] = "model"
 
@@ -20,8 +20,10 @@ class ModelSection(Section):
         DEFAULT_MODEL_ID, "model name served by the engine", env="MVP_MODEL_ID", flag="--model-id",
     )
     gguf_local_path: Path | None = key(
-        None, "GGUF file on the node (wins over the hub)", env="MVP_GGUF_LOCAL_PATH",
-        flag="--gguf-local-path", example="~/models/tiny.gguf",
+        None,
+        "GGUF file on the node; served unless a hub key (gguf_repo, gguf_file, gguf_revision) is "
+        "set in the same layer or a later one",
+        env="MVP_GGUF_LOCAL_PATH", flag="--gguf-local-path", example="~/models/tiny.gguf",
     )
     gguf_repo: str = key(
         DEFAULT_HF_REPO, "Hugging Face repo of the GGUF", env="MVP_GGUF_REPO", flag="--gguf-repo",

@@ -11,7 +11,7 @@ from mvp_tui.config.spec import Kind, Section, key
 
 @dataclass(frozen=True)
 class PromptSection(Section):
-    """[prompt]"""
+    """[prompt]: the prompt RPC, token budget, stall limit and local OpenAI port."""
 
     NAME: ClassVar[str] = "prompt"
 
@@ -61,7 +61,7 @@ class PromptSection(Section):
 
 @dataclass(frozen=True)
 class RelaySection(Section):
-    """[relay]"""
+    """[relay]: the seed's iroh relay (accepted, not built: nodes are reached over SSH)."""
 
     NAME: ClassVar[str] = "relay"
 

@@ -12,7 +12,7 @@ from mvp_tui.config.spec import Scope, Section, key
 
 @dataclass(frozen=True)
 class RunpodSection(Section):
-    """[runpod]"""
+    """[runpod]: the RunPod account, GPU types, pod and network volume."""
 
     NAME: ClassVar[str] = "runpod"
     SCOPE: ClassVar[Scope] = Scope.RUNPOD

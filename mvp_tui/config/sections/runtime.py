@@ -11,7 +11,7 @@ from mvp_tui.config.spec import Kind, Section, key
 
 @dataclass(frozen=True)
 class RuntimeSection(Section):
-    """[runtime]"""
+    """[runtime]: this run and node's identity, how many nodes, where the agent lives."""
 
     NAME: ClassVar[str] = "runtime"
 
@@ -73,7 +73,7 @@ class RuntimeSection(Section):
 
 @dataclass(frozen=True)
 class ProviderSection(Section):
-    """[provider]"""
+    """[provider]: who leases the node (unset: the profile's choice)."""
 
     NAME: ClassVar[str] = "provider"
 
@@ -85,7 +85,7 @@ class ProviderSection(Section):
 
 @dataclass(frozen=True)
 class ImageSection(Section):
-    """[image]"""
+    """[image]: the node's container image and its download size."""
 
     NAME: ClassVar[str] = "image"
 

@@ -10,7 +10,7 @@ from mvp_tui.config.spec import Section, key
 
 @dataclass(frozen=True)
 class SshSection(Section):
-    """[ssh]"""
+    """[ssh]: back-off and timeouts of the SSH bootstrap."""
 
     NAME: ClassVar[str] = "ssh"
 

@@ -11,7 +11,7 @@ from mvp_tui.config.spec import Scope, Section, key
 
 @dataclass(frozen=True)
 class VastaiSection(Section):
-    """[vastai]"""
+    """[vastai]: the Vast.ai account, offer filter and instance."""
 
     NAME: ClassVar[str] = "vastai"
     SCOPE: ClassVar[Scope] = Scope.VASTAI
