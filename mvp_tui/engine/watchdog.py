@@ -31,8 +31,8 @@ from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
 DEFAULT_IDLE_STOP_MINS = 30.0  # on billing providers, when [limits] idle_stop_mins is unset
-# The provider API the node's switch calls: (its config key, the node's env name); the URL
-# is the key's value (its default lives in the key table).
+# The env name that gives the node's switch its provider's API URL ([vastai] / [runpod]
+# api_url, read from the typed settings).
 API_URL_ENV = {"vastai": "MVP_VASTAI_API_URL", "runpod": "MVP_RUNPOD_API_URL"}
 
 
