@@ -93,29 +93,25 @@ def settings_from_config(config: Config) -> DockerSettings:
     def source(dotted: str) -> str:
         return str(config.sources.get(dotted) or "built-in default")
 
-    image = _get(config, "docker.image")
+    docker = config.settings.docker
+    if docker is None:
+        raise ConfigError(f"the [docker] keys are not read for provider {config.provider}")
+    image = docker.image
     image_source = source("docker.image")
     if not image:
-        image = config.get_str("image.node") or ""
+        image = config.settings.image.node
         image_source = f"[image] node, from {source('image.node')}"
     gpus_source = config.sources.get("docker.gpus")
-    network = _get(config, "docker.network") or "bridge"
     return DockerSettings(
         image=image,
         image_source=image_source,
-        gpus=config.get_str("docker.gpus") or "all",
+        gpus=docker.gpus,
         gpus_source=str(gpus_source or "built-in default"),
         gpus_explicit=gpus_source is not None and gpus_source.layer != "default",
-        network=network,
-        cached_model_host_path=config.get_path("docker.cached_model_host_path"),
+        network=docker.network,
+        cached_model_host_path=docker.cached_model_host_path,
         cached_model_source=source("docker.cached_model_host_path"),
     )
-
-
-def _get(config: Config, dotted: str) -> str | None:
-    """A key that may not be declared yet (older key tables): None instead of KeyError."""
-    value = config.values.get(dotted)
-    return str(value) if value else None
 
 
 @dataclass(slots=True)

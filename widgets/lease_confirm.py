@@ -39,9 +39,9 @@ class LeaseLimits:
     @classmethod
     def from_config(cls, config: Config) -> LeaseLimits:
         return cls(
-            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
-            max_spend_usd=config.get_float("limits.max_spend_usd"),
-            max_hours=config.get_float("limits.max_hours"),
+            max_price_per_hour=config.settings.limits.max_price_per_hour,
+            max_spend_usd=config.settings.limits.max_spend_usd,
+            max_hours=config.settings.limits.max_hours,
         )
 
     def lines(self) -> list[tuple[str, str, bool]]:

@@ -91,7 +91,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     days = args.days
     if days is not None and math.isfinite(days) and days >= 0:
         outcomes = [o for o in outcomes if o.at >= now - days * DAY_S]
-    window = config.require_float("lease.avoid_failed_hosts_days")
+    window = config.settings.lease.avoid_failed_hosts_days
     avoided = {
         id(failure)
         for p in {o.provider for o in outcomes}

@@ -86,7 +86,7 @@ async def _need(config: Config) -> tuple[ModelNeed | None, str]:
     """The model's VRAM need (as the board reads it), or None and why not."""
     try:
         need = await read_model_need(ModelSettings.from_config(config),
-                                     nodes=config.get_int("runtime.nodes") or 1,
+                                     nodes=config.settings.runtime.nodes,
                                      environ=os.environ)  # fmt: skip
     except ModelNeedError as exc:
         return None, clean_line(str(exc), 600)
@@ -104,7 +104,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     offers = memory.order(offers)  # the order `up --headless` tries them in
     need, why = asyncio.run(_need(config))
     outlook = outlook_for(need, image=config.node_image()[0],
-                          image_gb=config.get_float("image.size_gb") or 0.0,
+                          image_gb=config.settings.image.size_gb,
                           has_image=memory.has_image)  # fmt: skip
     if args.json:
         json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)

@@ -40,7 +40,8 @@ async def _list(config: Config) -> int:
         volumes = await list_volumes(provider)
     finally:
         await provider.aclose()
-    rate = config.for_provider("runpod").require_float("runpod.network_volume_usd_per_gb_month")
+    runpod = config.for_provider("runpod").settings.runpod
+    rate = runpod.network_volume_usd_per_gb_month if runpod else 0.0
     for v in volumes:
         print(f"{v.id:<14} {v.name:<24} {v.size_gb:>5} GB  {v.data_center:<10} "
               f"${v.usd_per_month(rate):.2f}/month")  # fmt: skip

@@ -7,6 +7,7 @@ stray bad `MVP_VASTAI_*` variable never stops a local run (the seed's rule).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,17 @@ from pathlib import Path
 import platformdirs
 
 from mvp_tui.config.guards import check_multinode_rpc, config_file_warnings, read_key_files
-from mvp_tui.config.schema import KEYS, PROFILE_PROVIDER, RENTED_IMAGE, KeySpec, Scope
+from mvp_tui.config.model_source import ModelSource, model_source
+from mvp_tui.config.schema import (
+    BY_DOTTED,
+    KEYS,
+    PROFILE_PROVIDER,
+    RENTED_IMAGE,
+    KeySpec,
+    Scope,
+    Settings,
+    build_settings,
+)
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     LAYER_RANK,
@@ -66,6 +77,27 @@ class Config:
     # The same layers loaded again with another provider selected (for `down --all`, whose
     # recorded leases may belong to any provider).
     reload_for: Callable[[str], Config] | None = field(default=None, repr=False, compare=False)
+    # The typed settings every reader outside this package uses, built from `values`.
+    settings: Settings = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "settings", build_settings(self.values))
+
+    @property
+    def model_source(self) -> ModelSource:
+        """Which model the node serves, a local file or the hub's, and which layer said so."""
+        return model_source(self.values, self.sources)
+
+    def with_local_model(self, path: Path, why: str) -> Config:
+        """This configuration serving the local file `path` whatever the layers say (a
+        rehearsal's model): the hub keys back to their defaults, all from `why`."""
+        values, sources = dict(self.values), dict(self.sources)
+        for name in ("gguf_repo", "gguf_file", "gguf_revision"):
+            values[f"model.{name}"] = BY_DOTTED[f"model.{name}"].default
+            sources[f"model.{name}"] = Source("default", why)
+        values["model.gguf_local_path"] = path
+        sources["model.gguf_local_path"] = Source("default", why)
+        return dataclasses.replace(self, values=values, sources=sources)
 
     def for_provider(self, kind: str) -> Config:
         """This configuration with `kind` as the provider: the same file, env and flags, so
@@ -77,69 +109,9 @@ class Config:
         return self.reload_for(kind)
 
     def __getitem__(self, dotted: str) -> object:
+        """A loaded value by its dotted key, for tests and this package; the code reads
+        `settings` (typed), never a key by its name."""
         return self.values[dotted]
-
-    def get_str(self, dotted: str) -> str | None:
-        value = self.values.get(dotted)
-        return value if isinstance(value, str) else None
-
-    def get_int(self, dotted: str) -> int | None:
-        value = self.values.get(dotted)
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def get_float(self, dotted: str) -> float | None:
-        value = self.values.get(dotted)
-        return float(value) if isinstance(value, (int, float)) else None
-
-    def get_bool(self, dotted: str) -> bool:
-        return self.values.get(dotted) is True
-
-    def get_path(self, dotted: str) -> Path | None:
-        value = self.values.get(dotted)
-        return value if isinstance(value, Path) else None
-
-    def get_floats(self, dotted: str) -> list[float]:
-        value = self.values.get(dotted)
-        return [float(v) for v in value] if isinstance(value, list) else []
-
-    def get_list(self, dotted: str) -> list[str]:
-        value = self.values.get(dotted)
-        return [str(v) for v in value] if isinstance(value, list) else []
-
-    # A key with a built-in default always has a value once loaded (a 0, an empty list or
-    # empty text that means nothing is refused by the loader): these read it without a
-    # second default at the point of use, which could disagree with the key table.
-    def require_str(self, dotted: str) -> str:
-        value = self.get_str(dotted)
-        if value is None:
-            raise self._unset(dotted)
-        return value
-
-    def require_int(self, dotted: str) -> int:
-        value = self.get_int(dotted)
-        if value is None:
-            raise self._unset(dotted)
-        return value
-
-    def require_float(self, dotted: str) -> float:
-        value = self.get_float(dotted)
-        if value is None:
-            raise self._unset(dotted)
-        return value
-
-    def require_floats(self, dotted: str) -> tuple[float, ...]:
-        value = self.values.get(dotted)
-        if not isinstance(value, list) or not value:
-            raise self._unset(dotted)
-        return tuple(float(v) for v in value)
-
-    def _unset(self, dotted: str) -> ConfigError:
-        section, _, name = dotted.partition(".")
-        where = self.sources.get(dotted)
-        return ConfigError(
-            f"[{section}] {name} has no value"
-            + (f" (from {where})" if where else f" (not read for provider {self.provider})")
-        )
 
     def node_image(self) -> tuple[str, Source]:
         """The node's image and where it came from. Unset on a rented provider: llama.cpp's
@@ -147,9 +119,9 @@ class Config:
         `[vastai] image` wins
         over `[image] node` from the same layer or a lower one (the file's over the file's),
         and an image given by env or flag wins over a file's: the later layer wins."""
-        image = self.require_str("image.node")
+        image = self.settings.image.node
         source = self.sources["image.node"]
-        vast = self.get_str("vastai.image") if self.provider == "vastai" else None
+        vast = self.settings.vastai.image if self.settings.vastai else None
         if vast is not None:
             vast_source = self.sources["vastai.image"]
             if LAYER_RANK[vast_source.layer] >= LAYER_RANK[source.layer]:
@@ -163,21 +135,21 @@ class Config:
     def confirm_lease(self) -> bool:
         """Whether renting must be confirmed: `[vastai] confirm_lease` for Vast.ai (the
         dashboard asks, headless needs --yes); always for the other billing providers."""
-        if self.provider == "vastai":
-            return self.get_bool("vastai.confirm_lease")
+        if self.settings.vastai is not None:
+            return self.settings.vastai.confirm_lease
         return True
 
     @property
     def provider(self) -> str:
-        return self.get_str("provider.kind") or "local"
+        return self.settings.provider.kind or "local"
 
     @property
     def profile(self) -> str:
-        return self.get_str("runtime.profile") or "local"
+        return self.settings.runtime.profile
 
     @property
     def state_dir(self) -> Path:
-        return self.get_path("state.dir") or platformdirs.user_state_path(APP_NAME)
+        return self.settings.state.dir or platformdirs.user_state_path(APP_NAME)
 
     def secret_values(self) -> list[str]:
         """Every secret's value, for the run's Redactor."""

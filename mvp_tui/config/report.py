@@ -38,6 +38,8 @@ def render(config: Config) -> str:
         if spec.zero_is_unset and value == "(unset)" and source.layer != "default":
             value, note = "0", " (0 = no limit)"  # set to 0, which reads as unset
         lines.append(f"{spec.name} = {value}".ljust(56) + f"  # {source}{note}")
+    served = config.model_source
+    lines.append(f"\n# model served: {served.describe()}\n#   because {served.why}")
     if config.ui_keys:
         lines.append(f"\n[{UI_KEYS_SECTION}]")
         for binding_id, keys in sorted(config.ui_keys.items()):

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mvp_tui.config.schema import KeySpec, Kind
+from mvp_tui.config.spec import KeySpec, Kind
 from mvp_tui.errors import UserError
 from mvp_tui.run_ids import check_run_id
 

@@ -28,9 +28,9 @@ class AttemptSettings:
     @classmethod
     def from_config(cls, config: Config) -> AttemptSettings:
         return cls(
-            max_attempts=config.get_int("lease.max_attempts") or 5,
-            same_failure_limit=config.get_int("lease.same_failure_limit") or 3,
-            replace_lost=(config.get_str("lease.on_node_loss") or "replace") == "replace",
+            max_attempts=config.settings.lease.max_attempts,
+            same_failure_limit=config.settings.lease.same_failure_limit,
+            replace_lost=config.settings.lease.on_node_loss == "replace",
         )
 
 

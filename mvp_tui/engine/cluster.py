@@ -147,12 +147,12 @@ class ClusterSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> ClusterSettings:
-        nodes = config.require_int("runtime.nodes")
+        runtime = config.settings.runtime
         source = config.sources.get("runtime.node_stages") or "default"
         return cls(
-            nodes=nodes,
-            stages=parse_stages(config.get_list("runtime.node_stages"), nodes, str(source)),
-            ready_timeout=config.require_float("ssh.ready_timeout_secs"),
+            nodes=runtime.nodes,
+            stages=parse_stages(list(runtime.node_stages), runtime.nodes, str(source)),
+            ready_timeout=config.settings.ssh.ready_timeout_secs,
         )
 
 

@@ -36,10 +36,11 @@ class Limits:
     @classmethod
     def from_config(cls, config: Config) -> Limits:
         # A 0 reaches here as None already: the key table declares 0 = unset for each.
+        limits = config.settings.limits
         return cls(
-            max_spend_usd=config.get_float("limits.max_spend_usd"),
-            max_hours=config.get_float("limits.max_hours"),
-            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+            max_spend_usd=limits.max_spend_usd,
+            max_hours=limits.max_hours,
+            max_price_per_hour=limits.max_price_per_hour,
         )
 
     def breach(

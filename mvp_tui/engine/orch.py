@@ -110,10 +110,10 @@ def config_detail(
         "image": image,
         "provider": config.provider,
         "rpc_bind": rpc_bind,
-        "model_id": config.get_str("model.id"),
-        "stage_index": config.get_int("runtime.stage_index"),
-        "layer_end_exclusive": config.get_int("runtime.layer_end_exclusive"),
-        "relay_mode": config.get_str("relay.mode"),  # accepted, not built: SSH instead
+        "model_id": config.settings.model.id,
+        "stage_index": config.settings.runtime.stage_index,
+        "layer_end_exclusive": config.settings.runtime.layer_end_exclusive,
+        "relay_mode": config.settings.relay.mode,  # accepted, not built: SSH instead
         "provider_config": provider_config,
     }
 

@@ -18,8 +18,9 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
     if kind == "local":
         return LocalProvider(on_line=on_line)
     if kind == "vastai":
-        api_key = config.get_str("vastai.api_key")
-        if not api_key:
+        vast = config.settings.vastai
+        api_key = vast.api_key if vast else None
+        if vast is None or not api_key:
             raise ConfigError(
                 "[vastai] api_key is required when provider=vastai; set VASTAI_API_KEY (or "
                 "MVP_VASTAI_API_KEY, or [vastai] api_key in the config file). Get a key at "
@@ -29,10 +30,10 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
 
         return VastAiProvider(
             api_key=api_key,
-            api_url=config.require_str("vastai.api_url"),
-            ssh_user=config.require_str("vastai.ssh_user"),
-            image_gb=config.get_float("image.size_gb") or 0.0,
-            pin_host_key=config.get_bool("vastai.pin_host_key"),
+            api_url=vast.api_url,
+            ssh_user=vast.ssh_user,
+            image_gb=config.settings.image.size_gb,
+            pin_host_key=vast.pin_host_key,
         )
     if kind == "runpod":
         return _runpod(config)
@@ -49,8 +50,9 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
 def _runpod(config: Config) -> Provider:
     from mvp_tui.engine.settings import volume_settings
 
-    api_key = config.get_str("runpod.api_key")
-    if not api_key:
+    runpod = config.settings.runpod
+    api_key = runpod.api_key if runpod else None
+    if runpod is None or not api_key:
         raise ConfigError(
             "[runpod] api_key is required when provider=runpod; set RUNPOD_API_KEY (or "
             "MVP_RUNPOD_API_KEY, or [runpod] api_key in the config file). Get a key at "
@@ -59,13 +61,12 @@ def _runpod(config: Config) -> Provider:
     # httpx loads with the provider, only once there is a key to use it with.
     from mvp_tui.providers.base import ProviderError
     from mvp_tui.providers.runpod import (
-        DEFAULT_API_URL,
         DEFAULT_MIN_CUDA_VERSION,
         RunPodProvider,
         RunPodSettings,
     )
 
-    cuda = config.get_str("runpod.min_cuda_version")
+    cuda = runpod.min_cuda_version
     if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
         raise ConfigError(
             f"[runpod] min_cuda_version = {cuda!r} (from "
@@ -73,18 +74,18 @@ def _runpod(config: Config) -> Provider:
             "major.minor, e.g. 12.4"
         )
     settings = RunPodSettings(
-        gpu_types=tuple(t for t in config.get_list("runpod.gpu_types") if t.strip()),
-        cloud=config.get_str("runpod.cloud") or "SECURE",
-        gpu_count=config.get_int("runpod.gpu_count") or 1,
-        min_vram_gb=config.get_int("runpod.min_vram_gb") or 0,
-        container_disk_gb=config.get_int("runpod.container_disk_gb") or 50,
+        gpu_types=tuple(t for t in runpod.gpu_types if t.strip()),
+        cloud=runpod.cloud,
+        gpu_count=runpod.gpu_count,
+        min_vram_gb=runpod.min_vram_gb,
+        container_disk_gb=runpod.container_disk_gb,
         min_cuda_version=cuda or DEFAULT_MIN_CUDA_VERSION,
         volume=volume_settings(config),
     )
     try:
         return RunPodProvider(
             api_key=api_key,
-            api_url=config.get_str("runpod.api_url") or DEFAULT_API_URL,
+            api_url=runpod.api_url,
             settings=settings,
         )
     except ProviderError as exc:

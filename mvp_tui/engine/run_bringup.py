@@ -398,7 +398,7 @@ class BringUpPhase(RunCore):
         offer = self._offers.get(lease.offer_id or "")
         budget = boot_budget_s(
             ssh.ready_timeout,
-            self.config.get_float("image.size_gb") or 0.0,
+            self.config.settings.image.size_gb,
             offer.down_mbps if offer is not None else 0.0,
         )
         self.emit(

@@ -182,7 +182,7 @@ class RunCore:
             self.workers,
             phase=self._sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
         )
-        self.stall = StallWatch(config.get_float("prompt.stall_secs"))
+        self.stall = StallWatch(self.settings.prompt.stall_secs)
         # Attempts: the leases of earlier (failed or lost) attempts, still counted in spend
         # and hours; the stage the current one reached, and when each stage began.
         self.past_leases: list[LeaseRecord] = []
@@ -195,7 +195,8 @@ class RunCore:
         """What the run's own records (the seed's phases and events) say about it."""
         image = self.config.node_image()[0]
         if self.config.provider == "docker":
-            image = self.config.get_str("docker.image") or image
+            docker = self.config.settings.docker
+            image = (docker.image if docker else None) or image
         self._sink.describe(
             provider=self.config.provider,
             image=image,
@@ -388,7 +389,7 @@ class RunCore:
         hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""
         from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
 
-        nodes = self.config.get_int("runtime.nodes") or 1
+        nodes = self.config.settings.runtime.nodes
         return await read_model_need(self.settings.model, nodes=nodes, environ=self._environ)
 
     async def search_offers(self, limit: int = 64) -> list[Offer]:

@@ -1,7 +1,8 @@
 """Config → the typed settings the engine's parts take, built once per run.
 
 One frozen object per area, each with `from_config`: `RuntimeSettings` ([runtime],
-[observability]), `ModelSettings` ([model]), `PromptSettings` ([prompt]) here; the others live
+[observability]), `ModelSettings` ([model]) here; [prompt] is its section's own settings
+(`PromptSection`, mvp_tui/config/sections/prompt.py); the others live
 with the part they configure: `SshSettings` (mvp_tui/ssh/settings.py), `WalkSettings`
 (mvp_tui/lease/settings.py), `Limits` (mvp_tui/engine/limits.py), `WatchdogSettings`
 (mvp_tui/engine/watchdog.py), and the offer policy (`selection_policy`). `RunSettings` holds
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config import Config
+from mvp_tui.config.sections.prompt import PromptSection
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
@@ -68,15 +70,16 @@ class RuntimeSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
+        runtime, vast = config.settings.runtime, config.settings.vastai
         return cls(
-            run_id=config.get_str("runtime.run_id"),
-            node_id=config.require_int("runtime.node_id"),
-            stage_index=config.require_int("runtime.stage_index"),
-            layer_end_exclusive=config.require_int("runtime.layer_end_exclusive"),
-            node_python=config.require_str("runtime.node_python"),
-            node_dir=config.require_str("runtime.node_dir"),
-            frame_log=config.get_path("observability.datastream_frame_log"),
-            bootstrap_command=config.get_str("vastai.bootstrap_command"),
+            run_id=runtime.run_id,
+            node_id=runtime.node_id,
+            stage_index=runtime.stage_index,
+            layer_end_exclusive=runtime.layer_end_exclusive,
+            node_python=runtime.node_python,
+            node_dir=runtime.node_dir,
+            frame_log=config.settings.observability.datastream_frame_log,
+            bootstrap_command=vast.bootstrap_command if vast else None,
             model_cache_dir=VOLUME_CACHE_DIR if volume_settings(config) else None,
         )
 
@@ -86,7 +89,7 @@ class ModelSettings:
     """[model]: what the node serves."""
 
     model_id: str
-    gguf_local_path: Path | None  # wins over the hub
+    gguf_local_path: Path | None  # set: served instead of the hub (config's model_source)
     gguf_repo: str
     gguf_file: str
     gguf_revision: str | None
@@ -98,35 +101,17 @@ class ModelSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> ModelSettings:
+        model, source = config.settings.model, config.model_source  # the seed's layering
         return cls(
-            model_id=config.require_str("model.id"),
-            gguf_local_path=config.get_path("model.gguf_local_path"),
-            gguf_repo=config.require_str("model.gguf_repo"),
-            gguf_file=config.require_str("model.gguf_file"),
-            gguf_revision=config.get_str("model.gguf_revision"),
-            tokenizer_local_path=config.get_path("model.tokenizer_local_path"),
-            max_context=config.get_int("model.max_context"),
-            download_floor_mbps=config.get_float("model.download_floor_mbps") or 0.0,
-            download_floor_window_s=config.require_float("model.download_floor_window_secs"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class PromptSettings:
-    """[prompt]: the prompt RPC, the default token budget, the local OpenAI port."""
-
-    rpc_addr: str
-    max_tokens: int
-    openai_port: int  # 0: pick a free one
-    rpc_allow_remote: bool = False  # the user acknowledged an unauthenticated non-loopback RPC
-
-    @classmethod
-    def from_config(cls, config: Config) -> PromptSettings:
-        return cls(
-            rpc_allow_remote=config.get_bool("prompt.rpc_allow_remote"),
-            rpc_addr=config.require_str("prompt.rpc_addr"),
-            max_tokens=config.require_int("prompt.max_tokens"),
-            openai_port=config.require_int("prompt.openai_port"),
+            model_id=model.id,
+            gguf_local_path=source.local_path,
+            gguf_repo=source.repo,
+            gguf_file=source.file,
+            gguf_revision=source.revision,
+            tokenizer_local_path=model.tokenizer_local_path,
+            max_context=model.max_context,
+            download_floor_mbps=model.download_floor_mbps,
+            download_floor_window_s=model.download_floor_window_secs,
         )
 
 
@@ -138,7 +123,7 @@ class RunSettings:
 
     runtime: RuntimeSettings
     model: ModelSettings
-    prompt: PromptSettings
+    prompt: PromptSection
     ssh: SshSettings
     limits: Limits
     policy: SelectionPolicy
@@ -150,7 +135,7 @@ class RunSettings:
         return cls(
             runtime=RuntimeSettings.from_config(config),
             model=ModelSettings.from_config(config),
-            prompt=PromptSettings.from_config(config),
+            prompt=config.settings.prompt,
             ssh=SshSettings.from_config(config),
             limits=Limits.from_config(config),
             policy=selection_policy(config),
@@ -162,15 +147,15 @@ class RunSettings:
 def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:
     """The offer filter. Provider keys are only read for the provider that runs; the price
     cap is the one the walk keeps (unset or 0: none)."""
-    vast = config.provider == "vastai"
+    vast = config.settings.vastai
     return SelectionPolicy(
-        gpu_name=config.get_str("vastai.gpu_name") if vast else None,
-        min_gpu_ram_mb=config.get_int("vastai.min_gpu_ram_mb") if vast else None,
-        min_down_mbps=config.get_float("vastai.min_down_mbps") if vast else None,
-        min_up_mbps=config.get_float("vastai.min_up_mbps") if vast else None,
-        min_reliability=config.get_float("vastai.min_reliability") if vast else None,
-        require_verified=config.get_bool("vastai.require_verified") if vast else False,
-        max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+        gpu_name=vast.gpu_name if vast else None,
+        min_gpu_ram_mb=vast.min_gpu_ram_mb if vast else None,
+        min_down_mbps=vast.min_down_mbps if vast else None,
+        min_up_mbps=vast.min_up_mbps if vast else None,
+        min_reliability=vast.min_reliability if vast else None,
+        require_verified=vast.require_verified if vast else False,
+        max_price_per_hour=config.settings.limits.max_price_per_hour,
         limit=limit,
     )
 
@@ -223,14 +208,14 @@ SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
 
 def volume_settings(config: Config) -> VolumeSettings | None:
     """[runpod] network_volume and its keys, on a RunPod run that names one."""
-    name = config.get_str("runpod.network_volume") if config.provider == "runpod" else None
-    if not name:
+    runpod = config.settings.runpod
+    if runpod is None or not runpod.network_volume:
         return None
     return VolumeSettings(
-        name=name,
-        size_gb=config.require_int("runpod.network_volume_gb"),
-        data_center=config.get_str("runpod.network_volume_data_center"),
-        usd_per_gb_month=config.require_float("runpod.network_volume_usd_per_gb_month"),
+        name=runpod.network_volume,
+        size_gb=runpod.network_volume_gb,
+        data_center=runpod.network_volume_data_center,
+        usd_per_gb_month=runpod.network_volume_usd_per_gb_month,
     )
 
 

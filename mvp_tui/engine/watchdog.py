@@ -32,12 +32,9 @@ from mvp_tui.untrusted import clean_line
 
 DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
 DEFAULT_IDLE_STOP_MINS = 30.0  # on billing providers, when [limits] idle_stop_mins is unset
-# The provider API the node's switch calls: (its config key, the node's env name); the URL
-# is the key's value (its default lives in the key table).
-API_URLS = {
-    "vastai": ("vastai.api_url", "MVP_VASTAI_API_URL"),
-    "runpod": ("runpod.api_url", "MVP_RUNPOD_API_URL"),
-}
+# The env name that gives the node's switch its provider's API URL ([vastai] / [runpod]
+# api_url, read from the typed settings).
+API_URL_ENV = {"vastai": "MVP_VASTAI_API_URL", "runpod": "MVP_RUNPOD_API_URL"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,20 +55,21 @@ class WatchdogSettings:
 
     @classmethod
     def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
-        idle = config.get_float("limits.idle_teardown_mins")
+        limits = config.settings.limits
+        idle = limits.idle_teardown_mins
         if idle is None:
             idle = DEFAULT_IDLE_MINS if billing else None
-        api = API_URLS.get(config.provider)
-        api_env = (api[1], config.require_str(api[0])) if api else None
-        grace = config.require_float("limits.boot_grace_mins")
-        idle_stop = config.get_float("limits.idle_stop_mins")
+        account = config.settings.vastai or config.settings.runpod
+        api_env = (API_URL_ENV[config.provider], account.api_url) if account else None
+        grace = limits.boot_grace_mins
+        idle_stop = limits.idle_stop_mins
         if idle_stop is None:
             idle_stop = DEFAULT_IDLE_STOP_MINS if billing else None
         return cls(
             provider=config.provider,
             max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
-            required=billing and config.get_bool("limits.require_node_watchdog"),
+            required=billing and limits.require_node_watchdog,
             api_env=api_env,
             # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
             # is never shorter than asked.

@@ -311,7 +311,7 @@ def load_memory(config: Config, now: float) -> HostMemory:
     """The recent failures under the configured state dir (`[lease]
     avoid_failed_hosts_days`; 0 turns the memory off). An unreadable journal is no memory:
     it only orders offers, it never stops a run."""
-    days = max(0.0, config.require_float("lease.avoid_failed_hosts_days"))
+    days = max(0.0, config.settings.lease.avoid_failed_hosts_days)
     try:
         outcomes = HostJournal(config.state_dir).read()
     except OSError:

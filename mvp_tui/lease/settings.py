@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.sections.lease import LeaseSection
 from mvp_tui.lease.naming import check_prefix
 from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 
@@ -20,23 +21,23 @@ LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
 class WalkSettings:
     """Timing (seconds), limits and the create request's contents.
 
-    Production defaults are the RunPod seed's lease walk timings: reconcile after 5 s and
-    15 s, a look every 5 s,
-    15 min to become running, 60 s for a delete to show. Tests pass milliseconds; every wait
-    goes through `sleep`, so nothing sleeps longer than it is told.
+    The defaults of the keyed figures are the declared defaults of their [lease] keys
+    (mvp_tui/config/sections/lease.py: the RunPod seed's walk timings, but a longer wait for
+    a delete to show); a run takes them from its config (`from_config`). Tests pass
+    milliseconds; every wait goes through `sleep`, so nothing sleeps longer than it is told.
     """
 
-    reconcile_waits_s: tuple[float, ...] = (5.0, 15.0)
+    reconcile_waits_s: tuple[float, ...] = LeaseSection.reconcile_waits_secs
     poll_interval_s: float = 5.0
-    ready_timeout_s: float = 900.0
-    delete_timeout_s: float = 60.0
+    ready_timeout_s: float = LeaseSection.ready_timeout_secs
+    delete_timeout_s: float = LeaseSection.delete_timeout_secs
     delete_poll_s: float = 2.0
     destroy_attempts: int = 6  # destroy calls answered FAILED before giving up
     destroy_backoff_s: float = 1.0  # first back-off after a FAILED destroy; doubles
     destroy_backoff_max_s: float = 16.0
     max_price_per_hour: float | None = None
     max_ambiguous_per_offer: int = 2
-    label_prefix: str = "mvp"
+    label_prefix: str = LeaseSection.label_prefix
     node_id: int = 1
     image: str = ""
     disk_gb: int = 20
@@ -94,14 +95,14 @@ class WalkSettings:
         """[lease], the price cap of [limits] and what a create asks for ([image], the
         provider's keys). A 0 price cap is unset (no cap) and an empty or 0 figure that means
         nothing is refused when the config loads, so nothing here falls back to a default."""
-        vast = config.provider == "vastai"
+        lease, vast, runpod = config.settings.lease, config.settings.vastai, config.settings.runpod
         image = config.node_image()[0]
         poll = LOCAL_POLL_S
         if vast:
-            poll = float(config.require_int("vastai.poll_interval_secs"))
-        elif config.provider == "runpod":
-            poll = config.require_float("runpod.poll_interval_secs")
-        prefix = config.require_str("lease.label_prefix")
+            poll = float(vast.poll_interval_secs)
+        elif runpod:
+            poll = runpod.poll_interval_secs
+        prefix = lease.label_prefix
         try:
             check_prefix(prefix)
         except ValueError as exc:
@@ -110,7 +111,7 @@ class WalkSettings:
                 f"[lease] label_prefix = {prefix!r} from {config.sources['lease.label_prefix']} "
                 f"is not valid: {why}"
             ) from None
-        onstart = config.get_str("vastai.onstart") if vast else None
+        onstart = vast.onstart if vast else None
         if vast:  # the boot guard shares Vast's onstart cap: refused before anything is rented
             try:
                 vast_onstart(onstart)
@@ -118,16 +119,16 @@ class WalkSettings:
                 source = config.sources.get("vastai.onstart", "the config")
                 raise ConfigError(f"{exc} (set in {source})") from None
         return cls(
-            reconcile_waits_s=config.require_floats("lease.reconcile_waits_secs"),
+            reconcile_waits_s=lease.reconcile_waits_secs,
             poll_interval_s=poll,
-            ready_timeout_s=config.require_float("lease.ready_timeout_secs"),
-            delete_timeout_s=config.require_float("lease.delete_timeout_secs"),
+            ready_timeout_s=lease.ready_timeout_secs,
+            delete_timeout_s=lease.delete_timeout_secs,
             delete_poll_s=min(2.0, poll),
-            max_price_per_hour=config.get_float("limits.max_price_per_hour"),
+            max_price_per_hour=config.settings.limits.max_price_per_hour,
             label_prefix=prefix,
-            node_id=config.require_int("runtime.node_id"),
+            node_id=config.settings.runtime.node_id,
             image=image,
-            disk_gb=config.require_int("vastai.disk_gb") if vast else LOCAL_DISK_GB,
+            disk_gb=vast.disk_gb if vast else LOCAL_DISK_GB,
             env=dict(env or {}),
             onstart=onstart,
             ssh_public_key=ssh_public_key,

@@ -12,7 +12,6 @@ from datetime import datetime
 from pathlib import Path
 
 from mvp_tui.config import Config
-from mvp_tui.config.values import Source
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.settings import WalkSettings
@@ -24,7 +23,6 @@ from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.engine_port import ForwardingSink
 
 LABEL = "rehearsal"
-MODEL_KEY = "model.gguf_local_path"
 
 
 @dataclass(slots=True)
@@ -48,7 +46,7 @@ def _fast(settings: WalkSettings) -> WalkSettings:
 def rehearsal_model(config: Config) -> Path:
     """The configured local model when it exists, else the tiny generated one (made once,
     in the state dir: no download, no network)."""
-    configured = config.get_path(MODEL_KEY)
+    configured = config.settings.model.gguf_local_path
     if configured is not None and configured.is_file():
         return configured
     path = config.state_dir / "rehearsal" / "tiny.gguf"
@@ -63,11 +61,7 @@ def rehearsal_model(config: Config) -> Path:
 def rehearsal_config(config: Config, model: Path) -> Config:
     """The user's configuration with this machine as the node and `model` served."""
     local = config.for_provider("local")
-    return dataclasses.replace(
-        local,
-        values={**local.values, MODEL_KEY: model},
-        sources={**local.sources, MODEL_KEY: Source("default", "the rehearsal's model")},
-    )
+    return local.with_local_model(model, "the rehearsal's model")
 
 
 def build(

@@ -47,15 +47,16 @@ class SshSettings:
     @classmethod
     def from_config(cls, config: Config) -> SshSettings:
         """[ssh] as the config has it (a 0 back-off is refused when the config loads)."""
+        ssh, node = config.settings.ssh, config.settings.runpod or config.settings.vastai
         key = BY_DOTTED[
             "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
         ]
         return cls(
-            backoff_initial=config.require_float("ssh.retry_initial_secs"),
-            backoff_cap=config.require_float("ssh.retry_max_secs"),
-            ready_timeout=config.require_float("ssh.ready_timeout_secs"),
-            connect_timeout=config.require_float("ssh.connect_timeout_secs"),
-            identity_path=config.get_path(key.dotted),
+            backoff_initial=ssh.retry_initial_secs,
+            backoff_cap=ssh.retry_max_secs,
+            ready_timeout=ssh.ready_timeout_secs,
+            connect_timeout=ssh.connect_timeout_secs,
+            identity_path=node.ssh_identity if node else None,
             identity_key=f"{key.label} (env {key.env[0]})",
         )
 

@@ -42,7 +42,6 @@ from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
-from mvp_tui.engine.settings import PromptSettings
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
 from mvp_tui.lease.events import AttemptAnswered
@@ -134,9 +133,9 @@ class MvpApp(App[int]):
         # The run's typed settings: the engine's (built once from this config), else these.
         self._limits = engine.settings.limits if engine is not None else Limits.from_config(config)
         self._prompt_settings = (
-            engine.settings.prompt if engine is not None else PromptSettings.from_config(config)
+            engine.settings.prompt if engine is not None else config.settings.prompt
         )
-        theme_name = config.require_str("ui.theme")
+        theme_name = config.settings.ui.theme
         if theme_name not in self.available_themes:
             known = ", ".join(sorted(self.available_themes))
             raise ConfigError(
@@ -209,7 +208,7 @@ class MvpApp(App[int]):
         engine = self.engine
         yield OffersPane(
             provider=engine.provider.info.name if engine is not None else self.config.provider,
-            max_attempts=self.config.get_int("lease.max_attempts") or 5,
+            max_attempts=self.config.settings.lease.max_attempts,
             clock=self._wall,
         )
         yield BootstrapPane(clock=self._wall, tz=self._tz)
@@ -238,7 +237,7 @@ class MvpApp(App[int]):
             if self._sink is not None:
                 self._sink.connect(self._post_engine_event)
             self.set_interval(1.0, self._update_summary)
-            refresh = self.config.get_float("ui.offers_refresh_secs")
+            refresh = self.config.settings.ui.offers_refresh_secs
             if refresh:  # 0 or unset: never (r still searches)
                 self.set_interval(refresh, self._refresh)
             self._run(self._start(), "start")
@@ -318,7 +317,7 @@ class MvpApp(App[int]):
             self.refresh_bindings()
             return
         self.query_one(StatusBar).summary = RunSummary(
-            run_id=engine.run_id if engine is not None else self.config.get_str("runtime.run_id"),
+            run_id=engine.run_id if engine is not None else self.config.settings.runtime.run_id,
             provider=engine.provider.info.name if engine is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
@@ -419,7 +418,7 @@ class MvpApp(App[int]):
         assert self.board is not None
         result = await self.board.search()
         pane = self.query_one(OffersPane)
-        show_unfit = self.config.get_bool("offers.show_unfit")
+        show_unfit = self.config.settings.offers.show_unfit
         pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
                            outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
         pane.set_notes(result.notes)
@@ -443,7 +442,7 @@ class MvpApp(App[int]):
             return
         pane.need = self._need.describe() if self._need is not None else ""
         pane.set_outlook(result.outlook(self._need),
-                         show_unfit=self.config.get_bool("offers.show_unfit"))  # fmt: skip
+                         show_unfit=self.config.settings.offers.show_unfit)  # fmt: skip
         pane.need_note = why  # `i` says why fit reads "?" (the footer is the providers')
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
@@ -788,7 +787,7 @@ class MvpApp(App[int]):
         channels.action_open_log()
 
     def _say_replay(self) -> None:
-        archive = self.config.get_path("observability.datastream_frame_log")
+        archive = self.config.settings.observability.datastream_frame_log
         text = (
             f"replay this run with: mvp-tui replay {archive}"
             if archive is not None
@@ -932,7 +931,7 @@ class MvpApp(App[int]):
     def _persist_theme(self, theme: object) -> None:
         name = getattr(theme, "name", None)
         path = self.config.file
-        if path is None or not isinstance(name, str) or name == self.config.get_str("ui.theme"):
+        if path is None or not isinstance(name, str) or name == self.config.settings.ui.theme:
             return
         try:
             write_key(path, "ui", "theme", name)

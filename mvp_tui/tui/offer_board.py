@@ -151,7 +151,7 @@ class OfferBoard:
         # A file read off the loop: a long journal never stalls the screen.
         result.memory = await asyncio.to_thread(load_memory, self._config, result.read_at)
         result.image = self._config.node_image()[0]
-        result.image_gb = self._config.get_float("image.size_gb") or 0.0
+        result.image_gb = self._config.settings.image.size_gb
         return result
 
     async def model_need(self) -> tuple[ModelNeed | None, str]:

@@ -1,7 +1,8 @@
-"""Every configuration key is read: named in a getter call (`config.get_*`/`require_*`,
-`config["..."]`, a provider's `_get(config, "...")`) somewhere in the shipped code, or marked
-inert (a seed key accepted and not built, which the loader reads to warn, see
-tests/seed/test_seed_config.py). A key nothing reads is implemented or removed."""
+"""Every configuration key is read: as a typed settings attribute (`settings.ssh.x`), or by
+its name in the config package itself (`values["..."]`), somewhere in the shipped code
+outside its declaration, or marked inert (a seed key accepted and not built, which the loader
+reads to warn, see tests/seed/test_seed_config.py). A key nothing reads is implemented or
+removed."""
 
 from __future__ import annotations
 
@@ -12,13 +13,20 @@ from mvp_tui.config.schema import KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("mvp_tui", "providers", "widgets")
-SCHEMA = ROOT / "mvp_tui" / "config" / "schema.py"
+SECTIONS = ROOT / "mvp_tui" / "config" / "sections"
 
 
 def _named_in_reads(tree: ast.AST) -> set[str]:
-    """String constants anywhere inside call arguments or subscripts (a getter's key)."""
+    """String constants anywhere inside call arguments or subscripts (a getter's key), and
+    `.section.key` attribute reads as "section.key"."""
     names: set[str] = set()
     for node in ast.walk(tree):
+        # A section read as `settings.x` (often bound to a name first, `vast = ...vastai`)
+        # and any attribute `.y`: "x.*" and "*.y", which together make "x.y" read.
+        if isinstance(node, ast.Attribute):
+            names.add(f"*.{node.attr}")
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "settings":
+                names.add(f"{node.attr}.*")
         parts: list[ast.AST] = []
         if isinstance(node, ast.Call):
             parts = [*node.args, *(k.value for k in node.keywords)]
@@ -35,14 +43,20 @@ def _reads() -> set[str]:
     names: set[str] = set()
     for top in SHIPPED:
         for path in (ROOT / top).rglob("*.py"):
-            if path != SCHEMA:
+            if SECTIONS not in path.parents:
                 names |= _named_in_reads(ast.parse(path.read_text(encoding="utf-8")))
     return names
 
 
 def test_every_key_is_read_or_declared_inert() -> None:
     reads = _reads()
-    unread = [spec.dotted for spec in KEYS if not spec.inert and spec.dotted not in reads]
+    unread = [
+        spec.dotted
+        for spec in KEYS
+        if not spec.inert
+        and spec.dotted not in reads
+        and not {f"{spec.section}.*", f"*.{spec.name}"} <= reads
+    ]
     assert not unread, (
         f"keys nothing reads (implement them, or remove them and their example): {unread}"
     )
@@ -52,6 +66,9 @@ def test_the_scan_sees_the_ways_a_key_is_read() -> None:
     source = (
         'a = config.require_float("ssh.x")\nb = _get(config, "docker.y")\n'
         'c = config["z.w"]\nd = f(p if q else "v.u")\ne = "not.read"\n'
+        "f = config.settings.prompt.stall_secs\n"
     )
-    assert _named_in_reads(ast.parse(source)) >= {"ssh.x", "docker.y", "z.w", "v.u"}
+    assert _named_in_reads(ast.parse(source)) >= {
+        "ssh.x", "docker.y", "z.w", "v.u", "prompt.*", "*.stall_secs"
+    }
     assert "not.read" not in _named_in_reads(ast.parse(source))

@@ -15,7 +15,6 @@ from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.settings import (
     ModelSettings,
-    PromptSettings,
     RunSettings,
     RuntimeSettings,
     selection_policy,
@@ -67,7 +66,7 @@ def test_max_price_zero_is_no_cap_for_the_policy_and_the_walk(tmp_path: Path, ho
         config = load(tmp_path, VAST + "[limits]\nmax_price_per_hour = 0\n")
     else:
         config = load(tmp_path, VAST, env={"MVP_MAX_PRICE_PER_HOUR": "0"})
-    assert config.get_float("limits.max_price_per_hour") is None
+    assert config.settings.limits.max_price_per_hour is None
     policy = selection_policy(config)
     assert policy.max_price_per_hour is None
     assert "dph_total" not in build_search_query(policy)  # Vast is not asked for $0/h offers
@@ -196,7 +195,7 @@ def test_openai_port_zero_means_pick_a_free_one(tmp_path: Path) -> None:
     assert "0 = pick a free one" in BY_DOTTED["prompt.openai_port"].doc
     for port in (0, 8123):
         config = load(tmp_path, f"[prompt]\nopenai_port = {port}\n")
-        assert PromptSettings.from_config(config).openai_port == port
+        assert config.settings.prompt.openai_port == port
 
 
 # -- empty text: an error for a key with a default, unset for an optional one -----------------
@@ -223,8 +222,9 @@ def test_empty_text_for_a_key_with_a_default_is_an_error(
 
 def test_empty_text_for_an_optional_key_is_unset(tmp_path: Path) -> None:
     config = load(tmp_path, VAST + 'gpu_name = ""\nonstart = ""\n\n[model]\ngguf_revision = ""\n')
-    assert config.get_str("vastai.gpu_name") is None
-    assert config.get_str("vastai.onstart") is None
+    assert config.settings.vastai is not None
+    assert config.settings.vastai.gpu_name is None
+    assert config.settings.vastai.onstart is None
     assert ModelSettings.from_config(config).gguf_revision is None
 
 

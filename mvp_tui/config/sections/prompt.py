@@ -1,0 +1,75 @@
+"""[prompt] and [relay]: how prompts reach the node; the seed's relay keys (accepted, not built)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from mvp_tui.config.defaults import DEFAULT_RPC_ADDR, NO_IROH, NO_WEB_DASHBOARD
+from mvp_tui.config.spec import Kind, Section, key
+
+
+@dataclass(frozen=True)
+class PromptSection(Section):
+    """[prompt]: the prompt RPC, token budget, stall limit and local OpenAI port."""
+
+    NAME: ClassVar[str] = "prompt"
+
+    rpc_addr: str = key(
+        DEFAULT_RPC_ADDR,
+        "JSON-lines prompt RPC address; loopback unless [prompt] rpc_allow_remote = true",
+        env="MVP_PROMPT_RPC_BIND", flag="--rpc-bind", kind=Kind.ADDR,
+    )
+    max_tokens: int = key(
+        64, "default max tokens per prompt", env="MVP_PROMPT_MAX_TOKENS", flag="--max-tokens",
+        minimum=1,
+    )
+    rpc_allow_remote: bool = key(
+        False,
+        (
+            "let rpc_addr be a non-loopback address; the prompt RPC has NO authentication, so "
+            "anyone who can reach that address can prompt (and spend) your node"
+        ),
+        env="MVP_PROMPT_RPC_ALLOW_REMOTE", flag="--rpc-bind-unauthenticated",
+    )
+    dashboard: bool = key(
+        False, "the seed's web dashboard (accepted, not built: the terminal UI is the dashboard)",
+        env="MVP_DASHBOARD", flag="--dashboard", inert=NO_WEB_DASHBOARD,
+    )
+    dashboard_port: int | None = key(
+        None, "the seed's web dashboard port (accepted, not built)", env="MVP_DASHBOARD_PORT",
+        minimum=0, maximum=65535, inert=NO_WEB_DASHBOARD, example=8080,
+    )
+    stall_secs: float = key(
+        60.0,
+        (
+            "fail the run when no token arrives this long while a prompt runs (a frozen node); 0 "
+            "= never"
+        ),
+        env="MVP_PROMPT_STALL_SECS", flag="--stall-secs", minimum=0, zero_is_unset=True,
+    )
+    openai_port: int = key(
+        8642,
+        (
+            "local port where the node's OpenAI-compatible endpoint is offered (one address for "
+            "every run; taken: another, with a warning); 0 = pick a free one"
+        ),
+        env="MVP_PROMPT_OPENAI_PORT", flag="--openai-port", minimum=0, maximum=65535,
+        note="It asks for the run's key: `mvp-tui endpoint --env` prints address, key and model.",
+    )
+
+
+@dataclass(frozen=True)
+class RelaySection(Section):
+    """[relay]: the seed's iroh relay (accepted, not built: nodes are reached over SSH)."""
+
+    NAME: ClassVar[str] = "relay"
+
+    mode: str | None = key(
+        None, "the seed's iroh relay mode (accepted, not built)", env="MVP_IROH_RELAY_MODE",
+        flag="--relay-mode", inert=NO_IROH, example="default",
+    )
+    url: str | None = key(
+        None, "the seed's iroh relay URL (accepted, not built)", env="MVP_IROH_RELAY_URL",
+        flag="--relay-url", inert=NO_IROH, example="https://relay.example.com",
+    )
