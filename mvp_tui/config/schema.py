@@ -482,6 +482,17 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     _k(
         "lease",
+        "destroy_backoff_secs",
+        Kind.FLOAT,
+        1.0,
+        "the wait after a refused destroy before asking again (doubles each time, up to 16x "
+        "this); after 6 refusals the delete is reported unconfirmed",
+        env=("MVP_LEASE_DESTROY_BACKOFF_SECS",),
+        flag="--destroy-backoff-secs",
+        above=0,
+    ),
+    _k(
+        "lease",
         "max_attempts",
         Kind.INT,
         5,
