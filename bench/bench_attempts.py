@@ -22,13 +22,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import asyncssh  # noqa: E402
 
+from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.config import ConfigPaths, load_config  # noqa: E402
 from mvp_tui.engine.controller import Plan, RunAborted, RunController  # noqa: E402
 from mvp_tui.engine.events import AttemptAbandoned  # noqa: E402
@@ -41,29 +41,6 @@ from tests.ssh.sshd import free_port  # noqa: E402
 
 OFFERS = 5
 POLL_S = 0.05
-
-
-class TimedProvider:
-    """Forwards every Provider call and adds up the time spent awaiting them."""
-
-    def __init__(self, inner: VastAiProvider) -> None:
-        self.inner = inner
-        self.info = inner.info
-        self.spent_s = 0.0
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-        if not asyncio.iscoroutinefunction(target):
-            return target
-
-        async def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await target(*args, **kwargs)
-            finally:
-                self.spent_s += time.perf_counter() - started
-
-        return timed
 
 
 class TimedSleep:

@@ -277,7 +277,7 @@ def seek(path: Path, frames: int) -> None:
         print(
             f"  seek to record {frames:,}: {times[0] * 1000:.1f} ms; {len(times)} seeks "
             f"(end, middle, start, scattered): median {ordered[len(ordered) // 2] * 1000:.1f} ms,"
-            f" worst {ordered[-1] * 1000:.1f} ms (target < 100 ms)"
+            f" worst {ordered[-1] * 1000:.1f} ms (target < 25 ms)"
         )
         print(
             f"  RSS {rss_before / 1024:.1f} MiB before the replay → {rss_after / 1024:.1f} MiB "

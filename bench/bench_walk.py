@@ -18,39 +18,16 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
 from mvp_tui.providers.base import Offer, SelectionPolicy  # noqa: E402
 from mvp_tui.providers.vastai import VastAiProvider  # noqa: E402
 from tests.fakes.vastai_server import FakeVast, Fault  # noqa: E402
-
-
-class TimedProvider:
-    """Forwards every Provider call and adds up the time spent awaiting them."""
-
-    def __init__(self, inner: VastAiProvider) -> None:
-        self.inner = inner
-        self.info = inner.info
-        self.spent_s = 0.0
-        self.calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-
-        async def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await target(*args, **kwargs)
-            finally:
-                self.spent_s += time.perf_counter() - started
-                self.calls += 1
-
-        return timed
 
 
 class TimedStore(RecordStore):

@@ -11,13 +11,18 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mvp_tui import __version__
-from mvp_tui.config import Config, ConfigError, ConfigPaths, load_config
-from mvp_tui.config.loader import flag_dest
-from mvp_tui.config.schema import KEYS, KeySpec, Kind
 from mvp_tui.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from mvp_tui.config import Config
+    from mvp_tui.config.schema import KeySpec
+
+# The config machinery (schema, TOML, platform dirs) loads in the functions that need it:
+# `--version` answers without it (bench/bench_startup.py: ≤ 3x `python -c pass`).
+VERSION = f"mvp-tui {__version__}"
 
 EPILOG = """\
 exit codes:
@@ -75,6 +80,8 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="TOML config file (default: $MVP_CONFIG, else the user config dir's config.toml)",
     )
+    from mvp_tui.config.schema import KEYS
+
     for spec in KEYS:
         if spec.flag is None:
             continue
@@ -82,6 +89,9 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_key_flag(group: argparse._ArgumentGroup, spec: KeySpec) -> None:
+    from mvp_tui.config.loader import flag_dest
+    from mvp_tui.config.schema import Kind
+
     assert spec.flag is not None
     dest = flag_dest(spec)
     env = f" [env {spec.env[0]}]" if spec.env else ""
@@ -127,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"mvp-tui {__version__}")
+    parser.add_argument("--version", action="version", version=VERSION)
     _add_config_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     config_cmd = commands.add_parser(
@@ -170,6 +180,9 @@ def _command_module(name: str) -> Any:
 
 
 def collect_flags(args: argparse.Namespace) -> dict[str, tuple[str, str]]:
+    from mvp_tui.config.loader import flag_dest
+    from mvp_tui.config.schema import KEYS
+
     flags: dict[str, tuple[str, str]] = {}
     for spec in KEYS:
         value = getattr(args, flag_dest(spec), None)
@@ -197,6 +210,11 @@ def _run_dashboard(config: Config) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
+        print(VERSION)  # what argparse's --version prints, before the parser's config flags
+        return int(ExitCode.OK)
+    from mvp_tui.config import ConfigError, ConfigPaths, load_config
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

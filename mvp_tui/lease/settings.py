@@ -118,12 +118,15 @@ class WalkSettings:
             except OnstartTooLong as exc:
                 source = config.sources.get("vastai.onstart", "the config")
                 raise ConfigError(f"{exc} (set in {source})") from None
+        backoff = lease.destroy_backoff_secs
         return cls(
             reconcile_waits_s=lease.reconcile_waits_secs,
             poll_interval_s=poll,
             ready_timeout_s=lease.ready_timeout_secs,
             delete_timeout_s=lease.delete_timeout_secs,
             delete_poll_s=min(2.0, poll),
+            destroy_backoff_s=backoff,
+            destroy_backoff_max_s=backoff * 16,  # the default's 1 s doubling to 16 s
             max_price_per_hour=config.settings.limits.max_price_per_hour,
             label_prefix=prefix,
             node_id=config.settings.runtime.node_id,

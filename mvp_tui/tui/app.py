@@ -22,7 +22,6 @@ from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
 from mvp_tui.config import Config, ConfigError
@@ -52,6 +51,7 @@ from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
 from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
+from mvp_tui.tui.first_paint import KeysFooter
 from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
@@ -168,6 +168,8 @@ class MvpApp(App[int]):
         self._focus_at_lease: Widget | None = None
         self._exit_cleared = False  # set only on the paths that stopped the run first
         self._need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
+        # The first full frame is written (tui/first_paint.py); a need read asked before waits.
+        self._first_frame, self._need_read_waits = False, False
         self._board_result: BoardResult | None = None  # the last search's (its notes, memory)
         self.web_opener: Opener = default_opener  # tests record the URL instead
         self._idle_warned = False  # the node's idle stop warned: the next key postpones it
@@ -215,7 +217,7 @@ class MvpApp(App[int]):
         yield LeasesPane(clock=self._wall, tz=self._tz, tag=self.label)
         yield ChannelsPane()
         yield PromptPane()
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self._apply_layout()
@@ -429,7 +431,17 @@ class MvpApp(App[int]):
             # client, and a terminal's first frame (written by the driver's thread) comes first.
             self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
 
+    def on_keys_footer_keys_shown(self) -> None:
+        """The first full frame went to the terminal: the model-size read may load its HTTP
+        client after the delay (a loaded machine paints seconds after the search answers)."""
+        self._first_frame = True
+        if self._need_read_waits:
+            self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
+
     def _start_need_read(self) -> None:
+        if not self._first_frame:
+            self._need_read_waits = True
+            return
         if not any(w.name == "model size" and not w.is_finished for w in self.workers):
             self._run(self._read_need(), "model size")
 

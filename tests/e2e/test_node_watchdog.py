@@ -56,14 +56,15 @@ async def test_until_ready_then_the_node_destroys_itself_at_its_deadline(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
     with FakeVast(api_key=KEY) as fake:
-        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_MAX_HOURS": "0.01"}
+        # An 18 s deadline: past the bring-up (5-7 s on a loaded machine), not a minute off.
+        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_MAX_HOURS": "0.005"}
         args = ["--yes", "--until", "ready"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             assert await run.finish(within=120) == 0, run.stderr
         (verdict,) = [e for e in run.events("node_watchdog") if e["status"] == "ready"]
         assert verdict["armed"] and verdict["deadline_at"] is not None
         (instance,) = fake.billing()
-        await destroyed_by_itself(fake, instance["id"], 36 + 60)
+        await destroyed_by_itself(fake, instance["id"], 18 + 60)
         assert fake.billing() == [] and fake.scope_violations == []
         no_account_key_on_the_node(node)
         down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=env)
@@ -75,13 +76,14 @@ async def test_a_killed_attached_run_falls_silent_and_the_node_destroys_itself(
     node: Node, tiny_gguf: Path, tmp_path: Path
 ) -> None:
     with FakeVast(api_key=KEY) as fake:
-        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_IDLE_TEARDOWN_MINS": "0.5"}
+        # A 6 s silence window (the attached-dashboard test below holds a lease across three).
+        env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_IDLE_TEARDOWN_MINS": "0.1"}
         async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
             await run.until(event("node_ready"), within=120)
             (instance,) = fake.billing()
             run.signal(signal.SIGKILL)
             await run.finish()
-        await destroyed_by_itself(fake, instance["id"], 30 + 60)
+        await destroyed_by_itself(fake, instance["id"], 6 + 60)
         assert fake.scope_violations == []
 
 

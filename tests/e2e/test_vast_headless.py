@@ -54,6 +54,7 @@ def vast_env(fake: FakeVast, tmp_path: Path) -> dict[str, str]:
         "MVP_VASTAI_SSH_IDENTITY": str(identity),
         "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
         "MVP_LEASE_RECONCILE_WAITS_SECS": "0.05,0.1",
+        "MVP_LEASE_DESTROY_BACKOFF_SECS": "0.05",  # six refusals in 1.6 s, not 31 s
         "MVP_MAX_PRICE_PER_HOUR": "1.0",
         "MVP_STATE_DIR": str(tmp_path / "state"),
     }

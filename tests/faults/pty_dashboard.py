@@ -25,7 +25,15 @@ class PtyDashboard:
     ) -> None:
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
+        # The size is the pty's: COLUMNS/LINES inherited from the parent would override it
+        # (shutil.get_terminal_size reads them first). An xdist worker has them set to 80x24:
+        # pytest imports readline in the controller, GNU readline exports them at init, and
+        # execnet's workers inherit that environment.
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("MVP_", "VAST")) and k not in ("COLUMNS", "LINES")
+        }
 
         def controlling_tty() -> None:
             os.setsid()

@@ -60,13 +60,6 @@ def test_the_check_sees_heavy_imports() -> None:
     assert {"asyncssh", "httpx", "textual", "textual.app"} <= set(heavy_in(modules))
 
 
-@pytest.mark.xfail(
-    bool(os.environ.get("PYTEST_XDIST_WORKER")),
-    reason="KNOWN, open: since this session's merges the pty dashboard never paints its footer "
-    "when started from an xdist worker (it does serially, 3/3, CI=true too); cause not found "
-    "yet — see the session's closing note",
-    strict=False,
-)
 def test_dashboard_paints_before_loading_ssh_or_http(tmp_path: Path) -> None:
     """The dashboard in a terminal: every module imported before its footer is first drawn
     precedes it in the terminal's byte stream (import reports and screen share the pty).

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseRecord, LeaseRecordState, RecordError, RecordStore, teardown
 from mvp_tui.lease import events as ev
+from mvp_tui.lease.settings import WalkSettings
 from tests.lease.conftest import fast_settings
 from tests.lease.scripted import Instance, ScriptedProvider
 
@@ -102,3 +106,14 @@ async def test_an_unknown_lease_is_named(store: RecordStore) -> None:
     _running(store, provider)
     with pytest.raises(RecordError, match="no lease '42'"):
         await teardown(provider, store, RUN, "42", RecordingSink(), fast_settings())
+
+
+def test_the_destroy_back_off_is_configured_and_its_cap_scales_with_it(tmp_path: Path) -> None:
+    """[lease] destroy_backoff_secs: the first wait after a refused destroy, doubling, capped
+    at 16x it (the default's 1 s to 16 s); the fault tests run the same six refusals fast."""
+    paths = ConfigPaths(default=tmp_path / "absent.toml")
+    default = WalkSettings.from_config(load_config(env={}, paths=paths))
+    assert [default.destroy_backoff(n) for n in range(1, 7)] == [1, 2, 4, 8, 16, 16]
+    env = {"MVP_LEASE_DESTROY_BACKOFF_SECS": "0.05"}
+    fast = WalkSettings.from_config(load_config(env=env, paths=paths))
+    assert [fast.destroy_backoff(n) for n in range(1, 7)] == [0.05, 0.1, 0.2, 0.4, 0.8, 0.8]

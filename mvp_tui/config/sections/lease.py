@@ -43,6 +43,14 @@ class LeaseSection(Section):
         ),
         env="MVP_LEASE_DELETE_TIMEOUT_SECS", flag="--delete-timeout-secs", minimum=1,
     )
+    destroy_backoff_secs: float = key(
+        1.0,
+        (
+            "the wait after a refused destroy before asking again (doubles each time, up to "
+            "16x this); after 6 refusals the delete is reported unconfirmed"
+        ),
+        env="MVP_LEASE_DESTROY_BACKOFF_SECS", flag="--destroy-backoff-secs", above=0,
+    )
     max_attempts: int = key(
         5,
         (
