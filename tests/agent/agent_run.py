@@ -124,9 +124,9 @@ class AgentRun:
             within,
         )
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str | bytes) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(text.encode())
+        self.proc.stdin.write(text.encode() if isinstance(text, str) else text)
         await self.proc.stdin.drain()
 
     async def wait_exit(self, within: float = 30.0) -> int:

@@ -60,7 +60,7 @@ async def test_a_worker_in_a_bridge_container_binds_its_rpc_server_on_loopback(
     env = agent_env(tmp_path, **{**container_env, "MVP_LOGICAL_NODE_ID": "2"})
     agent = await AgentRun.start(env, agent=launcher)
     try:
-        await agent.send(agent_source.decode())
+        await agent.send(agent_source)
         ready = await agent.wait_for(
             lambda ch, p: ch == WEIGHTS_CHANNEL and isinstance(p, dict), within=60
         )
