@@ -42,7 +42,8 @@ def _python(version: str) -> str | None:
     return None
 
 
-def _oldest() -> str:
+def oldest_python() -> str:
+    """The oldest node Python's interpreter; skipped on a laptop without it, failed under CI."""
     found = _python(OLDEST)
     if found is None:
         missing_peer(f"python{OLDEST}", "no working interpreter found",
@@ -99,7 +100,7 @@ async def test_the_zipapp_runs_on_the_oldest_node_python(
 ) -> None:
     """A whole short run with a fake engine (every module of the agent imported, the switch,
     the probe, the model, the engine, the gate): WeightsLoaded, then a clean shutdown."""
-    python = _oldest()
+    python = oldest_python()
     env = agent_env(
         tmp_path, PATH=path_with, MVP_GGUF_LOCAL_PATH=str(tiny_model), FAKE_LOADING_PROBES="1",
         MVP_API_KEY="run-key-0123456789", MVP_NODE_PROVIDER="local",
@@ -119,7 +120,7 @@ async def test_the_zipapp_runs_on_the_oldest_node_python(
 
 
 def test_every_module_imports_on_the_oldest_node_python() -> None:
-    python = _oldest()
+    python = oldest_python()
     modules = [n[:-3].replace("/", ".") for n, _ in agent_members() if n.startswith("mvp_tui/")]
     code = "import sys; sys.path.insert(0, sys.argv[1])\n" + "".join(
         f"import {m.removesuffix('.__init__')}\n" for m in modules if m != "mvp_tui.node.__main__"
