@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mvp_tui.node.agent import Agent
 from mvp_tui.node.control import Control, PhaseFailed, exc_name, open_control_fifo, read_commands
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.instance_api import WatchdogSettings
-from mvp_tui.node.roles import agent_for_role
 from mvp_tui.node.settings import EXIT_CONFIG, ConfigError, Settings
 from mvp_tui.node.switch import Watchdog
 from mvp_tui.node_protocol import WORKER_FATAL
@@ -58,7 +58,7 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
         read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown, watchdog
     )
     fifo: tuple[int, bool] | None = None
-    agent = agent_for_role(env, settings, emitter, control, watchdog)
+    agent = _agent(env, settings, emitter, control, watchdog)
     try:
         if settings.control_fifo:
             try:
@@ -92,3 +92,23 @@ def _unlink_quietly(path: str) -> None:
 def main() -> int:
     """Console entry point (`mvp-node`); the wrapper exits with what this returns."""
     return run_agent(os.environ, sys.stdout.fileno())
+
+
+_ROLE_KEYS = ("MVP_NODE_ROLE", "MVP_RPC_", "MVP_TENSOR_SPLIT", "MVP_GPU_LAYERS")  # roles.py's
+
+
+def _agent(
+    env: Mapping[str, str],
+    settings: Settings,
+    emitter: Emitter,
+    control: Control,
+    watchdog: Watchdog | None,
+) -> Agent:
+    """The agent for MVP_NODE_ROLE. The roles of a multi-node run load only where one of
+    their keys is set: a single node (nearly every run) does not compile their ~500 lines at
+    each start."""
+    if not any(key.startswith(_ROLE_KEYS) for key in env):
+        return Agent(env, settings, emitter, control, watchdog)
+    from mvp_tui.node.roles import agent_for_role
+
+    return agent_for_role(env, settings, emitter, control, watchdog)
