@@ -37,8 +37,9 @@ sys.path.insert(0, str(REPO))
 import docker  # type: ignore[import-untyped]  # noqa: E402
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]  # noqa: E402
 
+from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy  # noqa: E402
-from mvp_tui.providers.docker import AGENT_PATH, DockerProvider  # noqa: E402
+from mvp_tui.providers.docker import DockerProvider  # noqa: E402
 from mvp_tui.providers.docker_spec import (  # noqa: E402
     AGENT_BYTES_ENV,
     DockerSettings,
@@ -62,7 +63,7 @@ def raw_agent_first_line(client: Any, image: str, model: Path) -> float:
     attach, start, the agent down stdin, first line): the floor of this design, without the
     provider's own overhead."""
     api = client.api
-    agent = AGENT_PATH.read_bytes()
+    agent = agent_zip().read_bytes()  # the zipapp every node gets
     started = time.perf_counter()
     answer = api.create_container(
         image,

@@ -1,17 +1,16 @@
 """The node protocol's one home: the agent's channel names, its record types, and the parsers
 the app reads its records with.
 
-The node agent (mvp_tui/node_agent.py) writes frame lines (see datastream/frame_line.py) on
+The node agent (mvp_tui/node/) writes frame lines (see datastream/frame_line.py) on
 these channels; the engine (engine/node_watch.py, engine/cluster.py, engine/watchdog.py),
 the Docker provider and the dashboard's panes (widgets/bootstrap_model.py, widgets/prompt.py)
 read them. Everything here is standard library only.
 
-Why the agent carries a copy: the agent travels to a node as ONE file by three routes (SFTP
-into the run directory, a Docker container's stdin, a local child process by path) and runs
-there with no `mvp_tui` package. So the block between the `node protocol` markers below is
-embedded verbatim in node_agent.py, and tests/foundation/test_node_protocol.py fails when the
-two differ, or when any other module types an `"mvp.node.`/`"mvp.worker.` name or a record
-type's name itself. The parsers are not copied: only the app parses records.
+The agent (the package `mvp_tui/node/`) imports this module: it ships to a node in the
+agent's zipapp (`mvp_tui/node/build.py`) with the few other standard-library-only modules it
+shares with the app, so there is one copy of every name and of the frame line's wire form.
+tests/foundation/test_node_protocol.py fails when any other module types an
+`"mvp.node.`/`"mvp.worker.` name or a record type's name itself.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# --- node protocol: begin (copied verbatim into node_agent.py; a test checks) ---
 WEIGHTS_CHANNEL = "mvp.worker.weights"  # the node's verdict: WeightsLoaded | WorkerFatal | ...
 NODE_CHANNEL_PREFIX = "mvp.node."
 AGENT_CHANNEL_SUFFIX = ".agent"  # mvp.node.<N>.agent: phases, progress, notices
@@ -60,7 +58,15 @@ def engine_channel(node_id: int) -> str:
     return f"{NODE_CHANNEL_PREFIX}{node_id}{ENGINE_CHANNEL_SUFFIX}"
 
 
-# --- node protocol: end ---
+FRAME_VERSION = 1
+
+
+def frame_line(channel: str, payload: Any) -> str:
+    """One frame line (no newline), the canonical form: compact, ASCII-only, keys in the
+    order mvp_frame, channel, payload (the channel is not checked here: see
+    `mvp_tui.datastream.frame_line.encode_frame_line`)."""
+    record = {"mvp_frame": FRAME_VERSION, "channel": channel, "payload": payload}
+    return json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
 
 def is_agent_channel(channel: str) -> bool:

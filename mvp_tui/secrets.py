@@ -3,7 +3,13 @@ screen or error passes through a `Redactor` that knows the run's secret values."
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 REDACTED = "<redacted>"
+# An environment variable whose name holds one of these carries a secret (HF_TOKEN included).
+SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+MIN_SECRET_LEN = 6  # very short values would redact ordinary words; real keys are long
 
 
 class Redactor:
@@ -21,8 +27,7 @@ class Redactor:
             self.add(s)
 
     def add(self, secret: str | None) -> None:
-        # Very short values would redact ordinary words; real keys are long.
-        if secret and len(secret) >= 6 and secret not in self._secrets:
+        if secret and len(secret) >= MIN_SECRET_LEN and secret not in self._secrets:
             self._secrets.add(secret)
             self._ordered = tuple(sorted(self._secrets, key=len, reverse=True))
             try:
@@ -71,3 +76,25 @@ class Redactor:
 
     def __bool__(self) -> bool:
         return bool(self._secrets)
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string in it (dict keys too) redacted."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self(str(k)): self.value(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(v) for v in value]
+        return value
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable of this name holds a secret."""
+    upper = name.upper()
+    return any(part in upper for part in SECRET_NAME_PARTS)
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values in `env` that must never be printed (see `is_secret_name`), longest first."""
+    found = {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LEN}
+    return sorted(found, key=len, reverse=True)

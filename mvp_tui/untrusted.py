@@ -16,7 +16,7 @@ property that parses a plain `str` as markup (a border title or subtitle, a toas
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import Callable  # noqa: UP035 (collections.abc's is not subscriptable on 3.8)
 
 Redact = Callable[[str], str]
 """Replaces secrets in text (a `mvp_tui.secrets.Redactor` is one)."""

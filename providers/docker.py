@@ -12,8 +12,9 @@ no `docker` CLI subprocess.
   requests from `[docker] gpus`, the model file mounted read-only (`[docker]
   cached_model_host_path` at /models/cached/<file>, else `[model] gguf_local_path` at
   /models/local/<file>) with MVP_GGUF_LOCAL_PATH rewritten. The agent (the same
-  `node_agent.py`) goes down the attached stdin as the container starts (its launcher
-  reads exactly its length; no archive upload): every line it prints reaches `on_line`.
+  zipapp every node gets, `mvp_tui/agent_bundle.py`) goes down the attached stdin as the
+  container starts (its launcher reads exactly its length; no archive upload): every line
+  it prints reaches `on_line`.
 - Destroy: "shutdown" down stdin, a short wait, `stop` with a 2 s grace, `remove`; confirmed
   when the daemon no longer lists the container.
 - A container that ends by itself (the agent killed, out of memory) is seen at once: its
@@ -38,9 +39,9 @@ from typing import Any, TypeVar
 import docker  # type: ignore[import-untyped]
 import docker.errors  # type: ignore[import-untyped]
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
 from mvp_tui.config import Config, ConfigError
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WORKER_FATAL
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WORKER_FATAL, frame_line
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -74,7 +75,7 @@ from mvp_tui.providers.docker_spec import (
     stdin_env,
     stdin_env_bytes,
 )
-from mvp_tui.providers.local import AGENT_PATH, _probe_gpus, machine_offer
+from mvp_tui.providers.local import _probe_gpus, machine_offer
 from mvp_tui.providers.local_node import LineHandler
 from mvp_tui.untrusted import one_line_ascii
 
@@ -154,7 +155,7 @@ class DockerProvider(ProviderBase):
         settings: DockerSettings,
         *,
         on_line: LineHandler | None = None,
-        agent_path: Path = AGENT_PATH,
+        agent_path: Path | None = None,
         client_factory: Callable[[], docker.DockerClient] | None = None,
     ) -> None:
         self.settings = settings
@@ -186,9 +187,10 @@ class DockerProvider(ProviderBase):
         return self._client
 
     def _agent_source(self) -> bytes:
-        """The agent's source, read once per provider (it is sent with every create)."""
+        """The agent's zipapp (built or found in the cache unless a path was given), read
+        once per provider: it is sent with every create."""
         if self._agent_cache is None:
-            self._agent_cache = self._agent_path.read_bytes()
+            self._agent_cache = (self._agent_path or agent_zip()).read_bytes()
         return self._agent_cache
 
     async def runtimes(self) -> set[str]:
@@ -372,7 +374,7 @@ class DockerProvider(ProviderBase):
             reason += " (killed: out of memory, or SIGKILL)"
         elif status == 0 and lease.node.saw_exit:
             reason += " (the agent ended on its own: its dead-man's switch, or a shutdown)"
-        fatal = node_agent.frame_line(
+        fatal = frame_line(
             WEIGHTS_CHANNEL,
             {
                 "type": WORKER_FATAL,

@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.lease.naming import parse_label
-from mvp_tui.node_agent import is_secret_name
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
+from mvp_tui.secrets import is_secret_name
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
-AGENT_DIR = "/opt/mvp-node"
-AGENT_FILE = f"{AGENT_DIR}/node_agent.py"
 CACHED_MODEL_DIR = "/models/cached"
 LOCAL_MODEL_DIR = "/models/local"
 BRIDGE_ENGINE_PORT = 8080  # the engine's port inside a bridge-network container
@@ -35,11 +33,14 @@ LABEL_NODE = "mvp.node"
 LABEL_ATTEMPT = "mvp.attempt"
 MANAGED_BY = "mvp-tui"
 
-# The agent arrives on the container's stdin, through the attach we hold anyway, its length
-# in the env: an archive upload costs the daemon a mount and an extract (50-100 ms of a
-# ~340 ms container start, bench/bench_docker.py). The launcher reads exactly that many bytes
-# with raw reads (the agent's own stdin reader takes over from there, nothing read ahead) and
-# runs it as the module `node_agent`, as if imported from AGENT_FILE.
+# The agent (its zipapp, mvp_tui/agent_bundle.py) arrives on the container's stdin, through
+# the attach we hold anyway, its length in the env: an archive upload costs the daemon a
+# mount and an extract (50-100 ms of a ~340 ms container start, bench/bench_docker.py). The
+# launcher reads exactly that many bytes with raw reads (the agent's own stdin reader takes
+# over from there, nothing read ahead), writes them to a private file under the container's
+# temp directory (zipimport reads modules from a file) and runs its `__main__` in the same
+# process as `python3 agent.pyz` would: no second interpreter start, and none of runpy's or
+# tempfile's imports (~10 ms).
 # The node env's secrets (HF_TOKEN and any other name with KEY, TOKEN, SECRET or PASSWORD)
 # follow the agent on stdin as one JSON object, its length in MVP_STDIN_ENV_BYTES: in the
 # container's Env they would stay readable (`docker inspect`, the daemon's config.v2.json)
@@ -47,7 +48,7 @@ MANAGED_BY = "mvp-tui"
 AGENT_BYTES_ENV = "MVP_AGENT_BYTES"
 STDIN_ENV_BYTES_ENV = "MVP_STDIN_ENV_BYTES"
 _STDIN_LAUNCH = """\
-import json, os, sys, types
+import json, os, sys, zipimport
 def read(n, what):
     data = bytearray()
     while len(data) < n:
@@ -58,11 +59,18 @@ def read(n, what):
     return bytes(data)
 data = read(int(os.environ[{env!r}]), "agent")
 os.environ.update(json.loads(read(int(os.environ.get({secrets_env!r}) or 0), "env") or b"{{}}"))
-agent = types.ModuleType("node_agent")
-agent.__file__ = {file!r}
-sys.modules["node_agent"] = agent
-exec(compile(bytes(data), agent.__file__, "exec"), agent.__dict__)
-sys.exit(agent.main())
+path = os.path.join(os.environ.get("TMPDIR") or "/tmp", "mvp-node-%d.pyz" % os.getpid())
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+with os.fdopen(fd, "wb") as out:
+    out.write(data)
+sys.argv = [path]
+sys.path.insert(0, path)
+agent = zipimport.zipimporter(path)
+try:
+    exec(agent.get_code("__main__"), {{"__name__": "__main__", "__loader__": agent,
+                                      "__file__": path + "/__main__.py"}})
+finally:
+    os.unlink(path)
 """
 # On a bridge network the engine must listen on the container's interface for the published
 # port to reach it (loopback-only publishing keeps it off the host's other interfaces). Only
@@ -257,9 +265,7 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
 
 
 def container_command(python: str) -> list[str]:
-    launch = _STDIN_LAUNCH.format(
-        env=AGENT_BYTES_ENV, secrets_env=STDIN_ENV_BYTES_ENV, file=AGENT_FILE
-    )
+    launch = _STDIN_LAUNCH.format(env=AGENT_BYTES_ENV, secrets_env=STDIN_ENV_BYTES_ENV)
     return [python, "-c", launch]
 
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
+from mvp_tui.node.download import gguf_problem
+from mvp_tui.node.probe import cpu_model, parse_nvidia_smi, ram_mib
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -32,9 +34,9 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.local_node import AgentProcess, LineHandler
+from mvp_tui.secrets import is_secret_name
 from mvp_tui.untrusted import one_line_ascii
 
-AGENT_PATH = Path(node_agent.__file__)
 PROVIDER_NAME = "local"
 OFFER_ID = "local"
 NVIDIA_SMI_TIMEOUT_S = 10.0
@@ -63,7 +65,7 @@ class LocalProvider(ProviderBase):
         self,
         *,
         agent_python: str = sys.executable,
-        agent_path: Path = AGENT_PATH,
+        agent_path: Path | None = None,
         on_line: LineHandler | None = None,
         shutdown_timeout: float = 15.0,
         kill_timeout: float = 5.0,
@@ -97,14 +99,17 @@ class LocalProvider(ProviderBase):
         if problem:
             return CreateResult(Outcome.REJECTED, detail=problem)
         env = agent_environment(os.environ, request.env)
-        argv = [self._agent_python, str(self._agent_path)]
         try:
+            # The zipapp every node runs (found in the cache, else built: milliseconds).
+            agent_path = self._agent_path or agent_zip()
+            argv = [self._agent_python, str(agent_path)]
             agent = await AgentProcess.start(argv, env, self._on_line)
         except OSError as exc:
             return CreateResult(
                 Outcome.REJECTED,
                 detail=f"cannot start the node agent with {self._agent_python}: "
-                f"{exc.strerror or exc}; fix: check that Python and {self._agent_path} exist",
+                f"{exc.strerror or exc}; fix: check that Python exists and that the node agent's "
+                "zipapp can be written under ~/.cache/mvp-tui/agent (or XDG_CACHE_HOME)",
             )
         provider_id = f"local-{agent.pid}"
         self._leases[provider_id] = _Lease(provider_id, request.label, agent)
@@ -175,7 +180,7 @@ def model_problem(env: Mapping[str, str]) -> str | None:
     local = env.get("MVP_GGUF_LOCAL_PATH", "").strip()
     if local:
         path = Path(local).expanduser()
-        problem = node_agent.gguf_problem(path)
+        problem = gguf_problem(path)
         if problem:
             return (
                 f"{MODEL_KEY} = {path}: {problem}; fix: point [model] gguf_local_path at a "
@@ -195,7 +200,7 @@ def agent_environment(
 ) -> dict[str, str]:
     """The agent's environment: ours without secrets, the request's env on top, and the
     instruction to stop when our end of its stdin closes (we crashed or exited)."""
-    env = {k: v for k, v in inherited.items() if not node_agent.is_secret_name(k)}
+    env = {k: v for k, v in inherited.items() if not is_secret_name(k)}
     env.update(request_env)
     env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -220,8 +225,8 @@ def machine_offer(
         location=location,
         host_id=one_line_ascii(socket.gethostname(), 64),
         verified=True,
-        cpu=f"{node_agent.cpu_model()} ({os.cpu_count() or 0} cores)",
-        ram_mib=node_agent.ram_mib(),
+        cpu=f"{cpu_model()} ({os.cpu_count() or 0} cores)",
+        ram_mib=ram_mib(),
     )
 
 
@@ -248,4 +253,4 @@ async def _probe_gpus() -> list[dict[str, Any]]:
         return []
     if proc.returncode != 0:
         return []
-    return list(node_agent.parse_nvidia_smi(out.decode("utf-8", "replace")))
+    return list(parse_nvidia_smi(out.decode("utf-8", "replace")))

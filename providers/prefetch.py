@@ -11,7 +11,7 @@ guard takes half):
   console shows it; a private repo downloads when the agent arrives, as before);
 - reads the model and hub from the create env, the same `MVP_GGUF_*`, `MVP_HF_ENDPOINT` and
   `MVP_MODEL_CACHE_DIR` the agent gets, and lands the bytes in `<cache file>.part`, the very
-  file the agent's downloader resumes (`node_agent.model_cache_path`);
+  file the agent's downloader resumes (`mvp_tui.node.download.model_cache_path`);
 - refuses names it would have to quote for a URL (anything beyond `A-Za-z0-9._-/`): the
   agent, which quotes properly, downloads those;
 - resumes (curl `-C -`, so a restarted container goes on where it stopped) and writes one

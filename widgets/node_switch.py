@@ -1,6 +1,6 @@
 """How the node's dead-man's switch reads on screen: shared by the Bootstrap and Leases panes.
 
-The switch runs in the node agent (`mvp_tui/node_agent.py`): a deadline (`[limits] max_hours`)
+The switch runs in the node agent (`mvp_tui/node/switch.py`): a deadline (`[limits] max_hours`)
 and a silence limit (`[limits] idle_teardown_mins`) after which the node destroys its own
 lease. Numbers here come from the node, so each is checked before it is shown.
 """

@@ -1,7 +1,7 @@
 """The node agent's frame lines: how a node puts a frame on its stdout.
 
-Format (agreed with the node agent, mvp_tui/node_agent.py, which copies `encode_frame_line`
-since it must stay standard-library-only and single-file): one JSON object per line,
+Format (written by `mvp_tui.node_protocol.frame_line`, which the node agent uses too, as
+that module is standard-library-only): one JSON object per line,
 
     {"mvp_frame":1,"channel":"<name>","payload":<any JSON value>}
 
@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from mvp_tui.datastream.channels import validate_channel
+from mvp_tui.node_protocol import frame_line
 
 FRAME_LINE_VERSION = 1
 FRAME_KEY = "mvp_frame"
@@ -66,8 +67,7 @@ class FrameLine(NamedTuple):
 def encode_frame_line(channel: str, payload: Any) -> str:
     """One frame line (no newline) for `payload` on `channel`."""
     validate_channel(channel)
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return f"{_PREFIX[:-1]}{json.dumps(channel)}{_PAYLOAD_KEY}{body}}}"
+    return frame_line(channel, payload)
 
 
 def looks_like_frame_line(line: str) -> bool:

@@ -320,7 +320,7 @@ class BringUpPhase(RunCore):
                 await worker.send_control("heartbeat")
 
     async def _start_remote_agent(self, lease: LeaseRecord) -> None:
-        from mvp_tui.providers.local import AGENT_PATH
+        from mvp_tui.agent_bundle import agent_zip
 
         session = self._new_session(lease, self.watch.ready)
         self._session = session
@@ -330,7 +330,7 @@ class BringUpPhase(RunCore):
             secrets = self.cluster.tunnel_secrets(self._pins())
             self.redactor.add(secrets.get("MVP_RPC_TUNNEL_KEY"))  # never echoed back either
             env.update(self.cluster.main_env(), **secrets)
-        await session.start_agent(AGENT_PATH, env, remote_dir, resume=self._resume)
+        await session.start_agent(agent_zip(), env, remote_dir, resume=self._resume)
         command = self.settings.runtime.bootstrap_command
         if command and self._resume is None:  # once per node: not again on a re-attach
             await self._run_bootstrap_command(session, command)
@@ -351,7 +351,7 @@ class BringUpPhase(RunCore):
         self, lease: LeaseRecord, role_env: Mapping[str, str], ready: asyncio.Event
     ) -> None:
         """A worker node of a multi-node run: its own session, agent and directory."""
-        from mvp_tui.providers.local import AGENT_PATH
+        from mvp_tui.agent_bundle import agent_zip
 
         node = role_env.get("MVP_LOGICAL_NODE_ID", "")
         # Its own bridge: its frames carry its stream, and it writes no other node's channels.
@@ -362,7 +362,7 @@ class BringUpPhase(RunCore):
         remote_dir = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}-node{node}"
         env = {**self.node_env, **role_env}
         env.update(self.watchdog.node_env(lease.running_at or self._clock()))
-        await session.start_agent(AGENT_PATH, env, remote_dir)
+        await session.start_agent(agent_zip(), env, remote_dir)
 
     def _pins(self) -> RecordPins:
         return RecordPins(self.store, self.run_id)

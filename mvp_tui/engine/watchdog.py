@@ -2,7 +2,7 @@
 silence limit, the provider API it may call with the instance's own key), the heartbeats an
 attached run sends, and the agent's verdict on whether it can destroy its own instance.
 
-The switch itself runs in the node agent (`mvp_tui/node_agent.py`); the account key never
+The switch itself runs in the node agent (`mvp_tui/node/switch.py`); the account key never
 reaches the node.
 """
 

@@ -1,13 +1,14 @@
 """Put the node agent on the node and build the commands that start, follow and stop it.
 
-Over SFTP the run directory receives the agent file, the node helper, `run.sh` and the
-agent's env as a shell file with mode 600, so env values never appear on a command line
+Over SFTP the run directory receives the agent (its zipapp, `mvp_tui/agent_bundle.py`, as
+`agent.pyz`), the node helper, `run.sh` and the agent's env as a shell file with mode 600, so
+env values never appear on a command line
 (sshd drops `env=` by default, and a command line is visible to every user of the node).
 The commands only name the directory, positions and timings, each shell-quoted, and run
 under `sh -c` whatever the user's login shell is.
 
 `run.sh` is the agent's parent on the node: started detached (setsid, SIGHUP ignored), it
-sources the env, runs `python3 AGENT` with stdin on the control fifo (opened read-write, so
+sources the env, runs `python3 agent.pyz` with stdin on the control fifo (opened read-write, so
 the agent never sees EOF between writers) and stdout/stderr appended to log files, records
 the agent's pid, waits, and records its exit code. The reader (`node_helper.py follow`)
 starts at the same time, so the two Python start-ups overlap.
@@ -31,6 +32,7 @@ from mvp_tui.ssh.errors import AgentFileError
 from mvp_tui.ssh.logtail import LogPositions
 from mvp_tui.ssh.settings import SshSettings
 
+AGENT_NAME = "agent.pyz"  # the same name whatever build: a re-attach finds the running one
 HELPER_NAME = "mvp_node_helper.py"
 RUN_NAME = "run.sh"
 ENV_NAME = "agent.env"
@@ -64,7 +66,7 @@ _LAUNCH_AND_FOLLOW = f"""\
 read go && [ "$go" = go ] || exit 4
 cd "$1" || exit 3
 command -v python3 >/dev/null 2>&1 || {{
-  echo "this image lacks python3 (the node agent needs Python 3.9 or later)" >&2
+  echo "this image lacks python3 (the node agent needs Python 3.8 or later)" >&2
   exit {node_helper.EXIT_NO_PYTHON}; }}
 rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
 agent=$2
@@ -91,7 +93,7 @@ class AgentPlan:
 
     @property
     def agent_name(self) -> str:
-        return self.agent_path.name
+        return AGENT_NAME
 
     def remote(self, name: str) -> str:
         return str(PurePosixPath(self.remote_dir) / name)
@@ -103,7 +105,7 @@ def make_plan(agent_path: str | Path, env: Mapping[str, str], remote_dir: str) -
     if not path.is_file():
         raise AgentFileError(
             f"node agent {path} is not a readable file",
-            fix="pass the path of the node agent script (mvp_tui/node_agent.py)",
+            fix="pass the path of the node agent's zipapp (mvp_tui.agent_bundle.agent_zip())",
         )
     for key, value in env.items():
         if not _ENV_KEY.match(key):

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.endpoint_record import EndpointRecord
 
-WEBUI_LOGIN_PATH = "/mvp/webui"  # the agent's gate (node_agent.WEBUI_LOGIN_PATH)
+WEBUI_LOGIN_PATH = "/mvp/webui"  # the agent's gate (mvp_tui.node.gate)
 WEBUI_PAGE = "webui.html"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

@@ -10,15 +10,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL
+from mvp_tui.secrets import is_secret_name
 
-AGENT_PATH = Path(node_agent.__file__)
+AGENT_PATH = agent_zip()  # the zipapp every node runs
 Frame = tuple[str, Any]
 
 
 def agent_env(tmp: Path, **overrides: str) -> dict[str, str]:
     """A clean environment for one agent run: no inherited secrets, a private cache."""
-    env = {k: v for k, v in os.environ.items() if not node_agent.is_secret_name(k)}
+    env = {k: v for k, v in os.environ.items() if not is_secret_name(k)}
     env.update(
         MVP_RUN_ID="r-0000abcd",
         MVP_LOGICAL_NODE_ID="1",
@@ -107,7 +109,7 @@ class AgentRun:
     async def weights(self, within: float = 30.0) -> dict[str, Any]:
         """The record on mvp.worker.weights (WeightsLoaded or WorkerFatal)."""
         payload: dict[str, Any] = await self.wait_for(
-            lambda ch, _p: ch == node_agent.WEIGHTS_CHANNEL, within
+            lambda ch, _p: ch == WEIGHTS_CHANNEL, within
         )
         return payload
 
@@ -122,9 +124,9 @@ class AgentRun:
             within,
         )
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str | bytes) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(text.encode())
+        self.proc.stdin.write(text.encode() if isinstance(text, str) else text)
         await self.proc.stdin.drain()
 
     async def wait_exit(self, within: float = 30.0) -> int:

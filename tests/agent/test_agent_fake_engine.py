@@ -3,28 +3,12 @@
 
 from __future__ import annotations
 
-import glob
 import json
-import shutil
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from tests.agent.agent_run import AgentRun, agent_env
 
 SECRET = "test-secret-never-reaches-the-engine-4242"
-
-
-def _python39() -> str | None:
-    """A python3.9 that really runs (a pyenv shim may exist without the version active)."""
-    candidates = [shutil.which("python3.9") or ""]
-    candidates += glob.glob(str(Path.home() / ".pyenv/versions/3.9*/bin/python3.9"))
-    for candidate in filter(None, candidates):
-        works = subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False)
-        if works.returncode == 0:
-            return candidate
-    return None
 
 
 async def test_503_loading_is_progress_then_weights_loaded(
@@ -119,26 +103,6 @@ async def test_bad_setting_is_a_config_error_naming_the_key(tmp_path: Path) -> N
         assert "MVP_ENGINE_PORT" in fatal["reason"] and "eighty" in fatal["reason"]
         assert await run.wait_exit() == 2
         assert run.phases() == [("config", "failed"), ("agent_exit", "failed")]
-    finally:
-        await run.kill()
-
-
-async def test_runs_under_python39(tmp_path: Path, tiny_model: Path, path_with: str) -> None:
-    """Nodes may have an older python3: the agent must run on 3.9 as it is."""
-    python39 = _python39()
-    if python39 is None:
-        pytest.skip("no working python3.9 here (the AST check in test_agent_units still runs)")
-    env = agent_env(
-        tmp_path, PATH=path_with, MVP_GGUF_LOCAL_PATH=str(tiny_model), FAKE_LOADING_PROBES="1"
-    )
-    run = await AgentRun.start(env, python=python39)
-    try:
-        loaded = await run.weights()
-        assert loaded["type"] == "WeightsLoaded", loaded
-        assert run.phase_detail("probe", "ready")["python"].startswith("3.9.")
-        await run.send("shutdown\n")
-        assert await run.wait_exit() == 0
-        assert run.non_frames == [] and run.stderr == b""
     finally:
         await run.kill()
 

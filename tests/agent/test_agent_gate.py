@@ -249,6 +249,6 @@ async def test_a_custom_engine_is_served_through_the_gate(tmp_path: Path, tiny_m
      ("", False), ("[::1", False)],
 )  # fmt: skip
 def test_the_gate_answers_only_loopback_names(host: str, admitted: bool) -> None:
-    from mvp_tui.node_agent import _loopback_host
+    from mvp_tui.node.gate import _loopback_host
 
     assert _loopback_host(host) is admitted

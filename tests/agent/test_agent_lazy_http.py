@@ -1,21 +1,24 @@
 """The agent starts without loading HTTP (http.client pulls in email and ssl): its first
-phases need none, so the engine starts sooner; the dashboard, which imports the agent's file
-for the local node, does not pay for it either (issue 14)."""
+phases need none, so the engine starts sooner; the dashboard, which imports the agent's probe
+for the local node, does not pay for it either (issue 14). Loaded from the built zipapp, as on
+a node, every module of the agent imported."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
 
 HTTP = ("http.client", "urllib.request", "urllib.error")
 
 LOAD = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("agent", sys.argv[1])
-agent = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(agent)
+import sys
+sys.path.insert(0, sys.argv[1])
+import mvp_tui.node.main, mvp_tui.node.engine, mvp_tui.node.instance_api
+class agent:
+    probe_ready = mvp_tui.node.engine.probe_ready
+    api_request = mvp_tui.node.instance_api.api_request
 print(" ".join(m for m in {mods!r} if m in sys.modules))
 {then}
 print(" ".join(m for m in {mods!r} if m in sys.modules))
@@ -25,7 +28,7 @@ print(" ".join(m for m in {mods!r} if m in sys.modules))
 def loaded(then: str) -> list[str]:
     code = LOAD.format(mods=HTTP, then=then)
     done = subprocess.run(
-        [sys.executable, "-S", "-c", code, node_agent.__file__],
+        [sys.executable, "-S", "-c", code, str(agent_zip())],
         capture_output=True,
         text=True,
         timeout=60,

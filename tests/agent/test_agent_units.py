@@ -10,28 +10,34 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_members
 from mvp_tui.datastream.frame_line import parse_frame_line
+from mvp_tui.node.download import gguf_problem, hub_url, model_cache_path
+from mvp_tui.node.frames import Emitter, clean_text
+from mvp_tui.node.probe import cpu_model, parse_nvidia_smi, ram_mib
+from mvp_tui.node.settings import ConfigError, Settings
+from mvp_tui.node_protocol import frame_line
+from mvp_tui.secrets import Redactor, secret_values
 
-SOURCE = Path(node_agent.__file__).read_text()
+OLDEST_NODE_PYTHON = (3, 8)  # README "Nodes"; tests/agent/test_agent_bundle.py runs it there
 
 
 def test_frame_lines_are_the_datastream_canonical_form() -> None:
     payload = {"type": "WeightsLoaded", "model_id": "tïny", "port": 8080}
-    line = node_agent.frame_line("mvp.worker.weights", payload)
+    line = frame_line("mvp.worker.weights", payload)
     parsed = parse_frame_line(line)
     assert parsed.channel == "mvp.worker.weights"
     assert parsed.payload == b'{"type":"WeightsLoaded","model_id":"t\\u00efny","port":8080}'
     assert line.isascii()
-    text = parse_frame_line(node_agent.frame_line("mvp.node.1.engine", "a line"))
+    text = parse_frame_line(frame_line("mvp.node.1.engine", "a line"))
     assert text.payload == b"a line"
 
 
 def test_secrets_are_redacted_from_values_and_lines() -> None:
     env = {"HF_TOKEN": "hf_abcdef123", "VAST_API_KEY": "key-987654", "PATH": "/usr/bin"}
-    values = node_agent.secret_values(env)
+    values = secret_values(env)
     assert values == ["hf_abcdef123", "key-987654"]
-    redactor = node_agent.Redactor(values)
+    redactor = Redactor(values)
     assert redactor.value({"url": "x?t=hf_abcdef123", "n": [1, "key-987654"]}) == {
         "url": "x?t=<redacted>",
         "n": [1, "<redacted>"],
@@ -42,7 +48,7 @@ def test_emitter_writes_whole_frame_lines_without_secrets(tmp_path: Path) -> Non
     out = tmp_path / "out"
     fd = os.open(out, os.O_WRONLY | os.O_CREAT)
     try:
-        emitter = node_agent.Emitter(fd, node_agent.Redactor(["s3cr3t-value"]), "r-7", 3)
+        emitter = Emitter(fd, Redactor(["s3cr3t-value"]), "r-7", 3)
         emitter.engine_line("token s3cr3t-value leaked?")
         emitter.phase("model", "ready", {"path": "/m/s3cr3t-value.gguf"}, elapsed_ms=5)
     finally:
@@ -57,20 +63,20 @@ def test_emitter_writes_whole_frame_lines_without_secrets(tmp_path: Path) -> Non
 
 def test_clean_text_strips_escapes_controls_and_bounds_length() -> None:
     raw = "\x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 bell\x07 \x9b0mend"
-    assert node_agent.clean_text(raw) == "red link bell end"
-    cut = node_agent.clean_text("x" * 50, max_chars=10)
+    assert clean_text(raw) == "red link bell end"
+    cut = clean_text("x" * 50, max_chars=10)
     assert cut.startswith("x" * 10) and "[cut 40 chars]" in cut
 
 
 def test_nvidia_smi_cpuinfo_and_meminfo_parsing() -> None:
     smi = "NVIDIA GeForce RTX 4090, 24564 MiB\nNVIDIA A100-SXM4-80GB, 81920 MiB\n"
-    assert node_agent.parse_nvidia_smi(smi) == [
+    assert parse_nvidia_smi(smi) == [
         {"name": "NVIDIA GeForce RTX 4090", "memory_mib": 24564},
         {"name": "NVIDIA A100-SXM4-80GB", "memory_mib": 81920},
     ]
     cpuinfo = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n"
-    assert node_agent.cpu_model(cpuinfo) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
-    assert node_agent.ram_mib("MemTotal:       24683520 kB\nMemFree: 1 kB\n") == 24105
+    assert cpu_model(cpuinfo) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
+    assert ram_mib("MemTotal:       24683520 kB\nMemFree: 1 kB\n") == 24105
 
 
 @pytest.mark.parametrize(
@@ -84,12 +90,12 @@ def test_nvidia_smi_cpuinfo_and_meminfo_parsing() -> None:
     ],
 )
 def test_bad_settings_name_their_key(env: dict[str, str], key: str) -> None:
-    with pytest.raises(node_agent.ConfigError, match=key):
-        node_agent.Settings(env)
+    with pytest.raises(ConfigError, match=key):
+        Settings(env)
 
 
 def test_hub_url_and_cache_path() -> None:
-    settings = node_agent.Settings(
+    settings = Settings(
         {
             "MVP_GGUF_REPO": "org/model-GGUF",
             "MVP_GGUF_FILE": "q4/model Q4.gguf",
@@ -97,13 +103,13 @@ def test_hub_url_and_cache_path() -> None:
             "MVP_MODEL_CACHE_DIR": "/c",
         }
     )
-    assert node_agent.hub_url(settings) == (
+    assert hub_url(settings) == (
         "http://127.0.0.1:9/org/model-GGUF/resolve/main/q4/model%20Q4.gguf"
     )
-    assert node_agent.model_cache_path(settings) == Path("/c/org--model-GGUF/main/q4/model Q4.gguf")
-    escaping = node_agent.Settings({"MVP_GGUF_REPO": "a/b", "MVP_GGUF_FILE": "../../etc/x"})
-    with pytest.raises(node_agent.ConfigError, match="MVP_GGUF_FILE"):
-        node_agent.model_cache_path(escaping)
+    assert model_cache_path(settings) == Path("/c/org--model-GGUF/main/q4/model Q4.gguf")
+    escaping = Settings({"MVP_GGUF_REPO": "a/b", "MVP_GGUF_FILE": "../../etc/x"})
+    with pytest.raises(ConfigError, match="MVP_GGUF_FILE"):
+        model_cache_path(escaping)
 
 
 def test_gguf_problem(tmp_path: Path) -> None:
@@ -111,23 +117,28 @@ def test_gguf_problem(tmp_path: Path) -> None:
     good.write_bytes(b"GGUF\x03\x00\x00\x00")
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"PK\x03\x04")
-    assert node_agent.gguf_problem(good) is None
-    assert "GGUF magic" in str(node_agent.gguf_problem(bad))
-    assert node_agent.gguf_problem(tmp_path / "missing.gguf") == "file does not exist"
-    assert "directory" in str(node_agent.gguf_problem(tmp_path))
+    assert gguf_problem(good) is None
+    assert "GGUF magic" in str(gguf_problem(bad))
+    assert gguf_problem(tmp_path / "missing.gguf") == "file does not exist"
+    assert "directory" in str(gguf_problem(tmp_path))
 
 
-def test_agent_source_runs_on_python39_with_the_standard_library_only() -> None:
-    tree = ast.parse(SOURCE, feature_version=(3, 9))
+@pytest.mark.parametrize("name", [name for name, _ in agent_members()])
+def test_every_module_in_the_zip_parses_as_the_oldest_node_python_with_stdlib_only(
+    name: str,
+) -> None:
+    source = dict(agent_members())[name].decode()
+    tree = ast.parse(source, feature_version=OLDEST_NODE_PYTHON)
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             imported.add(node.module.split(".")[0])
-        # Runtime features newer than 3.9: dataclass slots/kw_only, match statements.
+        # Runtime features newer than 3.8: dataclass slots/kw_only, zip(strict=), match.
         if isinstance(node, ast.keyword):
-            assert node.arg not in ("slots", "kw_only"), f"line {node.lineno}"
+            assert node.arg not in ("slots", "kw_only", "strict"), f"{name}:{node.lineno}"
         assert type(node).__name__ != "Match"
-    assert imported - {"__future__"} <= sys.stdlib_module_names, imported
-    assert "from __future__ import annotations" in SOURCE
+    assert imported - {"__future__", "mvp_tui"} <= sys.stdlib_module_names, imported
+    if "->" in source:  # annotations such as `str | None` stay unevaluated on 3.8
+        assert "from __future__ import annotations" in source, name

@@ -1,4 +1,4 @@
-"""The agent's side of the boot guard (`node_agent.boot_guard_report`): it reads the verdict
+"""The agent's side of the boot guard (`boot_guard_report`): it reads the verdict
 the guard left in their shared directory, then writes the stand-down marker, and says what it
 found as one `boot_guard` phase."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mvp_tui.node_agent import boot_guard_report
+from mvp_tui.node.switch import boot_guard_report
 from mvp_tui.node_protocol import (
     BOOT_GUARD_DIR_ENV,
     BOOT_GUARD_STAND_DOWN_FILE,

@@ -8,26 +8,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mvp_tui import node_agent
 from mvp_tui.datastream.frame_line import parse_frame_line
+from mvp_tui.node.engine import Engine, EngineSpec
+from mvp_tui.node.frames import ENGINE_LINE_MAX, Emitter, clean_text
+from mvp_tui.secrets import Redactor
 
 SECRET = "hf_4f9c2e7b1a0d5e6f8a7b6c5d4e3f"
 
 
 def test_clean_text_redacts_before_it_cuts() -> None:
     text = "\x1b[2J" + "x" * 88 + SECRET + " more"
-    shown = node_agent.clean_text(text, 100, redact=node_agent.Redactor([SECRET]).text)
+    shown = clean_text(text, 100, redact=Redactor([SECRET]))
     assert SECRET[:8] not in shown and shown.startswith("x" * 88 + "<redacted>")
 
 
 def test_engine_log_lines_are_redacted_then_cut(tmp_path: Path) -> None:
-    line = "x" * (node_agent.ENGINE_LINE_MAX - 12) + SECRET + " more"
+    line = "x" * (ENGINE_LINE_MAX - 12) + SECRET + " more"
     out = tmp_path / "frames"
     fd = os.open(out, os.O_WRONLY | os.O_CREAT)
     try:
-        emitter = node_agent.Emitter(fd, node_agent.Redactor([SECRET]), "r-7", 3)
-        spec = node_agent.EngineSpec("fake", [sys.executable], "/health", 1)
-        engine = node_agent.Engine(spec, emitter, control=None)  # type: ignore[arg-type]
+        emitter = Emitter(fd, Redactor([SECRET]), "r-7", 3)
+        spec = EngineSpec("fake", [sys.executable], "/health", 1)
+        engine = Engine(spec, emitter, control=None)  # type: ignore[arg-type]
         engine.proc = subprocess.Popen(
             [sys.executable, "-c", f"print({line!r})"], stdout=subprocess.PIPE
         )

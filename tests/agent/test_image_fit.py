@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui import node_agent
 from mvp_tui.config.schema import RENTED_IMAGE
+from mvp_tui.node import engine
+from mvp_tui.node.engine import engine_spec, image_lacks
+from mvp_tui.node.instance_api import WatchdogSettings
+from mvp_tui.node.settings import Settings
 from tests.agent.agent_run import AgentRun, agent_env
 
 
@@ -45,17 +48,17 @@ def test_llama_server_off_path_is_found_where_llama_cpp_images_keep_it(
     server = app / "llama-server"
     server.write_text("#!/bin/sh\n")
     server.chmod(0o755)
-    monkeypatch.setattr(node_agent, "KNOWN_LLAMA_SERVERS", (str(server),))
+    monkeypatch.setattr(engine, "KNOWN_LLAMA_SERVERS", (str(server),))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/lib")
-    settings = node_agent.Settings(agent_env(tmp_path))
-    spec = node_agent.engine_spec(settings, tiny_model, "tiny")
+    settings = Settings(agent_env(tmp_path))
+    spec = engine_spec(settings, tiny_model, "tiny")
     assert spec.kind == "llama-server" and spec.argv[0] == str(server)
     # The image's shared libraries sit next to the binary, on no loader path.
     assert spec.env == {"LD_LIBRARY_PATH": f"{app}{os.pathsep}/opt/lib"}
-    assert node_agent.image_lacks(settings, []) == []
+    assert image_lacks(settings, []) == []
 
 
 def test_the_switch_talks_to_runpod_v2_by_default() -> None:
-    settings = node_agent.WatchdogSettings({"MVP_NODE_PROVIDER": "runpod"})
+    settings = WatchdogSettings({"MVP_NODE_PROVIDER": "runpod"})
     assert settings.api_url == "https://api.runpod.io/v2"  # REST v1 was retired 2026-11-15

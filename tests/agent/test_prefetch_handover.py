@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from mvp_tui.node_agent import read_prefetch
+from mvp_tui.node.prefetch import read_prefetch
 from mvp_tui.providers.prefetch import prefetch_script
 from tests.agent.agent_run import AgentRun
 from tests.agent.hub_server import HubServer

@@ -243,16 +243,16 @@ def test_unknown_stream_kind_is_a_clear_error(bridge: NodeBridge) -> None:
         bridge.feed_line("stdin", b"x")
 
 
-def test_the_node_agents_own_encoder_writes_the_same_lines(bridge: NodeBridge) -> None:
-    """The agent copies the encoder (it must stay stdlib-only): both must agree exactly."""
-    from mvp_tui import node_agent
+def test_the_node_agents_encoder_writes_the_checked_encoders_lines(bridge: NodeBridge) -> None:
+    """The agent writes with node_protocol's encoder; the app's adds only the channel check."""
+    from mvp_tui.node_protocol import frame_line
 
     for channel, payload in [
         ("mvp.node.3.agent", {"type": "NodeAgentPhase", "phase": "probe", "gpu": "RTX λ"}),
         ("mvp.node.3.engine", "llama_model_loader: \x1b[1mloaded\x1b[0m"),
         ("mvp.worker.weights", {"type": "WeightsLoaded", "detail": [1, None, True]}),
     ]:
-        line = node_agent.frame_line(channel, payload)
+        line = frame_line(channel, payload)
         assert line == encode_frame_line(channel, payload)
         frame = bridge.feed_line("stdout", line.encode() + b"\n")
         assert frame.channel == channel

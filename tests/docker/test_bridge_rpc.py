@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui import node_agent
+from mvp_tui.node.roles import RPC_SERVER_BIN
+from mvp_tui.node.settings import ConfigError, Settings
+from mvp_tui.node_protocol import RPC_SERVER_READY, WEIGHTS_CHANNEL
 from mvp_tui.providers.docker_spec import DockerSettings, create_config
 from tests.agent.agent_run import AGENT_PATH, AgentRun, agent_env
 
@@ -32,7 +34,7 @@ while True:
 def _fake_rpc_bin(tmp: Path) -> Path:
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
-    binary = bin_dir / node_agent.RPC_SERVER_BIN
+    binary = bin_dir / RPC_SERVER_BIN
     binary.write_text(f"#!{sys.executable}\n{FAKE_RPC_SERVER}")
     binary.chmod(0o755)
     return bin_dir
@@ -58,12 +60,12 @@ async def test_a_worker_in_a_bridge_container_binds_its_rpc_server_on_loopback(
     env = agent_env(tmp_path, **{**container_env, "MVP_LOGICAL_NODE_ID": "2"})
     agent = await AgentRun.start(env, agent=launcher)
     try:
-        await agent.send(agent_source.decode())
+        await agent.send(agent_source)
         ready = await agent.wait_for(
-            lambda ch, p: ch == node_agent.WEIGHTS_CHANNEL and isinstance(p, dict), within=60
+            lambda ch, p: ch == WEIGHTS_CHANNEL and isinstance(p, dict), within=60
         )
-        assert ready["type"] == node_agent.RPC_SERVER_READY, ready
-        argv = (bin_dir / f"{node_agent.RPC_SERVER_BIN}.argv").read_text().split()
+        assert ready["type"] == RPC_SERVER_READY, ready
+        argv = (bin_dir / f"{RPC_SERVER_BIN}.argv").read_text().split()
         assert argv[argv.index("-H") + 1] == "127.0.0.1"
         assert ready["endpoint"] == f"127.0.0.1:{ready['port']}"
         await agent.send("shutdown\n")
@@ -73,9 +75,9 @@ async def test_a_worker_in_a_bridge_container_binds_its_rpc_server_on_loopback(
 
 
 def test_an_engine_host_other_than_loopback_or_every_interface_is_a_config_error() -> None:
-    with pytest.raises(node_agent.ConfigError, match=r"MVP_ENGINE_HOST='192\.0\.2\.5'"):
-        node_agent.Settings({"MVP_ENGINE_HOST": "192.0.2.5"})
-    assert node_agent.Settings({}).engine_host == "127.0.0.1"
+    with pytest.raises(ConfigError, match=r"MVP_ENGINE_HOST='192\.0\.2\.5'"):
+        Settings({"MVP_ENGINE_HOST": "192.0.2.5"})
+    assert Settings({}).engine_host == "127.0.0.1"
 
 
 def _cli(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

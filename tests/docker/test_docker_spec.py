@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mvp_tui.agent_bundle import zip_bytes
 from mvp_tui.config import load_config
 from mvp_tui.config.loader import flag_dest
 from mvp_tui.config.schema import KEYS
@@ -88,14 +89,14 @@ def test_host_network_spec_has_no_published_port() -> None:
     assert "MVP_ENGINE_PORT" not in env and "MVP_ENGINE_HOST" not in env
 
 
-STAND_IN = b"""\
-import os
+STAND_IN_MAIN = b"""\
+import os, sys
 ENGINE_HOST = "127.0.0.1"
-def main():
-    rest = os.read(0, 100)  # the agent's own stdin reader takes over where the launcher stopped
-    print(__name__, __file__, ENGINE_HOST, rest)
-    return 3
+rest = os.read(0, 100)  # the agent's own stdin reader takes over where the launcher stopped
+print(__name__, sys.argv[0], __file__, ENGINE_HOST, rest)
+sys.exit(3)
 """
+STAND_IN = zip_bytes([("__main__.py", STAND_IN_MAIN)])  # a zipapp, as the real agent is
 
 
 @pytest.mark.parametrize("network", ["host", "bridge"])
@@ -114,9 +115,12 @@ def test_the_launcher_runs_the_agent_sent_down_stdin_and_reads_no_further(networ
         check=False,
     )
     assert done.returncode == 3, done.stderr  # the agent's own exit code
-    # The agent runs as sent: its own ENGINE_HOST untouched on either network.
-    assert done.stdout.decode().split() == [
-        "node_agent", "/opt/mvp-node/node_agent.py", "127.0.0.1", "b'shutdown\\n'"]  # fmt: skip
+    # The agent runs as sent, as `python3 agent.pyz` would run it, from a file of its own:
+    # its own ENGINE_HOST untouched on either network.
+    name, argv0, file, host, rest = done.stdout.decode().split()
+    assert (name, host, rest) == ("__main__", "127.0.0.1", "b'shutdown\\n'")
+    assert argv0.endswith(".pyz") and file == f"{argv0}/__main__.py"
+    assert not Path(argv0).exists()  # removed once the agent ended
 
 
 def test_the_launcher_says_so_when_stdin_closes_before_the_agent_arrived() -> None:
@@ -218,7 +222,7 @@ def test_settings_from_config(tmp_path: Path) -> None:
 
 
 def test_bridge_weights_line_names_the_published_loopback_port() -> None:
-    from mvp_tui.node_agent import frame_line
+    from mvp_tui.node_protocol import frame_line
 
     rewrite = published_url_rewrite(49153)
     loaded = frame_line(
@@ -238,12 +242,11 @@ def test_bridge_weights_line_names_the_published_loopback_port() -> None:
 
 SECRET_ENV = {**NODE_ENV, "HF_TOKEN": "hf_test0123456789abcdef", "MY_API_KEY": "key-0123456789"}
 
-PRINT_ENV = b"""\
-import os
-def main():
-    print(os.environ.get("HF_TOKEN"), os.environ.get("MY_API_KEY"), os.read(0, 100))
-    return 4
-"""
+PRINT_ENV = zip_bytes([("__main__.py", b"""\
+import os, sys
+print(os.environ.get("HF_TOKEN"), os.environ.get("MY_API_KEY"), os.read(0, 100))
+sys.exit(4)
+""")])
 
 
 @pytest.mark.parametrize("network", ["host", "bridge"])

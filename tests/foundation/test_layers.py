@@ -22,7 +22,10 @@ PACKAGES = {
     "themes": "mvp_tui.themes",
 }
 
-NODE = ("mvp_tui.node_agent", "mvp_tui.ssh.node_helper")
+NODE = ("mvp_tui.node", "mvp_tui.ssh.node_helper")
+# The app's modules the agent imports, shipped in its zipapp (mvp_tui/agent_bundle.py): the
+# standard library only, and nothing of mvp_tui but each other.
+NODE_SHARED = ("mvp_tui.node_protocol", "mvp_tui.untrusted", "mvp_tui.secrets")
 BASE = tuple(
     f"mvp_tui.{name}"
     for name in (
@@ -36,6 +39,7 @@ BASE = tuple(
         "lazy_names",
         "keymap",
         "config",
+        "agent_bundle",
     )
 )
 ENGINE = tuple(
@@ -80,12 +84,27 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{base}.{alias.name}"
 
 
+def _node_may_import(module: str) -> tuple[str, ...]:
+    """The mvp_tui modules a node-side module may import (besides the standard library)."""
+    if module == "mvp_tui.ssh.node_helper":  # uploaded alone, beside the agent's zip
+        return ()
+    if _within(module, NODE_SHARED):
+        return NODE_SHARED
+    return (*NODE_SHARED, "mvp_tui.node")
+
+
 def _breaks(module: str, target: str) -> str | None:
     """Why `module` may not import `target`, or None."""
     top = target.split(".")[0]
-    if _within(module, NODE):
+    if _within(module, (*NODE, *NODE_SHARED)):
+        allowed = _node_may_import(module)
+        if top == "mvp_tui" and target != "mvp_tui" and _within(target, allowed):
+            return None
         if top not in sys.stdlib_module_names:
-            return "the node side runs alone on a node: standard library only"
+            return (
+                "the node side runs alone on a node: standard library only, and of mvp_tui "
+                f"only {', '.join(allowed) or 'nothing'}"
+            )
         return None
     if _within(module, BASE) and top == "mvp_tui" and not _within(target, BASE):
         return "the base layer imports only the base layer"
@@ -136,8 +155,16 @@ def test_every_import_keeps_to_the_layers() -> None:
 
 
 def test_the_rules_catch_each_kind_of_break() -> None:
-    assert _breaks("mvp_tui.node_agent", "mvp_tui.node_protocol")
-    assert _breaks("mvp_tui.node_agent", "json") is None
+    assert _breaks("mvp_tui.node.engine", "mvp_tui.node_protocol.WEIGHTS_CHANNEL") is None
+    assert _breaks("mvp_tui.node.engine", "mvp_tui.node.control") is None
+    assert _breaks("mvp_tui.node.engine", "json") is None
+    assert _breaks("mvp_tui.node.engine", "mvp_tui.errors")
+    assert _breaks("mvp_tui.node.engine", "mvp_tui.datastream.frame_line")
+    assert _breaks("mvp_tui.node.engine", "msgspec")
+    assert _breaks("mvp_tui.untrusted", "mvp_tui.node.frames")
+    assert _breaks("mvp_tui.secrets", "mvp_tui.errors")
+    assert _breaks("mvp_tui.node_protocol", "mvp_tui.secrets") is None
+    assert _breaks("mvp_tui.ssh.node_helper", "mvp_tui.node_protocol")
     assert _breaks("mvp_tui.untrusted", "mvp_tui.lease.records")
     assert _breaks("mvp_tui.engine.run", "textual.app")
     assert _breaks("mvp_tui.providers.vastai", "mvp_tui.widgets.offers")
@@ -147,3 +174,22 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
     assert _breaks("mvp_tui.tui.app", "textual.app") is None
+
+
+def test_the_zipapp_carries_exactly_the_modules_the_node_may_import() -> None:
+    """The layer rule above and the builder name the same shared modules, and every module of
+    the node package imports nothing else of mvp_tui (so the zip holds all it needs)."""
+    from mvp_tui.agent_bundle import SHARED_MODULES
+
+    shipped = {f"mvp_tui.{name.removesuffix('.py')}" for name in SHARED_MODULES}
+    assert shipped - {"mvp_tui.__init__"} == set(NODE_SHARED)
+    modules = dict(_modules())
+    node = [m for m in modules if _within(m, ("mvp_tui.node", *NODE_SHARED))]
+    assert "mvp_tui.node.main" in node and len(node) > 10
+    reached = {
+        t.rsplit(".", 1)[0] if t not in modules else t
+        for m in node
+        for _, t in _imports(m, modules[m])
+        if t.startswith("mvp_tui.")
+    }
+    assert {t for t in reached if t in modules} <= set(node)

@@ -1,5 +1,5 @@
-"""The node protocol has one home (mvp_tui/node_protocol.py): the agent carries its block
-verbatim, and no other shipped module types a node channel's or an agent record's name."""
+"""The node protocol has one home (mvp_tui/node_protocol.py), which the agent imports (it ships
+in the agent's zipapp): no other shipped module types a node channel's or a record's name."""
 
 from __future__ import annotations
 
@@ -10,9 +10,7 @@ from mvp_tui import node_protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "mvp_tui" / "node_protocol.py"
-AGENT = ROOT / "mvp_tui" / "node_agent.py"
 SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
-BEGIN, END = "# --- node protocol: begin", "# --- node protocol: end ---\n"
 
 CHANNEL_PREFIXES = ("mvp.node.", "mvp.worker.")
 RECORD_NAMES = frozenset(
@@ -25,11 +23,6 @@ RECORD_NAMES = frozenset(
         node_protocol.RPC_SERVER_READY,
     }
 )
-
-
-def _block(text: str) -> str:
-    start = text.index(BEGIN)
-    return text[start : text.index(END, start) + len(END)]
 
 
 def _retyped(tree: ast.AST) -> list[str]:
@@ -45,26 +38,6 @@ def _retyped(tree: ast.AST) -> list[str]:
     return found
 
 
-def test_the_agent_embeds_the_protocol_block_verbatim() -> None:
-    home = _block(HOME.read_text(encoding="utf-8"))
-    agent = AGENT.read_text(encoding="utf-8")
-    assert home in agent, (
-        "mvp_tui/node_agent.py's node protocol block differs from mvp_tui/node_protocol.py's; "
-        "copy the block between the markers from node_protocol.py into node_agent.py"
-    )
-    assert agent.count(BEGIN) == 1
-
-
-def test_the_agent_speaks_the_names_of_its_embedded_block() -> None:
-    """The agent module (as the app imports it) exposes the same values as the home."""
-    from mvp_tui import node_agent
-
-    for name in ("WEIGHTS_CHANNEL", "WORKER_FATAL", "WEIGHTS_LOADED", "NODE_AGENT_PHASE"):
-        assert getattr(node_agent, name) == getattr(node_protocol, name)
-    assert node_agent.agent_channel(3) == node_protocol.agent_channel(3) == "mvp.node.3.agent"
-    assert node_agent.engine_channel(3) == "mvp.node.3.engine"
-
-
 def test_no_module_retypes_a_protocol_name() -> None:
     offenders = {}
     for top in SHIPPED:
@@ -72,8 +45,6 @@ def test_no_module_retypes_a_protocol_name() -> None:
             if path == HOME:
                 continue
             text = path.read_text(encoding="utf-8")
-            if path == AGENT:
-                text = text.replace(_block(text), "")
             found = _retyped(ast.parse(text))
             if found:
                 offenders[str(path.relative_to(ROOT))] = found

@@ -11,20 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui import node_agent
+from mvp_tui.node import roles
+from mvp_tui.node.control import Control, PhaseFailed
+from mvp_tui.node.frames import Emitter
+from mvp_tui.node.roles import MainAgent, agent_for_role
+from mvp_tui.node.settings import Settings
+from mvp_tui.secrets import Redactor
 
 WORKER = "127.0.0.1:50052"
 
 
-def main_agent(tmp_path: Path) -> tuple[node_agent.MainAgent, list[bytes]]:
+def main_agent(tmp_path: Path) -> tuple[MainAgent, list[bytes]]:
     env = {"MVP_NODE_ROLE": "main", "MVP_RPC_SERVERS": WORKER, "MVP_RUN_ID": "r-0000abcd",
            "MVP_MODEL_CACHE_DIR": str(tmp_path)}  # fmt: skip
     read, write = os.pipe()
-    emitter = node_agent.Emitter(write, node_agent.Redactor([]), "r-0000abcd", 1)
-    agent = node_agent.agent_for_role(
-        env, node_agent.Settings(env), emitter, node_agent.Control(), None
+    emitter = Emitter(write, Redactor([]), "r-0000abcd", 1)
+    agent = agent_for_role(
+        env, Settings(env), emitter, Control(), None
     )
-    assert isinstance(agent, node_agent.MainAgent)
+    assert isinstance(agent, MainAgent)
     out: list[bytes] = []
     threading.Thread(target=lambda: out.append(os.read(read, 1 << 16)), daemon=True).start()
     return agent, out
@@ -45,9 +50,9 @@ def test_a_buffer_line_read_after_health_still_proves_the_placement(tmp_path: Pa
 def test_no_buffer_on_a_worker_still_fails_after_the_grace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(node_agent, "PLACEMENT_GRACE_S", 0.3)
+    monkeypatch.setattr(roles, "PLACEMENT_GRACE_S", 0.3)
     agent, _ = main_agent(tmp_path)
     agent._on_engine_line("load_tensors:   CPU_Mapped model buffer size =    30.00 MiB")
     missing = re.escape(f"no model buffer on worker RPC {WORKER}")
-    with pytest.raises(node_agent.PhaseFailed, match=missing):
+    with pytest.raises(PhaseFailed, match=missing):
         agent._report_loaded("WeightsLoaded", port=1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.events import PromptDone, TextDelta
 from tests.prompt.fake_openai import Canned, fake_openai, sse
@@ -95,14 +95,13 @@ def test_the_agents_readiness_probe_ignores_proxy_variables(
     url = f"http://127.0.0.1:{engine.server_address[1]}/health"
     # In a fresh process, as on the node: urllib builds its proxy table from the env there.
     code = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]); import node_agent; "
-        "print(json.dumps(node_agent.probe_ready(sys.argv[2])))"
+        "import json, sys; sys.path.insert(0, sys.argv[1]); from mvp_tui.node import engine; "
+        "print(json.dumps(engine.probe_ready(sys.argv[2])))"
     )
-    agent_dir = tmp_path / "node"  # the agent alone, as on the node
-    agent_dir.mkdir()
-    shutil.copy(node_agent.__file__, agent_dir / "node_agent.py")
+    agent = tmp_path / "agent.pyz"  # the agent alone, as on the node
+    shutil.copy(agent_zip(), agent)
     try:
-        argv = [sys.executable, "-c", code, str(agent_dir), url]
+        argv = [sys.executable, "-c", code, str(agent), url]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     finally:
         engine.shutdown()

@@ -10,7 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from mvp_tui.node_agent import read_prefetch
+from mvp_tui.node.prefetch import read_prefetch
 from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, RUNPOD, guard_script
 from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
 from mvp_tui.providers.runpod_secrets import secret_reference

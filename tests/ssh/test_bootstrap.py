@@ -77,7 +77,7 @@ async def test_env_reaches_the_agent_through_a_private_file_never_the_command_li
     assert "token-ok" in harness.stdout()
     env_file = harness.remote_dir / "agent.env"
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
-    assert cmdline(pid).endswith(b"\x00standin_agent.py\x00")  # the agent, by its file
+    assert cmdline(pid).endswith(b"\x00agent.pyz\x00")  # the agent, by its file
     assert processes_mentioning(TOKEN) == []  # on no command line of the node
     assert all(TOKEN not in line for line in harness.provider_lines)
     assert all(TOKEN not in e.to_json() for e in harness.events)

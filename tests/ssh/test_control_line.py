@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from mvp_tui import node_agent
+from mvp_tui.agent_bundle import agent_zip
 from mvp_tui.ssh import SessionStopped
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.ssh.conftest import SshHarness
 from tests.ssh.sshd import Sshd
 
-AGENT = Path(node_agent.__file__)
+AGENT = agent_zip()  # the zipapp, as every node gets it
 FAKE_LLAMA = Path(__file__).parents[1] / "agent" / "fake_llama_server.py"
 
 

@@ -148,7 +148,7 @@ async def test_a_node_without_sftp_gets_the_files_through_a_command(
         assert pid > 0
         await harness.wait_for(lambda: "line 3" in harness.stdout())
         assert (harness.remote_dir / "agent.env").stat().st_mode & 0o777 == 0o600
-        assert (harness.remote_dir / "standin_agent.py").read_bytes() == STANDIN.read_bytes()
+        assert (harness.remote_dir / "agent.pyz").read_bytes() == STANDIN.read_bytes()
         assert any("no sftp subsystem" in line for line in harness.provider_lines)
         await session.close()
     finally:

@@ -15,7 +15,7 @@ import pytest
 
 from mvp_tui.config import ConfigError, ConfigPaths, load_config
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.node_agent import boot_guard_report
+from mvp_tui.node.switch import boot_guard_report
 from mvp_tui.providers.base import CreateRequest, ProviderError, SelectionPolicy
 from mvp_tui.providers.boot_guard import (
     VAST,

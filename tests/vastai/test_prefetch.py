@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from mvp_tui.engine.settings import create_env
-from mvp_tui.node_agent import read_prefetch
+from mvp_tui.node.prefetch import read_prefetch
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy
 from mvp_tui.providers.vastai import VastAiProvider
 from tests.agent.agent_run import AgentRun, agent_env

@@ -350,7 +350,7 @@ AGENT_CHANNEL = "mvp.node.1.agent"
 def watchdog_phase(
     status: str, at: float, elapsed_ms: int | None = None, **detail: object
 ) -> dict[str, object]:
-    """The agent's `watchdog` phase record, as `mvp_tui/node_agent.py` writes it."""
+    """The agent's `watchdog` phase record, as `mvp_tui/node/switch.py` writes it."""
     record = agent_record("NodeAgentPhase", at, phase="watchdog", status=status, detail=detail)
     if elapsed_ms is not None:
         record["elapsed_ms"] = elapsed_ms

@@ -1,13 +1,13 @@
-"""The node agent stands alone on the node, so it carries its own copy of the app's rules for
-untrusted text (strip escapes and controls, redact, then cut) and for secret values. A copy
-drifts: this holds both to the same answers on one shared corpus."""
+"""The rules for untrusted text (strip escapes and controls, redact, then cut) and for secret
+values, on one corpus: one implementation (mvp_tui/untrusted.py, mvp_tui/secrets.py), which the
+node agent imports and ships in its zipapp, so the agent's log lines follow them too."""
 
 from __future__ import annotations
 
 import pytest
 
-from mvp_tui import node_agent
-from mvp_tui.secrets import Redactor
+from mvp_tui.node.frames import clean_text
+from mvp_tui.secrets import Redactor, is_secret_name
 from mvp_tui.untrusted import clean_line
 
 SECRET = "hf_testsecretvalue0123456789"
@@ -36,16 +36,17 @@ CORPUS = [
 
 @pytest.mark.parametrize("text", CORPUS)
 @pytest.mark.parametrize("max_chars", [100, 4096])
-def test_the_agent_cleans_and_redacts_as_the_app_does(text: str, max_chars: int) -> None:
-    app = clean_line(text, max_chars, redact=Redactor([SECRET, SHORT]))
-    agent = node_agent.clean_text(
-        text, max_chars, redact=node_agent.Redactor([SECRET, SHORT]).text
-    )
-    assert agent == app
-    assert SECRET not in app and SECRET[:12] not in app
+def test_text_is_cleaned_then_redacted_then_cut(text: str, max_chars: int) -> None:
+    shown = clean_line(text, max_chars, redact=Redactor([SECRET, SHORT]))
+    assert SECRET not in shown and SECRET[:12] not in shown
+    assert not any(c in shown for c in "\x1b\x00\x07\x7f\x9b\u202e\u200b\ufeff\n\r")
+    assert len(shown) <= max_chars + len(" … [cut 99999 chars]")
+    assert clean_text(text, max_chars, redact=Redactor([SECRET, SHORT])) == shown
+    if SHORT in text:
+        assert SHORT in shown  # below the length floor: never treated as a secret
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "VASTAI_API_KEY", "db_password", "MY_SECRET"])
-def test_the_agent_knows_the_same_secret_names(name: str) -> None:
-    assert node_agent.is_secret_name(name)
-    assert not node_agent.is_secret_name("MVP_MODEL_ID")
+def test_secret_names_are_recognised(name: str) -> None:
+    assert is_secret_name(name)
+    assert not is_secret_name("MVP_MODEL_ID")

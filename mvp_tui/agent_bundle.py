@@ -1,0 +1,143 @@
+"""The node agent as one file: a zipapp of `mvp_tui/node/` and the shared modules it imports.
+
+Every route to a node (SFTP into the run directory, a Docker container's stdin, the local
+provider's child) ships this one file and runs `python3 agent.pyz`. Its bytes depend only on
+the sources: members in a fixed order, each with a fixed date and mode, so one tree always
+builds the same file. It is named by the sha256 of its inputs and kept under the user's cache
+(`$XDG_CACHE_HOME/mvp-tui/agent/<sha>.pyz`, else `~/.cache/...`), written atomically, so a
+start-up that finds it reads the sources, hashes them and builds nothing.
+
+Standard library only, as the node needs nothing else and this runs on the dashboard's path
+to every lease.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parent  # .../mvp_tui
+# The modules outside mvp_tui/node/ that the agent imports: standard-library-only ones the app
+# uses too (tests/foundation/test_layers.py holds the node package to exactly these).
+SHARED_MODULES = ("__init__.py", "node_protocol.py", "secrets.py", "untrusted.py")
+# The zip's entry point. Plain enough for any Python to compile, so an older one than the
+# agent supports says so. It imports mvp_tui from the zip itself, compiling each module once:
+# zipimport compiles each twice (its get_filename compiles to learn the path), which cost
+# the agent ~90 ms of CPU at every start. {modules} is the zip's {module: is_package}.
+MAIN = """\
+import sys
+from importlib.machinery import ModuleSpec
+
+if sys.version_info < (3, 8):
+    sys.exit("mvp-node needs Python 3.8 or later; this is " + sys.version.split()[0])
+ARCHIVE = __loader__.archive  # the zipimporter that found this file, its directory read
+MODULES = {modules}
+
+
+class ZipSource:
+    data = __loader__.get_data
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in MODULES:
+            return None
+        inner = name.replace(".", "/") + ("/__init__.py" if MODULES[name] else ".py")
+        spec = ModuleSpec(name, self, origin=ARCHIVE + "/" + inner, is_package=MODULES[name])
+        spec.has_location = True
+        if MODULES[name]:
+            spec.submodule_search_locations = [ARCHIVE + "/" + name.replace(".", "/")]
+        return spec
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        origin = module.__spec__.origin
+        exec(compile(self.data(origin), origin, "exec", dont_inherit=True), module.__dict__)
+
+    def get_source(self, name):  # for tracebacks (linecache)
+        return self.data(self.find_spec(name).origin).decode("utf-8")
+
+
+sys.meta_path.insert(0, ZipSource())
+from mvp_tui.node.main import main
+
+sys.exit(main())
+"""
+BUILD_FORMAT = b"mvp-agent-zipapp 1\n"  # bump when the layout below changes
+FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date
+FILE_MODE = 0o644 << 16
+SUFFIX = ".pyz"
+
+
+def agent_members(root: Path = PACKAGE_ROOT) -> list[tuple[str, bytes]]:
+    """The zip's members as (name inside the zip, bytes), in the order they are written."""
+    names = [f"mvp_tui/{name}" for name in SHARED_MODULES]
+    names += sorted(f"mvp_tui/node/{p.name}" for p in (root / "node").glob("*.py"))
+    modules = {_module_name(name): name.endswith("/__init__.py") for name in names}
+    members = [("__main__.py", MAIN.format(modules=modules).encode())]
+    members += [(name, (root.parent / name).read_bytes()) for name in names]
+    return members
+
+
+def _module_name(member: str) -> str:
+    """`mvp_tui/node/main.py` → `mvp_tui.node.main`; a package's `__init__.py` → the package."""
+    return member.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def content_hash(members: list[tuple[str, bytes]]) -> str:
+    """The sha256 of the build's inputs: the format, then each member's name and bytes."""
+    digest = hashlib.sha256(BUILD_FORMAT)
+    for name, data in members:
+        digest.update(f"{name}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def zip_bytes(members: list[tuple[str, bytes]]) -> bytes:
+    """The zipapp's bytes: deflated members, fixed dates and modes, no shebang (the node
+    runs it as `python3 agent.pyz`, whichever Python that is)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=FIXED_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = FILE_MODE
+            info.create_system = 3  # Unix, whatever builds it, so the bytes match everywhere
+            archive.writestr(info, data, compresslevel=9)
+    return out.getvalue()
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mvp-tui" / "agent"
+
+
+def agent_zip(root: Path = PACKAGE_ROOT, directory: Path | None = None) -> Path:
+    """The built agent for the sources under `root`: found in the cache, else built there.
+
+    Each call reads and hashes the sources (well under a millisecond), so an edited module is
+    a new build even within one process; only a miss compresses and writes.
+    """
+    members = agent_members(root)
+    path = (directory or cache_dir()) / f"{content_hash(members)}{SUFFIX}"
+    if not path.is_file():
+        _write_atomically(path, zip_bytes(members))
+    return path
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """A whole file or none: another process starting at once sees the old state or this."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".agent-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,386 @@
+"""The dead-man's switch's settings, the instance's own credentials, and its provider API
+(Vast.ai, RunPod): a harmless read to prove the key, and the delete."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from mvp_tui.node.control import exc_name
+from mvp_tui.node.frames import clean_text
+
+if TYPE_CHECKING:
+    import urllib.error
+    import urllib.request
+
+# ---------------------------------------------------------------------------------------
+# The dead-man's switch: deadline and silence, proven at start, destroying its own instance
+
+IDLE_STOP_WARN_S = 120.0  # the warning comes this long before an idle stop (or at 3/4 of
+# a shorter window)
+API_PROVIDERS = ("vastai", "runpod")
+LOCAL_PROVIDERS = ("local", "docker")
+DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
+DEFAULT_RUNPOD_API_URL = "https://api.runpod.io/v2"  # REST v1 was retired on 2026-11-15
+DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
+WATCHDOG_USER_AGENT = "mvp-node/1 (dead-man switch)"
+WATCHDOG_HTTP_TIMEOUT_S = 10.0
+WATCHDOG_RETRY_CAP_S = 30.0
+WATCHDOG_WAIT_CAP_S = 30.0  # the timer thread looks again at least this often (clock jumps)
+VERDICT_ATTEMPTS = 4
+VAST_RATE_LIMIT_WAIT_S = 3.0  # Vast's 429s carry no Retry-After; its destroy threshold is 3.0
+REQUIRE_HINT = "or set [limits] require_node_watchdog = false to rent without the node switch"
+_CREDENTIAL_NAMES = {
+    "vastai": ("CONTAINER_ID", "CONTAINER_API_KEY"),
+    "runpod": ("RUNPOD_POD_ID", "RUNPOD_API_KEY"),
+}
+_MISSING_KEY_HINTS = {
+    "vastai": "this image does not expose Vast's instance key; use a Vast image that does",
+    "runpod": "this pod does not expose its pod-scoped key; use a RunPod template that does",
+}
+
+
+class WatchdogSettings:
+    """The switch's inputs. Never raises: a bad value becomes `problem`, which the verdict
+    reports as `failed` (the agent keeps serving; the dashboard decides)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.problem: str | None = None
+        explicit = env.get("MVP_WATCHDOG_PROVIDER", "").strip().lower()
+        provider = explicit or env.get("MVP_NODE_PROVIDER", "").strip().lower()
+        self.max_hours = self._number(env, "MVP_MAX_HOURS", "hours, e.g. 0.5")
+        self.idle_mins = self._number(env, "MVP_IDLE_TEARDOWN_MINS", "minutes, e.g. 20")
+        # The idle stop: no request reached the engine (through the gate) for this long.
+        self.idle_stop_mins = self._number(env, "MVP_IDLE_STOP_MINS", "minutes, e.g. 30")
+        self.lease_started_at = self._number(env, "MVP_LEASE_STARTED_AT", "unix seconds")
+        self.retry_initial_s = self._number(env, "MVP_WATCHDOG_RETRY_INITIAL_S", "seconds") or 1.0
+        self.enabled = bool(provider) or self.max_hours > 0 or self.idle_mins > 0
+        self.enabled = self.enabled or self.idle_stop_mins > 0
+        self.enabled = self.enabled or self.problem is not None
+        if self.enabled and not provider:
+            provider = "local"
+        if provider and provider not in API_PROVIDERS + LOCAL_PROVIDERS and not self.problem:
+            name = "MVP_WATCHDOG_PROVIDER" if explicit else "MVP_NODE_PROVIDER"
+            self.problem = (
+                f"{name}={clean_text(provider, 40)!r} is not a provider the node switch knows; "
+                "expected vastai, runpod, local or docker"
+            )
+        self.provider = provider
+        if provider == "runpod":
+            raw_url = env.get("MVP_RUNPOD_API_URL", "").strip() or DEFAULT_RUNPOD_API_URL
+        else:
+            raw_url = env.get("MVP_VASTAI_API_URL", "").strip() or DEFAULT_VASTAI_API_URL
+        self.api_url = raw_url.rstrip("/")
+        self.env_file = env.get("MVP_NODE_PROVIDER_ENV_FILE", "").strip()
+        self.env_file = self.env_file or DEFAULT_PROVIDER_ENV_FILE
+
+    def _number(self, env: Mapping[str, str], key: str, unit: str) -> float:
+        raw = env.get(key, "").strip()
+        if not raw:
+            return 0.0
+        try:
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+        if value != value or value in (float("inf"), float("-inf")) or value < 0:
+            if self.problem is None:
+                self.problem = (
+                    f"{key}={clean_text(raw, 40)!r} is not a number ≥ 0 ({unit}); the node "
+                    "switch cannot enforce it"
+                )
+            return 0.0
+        return value
+
+
+class Credentials:
+    """The instance's own id and key (the key is secret: redacted, never printed)."""
+
+    def __init__(self, provider: str, instance_id: str, key: str, source: str) -> None:
+        self.provider = provider
+        self.instance_id = instance_id
+        self.key = key
+        self.source = source
+
+
+def read_env_file(path: str) -> tuple[dict[str, str], str | None]:
+    """A NUL-separated environ file (like /proc/1/environ): (variables, why unreadable)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return {}, "not found"
+    except OSError as exc:
+        return {}, f"unreadable: {exc.strerror or exc}"
+    found: dict[str, str] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.decode("utf-8", "replace").partition("=")
+        if sep and name:
+            found[name.strip()] = value
+    return found, None
+
+
+def resolve_credentials(
+    provider: str, env: Mapping[str, str], env_file: str
+) -> tuple[Credentials | None, str]:
+    """The instance's credentials from the agent's environment, else the env file; else
+    (None, a one-line reason that names the variable and the fix)."""
+    id_name, key_name = _CREDENTIAL_NAMES[provider]
+    loaded: list[tuple[dict[str, str], str | None]] = []
+
+    def from_file() -> dict[str, str]:
+        if not loaded:
+            loaded.append(read_env_file(env_file))
+        return loaded[0][0]
+
+    def lookup(name: str) -> tuple[str, str]:
+        value = env.get(name, "").strip()
+        if value:
+            return value, "agent env"
+        value = from_file().get(name, "").strip()
+        return (value, env_file) if value else ("", "")
+
+    key, key_source = lookup(key_name)
+    instance_id, id_source = lookup(id_name)
+    if not instance_id and provider == "vastai":
+        label, id_source = lookup("VAST_CONTAINERLABEL")  # "C.<id>", as Vast's boot uses it
+        instance_id = label[2:] if label.startswith("C.") else ""
+    where = f"agent env, {env_file}"
+    if loaded and loaded[0][1]:
+        where += f" ({loaded[0][1]})"
+    hint = f"{_MISSING_KEY_HINTS[provider]}, {REQUIRE_HINT}"
+    if not key:
+        return None, f"no {key_name} in the node environment (read: {where}): {hint}"
+    if not instance_id:
+        return None, f"no {id_name} in the node environment (read: {where}): {hint}"
+    if provider == "vastai" and not instance_id.isdigit():
+        return None, (
+            f"{id_name}={clean_text(instance_id, 40)!r} (from {id_source}) is not a Vast "
+            f"instance number; {REQUIRE_HINT}"
+        )
+    return Credentials(provider, instance_id, key, key_source), ""
+
+
+class ApiAnswer:
+    """One provider API answer: HTTP status (None: no answer), parsed body, transport error."""
+
+    def __init__(self, status: int | None, body: Any, error: str = "") -> None:
+        self.status = status
+        self.body = body
+        self.error = error
+
+    @property
+    def transient(self) -> bool:
+        return self.status is None or self.status in (408, 429) or self.status >= 500
+
+    def field(self, name: str) -> Any:
+        return self.body.get(name) if isinstance(self.body, dict) else None
+
+    def describe(self) -> str:
+        if self.status is None:
+            return f"no answer ({self.error})"
+        text = ""
+        if isinstance(self.body, dict):
+            parts = [self.body.get(k) for k in ("error", "msg", "title", "detail", "message")]
+            text = " ".join(str(p) for p in parts if p)
+        elif isinstance(self.body, str):
+            text = self.body
+        # Bounded only loosely here: the switch's records redact (the instance key) and
+        # then cut, so a cut never shows a secret's prefix.
+        text = clean_text(text.replace("\n", " ").strip(), 2000)
+        return f"HTTP {self.status}" + (f" {text}" if text else "")
+
+
+def _no_redirects() -> urllib.request.HTTPRedirectHandler:
+    """A handler that follows no redirect: the instance key is never carried to wherever a
+    redirect points."""
+    import urllib.request
+
+    class NoRedirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(
+            self,
+            req: urllib.request.Request,
+            fp: IO[bytes],
+            code: int,
+            msg: str,
+            headers: Any,
+            newurl: str,
+        ) -> urllib.request.Request | None:
+            return None
+
+    return NoRedirects()
+
+
+def api_request(
+    method: str, url: str, key: str, body: Any = None, timeout: float = WATCHDOG_HTTP_TIMEOUT_S
+) -> ApiAnswer:
+    """One authenticated JSON call (Bearer key, our own User-Agent); never raises."""
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    headers = {
+        "Authorization": f"Bearer {key}",
+        "Accept": "application/json",
+        "User-Agent": WATCHDOG_USER_AGENT,
+    }
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, headers=headers, method=method)
+    opener = urllib.request.build_opener(_no_redirects())
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            status, raw = response.status, response.read(1 << 20)
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+        try:
+            raw = exc.read(1 << 20)
+        except (OSError, http.client.HTTPException):
+            raw = b""
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        text = str(reason)
+        if "CERTIFICATE" in text.upper() or "SSL" in type(reason).__name__.upper():
+            text = f"TLS failure: {text} (the node may lack CA certificates)"
+        return ApiAnswer(None, None, clean_text(text, 2000))
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return ApiAnswer(None, None, clean_text(f"{exc_name(exc)}: {exc}", 2000))
+    text = raw.decode("utf-8", "replace")
+    try:
+        parsed: Any = json.loads(text) if text.strip() else None
+    except ValueError:
+        parsed = text
+    return ApiAnswer(status, parsed)
+
+
+class InstanceApi:
+    """The three calls the switch makes for its own instance, and how to read the answers."""
+
+    name = ""
+
+    def __init__(self, base_url: str, creds: Credentials) -> None:
+        self.base_url = base_url
+        self.creds = creds
+
+    def read(self) -> ApiAnswer:
+        raise NotImplementedError
+
+    def delete(self) -> ApiAnswer:
+        raise NotImplementedError
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        raise NotImplementedError
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        raise NotImplementedError
+
+    def delete_accepted(self, answer: ApiAnswer) -> bool:
+        return answer.status in (200, 202, 204) and answer.field("success") is not False
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        return answer.status in (401, 403)
+
+    def refusal_text(self, answer: ApiAnswer, doing: str) -> str:
+        return (
+            f"{self.name} refused the instance key ({answer.describe()}) {doing}: this node "
+            f"cannot destroy itself; {REQUIRE_HINT}"
+        )
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return 0.0
+
+
+class VastInstanceApi(InstanceApi):
+    """Vast v0, as the official client calls it for one instance (ours research/vastai.md)."""
+
+    name = "Vast"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/api/v0/instances/{self.creds.instance_id}/"
+
+    def read(self) -> ApiAnswer:
+        return api_request("GET", self.url + "?owner=me", self.creds.key)
+
+    def delete(self) -> ApiAnswer:
+        return api_request("DELETE", self.url, self.creds.key, body={})
+
+    def _row(self, answer: ApiAnswer) -> Any:
+        return answer.field("instances") if answer.status == 200 else None
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        row = self._row(answer)
+        return isinstance(row, dict) and str(row.get("id")) == self.creds.instance_id
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        if answer.status == 200:
+            return (
+                isinstance(answer.body, dict)
+                and "instances" in answer.body
+                and (answer.body["instances"] is None)
+            )
+        # A 404 is "gone" only in Vast's own shape; a 404 auth_error is a bad key.
+        return answer.status == 404 and answer.field("error") in ("no_such_instance", "not_found")
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        auth_404 = answer.status == 404 and (
+            answer.field("error") == "auth_error" or "Invalid user key" in str(answer.body)
+        )
+        return answer.status in (401, 403) or auth_404
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return VAST_RATE_LIMIT_WAIT_S if answer.status == 429 else 0.0
+
+
+class RunPodInstanceApi(InstanceApi):
+    """RunPod REST (v2 by default): GET / DELETE /pods/{id} with the pod-scoped key."""
+
+    name = "RunPod"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/pods/{urllib.parse.quote(self.creds.instance_id, safe='')}"
+
+    def read(self) -> ApiAnswer:
+        return api_request("GET", self.url, self.creds.key)
+
+    def delete(self) -> ApiAnswer:
+        return api_request("DELETE", self.url, self.creds.key)
+
+    def shows_self(self, answer: ApiAnswer) -> bool:
+        return answer.status == 200 and str(answer.field("id")) == self.creds.instance_id
+
+    def is_gone(self, answer: ApiAnswer) -> bool:
+        # RunPod's own error shapes only (v1 {error, status}, v2 problem+json {title, status,
+        # detail}): an HTML 404 from a wrong base URL is not "deleted".
+        body = answer.body
+        shaped = (
+            isinstance(body, dict) and "status" in body and ("error" in body or "title" in body)
+        )
+        return answer.status == 404 and shaped
+
+    def refused(self, answer: ApiAnswer) -> bool:
+        return answer.status in (401, 403) and not self._cloudflare(answer)
+
+    def _cloudflare(self, answer: ApiAnswer) -> bool:
+        return answer.status == 403 and "error code: 1010" in str(answer.body)
+
+    def refusal_text(self, answer: ApiAnswer, doing: str) -> str:
+        return (
+            f"RunPod refused the pod-scoped RUNPOD_API_KEY ({answer.describe()}) {doing}: this "
+            "pod cannot destroy itself (an open risk: RunPod pod keys have been seen refused "
+            f"with HTTP 403 on self-delete); {REQUIRE_HINT}"
+        )
+
+    def retry_floor(self, answer: ApiAnswer) -> float:
+        return 0.0
+
+
+def instance_api(settings: WatchdogSettings, creds: Credentials) -> InstanceApi:
+    if creds.provider == "runpod":
+        return RunPodInstanceApi(settings.api_url, creds)
+    return VastInstanceApi(settings.api_url, creds)
+
+

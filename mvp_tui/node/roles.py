@@ -1,0 +1,509 @@
+"""Roles of a multi-node run (llama.cpp's RPC backend): workers and the main node."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mvp_tui.node.agent import Agent
+from mvp_tui.node.control import Control, Interrupted, PhaseFailed, ms_since
+from mvp_tui.node.engine import Engine, EngineSpec, _die_with_parent_hook, pick_free_port
+from mvp_tui.node.frames import Emitter, clean_text
+from mvp_tui.node.probe import probe_environment
+from mvp_tui.node.settings import (
+    ENGINE_HOST,
+    EXIT_CONFIG,
+    RPC_HOST,
+    ConfigError,
+    Settings,
+    _env_int,
+)
+from mvp_tui.node.switch import Watchdog
+from mvp_tui.node_protocol import RPC_SERVER_READY
+from mvp_tui.secrets import is_secret_name
+
+# ---------------------------------------------------------------------------------------
+# Roles of a multi-node run (llama.cpp's RPC backend): one main node runs llama-server with
+# `--rpc` listing the workers; each worker runs ggml-rpc-server bound to loopback (the RPC
+# protocol has no authentication: its port is reached through loopback or an SSH tunnel only).
+
+ROLE_SINGLE = "single"
+ROLE_MAIN = "main"
+ROLE_WORKER = "worker"
+RPC_SERVER_BIN = "ggml-rpc-server"
+LLAMA_SERVER_BIN = "llama-server"
+RPC_BIN_FIX = (
+    "build llama.cpp with -DGGML_RPC=ON (scripts/llama-rpc-build.sh does) and put its bin "
+    "directory on PATH or in MVP_RPC_BIN_DIR"
+)
+RPC_PROBE_TIMEOUT_S = 1.0
+PLACEMENT_GRACE_S = 10.0  # how long the placement proof waits for the log reader to catch up
+# llama.cpp's load log: `load_tensors:   RPC0[127.0.0.1:50052] model buffer size = 12.3 MiB`
+# (one per device) and `CPU_Mapped model buffer size = …` for what stayed on the main node.
+_BUFFER_LINE = re.compile(r"(\S+?)(?:\[([^\]\s]+)\])? model buffer size =\s*([0-9.]+) MiB")
+
+
+class RoleSettings:
+    """The MVP_* keys of a multi-node role, parsed once (ConfigError names key and fix)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.role = env.get("MVP_NODE_ROLE", "").strip().lower() or ROLE_SINGLE
+        if self.role not in (ROLE_SINGLE, ROLE_MAIN, ROLE_WORKER):
+            raise ConfigError(
+                f"MVP_NODE_ROLE={self.role!r} is not a node role; fix: main, worker or unset"
+            )
+        self.bin_dir = env.get("MVP_RPC_BIN_DIR", "").strip()
+        self.rpc_port = _env_int(env, "MVP_RPC_PORT", 0, low=0, high=65535)
+        self.rpc_servers = _csv(env.get("MVP_RPC_SERVERS", ""))
+        self.rpc_nodes = _csv(env.get("MVP_RPC_NODES", ""))
+        self.tensor_split = env.get("MVP_TENSOR_SPLIT", "").strip()
+        self.gpu_layers = _env_int(env, "MVP_GPU_LAYERS", 99, low=0)
+        # Rented nodes: the worker authorizes the run's tunnel key for its RPC port only; the
+        # main node reaches each worker through `ssh -L` with the private half.
+        self.tunnel_pubkey = env.get("MVP_RPC_TUNNEL_PUBKEY", "").strip()
+        self.authorized_keys = env.get("MVP_RPC_AUTHORIZED_FILE", "").strip() or os.path.join(
+            os.path.expanduser("~"), ".ssh", "authorized_keys"
+        )
+        self.tunnels = _csv(env.get("MVP_RPC_TUNNELS", ""))
+        self.tunnel_key = env.get("MVP_RPC_TUNNEL_KEY", "")
+        self.known_hosts = env.get("MVP_RPC_KNOWN_HOSTS", "")
+        for tunnel in self.tunnels:
+            _split_tunnel(tunnel)
+        if self.tunnels and (len(self.tunnels) != len(self.rpc_servers) or not self.tunnel_key):
+            raise ConfigError(
+                "MVP_RPC_TUNNELS needs one entry per MVP_RPC_SERVERS entry and "
+                "MVP_RPC_TUNNEL_KEY; fix: let the dashboard start the main node"
+            )
+        for endpoint in self.rpc_servers:
+            _split_endpoint(endpoint)
+        if self.role == ROLE_MAIN and not self.rpc_servers:
+            raise ConfigError(
+                "MVP_NODE_ROLE=main needs MVP_RPC_SERVERS (host:port of each worker, "
+                "comma-separated); fix: start the main node after its workers"
+            )
+        if self.rpc_nodes and len(self.rpc_nodes) != len(self.rpc_servers):
+            raise ConfigError(
+                f"MVP_RPC_NODES names {len(self.rpc_nodes)} nodes for "
+                f"{len(self.rpc_servers)} MVP_RPC_SERVERS; fix: one node id per server"
+            )
+        if self.tensor_split and not re.fullmatch(r"[0-9.]+(,[0-9.]+)*", self.tensor_split):
+            raise ConfigError(
+                f"MVP_TENSOR_SPLIT={self.tensor_split!r} is not a list of proportions; "
+                "fix: comma-separated numbers, e.g. 3,1"
+            )
+
+    def worker_name(self, index: int) -> str:
+        """How a failure names the worker behind `--rpc` entry `index`."""
+        endpoint = self.rpc_servers[index]
+        if index < len(self.rpc_nodes):
+            return f"worker node {self.rpc_nodes[index]} (RPC {endpoint})"
+        return f"worker RPC {endpoint}"
+
+
+def _csv(raw: str) -> list[str]:
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _split_endpoint(endpoint: str) -> tuple[str, int]:
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(
+            f"MVP_RPC_SERVERS entry {endpoint!r} is not host:port; fix: e.g. 127.0.0.1:50052"
+        )
+    return host, int(port)
+
+
+def _split_tunnel(tunnel: str) -> tuple[str, str, int]:
+    """`user@host:port` → (user, host, port): how the main node reaches a worker's sshd."""
+    user, at, rest = tunnel.partition("@")
+    host, sep, port = rest.rpartition(":")
+    if not at or not user or not sep or not host or not port.isdigit():
+        raise ConfigError(
+            f"MVP_RPC_TUNNELS entry {tunnel!r} is not user@host:port; fix: e.g. root@1.2.3.4:22"
+        )
+    return user, host, int(port)
+
+
+def find_engine_binary(name: str, bin_dir: str) -> str:
+    """The path of a llama.cpp binary: MVP_RPC_BIN_DIR first, then PATH."""
+    if bin_dir:
+        candidate = os.path.join(os.path.expanduser(bin_dir), name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return found
+    where = f"MVP_RPC_BIN_DIR={bin_dir} or PATH" if bin_dir else "PATH"
+    raise PhaseFailed(f"this node cannot take its role: {name} is not in {where}", fix=RPC_BIN_FIX)
+
+
+def rpc_reachable(endpoint: str, timeout: float = RPC_PROBE_TIMEOUT_S) -> bool:
+    """A TCP connect to a worker (harmless: the server reads EOF and waits for the next)."""
+    host, port = _split_endpoint(endpoint)
+    try:
+        with socket.create_connection((host, port), timeout):
+            return True
+    except OSError:
+        return False
+
+
+def parse_buffer_line(text: str) -> tuple[str, float] | None:
+    """(device, MiB) from a `model buffer size` log line; the device of an RPC buffer is its
+    endpoint ("127.0.0.1:50052"), any other keeps its name ("CPU_Mapped")."""
+    match = _BUFFER_LINE.search(text)
+    if match is None:
+        return None
+    name, endpoint, mib = match.groups()
+    return (endpoint if endpoint and name.startswith("RPC") else name), float(mib)
+
+
+class RpcWorkerEngine(Engine):
+    # A queued client that leaves would kill ggml-rpc-server with SIGPIPE.
+    restore_signals = False
+
+    def stop(self, timeout: float) -> dict[str, Any]:
+        # A frozen (SIGSTOPped) server only acts on SIGTERM once it runs again.
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.send_signal(signal.SIGCONT)
+        return super().stop(timeout)
+
+
+class WorkerAgent(Agent):
+    """A worker node: ggml-rpc-server on loopback, reported once it accepts connections."""
+
+    def __init__(self, *args: Any, role: RoleSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.role = role
+        self.endpoint = ""
+
+    def run(self) -> int:
+        s = self.settings
+        try:
+            self._phase("config", lambda: {**s.summary(self.env), "role": ROLE_WORKER})
+            if self.watchdog is not None:
+                self.watchdog.report_verdict()
+            self._phase("probe", lambda: probe_environment(s, serves=False))
+            self._phase("engine_start", self._start_rpc_server)
+            if self.role.tunnel_pubkey:  # before it is reported: the main tunnels right away
+                self._phase("rpc_authorize", self._authorize_tunnel)
+            self._phase("engine_health", self._wait_listening)
+            return self._watch()
+        except Interrupted:
+            return self._shutdown()
+        except PhaseFailed as failure:
+            return self.fail(failure)
+
+    def _start_rpc_server(self) -> dict[str, Any]:
+        binary = find_engine_binary(RPC_SERVER_BIN, self.role.bin_dir)
+        port = self.role.rpc_port or pick_free_port()
+        threads = self.settings.engine_threads or 1
+        argv = [binary, "-H", RPC_HOST, "-p", str(port), "-t", str(threads)]
+        spec = EngineSpec(RPC_SERVER_BIN, argv, "", port)
+        self.endpoint = f"{RPC_HOST}:{port}"
+        engine = RpcWorkerEngine(spec, self.emitter, self.control)
+        self.engine = engine
+        env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
+        pid = engine.start(env, _engine_cwd(self.settings.cache_dir))
+        return {"engine": RPC_SERVER_BIN, "pid": pid, "port": port, "argv": argv}
+
+    def _wait_listening(self) -> dict[str, Any]:
+        assert self.engine is not None
+        started = time.monotonic()
+        deadline = started + self.settings.ready_timeout_s
+        while not rpc_reachable(self.endpoint):
+            if time.monotonic() >= deadline:
+                raise PhaseFailed(
+                    f"{RPC_SERVER_BIN} did not listen on {self.endpoint} within "
+                    f"{self.settings.ready_timeout_s:g} s",
+                    fix="raise MVP_ENGINE_READY_TIMEOUT_S or read the engine log channel",
+                    detail={"last_log_lines": list(self.engine.last_lines)},
+                )
+            event = self.control.wait(0.05)
+            if self.control.stop_requested:
+                raise Interrupted()
+            if event is not None and event[0] == Control.ENGINE_EXIT:
+                raise self._engine_died(event[1], "before it listened")
+        load_ms = ms_since(started)
+        proc = self.engine.proc
+        self.emitter.weights(
+            RPC_SERVER_READY,
+            endpoint=self.endpoint,
+            port=self.engine.spec.port,
+            engine=RPC_SERVER_BIN,
+            engine_pid=proc.pid if proc else None,
+            load_ms=load_ms,
+        )
+        return {"endpoint": self.endpoint, "load_ms": load_ms}
+
+    def _tunnel_line(self) -> str:
+        # Port forwarding to this RPC port only: no shell, no pty, no other port.
+        port = self.endpoint.rpartition(":")[2]
+        options = f'restrict,port-forwarding,permitopen="{RPC_HOST}:{port}",command="/bin/false"'
+        return f"{options} {self.role.tunnel_pubkey}"
+
+    def _authorize_tunnel(self) -> dict[str, Any]:
+        path = Path(self.role.authorized_keys)
+        try:
+            edit_authorized_keys(path, add=self._tunnel_line())
+        except OSError as exc:
+            raise PhaseFailed(
+                f"cannot authorize the run's tunnel key in {path}: {exc.strerror or exc}",
+                fix="make ~/.ssh/authorized_keys writable on the worker, or set "
+                "MVP_RPC_AUTHORIZED_FILE",
+            ) from None
+        return {"authorized_keys": str(path), "permitopen": self.endpoint}
+
+    def stop_engine(self) -> dict[str, Any]:
+        if self.role.tunnel_pubkey and self.endpoint:
+            with contextlib.suppress(OSError):
+                edit_authorized_keys(Path(self.role.authorized_keys), remove=self._tunnel_line())
+        return super().stop_engine()
+
+    def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
+        failure = super()._engine_died(code, when)
+        failure.reason = (
+            f"worker node {self.settings.node_id} ({RPC_SERVER_BIN} on {self.endpoint}): "
+            f"{failure.reason}"
+        )
+        failure.detail["worker_node"] = self.settings.node_id
+        return failure
+
+
+def edit_authorized_keys(path: Path, *, add: str = "", remove: str = "") -> None:
+    """Add or remove one line of an authorized_keys file, written atomically, mode 0600."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept = [line for line in lines if not remove or line != remove]
+    if add and add not in kept:
+        kept.append(add)
+    if kept == lines:
+        return
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.mvp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write("".join(f"{line}\n" for line in kept))
+    os.replace(tmp, path)
+
+
+def _engine_cwd(cache_dir: Path) -> Path:
+    return cache_dir if cache_dir.is_dir() else Path.cwd()
+
+
+class MainAgent(Agent):
+    """The main node: llama-server with `--rpc` over the workers; ready only once its log
+    shows model buffers on every worker (the "offloaded N/N layers" line is printed even
+    when everything stayed here)."""
+
+    def __init__(self, *args: Any, role: RoleSettings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.role = role
+        self.tunnels = Tunnels(self.emitter, self.settings.cache_dir)
+        self.placement: dict[str, float] = {}
+        # Notified per buffer line: the log is read by another thread, which may still be
+        # behind when /health already answers (the lines come before the port opens).
+        self._placement_lock = threading.Condition()
+
+    def _gate_wanted(self) -> bool:
+        return False  # multi-node: llama-server binds the port itself (no key, no idle stop)
+
+    def _start_engine(self, model: Path) -> dict[str, Any]:
+        role = self.role
+        binary = find_engine_binary(LLAMA_SERVER_BIN, role.bin_dir)
+        if role.tunnels:
+            role.rpc_servers = self.tunnels.open(role)
+        s = self.settings
+        port = s.engine_port or pick_free_port()
+        argv = [binary, "-m", str(model), "--host", s.engine_host, "--port", str(port)]
+        argv += ["-a", self._alias(), "--rpc", ",".join(role.rpc_servers)]
+        # -lv 4: the load log (the per-device `model buffer size` lines) is info level 4.
+        argv += ["-ngl", str(role.gpu_layers), "-lv", "4"]
+        argv += ["--tensor-split", role.tensor_split] if role.tensor_split else []
+        argv += ["-c", str(s.max_context)] if s.max_context else []
+        argv += ["-t", str(s.engine_threads)] if s.engine_threads else []
+        for index, endpoint in enumerate(role.rpc_servers):
+            if not rpc_reachable(endpoint):
+                raise PhaseFailed(
+                    f"{role.worker_name(index)} does not answer: llama-server would abort",
+                    fix="read that worker's channels (mvp.node.<id>.agent) for why",
+                    detail={"worker": endpoint},
+                )
+        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port)
+        engine = Engine(spec, self.emitter, self.control)
+        engine.on_line = self._on_engine_line
+        self.engine = engine
+        env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
+        pid = engine.start(env, model.parent if model.parent.is_dir() else Path.cwd())
+        return {"engine": spec.kind, "pid": pid, "port": port, "argv": argv, "role": ROLE_MAIN}
+
+    def stop_engine(self) -> dict[str, Any]:
+        detail = super().stop_engine()
+        self.tunnels.close()
+        return detail
+
+    def _on_engine_line(self, text: str) -> None:
+        parsed = parse_buffer_line(text)
+        if parsed is not None:
+            device, mib = parsed
+            with self._placement_lock:
+                self.placement[device] = self.placement.get(device, 0.0) + mib
+                self._placement_lock.notify_all()
+
+    def _missing_workers(self) -> list[str]:
+        return [
+            self.role.worker_name(i)
+            for i, endpoint in enumerate(self.role.rpc_servers)
+            if self.placement.get(endpoint, 0.0) <= 0.0
+        ]
+
+    def _report_loaded(self, kind: str, **fields: Any) -> None:
+        with self._placement_lock:
+            # Bounded: the log reader catches up in well under this on a loaded machine.
+            self._placement_lock.wait_for(lambda: not self._missing_workers(), PLACEMENT_GRACE_S)
+            placement = dict(self.placement)
+            missing = self._missing_workers()
+        if missing:
+            raise PhaseFailed(
+                f"llama-server serves, but its log shows no model buffer on {', '.join(missing)}: "
+                "the layers stayed on the main node",
+                fix="check -ngl / MVP_TENSOR_SPLIT and the workers' devices",
+                detail={"placement_mib": placement},
+            )
+        self.emitter.weights(kind, **fields, placement_mib=placement, role=ROLE_MAIN)
+
+    def _engine_died(self, code: int | None, when: str) -> PhaseFailed:
+        failure = super()._engine_died(code, when)
+        lost = [
+            self.role.worker_name(i)
+            for i, endpoint in enumerate(self.role.rpc_servers)
+            if not rpc_reachable(endpoint)
+        ]
+        if lost:
+            failure.reason = f"lost {', '.join(lost)}: {failure.reason}"
+            failure.detail["lost_workers"] = lost
+        return failure
+
+
+class Tunnels:
+    """`ssh -N -L` from the main node to each worker's loopback RPC port, with the run's key
+    (written 0600 for ssh, removed at exit) and the workers' pinned host keys."""
+
+    def __init__(self, emitter: Emitter, cache_dir: Path) -> None:
+        self.emitter = emitter
+        self.dir = cache_dir / f"tunnels-{os.getpid()}"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def open(self, role: RoleSettings) -> list[str]:
+        """The local endpoints that reach the workers, in `--rpc` order."""
+        ssh = shutil.which("ssh")
+        if ssh is None:
+            raise PhaseFailed(
+                "this main node has remote workers but no ssh client (ssh is not on PATH)",
+                fix="use an image with openssh-client installed",
+            )
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        key = self.dir / "id"
+        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(role.tunnel_key.strip() + "\n")
+        known = self.dir / "known_hosts"
+        known.write_text(role.known_hosts.strip() + "\n")
+        local = []
+        # RoleSettings checked the lengths agree; zip's strict= needs Python 3.10.
+        pairs = zip(role.tunnels, role.rpc_servers)  # noqa: B905
+        for index, (tunnel, target) in enumerate(pairs):
+            user, host, port = _split_tunnel(tunnel)
+            local_port = pick_free_port()
+            argv = [ssh, "-N", "-T", "-i", str(key), "-p", str(port),
+                    "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                    "-o", "ExitOnForwardFailure=yes", "-o", "StrictHostKeyChecking=yes",
+                    "-o", f"UserKnownHostsFile={known}", "-o", "ServerAliveInterval=5",
+                    "-L", f"{ENGINE_HOST}:{local_port}:{target}", f"{user}@{host}"]  # fmt: skip
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, preexec_fn=_die_with_parent_hook(),
+            )  # fmt: skip
+            self.procs.append(proc)
+            endpoint = f"{ENGINE_HOST}:{local_port}"
+            self._wait(proc, endpoint, role.worker_name(index))
+            local.append(endpoint)
+        return local
+
+    def _wait(self, proc: subprocess.Popen[bytes], endpoint: str, name: str) -> None:
+        deadline = time.monotonic() + 30.0
+        while not rpc_reachable(endpoint):
+            if proc.poll() is not None or time.monotonic() >= deadline:
+                err = (
+                    proc.stderr.read().decode("utf-8", "replace")
+                    if proc.poll() is not None and proc.stderr
+                    else ""
+                )
+                raise PhaseFailed(
+                    f"the SSH tunnel to {name} did not open: "
+                    f"{clean_text(err.strip(), 300, redact=self.emitter.redact) or 'timed out'}",
+                    fix="check that the worker is up and authorized the run's tunnel key",
+                )
+            time.sleep(0.05)  # ssh has no readiness signal but its listening port
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        self.procs = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def agent_for_role(
+    env: Mapping[str, str],
+    settings: Settings,
+    emitter: Emitter,
+    control: Control,
+    watchdog: Watchdog | None,
+) -> Agent:
+    """The agent for MVP_NODE_ROLE; a bad role setting becomes an agent that fails its
+    config phase (exit 2) with the reason."""
+    try:
+        role = RoleSettings(env)
+    except ConfigError as exc:
+        return _ConfigFailedAgent(env, settings, emitter, control, watchdog, error=exc)
+    if role.role == ROLE_WORKER:
+        return WorkerAgent(env, settings, emitter, control, watchdog, role=role)
+    if role.role == ROLE_MAIN:
+        return MainAgent(env, settings, emitter, control, watchdog, role=role)
+    return Agent(env, settings, emitter, control, watchdog)
+
+
+class _ConfigFailedAgent(Agent):
+    def __init__(self, *args: Any, error: ConfigError, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.error = error
+
+    def run(self) -> int:
+        def refuse() -> dict[str, Any]:
+            raise self.error
+
+        try:
+            self._phase("config", refuse)
+        except PhaseFailed as failure:
+            return self.fail(failure)
+        return EXIT_CONFIG  # not reached: the phase always fails
+
+
