@@ -6,8 +6,9 @@ Each event goes only where it is read: the Leases pane's walk and lease facts, t
 Bootstrap pane's engine steps, the Prompt pane's prompt steps, the Offers pane's sold
 offers, and the run's own facts (state, endpoint, idle stop) to the app. An event nobody
 reads goes nowhere. Tokens are the high-rate fact: each `TextDelta` is kept in a buffer
-per prompt and the target only told that some are pending, so a UI that coalesces those
-notices (Textual's `can_replace`) takes a whole batch at once.
+per prompt and the target told only when the first of a batch arrives (the buffer for that
+prompt was empty); the UI takes the whole batch when it gets to the notice, and a notice
+still queued for the same prompt is replaced by a later one (Textual's `can_replace`).
 
 A replay's events (rebuilt from the archive's frames by `tui/replay_events.py`) come in
 through the same port: one route per fact, live or replayed.
@@ -134,9 +135,10 @@ class UiPort:
 
     def _route(self, target: UiFacts, event: EngineEvent) -> None:
         if isinstance(event, prompt.TextDelta):  # the hot path: first, and one dict lookup
-            self.tokens.add(event)
             self._count("prompt")
-            target.tokens_pending(event.prompt_id)
+            if self.tokens.add(event):  # told once per batch: the first delta waiting
+                self._count("token batches")
+                target.tokens_pending(event.prompt_id)
             return
         kind = type(event)
         if kind in LEASE_EVENTS:

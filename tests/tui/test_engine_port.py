@@ -61,10 +61,13 @@ def test_facts_go_only_to_their_owners_and_early_ones_wait() -> None:
     port.connect(facts)  # what came before the UI existed is handed over first
     port(TextDelta(at=T0, prompt_id=3, text="a"))
     port(TextDelta(at=T0, prompt_id=3, text="b"))
-    assert facts.told == [("run_changed", RunStateChanged), ("tokens_pending", 3),
-                          ("tokens_pending", 3)]  # fmt: skip
+    # One notice for the batch: the second delta joins the first, waiting in the port.
+    assert facts.told == [("run_changed", RunStateChanged), ("tokens_pending", 3)]
     assert [d.text for d in port.take_tokens(3)] == ["a", "b"]
     assert port.take_tokens(3) == []
+    port(TextDelta(at=T0, prompt_id=3, text="c"))  # taken: the next delta is a new batch
+    assert facts.told[-1] == ("tokens_pending", 3)
+    assert len(facts.told) == 3
 
 
 async def test_tokens_reach_the_prompt_pane_in_coalesced_batches() -> None:
