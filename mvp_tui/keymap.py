@@ -25,7 +25,6 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("previous-pane", "shift+tab", "focus_previous_pane", "previous pane", show=False),
     KeyBinding("search-offers", "r", "search_offers", "offers"),
     KeyBinding("zoom", "z", "toggle_zoom", "zoom"),
-    KeyBinding("lease", "enter", "lease", "lease", show=False),
     KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
     KeyBinding("copy-endpoint", "y", "copy_endpoint", "copy endpoint", show=False),
@@ -47,7 +46,7 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
 WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "offers-sort", "offers-sort-reverse", "offers-pick", "offers-clear-filter", "filter-clear",
     "offers-cursor-up", "offers-cursor-down", "offers-page-up", "offers-page-down",
-    "offers-first", "offers-last", "offers-detail", "channels-open", "channel-log-back",
+    "offers-first", "offers-last", "offers-detail", "lease", "channels-open", "channel-log-back",
     "channel-log-follow", "channel-log-copy", "prompt-cancel", "prompt-history-older",
     "prompt-history-newer",
     "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",

@@ -1,8 +1,10 @@
 """The Bootstrap pane: a checklist from lease running to a healthy engine, with timings.
 
-SSH and lease events arrive through `handle_event`; the node's phases and download progress
-are read from the hub (`attach_hub`), polled every `POLL_S` only when the hub changed: no
-message per frame. It reads the same without colour: ✓ ● ○ ✗ and words.
+Engine facts (lease, SSH, agent, stage budgets) arrive as `BootstrapStep` messages from the
+engine port; node facts (the agent's phases and download progress, the weights) are read
+from the hub (`attach_hub`), polled every `POLL_S` only when the hub changed: no message per
+frame. Of the orchestrator's `mvp.orch.bootstrap` phases only those no event tells are read
+(config, offers, teardown, the run's exit). It reads the same without colour: ✓ ● ○ ✗ and words.
 
 Rows fit the pane: a narrow pane drops the timing column and takes a row's short form
 (`Stage.compact`); a detail too long for its line wraps onto the lines the pane has spare,
@@ -22,7 +24,7 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
@@ -32,6 +34,7 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
 from mvp_tui.widgets.detail import DetailScreen, node_log_tail
+from mvp_tui.widgets.facts import BootstrapStep
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.wait_spend import WaitSpend
 
@@ -98,6 +101,10 @@ class BootstrapPane(Pane):
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.render_list())
 
     # -- the API the app uses ------------------------------------------------------------
+    @on(BootstrapStep)
+    def _step(self, message: BootstrapStep) -> None:
+        self.handle_event(message.event)
+
     def handle_event(self, event: EngineEvent) -> None:
         changed = self.wait.handle(event)  # both see every event: no short-circuit
         if self.model.apply(event) or changed:

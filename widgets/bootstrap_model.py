@@ -1,8 +1,11 @@
 """The Bootstrap checklist as pure data: the run's stages from lease to a healthy engine.
 
-Fed two ways: engine events (lease running, SSH attempts, host key, agent) through `apply`,
-and datastream records (the orchestrator's `mvp.orch.bootstrap` phases, the node agent's
-`mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) through `record`.
+One source per fact: engine facts (the lease, SSH attempts, host key, agent, a failed walk
+or node) come as engine events through `apply`; node facts (the node agent's
+`mvp.node.<N>.agent` phases and download progress, `mvp.worker.weights`) as datastream
+records through `record`. Of the orchestrator's `mvp.orch.bootstrap` phases (written from
+the same events) only the ones no event here tells make rows (config, offers, teardown, the
+run's exit); a replay's events are rebuilt from its frames (`tui/replay_events.py`).
 The node's dead-man's switch is its own row, from the agent's `watchdog` phase frames only,
 so a replay (frames, no engine events) shows it as a live run does. The boot guard's row
 (the agent's `boot_guard` phase) shows under it once the agent reported the guard, and the
@@ -22,9 +25,15 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
-from mvp_tui.engine.events import StageBudget
+from mvp_tui.engine.events import NodeFailed, StageBudget
 from mvp_tui.events import EngineEvent
-from mvp_tui.lease.events import LeasePending, LeaseRunning, PrefetchStarted
+from mvp_tui.lease.events import (
+    AttemptStarted,
+    LeasePending,
+    LeaseRunning,
+    PrefetchStarted,
+    WalkFailed,
+)
 from mvp_tui.node_protocol import (
     BOOT_GUARD_PHASE,
     NODE_AGENT_PHASE,
@@ -74,7 +83,6 @@ class Stage:
     started_at: float | None = None
     ended_at: float | None = None
     progress: float | None = None  # 0..1 while a download runs
-    from_phase: bool = False  # last set by an orchestrator phase frame, not an engine event
     compact: str = ""  # a shorter detail for a narrow pane ("" = the detail, cut)
     full: str = ""  # a failure's whole text, uncut ("" = the detail is all there is)
     budget_s: float | None = None  # how long the stage may take before the host is given up
@@ -192,14 +200,12 @@ class BootstrapModel:
     def _pending(self, e: LeasePending) -> None:
         self._switch_lease(e.provider_id, e.run_id)
         stage = self.stages[StageId.LEASE]
-        stage.from_phase = False
         stage.start(e.at - e.waited_s)
         stage.detail = f"{_text(e.provider_id, 24)} {_text(e.raw_state, 24) or 'pending'}"
 
     def _running(self, e: LeaseRunning) -> None:
         self._switch_lease(e.provider_id, e.run_id)
         stage = self.stages[StageId.LEASE]
-        stage.from_phase = False
         if e.host:
             detail = f"{_text(e.host, 40)}:{e.port} {_text(e.via, 8)}"
         else:
@@ -210,6 +216,26 @@ class BootstrapModel:
             for skipped in (StageId.SSH, StageId.HOST_KEY):
                 self.stages[skipped].finish(e.at, Status.SKIPPED, "not over SSH")
             self.stages[StageId.AGENT].finish(e.at, Status.DONE, "started with the lease")
+
+    def _attempt(self, e: AttemptStarted) -> None:
+        """A create is asked for: the lease row runs (once per lease, until it answers)."""
+        stage = self.stages[StageId.LEASE]
+        if stage.status is Status.PENDING:
+            stage.start(e.at)
+
+    def _walk_failed(self, e: WalkFailed) -> None:
+        stage = self.stages[StageId.LEASE]
+        stage.finish(e.at, Status.FAILED, _text(e.reason) or "no lease")
+        stage.full = _text(e.reason, FULL_CHARS)
+
+    def _node_failed(self, e: NodeFailed) -> None:
+        """The engine gave the node up before it served (a failure after ready is the
+        Leases pane's: the row stays as it was)."""
+        stage = self.stages[StageId.ENGINE]
+        if stage.status is Status.DONE:
+            return
+        stage.finish(e.at, Status.FAILED, _text(e.reason) or "the node cannot serve")
+        stage.full = _text(e.reason + (f" — {e.fix}" if e.fix else ""), FULL_CHARS)
 
     def _prefetch(self, e: PrefetchStarted) -> None:
         """The start command's fetch began with the instance: the row runs from here, its
@@ -230,7 +256,6 @@ class BootstrapModel:
 
     def _ssh(self, e: SshAttempt) -> None:
         stage = self.stages[StageId.SSH]
-        stage.from_phase = False
         stage.name = f"ssh attempt {e.attempt}"
         target = _text(e.target, 48)
         if e.outcome is AttemptOutcome.CONNECTED:
@@ -322,18 +347,7 @@ class BootstrapModel:
         if not phase:
             return False
         detail = _detail_text(value.get("detail"))
-        fixed = _ORCH_FIXED.get(phase)
-        if fixed is not None:
-            # Engine events drive this row when there are any (a live run); a replay has
-            # frames only, and then the phase drives it. A failure's reason always shows.
-            row = self.stages[fixed]
-            if status == "failed" or row.status is Status.PENDING or row.from_phase:
-                row.from_phase = True
-                self._finish_by_status(row, status, when, detail)
-                if status == "failed":
-                    row.full = _detail_text(value.get("detail"), FULL_CHARS)
-            return True
-        if phase in _ORCH_QUIET:
+        if phase in _ORCH_FROM_EVENTS or phase in _ORCH_QUIET:
             return True
         stage = self._phase_stage(phase)
         if stage is None:
@@ -547,7 +561,6 @@ class BootstrapModel:
             detail += f", loaded in {load_ms / 1000:.1f} s"
         detail += self._placement(value.get("placement_mib"))
         self.stages[StageId.ENGINE].finish(when, Status.DONE, detail)
-        self.stages[StageId.ENGINE].from_phase = False
         return True
 
     # -- a multi-node run's workers ------------------------------------------------------
@@ -594,12 +607,10 @@ class BootstrapModel:
         return f"; MiB here {here:.1f}, " + ", ".join(parts) if parts else ""
 
 
-# Orchestrator phases that a fixed row already shows from engine events (the seed's names,
-# and this app's earlier ones for older archives).
-_ORCH_FIXED = {
-    "provider_start": StageId.LEASE, "lease": StageId.LEASE, "ssh": StageId.SSH,
-    "host_key": StageId.HOST_KEY, "weights_loaded": StageId.ENGINE, "weights": StageId.ENGINE,
-}  # fmt: skip
+# Orchestrator phases whose facts a fixed row takes from engine events (the seed's names,
+# and this app's earlier ones for older archives): not read twice.
+_ORCH_FROM_EVENTS = frozenset({"provider_start", "lease", "ssh", "host_key", "weights_loaded",
+                               "weights"})  # fmt: skip
 # The seed's phases that only restate a row or the Prompt pane: on the channel, not here.
 _ORCH_QUIET = frozenset({"node_provisioner", "node_spec", "node_runtime_ready", "watchdog",
                          "prompt_rpc", "prompt_loop", "serve_prompts", "shutdown"})  # fmt: skip
@@ -646,6 +657,9 @@ def _model_detail(detail: object) -> str:
 
 
 _EVENT_HANDLERS: dict[type[EngineEvent], Callable[[BootstrapModel, Any], None]] = {
+    AttemptStarted: BootstrapModel._attempt,
+    WalkFailed: BootstrapModel._walk_failed,
+    NodeFailed: BootstrapModel._node_failed,
     LeasePending: BootstrapModel._pending,
     LeaseRunning: BootstrapModel._running,
     PrefetchStarted: BootstrapModel._prefetch,

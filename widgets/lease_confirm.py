@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -16,9 +15,6 @@ from mvp_tui.engine.model_fit import UNKNOWN, Fit, FitVerdict
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.dialog import Choice, DialogScreen
-
-if TYPE_CHECKING:
-    from mvp_tui.config import Config
 
 ON_FAILURE = (
     "If an offer is gone or refused, the next one is tried. A lease that does not become "
@@ -35,14 +31,6 @@ class LeaseLimits:
     max_price_per_hour: float | None = None
     max_spend_usd: float | None = None
     max_hours: float | None = None
-
-    @classmethod
-    def from_config(cls, config: Config) -> LeaseLimits:
-        return cls(
-            max_price_per_hour=config.settings.limits.max_price_per_hour,
-            max_spend_usd=config.settings.limits.max_spend_usd,
-            max_hours=config.settings.limits.max_hours,
-        )
 
     def lines(self) -> list[tuple[str, str, bool]]:
         """(name, value, set) per limit, for the modal."""

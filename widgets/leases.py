@@ -19,7 +19,7 @@ from typing import ClassVar
 from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -30,6 +30,7 @@ from textual.widgets import DataTable, Static
 from mvp_tui.events import EngineEvent
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
 from mvp_tui.widgets.detail import DetailScreen
+from mvp_tui.widgets.facts import LeaseChanged
 from mvp_tui.widgets.leases_model import (
     LeaseDisplayState,
     LeasesModel,
@@ -137,6 +138,10 @@ class LeasesPane(Pane):
         return self.table
 
     # -- the API the app uses ------------------------------------------------------------
+    @on(LeaseChanged)
+    def _changed(self, message: LeaseChanged) -> None:
+        self.handle_event(message.event)  # then on to the app (the status bar's money)
+
     def handle_event(self, event: EngineEvent) -> None:
         if self.model.apply(event):
             self._render_all()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -22,11 +23,10 @@ from textual.widgets import Input, Static
 from mvp_tui.engine.model_fit import Fit
 from mvp_tui.engine.outlook import OfferOutlook, Outlook
 from mvp_tui.engine.ready_estimate import clock_text
-from mvp_tui.events import EngineEvent
-from mvp_tui.lease.events import AttemptAnswered
-from mvp_tui.providers.base import Offer, Outcome
+from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.detail import DetailScreen
+from mvp_tui.widgets.facts import OfferGone
 from mvp_tui.widgets.filter_bar import FilterBar
 from mvp_tui.widgets.offers_model import FailureText, OffersModel, offer_key
 from mvp_tui.widgets.offers_table import OffersTable
@@ -167,9 +167,9 @@ class OffersPane(Pane):
             self.model.mark_gone(keys)
             self.refresh_view()
 
-    def handle_event(self, event: EngineEvent) -> None:
-        if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
-            self.mark_gone([event.offer_id])
+    @on(OfferGone)
+    def _gone(self, message: OfferGone) -> None:
+        self.mark_gone([message.offer_id])  # then on to the app (it re-reads the board)
 
     def _show_age(self) -> None:
         if self.model.total:

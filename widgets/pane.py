@@ -11,8 +11,6 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from mvp_tui.events import EngineEvent
-
 
 class Pane(Vertical, can_focus=True):
     """Base of the five panes: a bordered, titled, focusable container with an empty state.
@@ -42,9 +40,6 @@ class Pane(Vertical, can_focus=True):
     def set_empty(self, empty: bool) -> None:
         """Show the empty-state text only while the pane has nothing else to show."""
         self.query_one(".empty", Static).display = empty
-
-    def handle_event(self, event: EngineEvent) -> None:
-        """Take one engine event; the app sends every event to every pane. Default: ignore."""
 
     def focus_target(self) -> Widget | None:
         """The child that should hold focus when the pane is focused (None: the pane)."""

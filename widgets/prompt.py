@@ -1,6 +1,10 @@
 """The Prompt pane: an input with history, the answer streamed as markdown, live figures.
 
-The engine's prompt events arrive through `handle_event`. Deltas are gathered and handed to
+The engine port posts this pane its facts (`widgets/facts.py`): `NodeServing` opens the box
+(only then: the prompt queue exists from there on), `PromptStep`s tell each prompt's life,
+and `TokensPending` notices coalesce, each taking every delta waiting. The app hands back
+the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a text
+the engine refused leaves nothing behind. Deltas are gathered and handed to
 Textual's `MarkdownStream` by one pump task, which appends (never re-renders the whole
 answer) and coalesces when tokens come faster than the screen; the answer's scroll is
 anchored to the bottom. Answer text is untrusted: cleaned by `safe_answer`, rendered as
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -23,10 +28,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub
 from mvp_tui.engine.events import EndpointReady, NodeReady
 from mvp_tui.events import EngineEvent
-from mvp_tui.node_protocol import WEIGHTS_LOADED, parse_record, record_type
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
     PromptCancelled,
@@ -41,6 +44,7 @@ from mvp_tui.prompt.events import (
 from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.sparkline import sparkline
 
@@ -48,7 +52,6 @@ if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
 
-POLL_S = 0.25
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
 
@@ -105,7 +108,7 @@ class PromptPane(Pane):
     ]
 
     class PromptSubmitted(Message):
-        """Send this prompt to the model."""
+        """Send this prompt to the model (the app hands its id back through `asked`)."""
 
         def __init__(self, text: str) -> None:
             super().__init__()
@@ -117,7 +120,6 @@ class PromptPane(Pane):
     def __init__(self, *, id: str | None = "prompt-pane") -> None:
         super().__init__(id=id)
         self.history = PromptHistory()
-        self.hub: ChannelHub | None = None
         self.ready = False
         self.model_name = ""
         self.openai_endpoint = ""
@@ -125,16 +127,14 @@ class PromptPane(Pane):
         self.rpc_endpoint = ""
         self.live: _Live | None = None
         self.waiting: set[int] = set()
-        self._sent: deque[str] = deque(maxlen=64)  # texts submitted, not yet queued
-        self._questions: dict[int, str] = {}
+        self._questions: dict[int, str] = {}  # by the queue's prompt id
         self._pending: list[str] = []
         self._reset = False
         self._wake = asyncio.Event()
         self._stream: MarkdownStream | None = None
         self._markdown_mounted = False
-        self._version = -1
-        self._weights_position = -1
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
+        self.token_batches = 0  # coalesced token notices taken (each one batch of deltas)
 
     def compose_content(self) -> ComposeResult:
         yield Static(id="prompt-question")
@@ -146,7 +146,6 @@ class PromptPane(Pane):
         for selector in ("#prompt-question", "#prompt-answer", "#prompt-stats", "#prompt-input"):
             self.query_one(selector).display = False
         self.query_one("#prompt-answer", VerticalScroll).anchor()
-        self.set_interval(POLL_S, self.poll)
 
     def _ensure_markdown(self) -> None:
         """Mount the answer's Markdown (and start its pump) once, when the prompt box opens:
@@ -178,25 +177,25 @@ class PromptPane(Pane):
         self.input.display = True
         self._update_subtitle()
 
-    def attach_hub(self, hub: ChannelHub) -> None:
-        """Learn the model and readiness from `mvp.worker.weights` frames on this hub."""
-        self.hub = hub
-        self._version, self._weights_position = -1, -1
-        self.poll()
+    def asked(self, prompt_id: int, text: str) -> None:
+        """The queue took this text as `prompt_id` (the app says so as it submits)."""
+        self._questions[prompt_id] = text
 
-    def poll(self) -> None:
-        hub = self.hub
-        if hub is None or hub.version == self._version:
-            return
-        self._version = hub.version
-        tail = hub.tail(MVP_WORKER_WEIGHTS, self._weights_position)
-        for frame in tail.frames:
-            record = parse_record(frame.payload)
-            if record_type(record) == WEIGHTS_LOADED:
-                model = record.get("model_id")
-                self.set_ready(model if isinstance(model, str) else None)
-        if tail.last_position >= 0:
-            self._weights_position = tail.last_position
+    # -- the engine port's facts ---------------------------------------------------------
+    @on(NodeServing)
+    def _serving(self, message: NodeServing) -> None:
+        self.handle_event(message.event)
+        self.set_ready(message.event.model_id)
+
+    @on(PromptStep)
+    def _step(self, message: PromptStep) -> None:
+        self.handle_event(message.event)
+
+    @on(TokensPending)
+    def _tokens(self, message: TokensPending) -> None:
+        self.token_batches += 1
+        for delta in message.take(message.prompt_id):
+            self._delta(delta)
 
     def handle_event(self, event: EngineEvent) -> None:
         if isinstance(event, TextDelta):
@@ -223,14 +222,10 @@ class PromptPane(Pane):
 
     # -- prompt life ---------------------------------------------------------------------
     def _queued(self, event: PromptQueued) -> None:
-        if event.source is PromptSource.PANE and self._sent:
-            self._questions[event.prompt_id] = self._sent.popleft()
-        else:
+        if event.prompt_id not in self._questions or event.source is not PromptSource.PANE:
             via = " via the prompt RPC" if event.source is PromptSource.RPC else ""
             self._questions[event.prompt_id] = f"(a {event.text_chars}-char prompt{via})"
         self.waiting.add(event.prompt_id)
-        if not self.ready:
-            self.set_ready()
         self._show_stats()
 
     def _started(self, event: PromptStarted) -> None:
@@ -340,7 +335,6 @@ class PromptPane(Pane):
         if not text:
             return
         self.history.add(text)
-        self._sent.append(text)
         self.input.value = ""
         self.post_message(self.PromptSubmitted(text))
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.frame import Frame, StreamId
+from mvp_tui.errors import UserError
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import WalkResult
@@ -54,8 +55,9 @@ class Pins(Protocol):
     def get(self, lease_key: str) -> str | None: ...
 
 
-class ClusterFailed(Exception):
-    """A worker could not be leased or brought up; names the worker."""
+class ClusterFailed(UserError):
+    """A worker could not be leased or brought up; names the worker (a user's error: its
+    text is the run's reason, as it is)."""
 
 
 @dataclass(frozen=True, slots=True)

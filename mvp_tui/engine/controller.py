@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mvp_tui.config import ConfigError
 from mvp_tui.engine.attempt_walk import AttemptWalk
 from mvp_tui.engine.events import NodeReplacing, RunStateChanged
 from mvp_tui.engine.failures import AttemptFailed, FailureScope, NodeStoppedItself, Stage
@@ -27,8 +26,7 @@ from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.errors import UserError
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease
-from mvp_tui.providers.base import Offer, ProviderError
-from mvp_tui.ssh.errors import SshError
+from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import one_line_ascii
 
 
@@ -104,8 +102,6 @@ class RunAborted(RunFailed):
         self.reason = reason
         self.result = result
 
-
-RUN_ERRORS = (RunFailed, ProviderError, SshError, ConfigError, OSError, ValueError)
 
 
 class RunController:
@@ -201,7 +197,7 @@ class RunController:
                 f"[state] dir = {str(self.engine.config.state_dir)!r} must take the records "
                 "written before every create; free space or fix it, then `mvp-tui ls`"
             )
-        elif isinstance(error, RUN_ERRORS):
+        elif isinstance(error, OSError):  # worded by the OS: the path and what went wrong
             text = str(error)
         else:
             text = f"unexpected {type(error).__name__}: {error}"

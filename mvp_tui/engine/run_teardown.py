@@ -90,11 +90,3 @@ class TeardownPhase(ServePhase):
             return []
         record = self.store.load(self.run_id)
         return [LeaseRef(self.run_id, x.provider_id, x.label) for x in record.open_leases()]
-
-    async def shutdown(self) -> bool:
-        """Every teardown step in turn (for callers without a controller): True only when
-        the provider confirms nothing of this run bills any more."""
-        await self.close_rpc()
-        await self.close_prompts()
-        await self.close_session()
-        return (await self.destroy_leases()).ok

@@ -5,17 +5,36 @@ their order as runs of one provider (`[v1, v2, l1, v3]`: vastai (v1, v2), local 
 vastai (v3)); each run by an engine of that provider. When one gives no serving node and
 nothing of it bills, the next provider's offers are tried. The dashboard and headless mode
 both drive a `RunSession`; neither swaps engines by hand.
+
+The dashboard talks to the run only through this object (its typed methods and properties
+below: what the App needs, nothing more); it never reaches into the engine, its controller
+or its provider.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from mvp_tui.config import ConfigError
-from mvp_tui.engine.controller import Plan, PlanEnd, RunAborted, RunController
+from mvp_tui.config.sections.prompt import PromptSection
+from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.controller import (
+    Plan,
+    PlanEnd,
+    RunAborted,
+    RunController,
+    RunState,
+    StopResult,
+)
 from mvp_tui.engine.failures import RunFailed
+from mvp_tui.engine.limits import Limits
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine
+from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.providers.base import Offer
+from mvp_tui.secrets import Redactor
 
 EngineFactory = Callable[[str], RunEngine]
 # (provider that gave nothing, the provider tried next, why): said to the user.
@@ -110,3 +129,117 @@ class RunSession:
                 if on_fallback is not None and following is not None:
                     on_fallback(kind, following, aborted.reason)
         raise RunFailed("no provider's offers gave a serving node")  # not reached
+
+    # -- what the dashboard reads ---------------------------------------------------------
+    @property
+    def provider_name(self) -> str:
+        """The provider being walked (`vastai`, `local`, …)."""
+        return self.engine.provider.info.name
+
+    @property
+    def provider_bills(self) -> bool:
+        return self.engine.provider.info.billing
+
+    @property
+    def provider_ssh(self) -> bool:
+        return self.engine.provider.info.ssh
+
+    @property
+    def run_id(self) -> str:
+        return self.engine.run_id
+
+    @property
+    def hub(self) -> ChannelHub:
+        return self.engine.hub
+
+    @property
+    def redactor(self) -> Redactor:
+        return self.engine.redactor
+
+    @property
+    def limits(self) -> Limits:
+        return self.engine.settings.limits
+
+    @property
+    def prompt_settings(self) -> PromptSection:
+        return self.engine.settings.prompt
+
+    @property
+    def busy(self) -> bool:
+        """A lease is being made, brought up or torn down."""
+        return self.controller.busy
+
+    @property
+    def closed(self) -> bool:
+        """The run is ending: no new lease."""
+        return self.controller.closed
+
+    @property
+    def tearing_down(self) -> bool:
+        return self.controller.state is RunState.TEARING_DOWN
+
+    @property
+    def holds_lease(self) -> bool:
+        return self.controller.holds_lease
+
+    @property
+    def stopped(self) -> StopResult | None:
+        """The last stop's result (None: not stopped since the last lease)."""
+        return self.controller.result
+
+    @property
+    def endpoint(self) -> EndpointRecord | None:
+        """The run's OpenAI endpoint while its node serves, else None."""
+        endpoint = self.engine.endpoint
+        return endpoint if endpoint is not None and endpoint.serving else None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.engine.store.run_dir(self.engine.run_id)
+
+    # -- what the dashboard asks ----------------------------------------------------------
+    def started(self) -> None:
+        self.engine.started()
+
+    async def search_offers(self) -> list[Offer]:
+        return await self.engine.search_offers()
+
+    async def model_need(self) -> ModelNeed:
+        return await self.engine.model_need()
+
+    async def earlier_leases(self) -> list[OpenLease]:
+        return await self.engine.earlier_leases()
+
+    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
+        return await self.engine.down_earlier(run_ids)
+
+    async def reattach(self, earlier: OpenLease, plan: Plan) -> PlanEnd:
+        return await self.controller.reattach(earlier, plan)
+
+    async def current_price(self, provider_id: str) -> float | None:
+        """The $/h the provider quotes now for one of this run's leases (None: unpriced)."""
+        status = await self.engine.provider.get(provider_id)
+        return status.price_per_hour
+
+    def submit(self, text: str) -> int | None:
+        """Queue a prompt from the pane; its id, or None when the node does not serve yet
+        (the queue exists once it does)."""
+        prompts = self.engine.prompts
+        if prompts is None:
+            return None
+        return prompts.submit(text, self.engine.settings.prompt.max_tokens)
+
+    def cancel_prompt(self) -> None:
+        if self.engine.prompts is not None:
+            self.engine.prompts.cancel()
+
+    async def postpone_idle_stop(self) -> bool:
+        return await self.engine.postpone_idle_stop()
+
+    async def stop(
+        self, *, destroy: bool = True, final: bool = False, reason: str = ""
+    ) -> StopResult:
+        return await self.controller.stop(destroy=destroy, final=final, reason=reason)
+
+    async def aclose(self) -> None:
+        await self.engine.aclose()

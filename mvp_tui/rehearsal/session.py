@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mvp_tui.config import Config
 from mvp_tui.engine.run import RunEngine
+from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.vastai import VastAiProvider
@@ -20,7 +21,6 @@ from mvp_tui.rehearsal.faults import FaultSet, stock_market
 from mvp_tui.rehearsal.provider import RehearsalProvider
 from mvp_tui.rehearsal.vastai_server import FakeVast
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import ForwardingSink
 
 LABEL = "rehearsal"
 
@@ -82,7 +82,7 @@ def build(
         settings = rehearsal_config(config, model)
         provider = RehearsalProvider(market=VastAiProvider(api_key=market.api_key,
                                                            api_url=market.url))  # fmt: skip
-        sink = ForwardingSink()
+        sink = UiPort()
 
         def both(event: EngineEvent) -> None:
             sink(event)

@@ -1,25 +1,24 @@
 """The one full-screen dashboard: five panes, a status bar and a footer of keys.
 
-The app drives a `RunEngine` through workers in the "engine" group and hears from it only
-through engine events (turned into `EngineMessage`s), which it hands to every pane.
+The app talks to the run only through its `RunSession` (engine/session.py) and hears from it
+only through the engine port: each engine event becomes a typed fact posted to the pane that
+owns it (engine/ui_port.py, tui/engine_port.py, widgets/facts.py); lease facts and a few
+others bubble on to the app. The board's background work is tui/board_wiring.py, every way
+out tui/exit_path.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, ClassVar
 
-from rich.console import RenderableType
-from textual import events, on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual import events, on
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.driver import Driver
-from textual.drivers.linux_driver import LinuxDriver
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
@@ -27,42 +26,37 @@ from textual.worker import Worker, WorkerState
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.toml_file import write_key
 from mvp_tui.datastream.hub import ChannelHub
-from mvp_tui.engine.controller import (
-    Plan,
-    PlanEnd,
-    RunAborted,
-    RunController,
-    RunState,
-    StopResult,
-)
+from mvp_tui.engine.controller import Plan, PlanEnd, RunAborted, RunController, RunState, StopResult
 from mvp_tui.engine.endpoint_words import endpoint_warnings, idle_stop_line
-from mvp_tui.engine.events import EndpointReady, IdleStopNotice, NodeReady, RunStateChanged
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
 from mvp_tui.engine.limits import Limits
-from mvp_tui.engine.model_fit import ModelNeed
-from mvp_tui.engine.run import RunEngine, RunFailed
+from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.session import RunSession
+from mvp_tui.engine.ui_port import UiPort
+from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent
 from mvp_tui.keymap import APP_BINDINGS, KeyBinding
-from mvp_tui.lease.events import AttemptAnswered
+from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.lease.restart import OpenLease
-from mvp_tui.providers.base import Offer, Outcome, ProviderError
-from mvp_tui.ssh.errors import SshError
+from mvp_tui.providers.base import Offer
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
+from mvp_tui.tui.board_wiring import WORK_GROUPS, BoardWiring
 from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
-from mvp_tui.tui.engine_port import EngineMessage, ForwardingSink
+from mvp_tui.tui.engine_port import PaneRoutes
+from mvp_tui.tui.exit_path import EXIT_SIGNALS, ExitPath
 from mvp_tui.tui.first_paint import KeysFooter
 from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.live_leases import LiveLeases
-from mvp_tui.tui.offer_board import BOARD_PROVIDERS, BoardResult, OfferBoard
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
 from mvp_tui.tui.receipts import LeaseReceipts
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
-from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
+from mvp_tui.widgets.facts import LeaseChanged, NodeServing, OfferGone, RunChanged
 from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
@@ -75,11 +69,6 @@ from mvp_tui.widgets.status_bar import RunSummary, StatusBar
 
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
 PANE_ORDER = ("offers-pane", "bootstrap-pane", "leases-pane", "channels-pane", "prompt-pane")
-ENGINE_ERRORS = (RunFailed, ProviderError, SshError, OSError)
-# A closed terminal (SIGHUP) or a kill (SIGTERM): nobody can be asked, so the run is stopped
-# with its leases destroyed, confirmed, before the app exits.
-EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-NEED_READ_DELAY_S = 0.5
 
 
 def _binding(spec: KeyBinding) -> Binding:
@@ -90,7 +79,7 @@ def _binding(spec: KeyBinding) -> Binding:
     )
 
 
-class MvpApp(App[int]):
+class MvpApp(BoardWiring, ExitPath):
     """The dashboard. Without an engine it is the bare shell (tests, `--help` screenshots)."""
 
     CSS_PATH = str(APP_CSS_PATH)
@@ -103,7 +92,7 @@ class MvpApp(App[int]):
         *,
         clock: Callable[[], datetime] = datetime.now,
         engine: RunEngine | None = None,
-        sink: ForwardingSink | None = None,
+        sink: UiPort | None = None,
         hub: ChannelHub | None = None,
         replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
@@ -125,15 +114,18 @@ class MvpApp(App[int]):
         )
         self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
-        self._sink = sink
+        # The engine's sink (the run's events come through it); the bare shell and a replay
+        # have their own, for the events they are shown.
+        self.port = sink if sink is not None else UiPort()
         self._hub = hub  # a replay's (no engine)
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
         # The run's typed settings: the engine's (built once from this config), else these.
-        self._limits = engine.settings.limits if engine is not None else Limits.from_config(config)
+        session = self.session
+        self._limits = session.limits if session is not None else Limits.from_config(config)
         self._prompt_settings = (
-            engine.settings.prompt if engine is not None else config.settings.prompt
+            session.prompt_settings if session is not None else config.settings.prompt
         )
         theme_name = config.settings.ui.theme
         if theme_name not in self.available_themes:
@@ -148,13 +140,13 @@ class MvpApp(App[int]):
         self.board = (
             OfferBoard(
                 config,
-                own=lambda: self._engine().provider.info.name,
-                search_own=lambda: self._engine().search_offers(),
-                redactor=engine.redactor,
+                own=lambda: self._session().provider_name,
+                search_own=lambda: self._session().search_offers(),
+                redactor=session.redactor,
                 kinds=board_kinds,
-                read_need=lambda: self._engine().model_need(),
+                read_need=lambda: self._session().model_need(),
             )
-            if engine is not None
+            if session is not None
             else None
         )
         self.leases = LiveLeases()
@@ -162,15 +154,9 @@ class MvpApp(App[int]):
         self.layout = SoloLayout()  # which pane has the screen: zoomed, or a small terminal's
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
-        self._quitting = False
         # Where focus was when Enter asked for a lease: unmoved by the time the engine is
         # ready, it goes to the prompt box (the next thing to do).
         self._focus_at_lease: Widget | None = None
-        self._exit_cleared = False  # set only on the paths that stopped the run first
-        self._need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
-        # The first full frame is written (tui/first_paint.py); a need read asked before waits.
-        self._first_frame, self._need_read_waits = False, False
-        self._board_result: BoardResult | None = None  # the last search's (its notes, memory)
         self.web_opener: Opener = default_opener  # tests record the URL instead
         self._idle_warned = False  # the node's idle stop warned: the next key postpones it
 
@@ -185,12 +171,7 @@ class MvpApp(App[int]):
 
     @property
     def hub(self) -> ChannelHub | None:
-        return self.session.engine.hub if self.session is not None else self._hub
-
-    @property
-    def replaced_engines(self) -> list[RunEngine]:
-        """Engines of providers walked before (closed; their records are checked at exit)."""
-        return self.session.retired if self.session is not None else []
+        return self.session.hub if self.session is not None else self._hub
 
     @property
     def live_leases(self) -> int:
@@ -207,9 +188,9 @@ class MvpApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
-        engine = self.engine
+        session = self.session
         yield OffersPane(
-            provider=engine.provider.info.name if engine is not None else self.config.provider,
+            provider=session.provider_name if session is not None else self.config.provider,
             max_attempts=self.config.settings.lease.max_attempts,
             clock=self._wall,
         )
@@ -224,10 +205,10 @@ class MvpApp(App[int]):
         self._update_summary()
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self.query_one("#offers-pane", Pane).focus()
+        self.port.connect(PaneRoutes(self, self.port))
         if self.hub is not None:
             self.query_one(BootstrapPane).attach_hub(self.hub)
             self.query_one(ChannelsPane).attach_hub(self.hub)
-            self.query_one(PromptPane).attach_hub(self.hub)
         if self.replay is not None:
             for pane in self.query(Pane):
                 pane.read_only = True
@@ -235,9 +216,7 @@ class MvpApp(App[int]):
             self.set_interval(0.25, self._update_summary)
             self.set_interval(0.25, self._replay_events)
             self.run_worker(self.replay.feed(), name="replay", group="replay")
-        if self.engine is not None:
-            if self._sink is not None:
-                self._sink.connect(self._post_engine_event)
+        if self.session is not None:
             self.set_interval(1.0, self._update_summary)
             refresh = self.config.settings.ui.offers_refresh_secs
             if refresh:  # 0 or unset: never (r still searches)
@@ -247,80 +226,82 @@ class MvpApp(App[int]):
             for sig in EXIT_SIGNALS:
                 loop.add_signal_handler(sig, self._on_signal, sig)
 
-    def _post_engine_event(self, event: EngineEvent) -> None:
-        self.post_message(EngineMessage(event))
+    def route(self, event: EngineEvent) -> None:
+        """One engine event into the port, as the engine's sink hands it (tests, replay)."""
+        self.port(event)
 
-    def _engine(self) -> RunEngine:
-        assert self.engine is not None, "no engine: the bare shell or a replay"
-        return self.engine
+    def _session(self) -> RunSession:
+        assert self.session is not None, "no engine: the bare shell or a replay"
+        return self.session
 
     async def on_unmount(self) -> None:
         if self.board is not None:
             await self.board.aclose()
-        if self.engine is None:
+        session = self.session
+        if session is None:
             return
         loop = asyncio.get_running_loop()
         for sig in EXIT_SIGNALS:
             loop.remove_signal_handler(sig)
-        controller = self.controller
-        if controller is not None and controller.result is None and controller.holds_lease:
+        if session.stopped is None and session.holds_lease:
             # The app is going away without having stopped the run (a crash, a test's
             # shutdown): nothing may be left billing behind it.
-            await controller.stop(final=True, reason="the dashboard closed")
-        await self.engine.aclose()
+            await session.stop(final=True, reason="the dashboard closed")
+        await session.aclose()
 
-    # -- engine events ---------------------------------------------------------------------
-    @on(EngineMessage)
-    def _on_engine_event(self, message: EngineMessage) -> None:
+    # -- the engine port's facts that bubble on to the app ---------------------------------
+    @on(LeaseChanged)
+    def _lease_changed(self, message: LeaseChanged) -> None:
+        """The status bar's money and the exit receipt, from the Leases pane's own facts."""
         event = message.event
-        for pane in self.query(Pane):
-            pane.handle_event(event)
         self.leases.handle(event)
-        self.receipts.handle(event, self.engine.provider.info.name if self.engine else "")
-        if isinstance(event, NodeReady):
-            for prompt in self.query(PromptPane):
-                prompt.set_ready(event.model_id)
-            self._focus_prompt_if_unmoved()
-        if isinstance(event, EndpointReady | IdleStopNotice):
-            self._say_endpoint(event)
-        if isinstance(event, AttemptAnswered) and event.outcome == Outcome.UNAVAILABLE.value:
-            # Marked gone at once by the pane; the board is re-read behind the walk.
-            self.action_search_offers(quiet=True)
-        if isinstance(event, RunStateChanged):  # a small terminal shows what this moment needs
-            self.layout.follow(RunState(event.state))
-            self._apply_layout()
+        self.receipts.handle(event, self.session.provider_name if self.session else "")
         self._update_summary()
 
-    def _focus_prompt_if_unmoved(self) -> None:
+    @on(NodeServing)
+    def _node_serving(self) -> None:
+        # The prompt box has just opened: focus goes to it, unless the user moved it since.
         before, self._focus_at_lease = self._focus_at_lease, None
         if before is not None and self.focused is before and self.screen is self.screen_stack[0]:
             self.query_one(PromptPane).focus()
 
+    @on(OfferGone)
+    def _offer_gone(self) -> None:
+        # Marked gone at once by the pane; the board is re-read behind the walk.
+        self.action_search_offers()
+
+    @on(RunChanged)
+    def _run_changed(self, message: RunChanged) -> None:
+        event = message.event
+        if isinstance(event, EndpointReady | IdleStopNotice):
+            self._say_endpoint(event)
+        if isinstance(event, RunStateChanged):  # a small terminal shows what this moment needs
+            self.layout.follow(RunState(event.state))
+            self._apply_layout()
+        self.refresh_bindings()
+
     def _replay_events(self) -> None:
-        """A replay's lease and prompt steps, read back from the archive, to every pane."""
+        """A replay's steps, read back from the archive, through the same port."""
         if self.hub is None or self._archive_events is None:
             return
         restarted, events = self._archive_events.poll(self.hub)
         if restarted:
             self.query_one(LeasesPane).reset()
         for event in events:
-            for pane in self.query(Pane):
-                pane.handle_event(event)
-            if isinstance(event, NodeReady):
-                self.query_one(PromptPane).set_ready(event.model_id)
+            self.port(event)
 
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
             return
-        engine = self.engine
+        session = self.session
         now = self._wall()
         if self.replay is not None:
             self.query_one(StatusBar).summary = RunSummary(replay=self.replay.describe())
             self.refresh_bindings()
             return
         self.query_one(StatusBar).summary = RunSummary(
-            run_id=engine.run_id if engine is not None else self.config.settings.runtime.run_id,
-            provider=engine.provider.info.name if engine is not None else self.config.provider,
+            run_id=session.run_id if session is not None else self.config.settings.runtime.run_id,
+            provider=session.provider_name if session is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
             price_per_hour=self.leases.price_per_hour(),
@@ -344,13 +325,13 @@ class MvpApp(App[int]):
         return self.run_worker(work, name=name, group="engine", exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        # One place for engine failures: say what failed and the fix, never a traceback.
+        # One place for the run's failures: say what failed and the fix, never a traceback.
         worker = event.worker
-        if worker.group != "engine" or event.state is not WorkerState.ERROR:
+        if worker.group not in WORK_GROUPS or event.state is not WorkerState.ERROR:
             return
         error = worker.error
-        if isinstance(error, ENGINE_ERRORS):
-            text = self.engine.redactor(str(error)) if self.engine else str(error)
+        if isinstance(error, UserError):
+            text = self.session.redactor(str(error)) if self.session else str(error)
         else:
             text = f"unexpected {type(error).__name__}: {error}"
         self.notify(clean_line(text, 600), title=f"{worker.name} failed", severity="error",
@@ -359,36 +340,34 @@ class MvpApp(App[int]):
     @property
     def _busy(self) -> bool:
         """A lease is being made, brought up or torn down."""
-        return self.controller is not None and self.controller.busy
+        return self.session is not None and self.session.busy
 
     async def _start(self) -> None:
-        assert self.engine is not None
-        self.engine.started()
+        self._session().started()
         await self._offer_earlier_leases()
         await self._search()
 
     async def _offer_earlier_leases(self) -> None:
         """Restart safety: leases recorded by earlier runs that still exist are shown at
         once, to tear down, re-attach, or keep (never forgotten, never silent)."""
-        engine = self.engine
-        assert engine is not None
-        earlier = await engine.earlier_leases()
+        session = self._session()
+        earlier = await session.earlier_leases()
         if not earlier:
             return
         screen = self.earlier_leases_screen(earlier, can_attach=self._can_attach(earlier))
         choice = await self.push_screen_wait(screen)
         if choice == "teardown":
-            report = await engine.down_earlier([o.run_id for o in earlier])
+            report = await session.down_earlier([o.run_id for o in earlier])
             if not report.ok:
                 self.notify("some earlier leases are NOT confirmed gone; see `mvp-tui ls`",
                             severity="error", timeout=30, markup=False)  # fmt: skip
         elif choice == "reattach":
-            self._run(self._serve(lambda c: c.reattach(earlier[0], self._plan())), "re-attach")
+            self._run(self._serve(lambda: session.reattach(earlier[0], self._plan())), "re-attach")
 
     def _can_attach(self, earlier: list[OpenLease]) -> bool:
-        engine = self.engine
+        session = self.session
         return (
-            engine is not None and len(earlier) == 1 and engine.provider.info.ssh
+            session is not None and len(earlier) == 1 and session.provider_ssh
             and earlier[0].exists is True and earlier[0].lease.ssh is not None
         )  # fmt: skip
 
@@ -414,112 +393,10 @@ class MvpApp(App[int]):
             cancel_value="keep",
         )
 
-    async def _search(self) -> None:
-        """Every provider on the board at once; one that fails keeps its last rows and says
-        why in the pane's footer, the others' offers are fresh."""
-        assert self.board is not None
-        result = await self.board.search()
-        pane = self.query_one(OffersPane)
-        show_unfit = self.config.settings.offers.show_unfit
-        pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
-                           outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
-        pane.set_notes(result.notes)
-        self._check_stock(result.offers, result.answered)
-        self._board_result = result
-        if self._need is None:
-            # The model's size, read once the board is on screen: the read loads the HTTP
-            # client, and a terminal's first frame (written by the driver's thread) comes first.
-            self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
-
-    def on_keys_footer_keys_shown(self) -> None:
-        """The first full frame went to the terminal: the model-size read may load its HTTP
-        client after the delay (a loaded machine paints seconds after the search answers)."""
-        self._first_frame = True
-        if self._need_read_waits:
-            self.set_timer(NEED_READ_DELAY_S, self._start_need_read)
-
-    def _start_need_read(self) -> None:
-        if not self._first_frame:
-            self._need_read_waits = True
-            return
-        if not any(w.name == "model size" and not w.is_finished for w in self.workers):
-            self._run(self._read_need(), "model size")
-
-    async def _read_need(self) -> None:
-        """The model's VRAM need (a file or the hub): the board's fit column fills in."""
-        assert self.board is not None
-        self._need, why = await self.board.model_need()
-        result, pane = self._board_result, self.query_one(OffersPane)
-        if result is None:
-            return
-        pane.need = self._need.describe() if self._need is not None else ""
-        pane.set_outlook(result.outlook(self._need),
-                         show_unfit=self.config.settings.offers.show_unfit)  # fmt: skip
-        pane.need_note = why  # `i` says why fit reads "?" (the footer is the providers')
-
-    def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
-        """A live lease whose GPU type its provider no longer offers (a re-lease would find
-        none): a badge on its row and one toast."""
-        own = self._engine().provider.info.name
-        if own not in answered:
-            return  # no fresh word from the lease's provider
-        listed = {o.gpu_name for o in offers if o.provider == own}
-        leases = self.query_one(LeasesPane)
-        for provider_id in self.leases.ids():
-            view = leases.model.leases.get(provider_id)
-            if view is None or not view.gpu:
-                continue
-            if leases.set_in_stock(provider_id, view.gpu in listed):
-                self.notify(
-                    f"{clean_line(view.gpu, 40)} is out of stock on {own}: a re-lease of "
-                    f"lease {clean_line(provider_id, 40)} would find none",
-                    title="out of stock",
-                    severity="warning",
-                    timeout=15,
-                    markup=False,
-                )
-
-    def _refresh(self) -> None:
-        """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
-        lease's current $/h asked of its provider."""
-        self.action_search_offers(quiet=True)
-        if self.leases.ids() and not any(w.name == "price check" and not w.is_finished
-                                         for w in self.workers):  # fmt: skip
-            self._run(self._check_prices(), "price check")
-
-    async def _check_prices(self) -> None:
-        """A lease whose provider now quotes more than it was leased at: a badge on its row
-        and one toast (per new price)."""
-        engine = self._engine()
-        for provider_id in self.leases.ids():
-            leased_at = self.leases.price_of(provider_id)
-            status = await engine.provider.get(provider_id)
-            now = status.price_per_hour
-            if leased_at is None or now is None:
-                continue
-            if self.query_one(LeasesPane).set_current_price(provider_id, now, leased_at):
-                self.notify(
-                    f"lease {clean_line(provider_id, 40)} now costs ${now:.3f}/h "
-                    f"(leased at ${leased_at:.3f}/h)",
-                    title="price rise",
-                    severity="warning",
-                    timeout=15,
-                    markup=False,
-                )
-
-    def action_search_offers(self, quiet: bool = False) -> None:
-        if self.board is None:  # the bare shell or a replay: no provider to ask
-            return
-        if quiet and any(
-            w.name == "offer search" and not w.is_finished for w in self.workers
-        ):
-            return  # one background refresh at a time
-        self._run(self._search(), "offer search")
-
     @on(OffersPane.LeaseRequested)
     def _lease_requested(self, message: OffersPane.LeaseRequested) -> None:
-        controller = self.controller
-        if controller is None or controller.closed or self._busy or self.live_leases:
+        session = self.session
+        if session is None or session.closed or self._busy or self.live_leases:
             self.notify(
                 "a lease is already running or in progress", severity="warning", markup=False
             )
@@ -538,8 +415,8 @@ class MvpApp(App[int]):
     def _leasable(self, offers: tuple[Offer, ...]) -> tuple[Offer, ...]:
         """The offers this dashboard can lease: all of them when it can start an engine for
         another provider, else the run's own provider's (and it says why the rest are not)."""
-        own = self._engine().provider.info.name
-        if self.session is not None and self.session.can_switch:
+        own = self._session().provider_name
+        if self._session().can_switch:
             return offers
         kept = tuple(o for o in offers if o.provider == own)
         others = sorted({o.provider for o in offers} - {own})
@@ -553,9 +430,9 @@ class MvpApp(App[int]):
         return kept
 
     def _bills(self, kind: str) -> bool:
-        engine = self._engine()
-        if kind == engine.provider.info.name:
-            return engine.provider.info.billing
+        session = self._session()
+        if kind == session.provider_name:
+            return session.provider_bills
         return self.board.info_billing(kind) if self.board is not None else True
 
     def lease_confirm_screen(self, offers: tuple[Offer, ...]) -> LeaseConfirmScreen:
@@ -577,17 +454,16 @@ class MvpApp(App[int]):
         )
 
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
-        if self.controller is None or self.controller.closed:
+        if self.session is None or self.session.closed:
             return
         self._run(self._walk_providers(offers), "lease")
 
     async def _walk_providers(self, offers: tuple[Offer, ...]) -> None:
         """The offers in their order, across providers (the session walks them: an engine
         per provider, the next provider's offers when one gave nothing)."""
-        session = self.session
-        assert session is not None
+        session = self._session()
         await self._serve(
-            lambda _: session.lease_and_serve(offers, self._plan(), on_fallback=self._fallback)
+            lambda: session.lease_and_serve(offers, self._plan(), on_fallback=self._fallback)
         )
 
     def _fallback(self, kind: str, following: str, reason: str) -> None:
@@ -596,24 +472,22 @@ class MvpApp(App[int]):
 
     def _engine_changed(self, fresh: RunEngine) -> None:
         """A fresh engine of another provider: its channels shown, its limits read."""
-        self._limits = fresh.settings.limits
+        session = self._session()
+        self._limits = session.limits
         for pane in (self.query_one(BootstrapPane), self.query_one(ChannelsPane)):
-            pane.attach_hub(fresh.hub)
-        self.query_one(PromptPane).attach_hub(fresh.hub)
+            pane.attach_hub(session.hub)
         self._update_summary()
 
-    async def _serve(self, lifecycle: Callable[[RunController], Awaitable[PlanEnd]]) -> None:
-        """A lease (new or re-attached) from the walk to serving, owned by the controller:
+    async def _serve(self, lifecycle: Callable[[], Awaitable[PlanEnd]]) -> None:
+        """A lease (new or re-attached) from the walk to serving, owned by the session:
         a failure tears it down (confirmed) and says why; a stop just ends it."""
-        controller = self.controller
-        assert controller is not None
         try:
-            await lifecycle(controller)
+            await lifecycle()
         except RunAborted as aborted:
             self.notify(clean_line(aborted.reason, 600), title="the run stopped",
                         severity="error", timeout=15, markup=False)  # fmt: skip
             self._say_left(aborted.result)
-        except (RunFailed, ConfigError) as exc:  # nothing was leased: say why
+        except UserError as exc:  # nothing was leased (RunFailed, ConfigError): say why
             self.notify(clean_line(str(exc), 600), title="cannot lease", severity="error",
                         timeout=15, markup=False)  # fmt: skip
         self._update_summary()
@@ -625,25 +499,25 @@ class MvpApp(App[int]):
 
     @on(PromptPane.PromptSubmitted)
     def _prompt(self, message: PromptPane.PromptSubmitted) -> None:
-        prompts = self.engine.prompts if self.engine is not None else None
-        if prompts is None:
+        prompt_id = self.session.submit(message.text) if self.session is not None else None
+        if prompt_id is None:  # refused: nothing of it stays in the pane
             self.notify("the node is not serving yet", severity="warning", markup=False)
             return
-        prompts.submit(message.text, self._prompt_settings.max_tokens)
+        self.query_one(PromptPane).asked(prompt_id, message.text)
 
     @on(PromptPane.PromptCancelRequested)
     def _cancel_prompt(self) -> None:
-        if self.engine is not None and self.engine.prompts is not None:
-            self.engine.prompts.cancel()
+        if self.session is not None:
+            self.session.cancel_prompt()
 
     @on(LeasesPane.TeardownRequested)
     def _teardown_requested(self, message: LeasesPane.TeardownRequested) -> None:
         self._run(self._teardown(), "teardown")
 
     async def _teardown(self) -> None:
-        if self.controller is None:
+        if self.session is None:
             return
-        result = await self.controller.stop(reason="teardown requested")
+        result = await self.session.stop(reason="teardown requested")
         self._say_left(result)
         self._update_summary()
 
@@ -721,10 +595,8 @@ class MvpApp(App[int]):
         else:
             self.notify(said, title="idle stop", timeout=5.0, markup=False)
 
-    def _serving_endpoint(self) -> Any:
-        engine = self.engine
-        endpoint = engine.endpoint if engine is not None else None
-        return endpoint if endpoint is not None and endpoint.serving else None
+    def _serving_endpoint(self) -> EndpointRecord | None:
+        return self.session.endpoint if self.session is not None else None
 
     def action_copy_endpoint(self) -> None:
         endpoint = self._serving_endpoint()
@@ -736,12 +608,12 @@ class MvpApp(App[int]):
                     title="endpoint", markup=False)  # fmt: skip
 
     def action_open_web_ui(self) -> None:
-        endpoint, engine = self._serving_endpoint(), self.engine
-        if endpoint is None or engine is None:
+        endpoint, session = self._serving_endpoint(), self.session
+        if endpoint is None or session is None:
             self.notify("the node is not serving yet", severity="warning", markup=False)
             return
         try:
-            url = web_ui_url(endpoint, engine.store.run_dir(engine.run_id))
+            url = web_ui_url(endpoint, session.run_dir)
         except (OSError, ValueError) as exc:
             self.notify(clean_line(str(exc), 300), title="web UI", severity="error",
                         markup=False)  # fmt: skip
@@ -752,10 +624,10 @@ class MvpApp(App[int]):
 
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""
-        engine = self.engine
-        if self._idle_warned and engine is not None:
+        session = self.session
+        if self._idle_warned and session is not None:
             self._idle_warned = False
-            self.run_worker(engine.postpone_idle_stop(), name="postpone idle stop",
+            self.run_worker(session.postpone_idle_stop(), name="postpone idle stop",
                             group="idle-stop", exit_on_error=False)  # fmt: skip
 
     # -- the command palette -------------------------------------------------------------
@@ -819,14 +691,14 @@ class MvpApp(App[int]):
         if self.replay is not None and action in {"search_offers", "filter", "teardown"}:
             return False  # read-only: hidden, not dimmed
         if action == "search_offers":
-            return True if self.engine is not None and not self._busy else None
+            return True if self.session is not None and not self._busy else None
         if action == "filter":
-            return True if self.engine is not None else None
+            return True if self.session is not None else None
         if action in {"copy_endpoint", "open_web_ui"}:
             return True if self._serving_endpoint() is not None else None
         if action == "teardown":
             # A lease being brought up can be torn down too; one already ending cannot.
-            ending = self.controller is not None and self.controller.state is RunState.TEARING_DOWN
+            ending = self.session is not None and self.session.tearing_down
             return True if self.live_leases and not ending else None
         return True
 
@@ -856,88 +728,6 @@ class MvpApp(App[int]):
 
     def action_toggle_theme(self) -> None:
         self.theme = "mvp-light" if self.theme == "mvp-dark" else "mvp-dark"
-
-    # -- every way out ------------------------------------------------------------------------
-    @property
-    def _holds_lease(self) -> bool:
-        if self.controller is not None:
-            return self.controller.holds_lease or bool(self.live_leases)
-        return bool(self.live_leases)
-
-    def exit(
-        self,
-        result: int | None = None,
-        return_code: int = 0,
-        message: RenderableType | None = None,
-    ) -> None:
-        """Every exit — ours, Textual's ctrl+q, the palette's Quit, `App.exit` from anywhere —
-        asks first while something may bill; only the answer's path really exits."""
-        if self._exit_cleared or not self._holds_lease:
-            super().exit(result, return_code, message)
-            return
-        self.action_quit_app()
-
-    async def action_quit(self) -> None:
-        """Textual's own quit (ctrl+q, the command palette's Quit): the same question as q."""
-        self.action_quit_app()
-
-    def _leave(self, return_code: int, message: str | None = None) -> None:
-        self._exit_cleared = True
-        super().exit(return_code, return_code, message)
-
-    def action_quit_app(self) -> None:
-        if not self._holds_lease:
-            self._leave(0)
-            return
-        if self._quitting:
-            return
-        self._quitting = True
-        what = f"{self.live_leases} lease(s)" if self.live_leases else "A lease in progress"
-        self.push_screen(
-            ConfirmScreen(
-                "Quit with leases live?",
-                f"{what} may be billing. Destroy them (confirmed by the provider), keep them "
-                "running (see `mvp-tui ls` / `mvp-tui down`), or cancel.",
-                [
-                    Choice("cancel", "Cancel"),
-                    Choice("keep", "Keep running", "warning"),
-                    Choice("destroy", "Destroy and quit", "error"),
-                ],
-                focus="destroy",
-                cancel_value="cancel",
-            ),
-            self._on_quit_choice,
-        )
-
-    def _on_quit_choice(self, choice: str | None) -> None:
-        self._quitting = False
-        if choice == "keep":
-            self._stop_and_exit(destroy=False, reason="quit, leases kept")
-        elif choice == "destroy":
-            self._stop_and_exit(destroy=True, reason="quit")
-
-    def _on_signal(self, sig: signal.Signals) -> None:
-        # Nobody can be asked (a closed terminal, a kill): destroy, confirmed, then exit.
-        if sig == signal.SIGHUP:
-            terminal_gone()  # no write to the dead terminal may hold up the exit
-        self._stop_and_exit(destroy=True, reason=f"{sig.name} received")
-
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver for this platform; on Linux the one that survives a hang-up."""
-        driver = super().get_driver_class()
-        return HangupSafeDriver if driver is LinuxDriver else driver
-
-    @work(group="engine", name="teardown on quit", exit_on_error=False)
-    async def _stop_and_exit(self, *, destroy: bool, reason: str) -> None:
-        controller = self.controller
-        if controller is None:  # the bare shell: nothing can bill
-            self._leave(0 if destroy else 3)
-            return
-        if destroy:
-            self.notify("tearing down before quitting…", timeout=60, markup=False)
-        # A walk in flight is cancelled by the stop: it destroys what it created, confirmed.
-        result = await controller.stop(destroy=destroy, final=True, reason=reason)
-        self._leave(result.exit_code)
 
     # -- config write-back -----------------------------------------------------------------
     def _persist_theme(self, theme: object) -> None:

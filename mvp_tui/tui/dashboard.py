@@ -22,11 +22,11 @@ def run_dashboard(
     """`wrap` adjusts the configuration of each provider's engine (the rehearsal's loopback
     marketplace); `header` labels the status bar (e.g. "rehearsal")."""
     from mvp_tui.engine.run import RunEngine
+    from mvp_tui.engine.ui_port import UiPort
     from mvp_tui.tui.app import MvpApp
-    from mvp_tui.tui.engine_port import ForwardingSink
     from mvp_tui.tui.last_resort import after_dashboard
 
-    sink = ForwardingSink()
+    sink = UiPort()
     engine = RunEngine(config, sink, environ=environ)
 
     def engine_for(kind: str) -> RunEngine:
@@ -38,16 +38,18 @@ def run_dashboard(
     finally:
         # Whatever ended the app (a crash, a dead terminal), its runs' leases are either
         # confirmed gone or named here with exit 3 (an engine the app replaced first).
-        final = app.engine or engine
-        stopped = app.controller is not None and app.controller.result is not None
+        session = app.session
+        final = session.engine if session is not None else engine
+        stopped = session is not None and session.stopped is not None
         said = app.receipts.named if stopped else frozenset()
         if stopped:  # the receipt is true only of a stop the app completed
             say_receipt(app.receipts.lines(time.time()))
         codes = [
             after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
-            for earlier in app.replaced_engines
+            for earlier in (session.retired if session is not None else [])
         ]
-        codes.append(after_dashboard(final.config, final.run_id, app.controller,
+        controller = session.controller if session is not None else None
+        codes.append(after_dashboard(final.config, final.run_id, controller,
                                      app.return_code, said=said))  # fmt: skip
     return max(codes)
 

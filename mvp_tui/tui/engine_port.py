@@ -1,42 +1,63 @@
-"""The one port between the run engine and the dashboard: engine events become messages.
+"""The dashboard's side of the engine port (`engine/ui_port.py`): each fact becomes a typed
+message (`widgets/facts.py`) posted to the pane that owns it, not to every pane.
 
-The engine runs on the app's loop (a worker), so its sink posts straight into the message
-queue; the app hands each event to every pane, which keeps what is for it.
+The engine runs on the app's loop (a worker), so the port posts straight into the panes'
+queues; tokens reach the Prompt pane as coalescing notices and are taken from the port's
+buffer in batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from textual.app import App
 
-from textual.message import Message
-
+from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
+from mvp_tui.widgets.bootstrap import BootstrapPane
+from mvp_tui.widgets.facts import (
+    BootstrapStep,
+    LeaseChanged,
+    NodeServing,
+    OfferGone,
+    PromptStep,
+    RunChanged,
+    TokensPending,
+)
+from mvp_tui.widgets.leases import LeasesPane
+from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.prompt import PromptPane
+
+__all__ = ["PaneRoutes", "UiPort"]
 
 
-class EngineMessage(Message):
-    """One engine event, delivered to the app."""
+class PaneRoutes:
+    """`UiFacts` for the composed dashboard: each fact to its pane (found once)."""
 
-    def __init__(self, event: EngineEvent) -> None:
-        super().__init__()
-        self.event = event
+    def __init__(self, app: App[int], port: UiPort) -> None:
+        self._app = app
+        self._port = port
+        self._offers = app.query_one(OffersPane)
+        self._bootstrap = app.query_one(BootstrapPane)
+        self._leases = app.query_one(LeasesPane)
+        self._prompt = app.query_one(PromptPane)
 
+    def offer_gone(self, offer_id: str) -> None:
+        self._offers.post_message(OfferGone(offer_id))
 
-class ForwardingSink:
-    """An EventSink that forwards to a target set later (the app, once it exists); events
-    emitted before that are kept and delivered first."""
+    def bootstrap_step(self, event: EngineEvent) -> None:
+        self._bootstrap.post_message(BootstrapStep(event))
 
-    def __init__(self) -> None:
-        self._target: Callable[[EngineEvent], None] | None = None
-        self._early: list[EngineEvent] = []
+    def lease_changed(self, event: EngineEvent) -> None:
+        self._leases.post_message(LeaseChanged(event))
 
-    def connect(self, target: Callable[[EngineEvent], None]) -> None:
-        self._target = target
-        early, self._early = self._early, []
-        for event in early:
-            target(event)
+    def node_ready(self, event: NodeReady) -> None:
+        self._prompt.post_message(NodeServing(event))
 
-    def __call__(self, event: EngineEvent) -> None:
-        if self._target is None:
-            self._early.append(event)
-        else:
-            self._target(event)
+    def prompt_step(self, event: EngineEvent) -> None:
+        self._prompt.post_message(PromptStep(event))
+
+    def tokens_pending(self, prompt_id: int) -> None:
+        self._prompt.post_message(TokensPending(prompt_id, self._port.take_tokens))
+
+    def run_changed(self, event: EngineEvent) -> None:
+        self._app.post_message(RunChanged(event))

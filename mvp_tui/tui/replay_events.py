@@ -1,10 +1,12 @@
 """A replay's engine events, read back from the archive's frames.
 
-A live run feeds the Leases and Prompt panes with engine events; an archive holds those
-steps as frames instead (the orchestrator's `mvp.orch.bootstrap` lease and teardown phases,
-its `create … on offer …: outcome` lines on the provider log channel, and `mvp.orch.prompt`
-records). This turns them back into the same events, so a replay fills every pane the
-archive has data for. Answer text is never archived: a replayed prompt says so.
+A live run's engine facts reach the panes as engine events through the engine port; an
+archive holds those steps as frames instead (the orchestrator's `mvp.orch.bootstrap` lease,
+SSH, host key, weights and teardown phases, its `create … on offer …: outcome` lines on the
+provider log channel, and `mvp.orch.prompt` records). This is the one adapter that turns
+them back into the same events, which then go through the same port (`engine/ui_port.py`),
+so a replay fills every pane the archive has data for, by the routes a live run takes.
+Answer text is never archived: a replayed prompt says so.
 
 Frame fields come from a file: only typed values are used, texts are cleaned by the panes.
 """
@@ -19,10 +21,11 @@ from typing import Any
 
 from mvp_tui.datastream import MVP_ORCH_BOOTSTRAP, ChannelHub
 from mvp_tui.datastream.channels import MVP_ORCH_PROMPT, NODE_LOG_PREFIX
-from mvp_tui.engine.events import NodeReady
+from mvp_tui.engine.events import NodeFailed, NodeReady
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt import events as prompt
+from mvp_tui.ssh import events as ssh
 
 NOT_ARCHIVED = "*(the answer's text is not archived; only its size and timings)*"
 _CREATE_LINE = re.compile(r"^create (\S+) on offer (\S+): ([a-z_]+)(?: \((.*)\))?$", re.S)
@@ -55,6 +58,8 @@ class _Walk:
     started_at: float = 0.0
     attempts: int = 0
     answered: set[str] = field(default_factory=set)
+    provider_id: str = ""
+    target: str = ""  # the SSH target its `ssh` phase named
 
 
 class ArchiveEvents:
@@ -130,6 +135,7 @@ class ArchiveEvents:
             )  # fmt: skip
             return [started]
         if phase == "provider_start" and status == "ready":
+            walk.provider_id = provider_id
             host, _, port = _str(detail.get("endpoint")).rpartition(":")
             out: list[EngineEvent] = []
             if walk.label not in walk.answered:
@@ -160,11 +166,36 @@ class ArchiveEvents:
             reason = _str(detail.get("error")) or _str(detail.get("reason"))
             return [lease.LeaseDeleteUnconfirmed(at=now, run_id=run, provider_id=provider_id,
                                                  reason=reason)]  # fmt: skip
+        if phase in ("ssh", "host_key") or status == "failed":
+            return self._node_phase(phase, status, detail, now)
         if phase == "weights_loaded" and status == "ready":
             return [NodeReady(at=now, run_id=run, model_id=_str(detail.get("model_id")),
                               engine=_str(detail.get("engine")),
                               local_url=_str(detail.get("local_url")),
                               load_ms=_int(detail.get("load_ms")) or None)]  # fmt: skip
+        return []
+
+    def _node_phase(
+        self, phase: str, status: str, detail: Mapping[str, Any], now: float
+    ) -> list[EngineEvent]:
+        """The node's bring-up as the engine told it: SSH connected, the agent's pid, the
+        host key, or why the node was given up."""
+        walk, key = self._walk, self._walk.provider_id
+        if phase == "ssh" and status == "started":
+            walk.target = _str(detail.get("target"))
+        elif phase == "ssh" and status == "ready":
+            connected = ssh.SshAttempt(at=now, lease_key=key, attempt=1, target=walk.target,
+                                       outcome=ssh.AttemptOutcome.CONNECTED)  # fmt: skip
+            pid = _int(detail.get("agent_pid"))
+            return [connected, ssh.AgentStarted(at=now, lease_key=key, pid=pid, remote_dir="",
+                                                resumed=detail.get("resumed") is True)]  # fmt: skip
+        elif phase == "host_key" and status == "ready":
+            return [ssh.HostKeyPinned(at=now, lease_key=key,
+                                      fingerprint=_str(detail.get("fingerprint")))]  # fmt: skip
+        elif status == "failed" and phase in ("node_runtime_ready", "weights_loaded"):
+            reason = _str(detail.get("error")) or "the node cannot serve"
+            return [NodeFailed(at=now, run_id=self._run, reason=reason,
+                               fix=_str(detail.get("fix")))]  # fmt: skip
         return []
 
     def _create_line(self, text: str) -> list[EngineEvent]:

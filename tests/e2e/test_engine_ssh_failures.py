@@ -10,6 +10,7 @@ import asyncssh
 import pytest
 
 from mvp_tui.config import ConfigPaths, load_config
+from mvp_tui.engine.controller import RunController
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease.records import RecordStore
@@ -57,7 +58,7 @@ async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
             RecordStore(tmp_path / "state").pin_host_key(engine.run_id, lease_id or "", other)
             with pytest.raises(RunFailed) as failed:
                 await engine.bring_up(timeout_s=60)
-            assert await engine.shutdown()
+            assert (await RunController(engine).stop(reason="test")).nothing_bills
         finally:
             await engine.aclose()
         assert fake.billing() == []
@@ -81,7 +82,7 @@ async def test_a_model_missing_on_the_node_is_worker_fatal_and_torn_down(
             assert (await engine.lease(await engine.search_offers())).ok
             with pytest.raises(RunFailed, match=r"gguf_local_path"):
                 await engine.bring_up(timeout_s=60)
-            assert await engine.shutdown()
+            assert (await RunController(engine).stop(reason="test")).nothing_bills
         finally:
             await engine.aclose()
         assert fake.billing() == []

@@ -21,10 +21,10 @@ from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.controller import RunState
 from mvp_tui.engine.events import OffersListed, RunStateChanged
 from mvp_tui.engine.run import RunEngine
+from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import ForwardingSink
 from mvp_tui.tui.last_resort import after_dashboard
 from mvp_tui.widgets.confirm import ConfirmScreen
 from tests.fakes.vastai_server import FakeVast
@@ -72,7 +72,7 @@ def vast_env(fake: FakeVast, tmp_path: Path) -> dict[str, str]:
 def dashboard(fake: FakeVast, tmp_path: Path) -> tuple[MvpApp, WaitingSink]:
     env = vast_env(fake, tmp_path)
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
-    sink, seen = ForwardingSink(), WaitingSink()
+    sink, seen = UiPort(), WaitingSink()
 
     def tee(event: EngineEvent) -> None:
         sink(event)

@@ -22,7 +22,6 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as ev
 from mvp_tui.ssh.events import AttemptOutcome, SshAttempt
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.bootstrap_model import StageId
 from mvp_tui.widgets.leases import LeasesPane
@@ -105,7 +104,7 @@ def posting(events: Sequence[EngineEvent], settled: Callable[[MvpApp], bool]) ->
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in events:
-            app.post_message(EngineMessage(event))
+            app.route(event)
         await wait_until(pilot, lambda: settled(app))
         await pilot.pause()
         app.query_one(LeasesPane)._render_leases()  # measured while the panes settled

@@ -7,16 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button
+from textual.widgets import Button, Static
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.events import NodeReady, OffersListed
 from mvp_tui.engine.run import RunEngine
+from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt.events import PromptDone
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import ForwardingSink
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
 from tests.agent.procs import alive
@@ -42,7 +42,7 @@ def dashboard(
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"),
                               "MVP_PROMPT_OPENAI_PORT": "0", **env},
                          paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
-    sink, seen = ForwardingSink(), WaitingSink()
+    sink, seen = UiPort(), WaitingSink()
 
     def tee(event: EngineEvent) -> None:
         sink(event)
@@ -98,6 +98,9 @@ async def test_local_run_from_enter_to_tokens_and_quit_destroys(tmp_path: Path) 
         await pilot.press(*"hello", "enter")
         done = await seen.first(is_(PromptDone), within=60)
         assert isinstance(done, PromptDone) and done.tokens_generated >= 1
+        await pilot.pause()
+        # The answer sits under its own text: the queue's id came back to the pane.
+        assert str(app.query_one("#prompt-question", Static).render()) == "> hello"
         running = await seen.first(is_(lease.LeaseRunning))
         agent_pid = int(running.provider_id.removeprefix("local-"))  # type: ignore[attr-defined]
         app.query_one(OffersPane).focus()

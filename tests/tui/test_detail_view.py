@@ -10,7 +10,6 @@ from textual.containers import VerticalScroll
 
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.lease.events import LeaseNotReady
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.leases import LeasesPane
@@ -28,7 +27,7 @@ async def test_enter_on_bootstrap_shows_a_failure_whole_with_the_nodes_log_and_y
     app = make_app(hub=hub, wall=fixed_clock(T0 + 95), tz=UTC)
     async with app.run_test(size=(100, 30)) as pilot:
         for event in walk_events():
-            app.post_message(EngineMessage(event))
+            app.route(event)
         failed = agent_record(
             "NodeAgentPhase", T0 + 90, phase="model", status="failed",
             detail={"reason": REASON, "fix": FIX},
@@ -64,9 +63,9 @@ async def test_enter_on_a_lease_shows_its_lines_whole() -> None:
     reason = "the instance reported an error: " + "CUDA driver mismatch " * 12 + "(end)"
     async with app.run_test(size=(80, 24)) as pilot:
         for event in walk_events():
-            app.post_message(EngineMessage(event))
+            app.route(event)
         not_ready = LeaseNotReady(at=T0 + 96, run_id="r-7f3a", provider_id="7003", reason=reason)
-        app.post_message(EngineMessage(not_ready))
+        app.route(not_ready)
         await pilot.pause()
         pane = app.query_one(LeasesPane)
         pane.focus()

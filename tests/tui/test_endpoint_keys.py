@@ -10,7 +10,6 @@ from pathlib import Path
 from mvp_tui.engine.events import IdleStopNotice
 from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import EngineMessage
 from tests.tui.test_dashboard_run import dashboard
 from tests.widgets.data import wait_until
 
@@ -96,7 +95,7 @@ async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> N
         app.screen.set_focus(None)
         warning = IdleStopNotice(at=0.0, run_id=engine.run_id, state="warning",
                                  idle_stop_mins=30.0, stops_in_s=120.0)  # fmt: skip
-        app.post_message(EngineMessage(warning))
+        app.route(warning)
         await wait_until(pilot, lambda: app._idle_warned)
         await pilot.press("down")
         await wait_until(pilot, lambda: told == ["use"])

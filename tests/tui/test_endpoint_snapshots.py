@@ -14,7 +14,6 @@ from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import EndpointReady, IdleStopNotice, NodeReady
 from mvp_tui.events import EngineEvent
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.prompt import PromptPane
 from tests.tui.apps import make_app
@@ -69,7 +68,7 @@ def posting(
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in events:
-            app.post_message(EngineMessage(event))
+            app.route(event)
         if frames:
             assert app.hub is not None
             publish_node(app.hub, *frames)

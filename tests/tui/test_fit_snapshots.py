@@ -69,8 +69,8 @@ def board(state: Path, *, zoom: str | None = None):  # type: ignore[no-untyped-d
         assert pane.table.keys[-1] == "vastai:2001"  # the cheapest, too small: last
         if zoom is not None:
             for event in walk_events():
-                for target in app.query(f"#{zoom}"):
-                    target.handle_event(event)  # type: ignore[attr-defined]
+                app.route(event)  # through the real port: each fact to the pane that owns it
+            await pilot.pause()
             app.query_one(f"#{zoom}").focus()
             await pilot.press("z")
             await wait_until(pilot, lambda: app.screen.has_class("-solo"))

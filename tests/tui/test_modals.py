@@ -16,7 +16,6 @@ from textual.widgets import Button, Static
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState
 from mvp_tui.lease.restart import OpenLease
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.dialog import MARK_LEFT, DialogScreen
 from mvp_tui.widgets.leases import LeasesPane
 from tests.tui.apps import make_app
@@ -62,7 +61,7 @@ async def open_quit_question(app: MvpApp, pilot: Pilot[None]) -> None:
 
 async def open_teardown_confirm(app: MvpApp, pilot: Pilot[None]) -> None:
     for event in walk_events():
-        app.post_message(EngineMessage(event))
+        app.route(event)
     await pilot.pause()
     app.query_one(LeasesPane).focus()
     await pilot.press("down", "ctrl+d")  # the running lease (the first row was deleted)

@@ -11,7 +11,6 @@ from textual.pilot import Pilot
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.bootstrap_model import StageId, Status
 from mvp_tui.widgets.leases import LeasesPane
@@ -60,10 +59,10 @@ def switch_run(
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in [*walk_events(), *ssh_events()]:
-            app.post_message(EngineMessage(event))
+            app.route(event)
         await pilot.pause()
         publish_node(hub, *records)
-        app.post_message(EngineMessage(verdict))
+        app.route(verdict)
         model = app.query_one(BootstrapPane).model
         await wait_until(pilot, lambda: model.stages[StageId.WATCHDOG].status is not Status.PENDING)
         await pilot.pause()

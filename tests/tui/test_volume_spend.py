@@ -4,7 +4,6 @@ GB and month whether a pod runs or not, so the header says so beside the $/h."""
 from __future__ import annotations
 
 from mvp_tui.lease.events import VolumeMounted
-from mvp_tui.tui.engine_port import EngineMessage
 from mvp_tui.widgets.status_bar import StatusBar
 from tests.tui.apps import make_app
 from tests.widgets.data import wait_until
@@ -15,10 +14,10 @@ async def test_the_header_shows_the_volumes_cost_per_month() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         bar = app.query_one(StatusBar)
         assert "volume" not in str(bar.render())
-        app.post_message(EngineMessage(VolumeMounted(
+        app.route(VolumeMounted(
             at=1.0, run_id="r", provider="runpod", volume_id="vol0000001", name="mvp-models",
             size_gb=40, data_center="EU-RO-1", usd_per_month=2.8,
-        )))  # fmt: skip
+        ))  # fmt: skip
         await wait_until(pilot, lambda: bar.summary.volume_usd_per_month == 2.8)
         await pilot.pause()
         assert "spent $0.00 · volume $2.80/month" in str(bar.render())

@@ -394,6 +394,7 @@ async def test_a_theme_change_repaints_rows_in_the_new_theme_colours() -> None:
 
 async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_walked() -> None:
     from mvp_tui.lease.events import AttemptAnswered
+    from mvp_tui.widgets.facts import OfferGone
 
     app = harness()
     async with app.run_test(size=SIZE) as pilot:
@@ -406,7 +407,7 @@ async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_wal
             at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
             outcome="unavailable", http_status=404, detail="no_such_ask", provider_id=None,
         )  # fmt: skip
-        pane.handle_event(answer)
+        pane.post_message(OfferGone(answer.offer_id))  # as the engine port posts it
         await pilot.pause()
         assert pick_cell(pane.table, "vastai:1004") == "gone"
         assert "1 gone" in str(pane.border_subtitle)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.widgets import Markdown, Static
 
-from mvp_tui.datastream import ChannelHub
+from mvp_tui.engine.events import NodeReady
 from mvp_tui.prompt.events import (
     FaultKind,
     PromptDone,
@@ -17,9 +15,10 @@ from mvp_tui.prompt.events import (
     TextDelta,
 )
 from mvp_tui.ssh.events import PortForwarded
+from mvp_tui.widgets.facts import NodeServing
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.prompt import PromptPane
-from tests.widgets.data import T0, replay_into, small_offers, wait_until, write_archive
+from tests.widgets.data import T0, small_offers, wait_until
 from tests.widgets.harness import Harness, screen_text
 
 SIZE = (160, 48)
@@ -33,14 +32,15 @@ def stats(pane: PromptPane) -> str:
     return str(pane.query_one("#prompt-stats", Static).render())
 
 
-async def test_prompt_opens_when_weights_load_and_names_the_endpoints(tmp_path: Path) -> None:
+async def test_prompt_opens_when_the_node_serves_and_names_the_endpoints() -> None:
     app = harness()
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(PromptPane)
         assert pane.query_one(".empty", Static).display and not pane.input.display
-        hub = ChannelHub(clock=lambda: 0.0)
-        await replay_into(write_archive(tmp_path / "run.jsonl"), hub)
-        pane.attach_hub(hub)
+        pane.post_message(NodeServing(NodeReady(at=T0, run_id="r", model_id="tiny-llama-q4",
+                                                engine="llama.cpp",
+                                                local_url="http://127.0.0.1:18081")))  # fmt: skip
+        await pilot.pause()
         pane.handle_event(
             PortForwarded(at=T0, lease_key="7003", local_port=18080, remote_port=18081)
         )
@@ -103,6 +103,7 @@ async def test_answer_streams_as_markdown_with_live_figures_then_the_summary() -
         pane.set_ready("tiny")
         pane.focus()
         await pilot.press(*"what is a lease?", "enter")
+        pane.asked(4, "what is a lease?")  # the app hands back the id the queue gave it
         pane.handle_event(
             PromptQueued(at=T0, prompt_id=4, text_chars=16, max_tokens=64, position=0)
         )

@@ -13,10 +13,10 @@ from textual.widgets import Markdown
 
 from mvp_tui.datastream import ChannelHub
 from mvp_tui.engine.controller import RunState
-from mvp_tui.engine.events import RunStateChanged
+from mvp_tui.engine.events import NodeReady, RunStateChanged
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening, PromptStarted, TextDelta
 from mvp_tui.ssh.events import PortForwarded
-from mvp_tui.tui.engine_port import EngineMessage
+from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.leases import LeasesPane
@@ -76,10 +76,12 @@ def offers_with_picks_sort_filter() -> RunBefore:
 
 def dashboard(archive: Path) -> RunBefore:
     """Every pane mid-run: offers picked, the walk done, bootstrap, channels, a streaming
-    answer, all from fixed events and a replayed archive."""
+    answer: recorded engine events through the app's real port (each to the pane that owns
+    it), node frames from a replayed archive."""
 
     async def run_before(pilot: Pilot[None]) -> None:
         app = pilot.app
+        assert isinstance(app, MvpApp)
         hub = ChannelHub(clock=lambda: 0.0)
         await replay_into(archive, hub)
         offers = app.query_one(OffersPane)
@@ -87,27 +89,31 @@ def dashboard(archive: Path) -> RunBefore:
         offers.focus()
         await pilot.press("down", "space", "down", "space")
         for event in [*walk_events(), *ssh_events()]:
-            app.query_one(LeasesPane).handle_event(event)
-            app.query_one(BootstrapPane).handle_event(event)
+            app.route(event)
+        await pilot.pause()  # the lease's facts are in its panes before the node's frames
         app.query_one(BootstrapPane).attach_hub(hub)
         app.query_one(ChannelsPane).attach_hub(hub)
         prompt = app.query_one(PromptPane)
-        prompt.attach_hub(hub)
-        # Serving, as the run's controller announces it (a small terminal shows the prompt).
-        app.post_message(EngineMessage(RunStateChanged(at=T0 + 90, run_id="r-7f3a",
-                                                       state=RunState.SERVING.value)))  # fmt: skip
-        await pilot.pause()
+        # Serving, as the engine and the run's controller announce it (a small terminal
+        # shows the prompt).
+        app.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
+                            engine="llama.cpp", local_url="http://127.0.0.1:18080"))  # fmt: skip
+        app.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a", state=RunState.SERVING.value))
+        await wait_until(pilot, lambda: prompt.input.display)
         prompt.focus()
-        await pilot.press(*"what does the walk do when an answer is lost?", "enter")
+        question = "what does the walk do when an answer is lost?"
+        await pilot.press(*question, "enter")
+        prompt.asked(1, question)  # as the app does with the id the run's queue gave it
         for event in (
             PortForwarded(at=T0 + 90, lease_key="7003", local_port=18080, remote_port=18081),
             PromptRpcListening(at=T0 + 90, host="127.0.0.1", port=19777),
             PromptQueued(at=T0 + 91, prompt_id=1, text_chars=50, max_tokens=128, position=0),
             PromptStarted(at=T0 + 91, prompt_id=1),
-        ):
-            prompt.handle_event(event)
-        for i, word in enumerate(ANSWER):
-            prompt.handle_event(TextDelta(at=T0 + 91.18 + i * 0.009, prompt_id=1, text=word))
+            *(TextDelta(at=T0 + 91.18 + i * 0.009, prompt_id=1, text=word)
+              for i, word in enumerate(ANSWER)),
+        ):  # fmt: skip
+            app.route(event)
+        await wait_until(pilot, lambda: bool(prompt.query("#prompt-markdown")))
         markdown = prompt.query_one("#prompt-markdown", Markdown)
         await wait_until(pilot, lambda: markdown.source.endswith("- and a "))
         await pilot.pause()

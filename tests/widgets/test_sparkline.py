@@ -48,22 +48,22 @@ async def test_header_shows_the_session_rate_trend() -> None:
 
 async def test_the_dashboard_plots_its_rate_as_leases_come_and_go() -> None:
     from mvp_tui.lease.events import LeaseDeleted, LeaseRunning
-    from mvp_tui.tui.engine_port import EngineMessage
+    from mvp_tui.lease.events import LeaseRunning as Running
     from tests.tui.apps import make_app
 
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        def running(pid: str, price: float) -> EngineMessage:
-            return EngineMessage(LeaseRunning(at=1.0, run_id="r", provider_id=pid, label=pid,
-                                              host="", port=0, user="", via="none",
-                                              after_s=0.0, price_per_hour=price))  # fmt: skip
+        def running(pid: str, price: float) -> Running:
+            return LeaseRunning(at=1.0, run_id="r", provider_id=pid, label=pid, host="",
+                                port=0, user="", via="none", after_s=0.0,
+                                price_per_hour=price)  # fmt: skip
 
-        app.post_message(running("a", 0.30))
+        app.route(running("a", 0.30))
         await pilot.pause()
-        app.post_message(running("b", 0.60))
+        app.route(running("b", 0.60))
         await pilot.pause()
-        app.post_message(EngineMessage(LeaseDeleted(at=2.0, run_id="r", provider_id="a",
-                                                    uptime_s=1.0, spend_usd=0.0)))  # fmt: skip
+        app.route(LeaseDeleted(at=2.0, run_id="r", provider_id="a",
+                                                    uptime_s=1.0, spend_usd=0.0))  # fmt: skip
         await pilot.pause()
         assert app.query_one(StatusBar).summary.rate_trend == "▁▃█▆"  # 0, .3, .9, .6 of 7 steps
         app._exit_cleared = True

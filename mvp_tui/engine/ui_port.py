@@ -1,0 +1,166 @@
+"""The one port between the engine and a UI: engine events become a few typed facts, each
+handed to the part of the UI that owns it (in the style of Harlequin's `HarlequinDriver`:
+one method per fact on the target; no Textual here).
+
+Each event goes only where it is read: the Leases pane's walk and lease facts, the
+Bootstrap pane's engine steps, the Prompt pane's prompt steps, the Offers pane's sold
+offers, and the run's own facts (state, endpoint, idle stop) to the app. An event nobody
+reads goes nowhere. Tokens are the high-rate fact: each `TextDelta` is kept in a buffer
+per prompt and the target told only when the first of a batch arrives (the buffer for that
+prompt was empty); the UI takes the whole batch when it gets to the notice, and a notice
+still queued for the same prompt is replaced by a later one (Textual's `can_replace`).
+
+A replay's events (rebuilt from the archive's frames by `tui/replay_events.py`) come in
+through the same port: one route per fact, live or replayed.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from mvp_tui.engine.events import (
+    AttemptAbandoned,
+    EndpointReady,
+    IdleStopNotice,
+    NodeFailed,
+    NodeReady,
+    NodeReplacing,
+    ReadySummary,
+    RunStateChanged,
+    StageBudget,
+    WalkOrderSaid,
+)
+from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.events import EngineEvent
+from mvp_tui.lease import events as lease
+from mvp_tui.prompt import events as prompt
+from mvp_tui.providers.base import Outcome
+from mvp_tui.ssh import events as ssh
+
+# What each owner reads. The panes' models keep their own handler tables; a test checks
+# that every type they handle is routed to them here.
+BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset({
+    lease.AttemptStarted, lease.LeasePending, lease.LeaseRunning, lease.PrefetchStarted,
+    lease.LeaseDeleted, lease.WalkFailed, ssh.SshAttempt, ssh.HostKeyPinned, ssh.AgentStarted,
+    ssh.AgentExited, StageBudget, NodeReady, NodeFailed, ReadySummary,
+})  # fmt: skip
+LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset({
+    lease.AttemptStarted, lease.AttemptAnswered, lease.ReconcileStarted, lease.Reconciled,
+    lease.LeasePending, lease.LeaseRunning, lease.LeaseNotReady, lease.LeaseDeleting,
+    lease.LeaseDeleted, lease.LeaseDeleteUnconfirmed, lease.OfferSkipped, lease.SecretLeftOver,
+    lease.WalkFailed, lease.Sweep, lease.WalkReordered, lease.VolumeMounted, NodeWatchdog,
+    NodeReady, AttemptAbandoned, NodeReplacing, WalkOrderSaid,
+})  # fmt: skip
+PROMPT_EVENTS: frozenset[type[EngineEvent]] = frozenset({
+    prompt.PromptQueued, prompt.PromptStarted, prompt.PromptDone, prompt.PromptFault,
+    prompt.PromptCancelled, prompt.PromptRpcListening, ssh.PortForwarded, EndpointReady,
+})  # fmt: skip
+# The app's own: the small-terminal layout follows the run's state; endpoint and idle-stop
+# toasts. (Lease money reaches the app with the Leases pane's facts.)
+RUN_EVENTS: frozenset[type[EngineEvent]] = frozenset(
+    {RunStateChanged, EndpointReady, IdleStopNotice}
+)
+
+
+class UiFacts(Protocol):
+    """What a UI is told; each method is one kind of fact, for the part that owns it."""
+
+    def offer_gone(self, offer_id: str) -> None:
+        """The provider said this offer is sold (the board marks it, then re-reads)."""
+
+    def bootstrap_step(self, event: EngineEvent) -> None:
+        """A step of bringing the node up, from the engine (one of `BOOTSTRAP_EVENTS`)."""
+
+    def lease_changed(self, event: EngineEvent) -> None:
+        """A step of the lease walk or a lease's life (one of `LEASE_EVENTS`)."""
+
+    def node_ready(self, event: NodeReady) -> None:
+        """The node serves: the prompt box opens (the queue takes prompts from here)."""
+
+    def prompt_step(self, event: EngineEvent) -> None:
+        """A prompt's life or where prompts are served (one of `PROMPT_EVENTS`)."""
+
+    def tokens_pending(self, prompt_id: int) -> None:
+        """Deltas of this prompt wait in the port (`take_tokens`)."""
+
+    def run_changed(self, event: EngineEvent) -> None:
+        """The run's own facts (one of `RUN_EVENTS`)."""
+
+
+class TokenBuffer:
+    """Deltas not yet taken, per prompt (a prompt's are taken whole, in order)."""
+
+    def __init__(self) -> None:
+        self._by_prompt: dict[int, list[prompt.TextDelta]] = {}
+
+    def add(self, delta: prompt.TextDelta) -> bool:
+        """Keep one; True when it is the first waiting for its prompt."""
+        waiting = self._by_prompt.setdefault(delta.prompt_id, [])
+        waiting.append(delta)
+        return len(waiting) == 1
+
+    def take(self, prompt_id: int) -> list[prompt.TextDelta]:
+        return self._by_prompt.pop(prompt_id, [])
+
+
+class UiPort:
+    """The engine's sink on the UI side: events become facts for a target set later (the UI,
+    once it exists); facts met before that are kept and handed over first."""
+
+    def __init__(self) -> None:
+        self._target: UiFacts | None = None
+        self._early: list[EngineEvent] = []
+        self.tokens = TokenBuffer()
+        self.routed: dict[str, int] = {}  # facts handed out, by owner (the port's figures)
+
+    def connect(self, target: UiFacts) -> None:
+        self._target = target
+        early, self._early = self._early, []
+        for event in early:
+            self._route(target, event)
+
+    def __call__(self, event: EngineEvent) -> None:
+        target = self._target
+        if target is None:
+            self._early.append(event)
+        else:
+            self._route(target, event)
+
+    def take_tokens(self, prompt_id: int) -> list[prompt.TextDelta]:
+        """The deltas of this prompt that are waiting, oldest first."""
+        return self.tokens.take(prompt_id)
+
+    def _count(self, owner: str) -> None:
+        self.routed[owner] = self.routed.get(owner, 0) + 1
+
+    def _route(self, target: UiFacts, event: EngineEvent) -> None:
+        if isinstance(event, prompt.TextDelta):  # the hot path: first, and one dict lookup
+            self._count("prompt")
+            if self.tokens.add(event):  # told once per batch: the first delta waiting
+                self._count("token batches")
+                target.tokens_pending(event.prompt_id)
+            return
+        kind = type(event)
+        if kind in LEASE_EVENTS:
+            self._count("leases")
+            target.lease_changed(event)
+        if kind in BOOTSTRAP_EVENTS:
+            self._count("bootstrap")
+            target.bootstrap_step(event)
+        if kind in PROMPT_EVENTS:
+            self._count("prompt")
+            target.prompt_step(event)
+        if kind in RUN_EVENTS:
+            self._count("app")
+            target.run_changed(event)
+        if isinstance(event, NodeReady):
+            self._count("prompt")
+            target.node_ready(event)
+        if (
+            isinstance(event, lease.AttemptAnswered)
+            and event.outcome == Outcome.UNAVAILABLE.value
+        ):
+            self._count("offers")
+            target.offer_gone(event.offer_id)
+
+
