@@ -121,7 +121,10 @@ class ChannelsPane(Pane):
         table.display = has_rows
         self.set_empty(not has_rows)
         total = sum(c.count for c in snapshot.channels)
-        self.border_subtitle = Text(f"{len(snapshot.channels)} channels · {total:,} frames")
+        count = len(snapshot.channels)
+        channels = "channel" if count == 1 else "channels"
+        frames = "frame" if total == 1 else "frames"
+        self.border_subtitle = Text(f"{count} {channels} · {total:,} {frames}")
         self.refresh_bindings()
 
     def _name_width(self) -> int:

@@ -105,6 +105,8 @@ class PromptPane(Pane):
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_prompt", "cancel", id="prompt-cancel"),
+        # Nothing to cancel: Esc leaves the box, so the dashboard's own keys (q, ?) work again.
+        Binding("escape", "leave_box", "leave", show=False, id="prompt-leave"),
     ]
 
     class PromptSubmitted(Message):
@@ -116,6 +118,9 @@ class PromptPane(Pane):
 
     class PromptCancelRequested(Message):
         """Cancel the prompt that is streaming (the engine decides which one)."""
+
+    class LeaveRequested(Message):
+        """Esc with nothing streaming: the app moves the focus out of the prompt box."""
 
     def __init__(self, *, id: str | None = "prompt-pane") -> None:
         super().__init__(id=id)
@@ -339,12 +344,18 @@ class PromptPane(Pane):
         self.post_message(self.PromptSubmitted(text))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        busy = self.live is not None or bool(self.waiting)
         if action == "cancel_prompt":
-            return True if (self.live is not None or self.waiting) else None
+            return True if busy else None
+        if action == "leave_box":
+            return not busy
         return True
 
     def action_cancel_prompt(self) -> None:
         self.post_message(self.PromptCancelRequested())
+
+    def action_leave_box(self) -> None:
+        self.post_message(self.LeaveRequested())
 
 
 def _fault_text(event: PromptFault) -> str:

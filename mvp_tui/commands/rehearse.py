@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(config: Config, args: argparse.Namespace) -> int:
     from mvp_tui.rehearsal.faults import parse_faults
     from mvp_tui.rehearsal.session import build
-    from mvp_tui.tui.last_resort import after_dashboard
+    from mvp_tui.tui.dashboard import after_app
 
     try:
         faults = parse_faults(args.faults)
@@ -32,7 +32,6 @@ def run(config: Config, args: argparse.Namespace) -> int:
     app = rehearsal.app
     try:
         app.run()  # the app stops the run and closes the engine when it unmounts
-        engine = rehearsal.engine
-        return after_dashboard(engine.config, engine.run_id, app.controller, app.return_code)
+        return after_app(app, rehearsal.engine)  # the receipt, as the dashboard says it
     finally:
         rehearsal.close()

@@ -505,6 +505,10 @@ class MvpApp(BoardWiring, ExitPath):
             return
         self.query_one(PromptPane).asked(prompt_id, message.text)
 
+    @on(PromptPane.LeaveRequested)
+    def _leave_prompt_box(self) -> None:
+        self.query_one("#offers-pane", Pane).focus()
+
     @on(PromptPane.PromptCancelRequested)
     def _cancel_prompt(self) -> None:
         if self.session is not None:

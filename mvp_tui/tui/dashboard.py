@@ -8,8 +8,13 @@ import contextlib
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config
+
+if TYPE_CHECKING:
+    from mvp_tui.engine.run import RunEngine
+    from mvp_tui.tui.app import MvpApp
 
 
 def run_dashboard(
@@ -24,7 +29,6 @@ def run_dashboard(
     from mvp_tui.engine.run import RunEngine
     from mvp_tui.engine.ui_port import UiPort
     from mvp_tui.tui.app import MvpApp
-    from mvp_tui.tui.last_resort import after_dashboard
 
     sink = UiPort()
     engine = RunEngine(config, sink, environ=environ)
@@ -36,21 +40,29 @@ def run_dashboard(
     try:
         app.run()  # the app stops the run and closes the engine when it unmounts
     finally:
-        # Whatever ended the app (a crash, a dead terminal), its runs' leases are either
-        # confirmed gone or named here with exit 3 (an engine the app replaced first).
-        session = app.session
-        final = session.engine if session is not None else engine
-        stopped = session is not None and session.stopped is not None
-        said = app.receipts.named if stopped else frozenset()
-        if stopped:  # the receipt is true only of a stop the app completed
-            say_receipt(app.receipts.lines(time.time()))
-        codes = [
-            after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
-            for earlier in (session.retired if session is not None else [])
-        ]
-        controller = session.controller if session is not None else None
-        codes.append(after_dashboard(final.config, final.run_id, controller,
-                                     app.return_code, said=said))  # fmt: skip
+        code = after_app(app, engine)
+    return code
+
+
+def after_app(app: MvpApp, engine: RunEngine) -> int:
+    """Whatever ended the app (a crash, a dead terminal), its runs' leases are either
+    confirmed gone or named here with exit 3 (an engine the app replaced first); the
+    receipt of a stop the app completed is said first. The rehearsal ends the same way."""
+    from mvp_tui.tui.last_resort import after_dashboard
+
+    session = app.session
+    final = session.engine if session is not None else engine
+    stopped = session is not None and session.stopped is not None
+    said = app.receipts.named if stopped else frozenset()
+    if stopped:  # the receipt is true only of a stop the app completed
+        say_receipt(app.receipts.lines(time.time()))
+    codes = [
+        after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
+        for earlier in (session.retired if session is not None else [])
+    ]
+    controller = session.controller if session is not None else None
+    codes.append(after_dashboard(final.config, final.run_id, controller,
+                                 app.return_code, said=said))  # fmt: skip
     return max(codes)
 
 

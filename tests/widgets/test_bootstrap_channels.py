@@ -182,3 +182,23 @@ def test_checklist_rows_keep_lifecycle_order_whatever_order_phases_arrive() -> N
     assert names[:3] == ["config", "offers", "lease running"]
     assert names[-1] == "teardown"
     assert names.index("engine healthy") < names.index("teardown")
+
+
+async def test_channels_pane_footer_counts_one_channel_in_the_singular() -> None:
+    app = Harness(lambda: [ChannelsPane(clock=fixed_clock(0.0))])
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(ChannelsPane)
+        hub = ChannelHub(clock=lambda: 0.0)
+        pane.attach_hub(hub)
+        hub.publish("mvp.orch.bootstrap", b"{}")
+        for _ in range(100):
+            await pilot.pause()
+            if "frame" in str(pane.border_subtitle):
+                break
+        assert str(pane.border_subtitle) == "1 channel · 1 frame"
+        hub.publish("mvp.orch.prompt", b"{}")
+        for _ in range(100):
+            await pilot.pause()
+            if str(pane.border_subtitle).startswith("2"):
+                break
+        assert str(pane.border_subtitle) == "2 channels · 2 frames"
