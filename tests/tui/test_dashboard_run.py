@@ -136,9 +136,9 @@ async def test_vast_lease_whose_node_cannot_be_reached_is_torn_down(
     fake: FakeVast, tmp_path: Path
 ) -> None:
     fake.ssh_endpoint = ("127.0.0.1", 9, True)  # nothing listens there
-    # One attempt: a host that never answers is a host failure, and the walk would rent the
-    # next offer (tests/tui/test_dashboard_gauntlet.py walks on); here the teardown is shown.
-    env = {**vast_env(fake, tmp_path), "MVP_LEASE_MAX_ATTEMPTS": "1"}
+    # One host: one that never answers is a host failure, and the walk would rent the next
+    # offer (tests/tui/test_dashboard_gauntlet.py walks on); here the teardown is shown.
+    env = {**vast_env(fake, tmp_path), "MVP_LEASE_SAME_FAILURE_LIMIT": "1"}
     app, seen = dashboard(env, tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await seen.first(is_(OffersListed))

@@ -193,7 +193,7 @@ async def test_channels_pane_footer_counts_one_channel_in_the_singular() -> None
         hub.publish("mvp.orch.bootstrap", b"{}")
         for _ in range(100):
             await pilot.pause()
-            if "frame" in str(pane.border_subtitle):
+            if str(pane.border_subtitle).startswith("1"):
                 break
         assert str(pane.border_subtitle) == "1 channel · 1 frame"
         hub.publish("mvp.orch.prompt", b"{}")
