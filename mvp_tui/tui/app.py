@@ -278,7 +278,8 @@ class MvpApp(BoardWiring, ExitPath):
         if isinstance(event, RunStateChanged):  # a small terminal shows what this moment needs
             self.layout.follow(RunState(event.state))
             self._apply_layout()
-        self.refresh_bindings()
+        if self.screen_stack:  # a run's last steps may come while the app is closing
+            self.refresh_bindings()
 
     def _replay_events(self) -> None:
         """A replay's steps, read back from the archive, through the same port."""

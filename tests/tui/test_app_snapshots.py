@@ -4,11 +4,14 @@ confirm, and a failure's detail view. Clocks are frozen; no process or network i
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -44,6 +47,21 @@ def _app(theme: str) -> MvpApp:
                     tz=UTC, env={"MVP_PROVIDER": "vastai"})  # fmt: skip
 
 
+async def _clear_refusal(pilot: Pilot[None]) -> None:
+    """The refused prompt's toast, waited for by its words and cleared (on the screen it is
+    on: a modal pushed later would keep showing the one beneath through its backdrop)."""
+    app = pilot.app
+    if app in _REFUSAL_CLEARED:
+        return
+    await wait_until(pilot, lambda: any("not serving" in n.message for n in app._notifications))
+    app.clear_notifications()
+    _REFUSAL_CLEARED.add(app)
+    await pilot.pause()
+
+
+_REFUSAL_CLEARED: weakref.WeakSet[App[Any]] = weakref.WeakSet()
+
+
 def _cleared(run_before: RunBefore) -> RunBefore:
     async def run(pilot: Pilot[None]) -> None:
         await run_before(pilot)
@@ -52,8 +70,7 @@ def _cleared(run_before: RunBefore) -> RunBefore:
         app._exit_cleared = True  # the shell holds no engine: the snapshot's exit goes through
         # The prompt typed into this engine-less shell is refused with a toast: not the
         # subject here, and it would cover the modal's buttons. Cleared once it is there.
-        await wait_until(pilot, lambda: bool(app._notifications))
-        app.clear_notifications()
+        await _clear_refusal(pilot)
         for widget in app.query(Input):
             widget.cursor_blink = False  # a snapshot must not catch a blink
         # The footer's keys follow the panes' state (a live prompt enables Esc): settle it.
@@ -83,6 +100,7 @@ def test_app_lease_confirm(snap_compare, archive: Path, size: tuple[int, int], t
 
     async def run_before(pilot: Pilot[None]) -> None:
         await mid_run(pilot)
+        await _clear_refusal(pilot)  # before the modal covers the screen it is on
         app = pilot.app
         assert isinstance(app, MvpApp)
         model = app.query_one(OffersPane).model
@@ -101,6 +119,7 @@ def test_app_failure_view(snap_compare, archive: Path, size: tuple[int, int], th
 
     async def run_before(pilot: Pilot[None]) -> None:
         await mid_run(pilot)
+        await _clear_refusal(pilot)  # before the modal covers the screen it is on
         app = pilot.app
         assert isinstance(app, MvpApp)
         pane = app.query_one(BootstrapPane)
