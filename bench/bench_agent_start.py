@@ -25,14 +25,14 @@ sys.path.insert(0, str(REPO))
 from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 
 ENV = {"PATH": os.environ.get("PATH", ""), "MVP_RUN_ID": "r-bench", "MVP_MODEL_ID": "tiny",
-       "MVP_GGUF_LOCAL_PATH": "/nonexistent.gguf"}  # fmt: skip
+       "MVP_GGUF_LOCAL_PATH": "/nonexistent.gguf"}
 
 
 def first_line(argv: list[str]) -> float:
     """Seconds from spawn to the first stdout line; the process is then stopped."""
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env=ENV, cwd=REPO, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     elapsed = time.perf_counter() - started

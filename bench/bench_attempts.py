@@ -67,7 +67,7 @@ async def one_run(tmp: Path) -> tuple[float, float, float, int]:
         env = {"MVP_PROVIDER": "vastai", "VASTAI_API_KEY": fake.api_key, "VAST_URL": fake.url,
                "MVP_STATE_DIR": str(tmp / "state"), "MVP_VASTAI_SSH_IDENTITY": str(key),
                "MVP_LIMITS_REQUIRE_NODE_WATCHDOG": "false", "MVP_LEASE_MAX_ATTEMPTS": "5",
-               "MVP_LEASE_SAME_FAILURE_LIMIT": "10"}  # fmt: skip
+               "MVP_LEASE_SAME_FAILURE_LIMIT": "10"}
         config = load_config(env=env, paths=ConfigPaths(default=tmp / "none.toml"))
         sleep, sink = TimedSleep(), RecordingSink()
         inner = VastAiProvider(api_key=fake.api_key, api_url=fake.url)
@@ -111,7 +111,7 @@ def main() -> None:
         walls.append(wall * 1000)
         per_attempt.append((wall - provider_s - waits_s) * 1000 / max(1, failed))
     print(f"walk across hosts: {OFFERS} offers, each host fails after running "
-          f"({failed} failed attempts per run), {args.runs} runs")  # fmt: skip
+          f"({failed} failed attempts per run), {args.runs} runs")
     print(f"  wall per run                              median {statistics.median(walls):8.1f} ms")
     print(
         f"  own cost per failed attempt (wall - provider - scripted waits)"

@@ -70,7 +70,7 @@ def run_env(fake: FakeVast, hub: HubServer, work: Path, client: Path) -> dict[st
         # tests/vastai/test_pinned_host_key.py): first use is trusted here.
         "MVP_VASTAI_PIN_HOST_KEY": "false",
         **container_env(fake, work),
-    }  # fmt: skip
+    }
 
 
 async def bring_up(boot_s: float, sshd_s: float, download_s: float, work: Path) -> dict[str, Any]:
@@ -107,7 +107,7 @@ async def bring_up(boot_s: float, sshd_s: float, download_s: float, work: Path) 
             model = next(
                 f["payload"] for f in run.frames("mvp.node.1.agent")
                 if f["payload"].get("phase") == "model" and f["payload"].get("status") == "ready"
-            )  # fmt: skip
+            )
             first_body = hub.state.first_body_at
         return {
             "code": code, "size": len(data), "rate": rate,
@@ -117,7 +117,7 @@ async def bring_up(boot_s: float, sshd_s: float, download_s: float, work: Path) 
             "download_lead_s": sshd_mono - first_body if first_body is not None else None,
             "ssh_after_sshd_s": _connected_at(run) - sshd_at,
             "model": model.get("detail", {}),
-        }  # fmt: skip
+        }
     finally:
         if node is not None:
             node.stop()
@@ -149,7 +149,7 @@ def main() -> int:
     target = TARGET_RATIO * floor + TARGET_SLACK_S
     model = got["model"]
     print(f"model {got['size']:,} B at {got['rate']:,.0f} B/s (size/R {d:.1f} s); "
-          f"B {b:g} s, S {s:g} s, engine load {load:.2f} s")  # fmt: skip
+          f"B {b:g} s, S {s:g} s, engine load {load:.2f} s")
     print(f"Enter → ready  {took:6.2f} s")
     print(f"floor          {floor:6.2f} s  B + max(S, size/R) + load   ratio {took / floor:.2f}x")
     print(f"serial sum     {serial:6.2f} s  B + S + size/R + load       ratio {took / serial:.2f}x")
@@ -157,7 +157,7 @@ def main() -> int:
     lead, login = got["download_lead_s"], got["ssh_after_sshd_s"]
     print(f"download began {lead:.2f} s before sshd answered; login {login:.2f} s "
           f"after it; adopted {model.get('prefetch', {}).get('bytes', 0):,} B from the boot fetch, "
-          f"verified={model.get('verified')}")  # fmt: skip
+          f"verified={model.get('verified')}")
     ok = got["code"] == 0 and took <= target and got["download_before_sshd"]
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

@@ -120,7 +120,7 @@ async def paired(
 
 
 def report(source: str, tokens: int, lone: list[float], app: list[float],
-           figures: dict[str, int]) -> bool:  # fmt: skip
+           figures: dict[str, int]) -> bool:
     ratio = statistics.median(b / a for a, b in zip(lone, app, strict=True))
     print(f"stream: {source}, {tokens} tokens, {len(lone)} pairs (medians)")
     print(f"prompt client alone : {statistics.median(lone):8.0f} tok/s")
@@ -130,7 +130,7 @@ def report(source: str, tokens: int, lone: list[float], app: list[float],
     batches = figures.get("batches", 0)
     print(f"token batches the pane took (last run): {batches} for {tokens} tokens")
     print(f"facts routed (last run): {routed}; before the port: {events} events x {PANES} panes "
-          f"= {events * PANES} deliveries, and {events} status-bar rebuilds")  # fmt: skip
+          f"= {events * PANES} deliveries, and {events} status-bar rebuilds")
     ok = ratio >= TARGET
     mark = "ok" if ok else "MISSED"
     print(f"dashboard vs client alone: {ratio:.3f}x (target >= {TARGET}) {mark}")

@@ -160,7 +160,7 @@ def host_engine_healthy(model: Path) -> float:
             "--interrupt_requests", "False",
         ],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         while True:  # the agent probes the same way (50 ms, growing)
             try:

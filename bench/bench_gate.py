@@ -39,13 +39,13 @@ TTFT_OVERHEAD_TARGET_MS = 5.0
 
 async def one(http: httpx.AsyncClient, port: int, max_tokens: int) -> tuple[int, float, float]:
     body = {"messages": [{"role": "user", "content": "bench"}], "max_tokens": max_tokens,
-            "stream": True, "temperature": 0}  # fmt: skip
+            "stream": True, "temperature": 0}
     started = time.perf_counter()
     first = 0.0
     tokens = 0
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     async with http.stream("POST", url, json=body,
-                           headers={"Authorization": f"Bearer {KEY}"}) as answer:  # fmt: skip
+                           headers={"Authorization": f"Bearer {KEY}"}) as answer:
         answer.raise_for_status()
         async for line in answer.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -66,7 +66,7 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_gguf(Path(tmp) / "tiny.gguf", seed=0)
         env = agent_env(Path(tmp), MVP_GGUF_LOCAL_PATH=str(model), MVP_API_KEY=KEY,
-                        MVP_MAX_CONTEXT="1024")  # fmt: skip
+                        MVP_MAX_CONTEXT="1024")
         native = llama_rpc_bin_dir()
         if args.engine == "auto" and os.access(f"{native}/llama-server", os.X_OK):
             env["PATH"] = f"{native}{os.pathsep}{env.get('PATH', '')}"
@@ -99,7 +99,7 @@ async def main() -> int:
     ok = per_token_us < PER_TOKEN_TARGET_US and overhead < TTFT_OVERHEAD_TARGET_MS
     print(f"gate/direct tok/s {ratio:.3f}; the gate adds {per_token_us:+.1f} µs a token "
           f"(target < {PER_TOKEN_TARGET_US:g}) and {overhead:+.1f} ms to TTFT (target < "
-          f"{TTFT_OVERHEAD_TARGET_MS:g}): {'OK' if ok else 'MISSED'}")  # fmt: skip
+          f"{TTFT_OVERHEAD_TARGET_MS:g}): {'OK' if ok else 'MISSED'}")
     return 0 if ok else 1
 
 

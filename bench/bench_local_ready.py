@@ -49,7 +49,7 @@ def engine_floor(model: Path) -> float:
         sys.executable, "-m", "llama_cpp.server", "--model", str(model),
         "--host", "127.0.0.1", "--port", str(port), "--interrupt_requests", "False",
         "--model_alias", "tiny",
-    ]  # fmt: skip
+    ]
     url = f"http://127.0.0.1:{port}/v1/models"
     began = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -78,7 +78,7 @@ def ours(model: Path, state: Path, trace: bool = False) -> float:
         sys.executable, "-m", "mvp_tui", "up", "--headless", "--until", "ready",
         "--down-after", "--provider", "local", "--gguf-local-path", str(model),
         "--rpc-bind", "127.0.0.1:0",
-    ]  # fmt: skip
+    ]
     began = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None

@@ -71,7 +71,7 @@ def wait_listen(port: int, within: float = 30.0) -> None:
 
 def tok_s(url: str, tokens: int) -> float:
     body = {"prompt": "benchmark the split", "n_predict": tokens, "temperature": 0,
-            "cache_prompt": False}  # fmt: skip
+            "cache_prompt": False}
     answer = httpx.post(url + "/completion", json=body, timeout=120).json()
     return float(answer["timings"]["predicted_per_second"])
 
@@ -79,7 +79,7 @@ def tok_s(url: str, tokens: int) -> float:
 def serve(bin_dir: str, model: Path, rpc: str | None) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     argv = [f"{bin_dir}/llama-server", "-m", str(model), "--host", "127.0.0.1",
-            "--port", str(port), "-t", "1", "-c", "512"]  # fmt: skip
+            "--port", str(port), "-t", "1", "-c", "512"]
     argv += ["--rpc", rpc, "-ngl", "99"] if rpc else []
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -101,7 +101,7 @@ def bench_split(bin_dir: str, model: Path, runs: int, tokens: int) -> None:
     worker = subprocess.Popen(
         [f"{bin_dir}/ggml-rpc-server", "-H", "127.0.0.1", "-p", str(port), "-t", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, restore_signals=False,
-    )  # fmt: skip
+    )
     alone = split = None
     try:
         wait_listen(port)
@@ -128,10 +128,10 @@ def bench_split(bin_dir: str, model: Path, runs: int, tokens: int) -> None:
 def enter_to_ready(bin_dir: str, model: Path, nodes: int, state: Path) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
     env.update(MVP_STATE_DIR=str(state), MVP_RPC_BIN_DIR=bin_dir, MVP_ENGINE_THREADS="1",
-               PATH=f"{bin_dir}:{env.get('PATH', '')}", PYTHONPATH=str(REPO))  # fmt: skip
+               PATH=f"{bin_dir}:{env.get('PATH', '')}", PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "mvp_tui", "up", "--headless", "--provider", "local",
             "--nodes", str(nodes), "--gguf-local-path", str(model), "--until", "ready",
-            "--rpc-bind", "127.0.0.1:0"]  # fmt: skip
+            "--rpc-bind", "127.0.0.1:0"]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     events = {}
     for line in proc.stdout.splitlines():
@@ -154,7 +154,7 @@ def main() -> None:
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     with tempfile.TemporaryDirectory() as tmp:
         model = write_tiny_gguf(Path(tmp) / "bench.gguf", f16=True, embd=256, layers=8, heads=8,
-                                ctx=1024)  # fmt: skip
+                                ctx=1024)
         bench_split(bin_dir, model, args.runs, args.tokens)
         print(f"Enter -> ready (`up --headless --until ready`, median of {args.ready_runs}):")
         base = None

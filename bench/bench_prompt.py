@@ -177,7 +177,7 @@ async def serve_replay(tokens: int) -> None:
                 (int(v) for k, _, v in (ln.partition(b":") for ln in request.split(b"\r\n"))
                  if k.lower() == b"content-length"),
                 0,
-            )  # fmt: skip
+            )
             await reader.readexactly(length)
             writer.write(head)
             for part in body:

@@ -55,7 +55,7 @@ def catalog_answer(types: int = 100) -> bytes:
                                  "availability": level} for d in range(1, 4)],
                 "cudaVersions": [{"version": "12.8", "available": level != "NONE"}],
             }
-        )  # fmt: skip
+        )
     return json.dumps({"gpus": gpus}).encode()
 
 

@@ -52,6 +52,6 @@ WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",
     "dialog-left", "dialog-right", "dialog-scroll-up", "dialog-scroll-down", "dialog-page-up",
     "dialog-page-down",
-})  # fmt: skip
+})
 
 BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS) | WIDGET_BINDING_IDS

@@ -708,7 +708,7 @@ class RunPodProvider(ProviderBase):
             return LeaseStatus(
                 provider_id=provider_id, label=None, state=LeaseState.GONE, raw_state="gone",
                 detail=answer.detail(self._redact),
-            )  # fmt: skip
+            )
         if answer.status != 200 or not isinstance(answer.body, dict):
             raise self._error(answer, action)
         if answer.body.get("id") not in (None, provider_id):

@@ -460,7 +460,7 @@ class BootstrapModel:
             return True
         stage.budget_s = None
         stage.finish(when, Status.DONE, f"armed: ends the node after {self._idle_window()} "
-                     "with no request")  # fmt: skip
+                     "with no request")
         stage.compact = f"armed, {self._idle_window()}"
         return True
 
@@ -610,10 +610,10 @@ class BootstrapModel:
 # Orchestrator phases whose facts a fixed row takes from engine events (the seed's names,
 # and this app's earlier ones for older archives): not read twice.
 _ORCH_FROM_EVENTS = frozenset({"provider_start", "lease", "ssh", "host_key", "weights_loaded",
-                               "weights"})  # fmt: skip
+                               "weights"})
 # The seed's phases that only restate a row or the Prompt pane: on the channel, not here.
 _ORCH_QUIET = frozenset({"node_provisioner", "node_spec", "node_runtime_ready", "watchdog",
-                         "prompt_rpc", "prompt_loop", "serve_prompts", "shutdown"})  # fmt: skip
+                         "prompt_rpc", "prompt_loop", "serve_prompts", "shutdown"})
 # The orchestrator's phases that come before a lease runs; any other extra phase (teardown,
 # orch exit) comes after the fixed stages, whatever order its frames arrived in.
 BEFORE_LEASE_PHASES = ("config", "offers")

@@ -125,10 +125,10 @@ class LeaseConfirmScreen(DialogScreen[bool]):
         parts = []
         if small:
             parts.append(f"offer {_places(small)} cannot hold the model: the engine will "
-                         "fail to load it after the boot is paid for")  # fmt: skip
+                         "fail to load it after the boot is paid for")
         if tight:
             parts.append(f"offer {_places(tight)} is tight: no room to spare, it may fail as "
-                         "it loads")  # fmt: skip
+                         "it loads")
         if not parts:
             return ""
         need = f" The model {self.need}." if self.need else ""

@@ -313,10 +313,10 @@ def offer_detail(
     if ready is not None:
         pull = "cached on this host" if ready.cached_image else clock_text(ready.pull_s)
         lines.append(f"~ready in {ready.cell}: image {pull} · model {clock_text(ready.model_s)} "
-                     f"· load {clock_text(ready.load_s)}")  # fmt: skip
+                     f"· load {clock_text(ready.load_s)}")
     if failure is not None:
         lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
-                  "It is tried after the others; pick it (space) to try it anyway."]  # fmt: skip
+                  "It is tried after the others; pick it (space) to try it anyway."]
     return "\n".join(lines)
 
 

@@ -79,7 +79,7 @@ TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT}
 DROP_ORDER: tuple[Column, ...] = (
     Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
     Column.PROVIDER, Column.VRAM,
-)  # fmt: skip
+)
 UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently

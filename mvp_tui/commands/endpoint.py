@@ -57,7 +57,7 @@ def env_lines(values: dict[str, Any]) -> list[str]:
     # An unauthenticated endpoint still takes any key: clients that insist on one get a word.
     key = values["api_key"] or "none"
     pairs = [("OPENAI_BASE_URL", values["base_url"]), ("OPENAI_API_KEY", key),
-             ("OPENAI_MODEL", values["model"])]  # fmt: skip
+             ("OPENAI_MODEL", values["model"])]
     return [f"export {name}={shlex.quote(str(value))}" for name, value in pairs]
 
 
@@ -87,10 +87,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
     values = facts(run_id, endpoint)
     if not values["serving"]:
         print(f"mvp-tui endpoint: warning: run {run_id} does not serve now (no mvp-tui holds "
-              "its port); these are its last values", file=sys.stderr)  # fmt: skip
+              "its port); these are its last values", file=sys.stderr)
     if not values["authenticated"]:
         print(f"mvp-tui endpoint: warning: run {run_id}'s endpoint is UNAUTHENTICATED: any "
-              "local user or web page can use it", file=sys.stderr)  # fmt: skip
+              "local user or web page can use it", file=sys.stderr)
     if args.json:
         print(json.dumps(values))
     elif args.env:

@@ -52,7 +52,7 @@ def _json(o: HostOutcome, avoided: bool) -> dict[str, Any]:
         "offer_id": o.offer_id, "gpu_name": o.gpu_name, "stage": o.stage, "ok": o.ok,
         "reason": o.reason, "stage_secs": dict(o.stage_secs), "seconds": round(o.seconds, 3),
         "cost_usd": o.cost_usd, "blames_host": o.blames_host, "avoided": avoided,
-    }  # fmt: skip
+    }
 
 
 def _row(o: HostOutcome, avoided: bool) -> tuple[str, ...]:
@@ -61,7 +61,7 @@ def _row(o: HostOutcome, avoided: bool) -> tuple[str, ...]:
         _when(o.at), clean_line(o.provider, 12), clean_line(o.host, 48),
         clean_line(o.gpu_name, 28), clean_line(o.stage, 12), f"{o.seconds:.0f}",
         f"{o.cost_usd:.3f}", clean_line(o.run_id, 40), result,
-    )  # fmt: skip
+    )
 
 
 def render_table(rows: list[tuple[str, ...]]) -> str:

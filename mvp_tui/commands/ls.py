@@ -82,7 +82,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
                 "state": lease.state.value, "price_per_hour": lease.price_per_hour,
                 "gpu": lease.gpu_name, "deadline_at": deadline_at(lease, record.config),
                 "idle_stop_mins": idle_stop,
-            })  # fmt: skip
+            })
     if args.json:
         for row in rows:
             print(json.dumps(row))
@@ -114,8 +114,8 @@ def _volumes(config: Config, as_json: bool) -> None:
             print(json.dumps({"volume": v.volume_id, "provider": v.provider, "name": v.name,
                               "size_gb": v.size_gb, "data_center": v.data_center,
                               "usd_per_month": round(v.usd_per_month, 4),
-                              "last_run": v.last_run}))  # fmt: skip
+                              "last_run": v.last_run}))
             continue
         print(f"volume {v.volume_id:<12} {v.provider:<8} {v.name:<20} {v.size_gb} GB "
               f"{v.data_center:<10} ${v.usd_per_month:.2f}/month (${v.usd_per_gb_month:g}/GB"
-              f"·month); `down` keeps it: `mvp-tui volume delete {v.volume_id}`")  # fmt: skip
+              f"·month); `down` keeps it: `mvp-tui volume delete {v.volume_id}`")

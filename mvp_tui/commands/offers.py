@@ -23,7 +23,7 @@ from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.untrusted import clean_line
 
 COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "~ready", "$/GiB·h", "rel", "down", "up",
-           "where", "memory")  # fmt: skip
+           "where", "memory")
 FAILED_BADGE = "failed recently"
 
 
@@ -40,7 +40,7 @@ def _row(o: Offer, memory: HostMemory, outlook: Outlook) -> tuple[str, ...]:
         seen.ready.cell if seen.ready else "?", f"{o.price_per_gib_vram_hour:.4f}",
         f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
         clean_line(o.location, 32), FAILED_BADGE if memory.failure(o) is not None else "",
-    )  # fmt: skip
+    )
 
 
 def render_table(
@@ -87,7 +87,7 @@ async def _need(config: Config) -> tuple[ModelNeed | None, str]:
     try:
         need = await read_model_need(ModelSettings.from_config(config),
                                      nodes=config.settings.runtime.nodes,
-                                     environ=os.environ)  # fmt: skip
+                                     environ=os.environ)
     except ModelNeedError as exc:
         return None, clean_line(str(exc), 600)
     return need, ""
@@ -105,7 +105,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     need, why = asyncio.run(_need(config))
     outlook = outlook_for(need, image=config.node_image()[0],
                           image_gb=config.settings.image.size_gb,
-                          has_image=memory.has_image)  # fmt: skip
+                          has_image=memory.has_image)
     if args.json:
         json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")

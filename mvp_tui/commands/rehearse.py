@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     names = "; ".join(f"{f.name}: {f.says}" for f in FAULT_SETS.values())
     parser.add_argument("--faults", metavar="NAME[,NAME]", default=None,
-                        help=f"replay what can go wrong ({names})")  # fmt: skip
+                        help=f"replay what can go wrong ({names})")
 
 
 def run(config: Config, args: argparse.Namespace) -> int:

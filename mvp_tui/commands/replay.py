@@ -14,9 +14,9 @@ from mvp_tui.exit_codes import ExitCode
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", type=Path, help="a JSONL frame archive "
-                        "([observability] datastream_frame_log)")  # fmt: skip
+                        "([observability] datastream_frame_log)")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X",
-                        help="replay speed (2 = twice as fast); + and - change it")  # fmt: skip
+                        help="replay speed (2 = twice as fast); + and - change it")
 
 
 def count_records(path: Path) -> int:
@@ -31,7 +31,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     path: Path = args.file
     if not path.is_file():
         print(f"mvp-tui: replay: {path} does not exist or is not a file; pass a frame "
-              "archive written by --datastream-frame-log", file=sys.stderr)  # fmt: skip
+              "archive written by --datastream-frame-log", file=sys.stderr)
         return int(ExitCode.USAGE)
     if not args.speed > 0:
         print(f"mvp-tui: replay: --speed {args.speed} must be above 0", file=sys.stderr)

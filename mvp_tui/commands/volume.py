@@ -44,7 +44,7 @@ async def _list(config: Config) -> int:
     rate = runpod.network_volume_usd_per_gb_month if runpod else 0.0
     for v in volumes:
         print(f"{v.id:<14} {v.name:<24} {v.size_gb:>5} GB  {v.data_center:<10} "
-              f"${v.usd_per_month(rate):.2f}/month")  # fmt: skip
+              f"${v.usd_per_month(rate):.2f}/month")
     print(f"{len(volumes)} network volume(s) on the RunPod account", file=sys.stderr)
     return int(ExitCode.OK)
 
@@ -59,7 +59,7 @@ async def _delete(config: Config, name: str) -> int:
         volume = await find_volume(provider, name)
         if volume is None:
             print(f"mvp-tui: no RunPod network volume {name!r}; see `mvp-tui volume list`",
-                  file=sys.stderr)  # fmt: skip
+                  file=sys.stderr)
             forget_volume(config.state_dir, "runpod", name)
             return int(ExitCode.USAGE)
         gone = await delete_volume(provider, volume)
@@ -67,11 +67,11 @@ async def _delete(config: Config, name: str) -> int:
         await provider.aclose()
     if not gone:
         print(f"NOT CONFIRMED: network volume {volume.id} ({volume.name}) may still bill",
-              file=sys.stderr)  # fmt: skip
+              file=sys.stderr)
         return int(ExitCode.MAY_BILL)
     forget_volume(config.state_dir, "runpod", volume.id)
     print(f"deleted network volume {volume.id} ({volume.name}, {volume.size_gb} GB), "
-          "confirmed by RunPod", file=sys.stderr)  # fmt: skip
+          "confirmed by RunPod", file=sys.stderr)
     return int(ExitCode.OK)
 
 
@@ -88,7 +88,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
             what += f" ({known[args.name].size_gb} GB)"
         if not args.yes and not _confirm(what):
             print("mvp-tui: not confirmed; nothing deleted (add --yes to skip the question)",
-                  file=sys.stderr)  # fmt: skip
+                  file=sys.stderr)
             return int(ExitCode.USAGE)
         return asyncio.run(_delete(config, args.name))
     except (ConfigError, ProviderError) as exc:

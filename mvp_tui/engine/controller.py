@@ -364,7 +364,7 @@ class RunController:
             await step
         except Exception as exc:
             self.engine.log(f"{what} failed ({type(exc).__name__}: {one_line_ascii(str(exc))}); "
-                            "tearing down anyway")  # fmt: skip
+                            "tearing down anyway")
 
     def _kept(self) -> StopResult:
         try:

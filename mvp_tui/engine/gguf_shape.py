@@ -83,7 +83,7 @@ class _Cursor:
                 if item in _INTS and count <= 4096:  # per-layer head counts (some models)
                     size = _FIXED[item]
                     return [int.from_bytes(values[i : i + size], "little")
-                            for i in range(0, len(values), size)]  # fmt: skip
+                            for i in range(0, len(values), size)]
                 return None
             for _ in range(count):
                 self.value(item)

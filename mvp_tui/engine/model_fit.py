@@ -113,7 +113,7 @@ UNKNOWN = FitVerdict(Fit.UNKNOWN)
 
 
 def need_from(shape: GgufShape, model_bytes: int, *, context: int | None, nodes: int,
-              source: str = "") -> ModelNeed:  # fmt: skip
+              source: str = "") -> ModelNeed:
     """The need at `context` tokens (None: the engine's default, capped by the model's own)."""
     ctx = context or min(ENGINE_DEFAULT_CONTEXT, shape.context_length or ENGINE_DEFAULT_CONTEXT)
     return ModelNeed(model_bytes, shape.kv_bytes(ctx), ctx, max(1, nodes), source)

@@ -96,7 +96,7 @@ async def _read_hub(
         ) as client, client.stream("GET", url, headers=headers) as answer:
             if answer.status_code in (401, 403):
                 raise ModelNeedError(f"{url}: the hub refused ({answer.status_code}); "
-                                     "a private repo needs HF_TOKEN")  # fmt: skip
+                                     "a private repo needs HF_TOKEN")
             if answer.status_code not in (200, 206):
                 raise ModelNeedError(f"{url}: the hub answered {answer.status_code}")
             size = _total_size(answer)

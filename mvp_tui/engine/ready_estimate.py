@@ -35,7 +35,7 @@ class ReadyEstimate:
     def as_json(self) -> dict[str, object]:
         return {"seconds": round(self.total_s, 1), "pull_s": round(self.pull_s, 1),
                 "model_s": round(self.model_s, 1), "load_s": round(self.load_s, 1),
-                "image_cached": self.cached_image}  # fmt: skip
+                "image_cached": self.cached_image}
 
 
 def estimate_ready(

@@ -44,4 +44,4 @@ def summary_text(
     )
     stages = f" ({inner})" if inner else ""
     return (f"ready in {clock_text(total_s)}{stages} · ${spent_usd:.3f} spent before the "
-            "first token")  # fmt: skip
+            "first token")

@@ -70,7 +70,7 @@ class AttemptsPhase(TeardownPhase):
         ok = await teardown_lease(
             self.provider, self.store, record, kept, self._sink, self.walk_settings(),
             reason=DeleteReason.HOST_FAILED, clock=self._clock,
-        )  # fmt: skip
+        )
         self.past_leases.append(kept)
         self.lease_record = None
         return ok

@@ -70,7 +70,7 @@ class BringUpPhase(RunCore):
         self.reach(Stage.SSH if self.provider.info.ssh else Stage.AGENT)
         # The whole bring-up's cap, shown on the last row (the SSH row gets its own budget).
         self.emit(StageBudget(at=self._clock(), run_id=self.run_id, stage=Stage.ENGINE.value,
-                              budget_s=round(timeout, 1)))  # fmt: skip
+                              budget_s=round(timeout, 1)))
         try:
             async with asyncio.timeout(timeout):
                 await unless(self._start_node(lease), self.watch_lease())
@@ -195,7 +195,7 @@ class BringUpPhase(RunCore):
         scope = FailureScope.RUN if fatal.scope == "run" else FailureScope.HOST
         stage = AGENT_PHASE_STAGES.get(fatal.phase, self.stage)
         return AttemptFailure(stage, scope, f"node_{fatal.phase or 'failed'}", fatal.reason,
-                              fatal.fix)  # fmt: skip
+                              fatal.fix)
 
     def _attempt_failed(self, failure: AttemptFailure) -> AttemptFailed:
         failure = dataclasses.replace(
@@ -204,7 +204,7 @@ class BringUpPhase(RunCore):
         self.emit(
             NodeFailed(at=self._clock(), run_id=self.run_id, reason=failure.reason,
                        fix=failure.fix)
-        )  # fmt: skip
+        )
         return AttemptFailed(failure)
 
     async def _until_ready_or_exit(self) -> None:
@@ -356,7 +356,7 @@ class BringUpPhase(RunCore):
         node = role_env.get("MVP_LOGICAL_NODE_ID", "")
         # Its own bridge: its frames carry its stream, and it writes no other node's channels.
         bridge = NodeBridge(self.hub, int(node), node_stream(run_number(self.run_id), int(node)),
-                            redactor=self.redactor, own_channels_only=True)  # fmt: skip
+                            redactor=self.redactor, own_channels_only=True)
         session = self._new_session(lease, ready, bridge)
         self._worker_sessions.append(session)
         remote_dir = f"{self.settings.runtime.node_dir.rstrip('/')}/{self.run_id}-node{node}"
@@ -404,7 +404,7 @@ class BringUpPhase(RunCore):
         self.emit(
             StageBudget(at=self._clock(), run_id=self.run_id, stage=Stage.SSH.value,
                         budget_s=round(budget, 1))
-        )  # fmt: skip
+        )
         return dataclasses.replace(ssh, reach_timeout=budget)
 
     async def _run_bootstrap_command(self, session: NodeSession, command: str) -> None:
@@ -489,4 +489,4 @@ class BringUpPhase(RunCore):
         overlapped = frozenset({"model"}) if fetched_at_boot else frozenset()
         return ReadySummary(at=now, run_id=self.run_id, seconds=round(total, 3), stages=parts,
                             spent_usd=round(spent, 6),
-                            text=summary_text(total, parts, spent, overlapped))  # fmt: skip
+                            text=summary_text(total, parts, spent, overlapped))

@@ -75,7 +75,7 @@ class LeasePhase(AttemptsPhase):
             provider=self.config.provider, volume_id=volume.id, name=volume.name,
             size_gb=volume.size_gb, data_center=volume.data_center,
             usd_per_gb_month=settings.usd_per_gb_month, last_run=self.run_id,
-        )  # fmt: skip
+        )
         record_volume(self.config.state_dir, record)
         self.emit(
             VolumeMounted(
@@ -83,7 +83,7 @@ class LeasePhase(AttemptsPhase):
                 volume_id=volume.id, name=volume.name, size_gb=volume.size_gb,
                 data_center=volume.data_center, usd_per_month=round(record.usd_per_month, 4),
             )
-        )  # fmt: skip
+        )
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
         self._offers = {o.offer_id: o for o in offers}
@@ -131,7 +131,7 @@ class LeasePhase(AttemptsPhase):
             await down(self.provider, self.store, run_id, self._sink, self.walk_settings(),
                        self._clock)
             for run_id in dict.fromkeys(run_ids)
-        ]  # fmt: skip
+        ]
         return DownReport(
             tuple(ref for r in reports for ref in r.confirmed),
             tuple(ref for r in reports for ref in r.unconfirmed),

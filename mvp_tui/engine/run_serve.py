@@ -129,7 +129,7 @@ class ServePhase(BringUpPhase):
             raise AttemptFailed(
                 AttemptFailure(Stage.SERVING, scope or FailureScope.HOST, "node_lost",
                                failed.message, failed.fix)
-            ) from None  # fmt: skip
+            ) from None
 
     async def _watch_serving_node(self) -> None:
         session = self._session

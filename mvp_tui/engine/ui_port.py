@@ -43,18 +43,18 @@ BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset({
     lease.AttemptStarted, lease.LeasePending, lease.LeaseRunning, lease.PrefetchStarted,
     lease.LeaseDeleted, lease.WalkFailed, ssh.SshAttempt, ssh.HostKeyPinned, ssh.AgentStarted,
     ssh.AgentExited, StageBudget, NodeReady, NodeFailed, ReadySummary,
-})  # fmt: skip
+})
 LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset({
     lease.AttemptStarted, lease.AttemptAnswered, lease.ReconcileStarted, lease.Reconciled,
     lease.LeasePending, lease.LeaseRunning, lease.LeaseNotReady, lease.LeaseDeleting,
     lease.LeaseDeleted, lease.LeaseDeleteUnconfirmed, lease.OfferSkipped, lease.SecretLeftOver,
     lease.WalkFailed, lease.Sweep, lease.WalkReordered, lease.VolumeMounted, NodeWatchdog,
     NodeReady, AttemptAbandoned, NodeReplacing, WalkOrderSaid,
-})  # fmt: skip
+})
 PROMPT_EVENTS: frozenset[type[EngineEvent]] = frozenset({
     prompt.PromptQueued, prompt.PromptStarted, prompt.PromptDone, prompt.PromptFault,
     prompt.PromptCancelled, prompt.PromptRpcListening, ssh.PortForwarded, EndpointReady,
-})  # fmt: skip
+})
 # The app's own: the small-terminal layout follows the run's state; endpoint and idle-stop
 # toasts. (Lease money reaches the app with the Leases pane's facts.)
 RUN_EVENTS: frozenset[type[EngineEvent]] = frozenset(

@@ -278,7 +278,7 @@ class HostMemory:
     def order(self, offers: Sequence[Offer]) -> list[Offer]:
         """`offers` with those on a recently failed host last (stable)."""
         return [*(o for o in offers if self.failure(o) is None),
-                *(o for o in offers if self.failure(o) is not None)]  # fmt: skip
+                *(o for o in offers if self.failure(o) is not None)]
 
 
     def has_image(self, offer: Offer, image: str) -> bool:
@@ -326,7 +326,7 @@ def describe(outcome: HostOutcome, now: float) -> str:
         f"{age / DAY_S:.0f} d" if age >= DAY_S
         else f"{age / 3600:.0f} h" if age >= 3600
         else f"{age / 60:.0f} min"
-    )  # fmt: skip
+    )
     reason = f": {outcome.reason}" if outcome.reason else ""
     return f"failed {when} ago at {outcome.stage}{reason} (run {outcome.run_id})"
 

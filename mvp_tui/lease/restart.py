@@ -122,7 +122,7 @@ async def release_gone_secrets(
             left += await attempt_secrets.release(
                 provider, store, record, sink or _ignore, settings or WalkSettings(),
                 name_unknown=False, clock=clock,
-            )  # fmt: skip
+            )
     return left
 
 
@@ -199,7 +199,7 @@ async def down(
                 ok = await teardown_lease(
                     provider, store, record, lease, noting, settings,
                     reason=DeleteReason.REQUESTED, clock=clock,
-                )  # fmt: skip
+                )
             except OSError as exc:
                 # The record could not be written; the provider's answer still stands (a
                 # later `down` or restart check corrects a stale record).

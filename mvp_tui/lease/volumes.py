@@ -67,7 +67,7 @@ def _save(state_dir: Path, volumes: list[VolumeRecord]) -> None:
 def record_volume(state_dir: Path, volume: VolumeRecord) -> None:
     """Add or refresh one volume (by provider and id)."""
     kept = [v for v in load_volumes(state_dir)
-            if (v.provider, v.volume_id) != (volume.provider, volume.volume_id)]  # fmt: skip
+            if (v.provider, v.volume_id) != (volume.provider, volume.volume_id)]
     _save(state_dir, [*kept, volume])
 
 

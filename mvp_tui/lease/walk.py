@@ -374,7 +374,7 @@ class LeaseWalk:
         await attempt_secrets.release(
             self.provider, self.store, self._rec, self.sink, self.settings,
             labels=labels, name_unknown=name_unknown, clock=self.clock,
-        )  # fmt: skip
+        )
 
     async def _create(self, offer: Offer, attempt: AttemptRecord) -> CreateResult:
         s = self.settings
@@ -665,7 +665,7 @@ class LeaseWalk:
         await attempt_secrets.release(
             self.provider, self.store, record, self.sink, self.settings,
             blocking=attempt_secrets.sent_creates, clock=self.clock,
-        )  # fmt: skip
+        )
 
     def _failed(self, failure: WalkFailure, reason: str) -> WalkResult:
         reason = self._clean(reason, 2000)

@@ -249,7 +249,7 @@ class Agent:
         watchdog = self.watchdog
         gate = Gate(s.engine_host, s.engine_port, engine.spec.port, s.api_key,
                     engine_key=self._engine_key,
-                    on_use=watchdog.note_use if watchdog is not None else None)  # fmt: skip
+                    on_use=watchdog.note_use if watchdog is not None else None)
         try:
             port = gate.start()
         except OSError as exc:

@@ -115,7 +115,7 @@ def no_engine() -> PhaseFailed:
 # What llama.cpp (and llama-cpp-python) print when the model file itself cannot be read; a
 # load that fails for memory (too small a GPU) is the host's, not the file's.
 _MODEL_UNREADABLE = ("error loading model", "failed to load model", "gguf_init_from_file",
-                     "invalid magic", "failed to read magic")  # fmt: skip
+                     "invalid magic", "failed to read magic")
 _MEMORY_WORDS = ("alloc", "out of memory", "cuda", "vram")
 
 

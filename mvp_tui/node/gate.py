@@ -25,7 +25,7 @@ GATE_COPY_CHUNK = 65536
 GATE_ENGINE_TIMEOUT_S = 600.0  # a model may think this long before its first token
 _HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-authenticate",
                           "proxy-authorization", "te", "trailers", "transfer-encoding",
-                          "upgrade", "content-length", "host"})  # fmt: skip
+                          "upgrade", "content-length", "host"})
 
 
 def webui_token(key: str) -> str:
@@ -133,7 +133,7 @@ def _gate_handler() -> Any:
 
         def _refuse(self, status: int, message: str) -> None:
             body = json.dumps({"error": {"code": status, "message": message,
-                                         "type": "authentication_error"}}).encode()  # fmt: skip
+                                         "type": "authentication_error"}}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -160,7 +160,7 @@ def _gate_handler() -> Any:
             self.send_response(303)
             self.send_header("Location", "/")
             self.send_header("Set-Cookie", f"{WEBUI_COOKIE}={webui_token(gate.key)}; "
-                             "HttpOnly; SameSite=Lax; Path=/")  # fmt: skip
+                             "HttpOnly; SameSite=Lax; Path=/")
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -174,7 +174,7 @@ def _gate_handler() -> Any:
                 return
             if not gate.admits(self.headers):
                 self._refuse(401, "missing or wrong API key (Authorization: Bearer <key>; "
-                             "`mvp-tui endpoint` prints it)")  # fmt: skip
+                             "`mvp-tui endpoint` prints it)")
                 self.close_connection = self.headers.get("Content-Length") not in (None, "0")
                 return
             body = self._body()
@@ -189,7 +189,7 @@ def _gate_handler() -> Any:
         def _forward(self, gate: Gate, body: bytes) -> None:
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in _HOP_HEADERS and k.lower() not in
-                       ("authorization", "cookie")}  # fmt: skip
+                       ("authorization", "cookie")}
             headers["Host"] = f"{ENGINE_HOST}:{gate.engine_port}"
             headers["Connection"] = "close"  # its body then ends with the connection
             if gate.engine_key:

@@ -431,11 +431,11 @@ class Tunnels:
                     "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
                     "-o", "ExitOnForwardFailure=yes", "-o", "StrictHostKeyChecking=yes",
                     "-o", f"UserKnownHostsFile={known}", "-o", "ServerAliveInterval=5",
-                    "-L", f"{ENGINE_HOST}:{local_port}:{target}", f"{user}@{host}"]  # fmt: skip
+                    "-L", f"{ENGINE_HOST}:{local_port}:{target}", f"{user}@{host}"]
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, preexec_fn=_die_with_parent_hook(),
-            )  # fmt: skip
+            )
             self.procs.append(proc)
             endpoint = f"{ENGINE_HOST}:{local_port}"
             self._wait(proc, endpoint, role.worker_name(index))

@@ -200,7 +200,7 @@ class Watchdog:
             self._last_use = time.monotonic()
         self._wake.set()
         self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_armed",
-                              idle_stop_mins=self.settings.idle_stop_mins)  # fmt: skip
+                              idle_stop_mins=self.settings.idle_stop_mins)
 
     def note_use(self) -> None:
         """A request reached the engine (or a key in the dashboard): the idle stop waits."""
@@ -212,7 +212,7 @@ class Watchdog:
         if warned:
             self._wake.set()
             self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_postponed",
-                                  idle_stop_mins=self.settings.idle_stop_mins)  # fmt: skip
+                                  idle_stop_mins=self.settings.idle_stop_mins)
 
     def close(self) -> str | None:
         """No firing from now on (the agent is stopping); the trigger if it already fired."""
@@ -389,7 +389,7 @@ class Watchdog:
             self._warned = True
         self.emitter.progress(WATCHDOG_PHASE, state="idle_stop_warning",
                               idle_stop_mins=self.settings.idle_stop_mins,
-                              stops_in_s=round(left, 3))  # fmt: skip
+                              stops_in_s=round(left, 3))
         return left
 
     def _fire(self, trigger: str) -> None:

@@ -60,7 +60,7 @@ FAULT_SETS: dict[str, FaultSet] = {
         FaultSet("node-dies", "the cheapest offer's instance dies on start: destroyed "
                  "(confirmed), the next offer tried", _node_dies),
     )
-}  # fmt: skip
+}
 
 
 def parse_faults(text: str | None) -> list[FaultSet]:
@@ -80,5 +80,5 @@ def parse_faults(text: str | None) -> list[FaultSet]:
 def stock_market(fake: FakeVast) -> list[int]:
     """Put the rehearsal's offers on the market; their ids, cheapest first."""
     ids = [fake.add_offer(gpu_name=gpu, dph_total=price, geolocation=place)
-           for gpu, price, place in OFFERS]  # fmt: skip
+           for gpu, price, place in OFFERS]
     return [i for _, i in sorted(zip((p for _, p, _ in OFFERS), ids, strict=True))]

@@ -76,7 +76,7 @@ class RehearsalProvider(ProviderBase):
             return None
         here = Offer(provider=LOCAL, offer_id=LOCAL_OFFER_ID, gpu_name="", num_gpus=0,
                      gpu_ram_mib=0, price_per_hour=0.0, reliability=1.0, down_mbps=0.0,
-                     up_mbps=0.0, location="this machine")  # fmt: skip
+                     up_mbps=0.0, location="this machine")
         started = await self.node.create(here, request)
         if started.outcome is not Outcome.CREATED or started.provider_id is None:
             return None

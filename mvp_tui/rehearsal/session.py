@@ -81,7 +81,7 @@ def build(
         model = rehearsal_model(config)
         settings = rehearsal_config(config, model)
         provider = RehearsalProvider(market=VastAiProvider(api_key=market.api_key,
-                                                           api_url=market.url))  # fmt: skip
+                                                           api_url=market.url))
         sink = UiPort()
 
         def both(event: EngineEvent) -> None:

@@ -396,7 +396,7 @@ class NodeSession:
             f"ssh attempt {self._attempts}: {result.outcome.value}: {result.detail}; "
             + ("sshd answers now: logging in" if answered else
                f"waiting for sshd (its banner probed every {interval:g}s)")
-        )  # fmt: skip
+        )
         if answered:
             return True  # it came up just after the attempt
         until = self._clock() + within
@@ -428,7 +428,7 @@ class NodeSession:
             conn, check = await open_connection(
                 self.endpoint, self.identity, self.pins, self.lease_key, self.settings,
                 awaiting_pin=self._awaiting_pin,
-            )  # fmt: skip
+            )
         except ConnectFailed as failed:
             return AttemptResult(
                 failed.outcome,
@@ -441,7 +441,7 @@ class NodeSession:
         if (check.pinned_now or verified) and check.seen is not None:
             fingerprint = fingerprint_of(check.seen)
             self._emit(HostKeyPinned(lease_key=self.lease_key, fingerprint=fingerprint,
-                                     before_create=verified))  # fmt: skip
+                                     before_create=verified))
             how = "pinned before create, presented by the node" if verified else "pinned"
             self._line(f"host key {fingerprint} {how} for lease {self.lease_key}")
         connected = AttemptResult(AttemptOutcome.CONNECTED, "", connected=True)

@@ -336,7 +336,7 @@ class MvpApp(BoardWiring, ExitPath):
         else:
             text = f"unexpected {type(error).__name__}: {error}"
         self.notify(clean_line(text, 600), title=f"{worker.name} failed", severity="error",
-                    timeout=15, markup=False)  # fmt: skip
+                    timeout=15, markup=False)
 
     @property
     def _busy(self) -> bool:
@@ -361,7 +361,7 @@ class MvpApp(BoardWiring, ExitPath):
             report = await session.down_earlier([o.run_id for o in earlier])
             if not report.ok:
                 self.notify("some earlier leases are NOT confirmed gone; see `mvp-tui ls`",
-                            severity="error", timeout=30, markup=False)  # fmt: skip
+                            severity="error", timeout=30, markup=False)
         elif choice == "reattach":
             self._run(self._serve(lambda: session.reattach(earlier[0], self._plan())), "re-attach")
 
@@ -370,7 +370,7 @@ class MvpApp(BoardWiring, ExitPath):
         return (
             session is not None and len(earlier) == 1 and session.provider_ssh
             and earlier[0].exists is True and earlier[0].lease.ssh is not None
-        )  # fmt: skip
+        )
 
     @staticmethod
     def earlier_leases_screen(earlier: list[OpenLease], *, can_attach: bool) -> ConfirmScreen:
@@ -441,7 +441,7 @@ class MvpApp(BoardWiring, ExitPath):
         pane = self.query_one(OffersPane)
         fits = [pane.model.outlook(offer_key(o)).fit for o in offers]
         return LeaseConfirmScreen(offers, self._lease_limits(), provider=self.config.provider,
-                                  fits=fits, need=pane.need)  # fmt: skip
+                                  fits=fits, need=pane.need)
 
     def _plan(self) -> Plan:
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
@@ -469,7 +469,7 @@ class MvpApp(BoardWiring, ExitPath):
 
     def _fallback(self, kind: str, following: str, reason: str) -> None:
         self.notify(clean_line(reason, 600), title=f"no lease on {kind}; trying {following}",
-                    severity="warning", timeout=15, markup=False)  # fmt: skip
+                    severity="warning", timeout=15, markup=False)
 
     def _engine_changed(self, fresh: RunEngine) -> None:
         """A fresh engine of another provider: its channels shown, its limits read."""
@@ -486,11 +486,11 @@ class MvpApp(BoardWiring, ExitPath):
             await lifecycle()
         except RunAborted as aborted:
             self.notify(clean_line(aborted.reason, 600), title="the run stopped",
-                        severity="error", timeout=15, markup=False)  # fmt: skip
+                        severity="error", timeout=15, markup=False)
             self._say_left(aborted.result)
         except UserError as exc:  # nothing was leased (RunFailed, ConfigError): say why
             self.notify(clean_line(str(exc), 600), title="cannot lease", severity="error",
-                        timeout=15, markup=False)  # fmt: skip
+                        timeout=15, markup=False)
         self._update_summary()
 
     def _say_left(self, result: StopResult) -> None:
@@ -588,7 +588,7 @@ class MvpApp(BoardWiring, ExitPath):
         if isinstance(event, EndpointReady):
             for warning in endpoint_warnings(event):
                 self.notify(warning, title="OpenAI endpoint", severity="warning", timeout=20,
-                            markup=False)  # fmt: skip
+                            markup=False)
             return
         said = idle_stop_line(event)
         self._idle_warned = event.state == "warning"
@@ -596,7 +596,7 @@ class MvpApp(BoardWiring, ExitPath):
             return
         if self._idle_warned:  # up to the stop itself (a key or a request postpones it)
             self.notify(said, title="idle stop", severity="warning", markup=False,
-                        timeout=max(event.stops_in_s or 0.0, 10.0))  # fmt: skip
+                        timeout=max(event.stops_in_s or 0.0, 10.0))
         else:
             self.notify(said, title="idle stop", timeout=5.0, markup=False)
 
@@ -610,7 +610,7 @@ class MvpApp(BoardWiring, ExitPath):
             return
         self.copy_to_clipboard(clipboard_text(endpoint))
         self.notify(f"copied OPENAI_BASE_URL ({endpoint.openai_base_url}) and OPENAI_API_KEY",
-                    title="endpoint", markup=False)  # fmt: skip
+                    title="endpoint", markup=False)
 
     def action_open_web_ui(self) -> None:
         endpoint, session = self._serving_endpoint(), self.session
@@ -621,11 +621,11 @@ class MvpApp(BoardWiring, ExitPath):
             url = web_ui_url(endpoint, session.run_dir)
         except (OSError, ValueError) as exc:
             self.notify(clean_line(str(exc), 300), title="web UI", severity="error",
-                        markup=False)  # fmt: skip
+                        markup=False)
             return
         self.web_opener(url)
         self.notify(f"opening the engine's web UI at {endpoint.base_url}/", title="web UI",
-                    markup=False)  # fmt: skip
+                    markup=False)
 
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""
@@ -633,7 +633,7 @@ class MvpApp(BoardWiring, ExitPath):
         if self._idle_warned and session is not None:
             self._idle_warned = False
             self.run_worker(session.postpone_idle_stop(), name="postpone idle stop",
-                            group="idle-stop", exit_on_error=False)  # fmt: skip
+                            group="idle-stop", exit_on_error=False)
 
     # -- the command palette -------------------------------------------------------------
     def _key_of(self, binding_id: str) -> str:
@@ -664,7 +664,7 @@ class MvpApp(BoardWiring, ExitPath):
             ("Switch theme", "toggle-theme", "mvp-dark / mvp-light (saved in the config)",
              self.action_toggle_theme),
             ("Show keys", "help", "every key with its id for [ui.keys]", self.action_help),
-        ]  # fmt: skip
+        ]
         for title, binding_id, help_text, callback in ours:
             key = f" ({self._key_of(binding_id)})" if binding_id else ""
             yield SystemCommand(f"{title}{key}", help_text, callback)

@@ -40,7 +40,7 @@ def widget_bindings() -> list[KeyBinding]:
             if item.id in app_ids or item.id in out:
                 continue
             out[item.id] = KeyBinding(item.id, item.key, item.action, item.description,
-                                      item.show)  # fmt: skip
+                                      item.show)
     return list(out.values())
 
 

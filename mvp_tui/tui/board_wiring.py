@@ -7,7 +7,7 @@ running (so a refresh never piles up behind another), as does a price check or a
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from textual.app import App
@@ -42,10 +42,12 @@ class BoardWiring(App[int]):
     _need_read_waits: bool = False
 
     def _work(
-        self, work: Coroutine[Any, Any, object], name: str, group: str
+        self, work: Callable[[], Coroutine[Any, Any, object]], name: str, group: str
     ) -> Worker[object]:
+        # The coroutine is made when the worker runs: one replaced before it started (the
+        # group is exclusive) leaves no coroutine never awaited.
         return self.run_worker(work, name=name, group=group, exclusive=True,
-                               exit_on_error=False)  # fmt: skip
+                               exit_on_error=False)
 
     async def _search(self) -> None:
         """Every provider on the board at once; one that fails keeps its last rows and says
@@ -55,7 +57,7 @@ class BoardWiring(App[int]):
         pane = self.query_one(OffersPane)
         show_unfit = self.config.settings.offers.show_unfit
         pane.update_offers(result.offers, providers=result.answered, failures=result.failure_text,
-                           outlook=result.outlook(self._need), show_unfit=show_unfit)  # fmt: skip
+                           outlook=result.outlook(self._need), show_unfit=show_unfit)
         pane.set_notes(result.notes)
         self._check_stock(result.offers, result.answered)
         self._board_result = result
@@ -75,7 +77,7 @@ class BoardWiring(App[int]):
         if not self._first_frame:
             self._need_read_waits = True
             return
-        self._work(self._read_need(), "model size", "model-size")
+        self._work(self._read_need, "model size", "model-size")
 
     async def _read_need(self) -> None:
         """The model's VRAM need (a file or the hub): the board's fit column fills in."""
@@ -86,7 +88,7 @@ class BoardWiring(App[int]):
             return
         pane.need = self._need.describe() if self._need is not None else ""
         pane.set_outlook(result.outlook(self._need),
-                         show_unfit=self.config.settings.offers.show_unfit)  # fmt: skip
+                         show_unfit=self.config.settings.offers.show_unfit)
         pane.need_note = why  # `i` says why fit reads "?" (the footer is the providers')
 
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
@@ -118,7 +120,7 @@ class BoardWiring(App[int]):
         lease's current $/h asked of its provider."""
         self.action_search_offers()
         if self.leases.ids():
-            self._work(self._check_prices(), "price check", "prices")
+            self._work(self._check_prices, "price check", "prices")
 
     async def _check_prices(self) -> None:
         """A lease whose provider now quotes more than it was leased at: a badge on its row
@@ -144,4 +146,4 @@ class BoardWiring(App[int]):
         and a background refresh's alike)."""
         if self.board is None:  # the bare shell or a replay: no provider to ask
             return
-        self._work(self._search(), "offer search", "offers")
+        self._work(self._search, "offer search", "offers")

@@ -62,7 +62,7 @@ def after_app(app: MvpApp, engine: RunEngine) -> int:
     ]
     controller = session.controller if session is not None else None
     codes.append(after_dashboard(final.config, final.run_id, controller,
-                                 app.return_code, said=said))  # fmt: skip
+                                 app.return_code, said=said))
     return max(codes)
 
 

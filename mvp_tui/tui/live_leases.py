@@ -53,5 +53,5 @@ class LiveLeases:
 
     def spent_usd(self, now: float) -> float:
         running = sum(spend_usd(live.price_per_hour, max(0.0, now - live.since))
-                      for live in self._live.values())  # fmt: skip
+                      for live in self._live.values())
         return self._closed_spend + running

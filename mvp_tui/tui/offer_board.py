@@ -53,7 +53,7 @@ class BoardResult:
         """Each offer's fit and ~ready, from the model's need (None: unknown), the image and
         the host journal."""
         return outlook_for(need, image=self.image, image_gb=self.image_gb,
-                           has_image=self.memory.has_image)  # fmt: skip
+                           has_image=self.memory.has_image)
 
     def failure_text(self, offer: Offer) -> str | None:
         """Why `offer`'s host is avoided (`failed 2 h ago at ssh: …`), or None."""

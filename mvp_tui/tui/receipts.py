@@ -51,7 +51,7 @@ class LeaseReceipts:
         elif isinstance(event, lease.AttemptAnswered) and event.provider_id:
             gpu, price = self._gpu_of.get(event.label, ("", 0.0))
             self._held.setdefault(event.provider_id,
-                                  _Held(event.run_id, provider, gpu, price, event.at))  # fmt: skip
+                                  _Held(event.run_id, provider, gpu, price, event.at))
         elif isinstance(event, lease.LeaseRunning):
             fresh = _Held(event.run_id, provider, "", 0.0, event.at)
             held = self._held.setdefault(event.provider_id, fresh)
@@ -82,13 +82,13 @@ class LeaseReceipts:
         if held.state == "destroyed":
             billed = f" (billed ${held.billed:.4f})" if held.billed is not None else ""
             return (f"{head}: destroyed, confirmed by the provider · {clock_text_h(held.uptime_s)}"
-                    f" · ${held.spend:.4f}{billed}")  # fmt: skip
+                    f" · ${held.spend:.4f}{billed}")
         uptime = max(0.0, now - held.since)
         spend = spend_usd(held.price_per_hour, uptime)
         why = "KEPT RUNNING" if held.state == "live" else "teardown NOT confirmed"
         return (f"{head}: {why}, still bills ${held.price_per_hour:.3f}/h · "
                 f"{clock_text_h(uptime)} · ${spend:.4f} so far; end it with "
-                f"`mvp-tui down {clean_line(held.run_id, 64)}`")  # fmt: skip
+                f"`mvp-tui down {clean_line(held.run_id, 64)}`")
 
     def _totals(self, now: float) -> list[str]:
         by_run: dict[str, list[_Held]] = {}
@@ -100,10 +100,10 @@ class LeaseReceipts:
         leases = list(leases)
         spent = sum(h.spend if h.state == "destroyed"
                     else spend_usd(h.price_per_hour, max(0.0, now - h.since))
-                    for h in leases)  # fmt: skip
+                    for h in leases)
         billed = [h.billed for h in leases]
         billed_text = (f" (billed ${sum(b for b in billed if b is not None):.4f})"
-                       if all(b is not None for b in billed) else "")  # fmt: skip
+                       if all(b is not None for b in billed) else "")
         live = sum(1 for h in leases if h.state != "destroyed")
         tail = f" · {live} may still bill" if live else " · nothing bills"
         count = f"{len(leases)} lease" + ("s" if len(leases) != 1 else "")

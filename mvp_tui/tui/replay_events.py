@@ -132,7 +132,7 @@ class ArchiveEvents:
             started = lease.AttemptStarted(
                 at=now, run_id=run, label=walk.label, offer_id=walk.offer_id, gpu_name="",
                 price_per_hour=walk.price, attempt=walk.attempts,
-            )  # fmt: skip
+            )
             return [started]
         if phase == "provider_start" and status == "ready":
             walk.provider_id = provider_id
@@ -142,37 +142,37 @@ class ArchiveEvents:
                 out.append(lease.AttemptAnswered(at=now, run_id=run, label=walk.label,
                                                  offer_id=walk.offer_id, outcome="created",
                                                  http_status=None, detail="",
-                                                 provider_id=provider_id))  # fmt: skip
+                                                 provider_id=provider_id))
             out.append(lease.LeaseRunning(at=now, run_id=run, provider_id=provider_id,
                                           label=walk.label, host=host,
                                           port=int(port) if port.isdigit() else 0, user="",
                                           via=_str(detail.get("via"), "none"),
                                           after_s=max(0.0, now - walk.started_at),
-                                          price_per_hour=walk.price))  # fmt: skip
+                                          price_per_hour=walk.price))
             return out
         if phase == "provider_start" and status == "failed":
             reason = _str(detail.get("error")) or _str(detail.get("reason"), "no lease")
             return [lease.WalkFailed(at=now, run_id=run, failure=lease.WalkFailure.EXHAUSTED,
                                      reason=reason,
-                                     attempts=walk.attempts)]  # fmt: skip
+                                     attempts=walk.attempts)]
         if phase == "provider_stop" and status == "started":
             return [lease.LeaseDeleting(at=now, run_id=run, provider_id=provider_id,
-                                        reason=lease.DeleteReason.REQUESTED)]  # fmt: skip
+                                        reason=lease.DeleteReason.REQUESTED)]
         if phase == "provider_stop" and status == "ready":
             return [lease.LeaseDeleted(at=now, run_id=run, provider_id=provider_id,
                                        uptime_s=_num(detail.get("uptime_s")) or 0.0,
-                                       spend_usd=_num(detail.get("spend_usd")) or 0.0)]  # fmt: skip
+                                       spend_usd=_num(detail.get("spend_usd")) or 0.0)]
         if phase == "provider_stop" and status == "failed":
             reason = _str(detail.get("error")) or _str(detail.get("reason"))
             return [lease.LeaseDeleteUnconfirmed(at=now, run_id=run, provider_id=provider_id,
-                                                 reason=reason)]  # fmt: skip
+                                                 reason=reason)]
         if phase in ("ssh", "host_key") or status == "failed":
             return self._node_phase(phase, status, detail, now)
         if phase == "weights_loaded" and status == "ready":
             return [NodeReady(at=now, run_id=run, model_id=_str(detail.get("model_id")),
                               engine=_str(detail.get("engine")),
                               local_url=_str(detail.get("local_url")),
-                              load_ms=_int(detail.get("load_ms")) or None)]  # fmt: skip
+                              load_ms=_int(detail.get("load_ms")) or None)]
         return []
 
     def _node_phase(
@@ -185,17 +185,17 @@ class ArchiveEvents:
             walk.target = _str(detail.get("target"))
         elif phase == "ssh" and status == "ready":
             connected = ssh.SshAttempt(at=now, lease_key=key, attempt=1, target=walk.target,
-                                       outcome=ssh.AttemptOutcome.CONNECTED)  # fmt: skip
+                                       outcome=ssh.AttemptOutcome.CONNECTED)
             pid = _int(detail.get("agent_pid"))
             return [connected, ssh.AgentStarted(at=now, lease_key=key, pid=pid, remote_dir="",
-                                                resumed=detail.get("resumed") is True)]  # fmt: skip
+                                                resumed=detail.get("resumed") is True)]
         elif phase == "host_key" and status == "ready":
             return [ssh.HostKeyPinned(at=now, lease_key=key,
-                                      fingerprint=_str(detail.get("fingerprint")))]  # fmt: skip
+                                      fingerprint=_str(detail.get("fingerprint")))]
         elif status == "failed" and phase in ("node_runtime_ready", "weights_loaded"):
             reason = _str(detail.get("error")) or "the node cannot serve"
             return [NodeFailed(at=now, run_id=self._run, reason=reason,
-                               fix=_str(detail.get("fix")))]  # fmt: skip
+                               fix=_str(detail.get("fix")))]
         return []
 
     def _create_line(self, text: str) -> list[EngineEvent]:
@@ -207,7 +207,7 @@ class ArchiveEvents:
         self._walk.answered.add(label)
         return [lease.AttemptAnswered(at=self._clock(), run_id=self._run, label=label,
                                       offer_id=offer_id, outcome=outcome, http_status=None,
-                                      detail=detail or "", provider_id=None)]  # fmt: skip
+                                      detail=detail or "", provider_id=None)]
 
     # -- prompts ----------------------------------------------------------------------------
     def _prompt(self, value: Mapping[str, Any]) -> list[EngineEvent]:
@@ -223,7 +223,7 @@ class ArchiveEvents:
                                         text_chars=_int(detail.get("prompt_chars")),
                                         max_tokens=_int(detail.get("max_tokens")),
                                         position=_int(detail.get("position")),
-                                        source=source)]  # fmt: skip
+                                        source=source)]
         if phase == "node_prompt_send":
             return [prompt.PromptStarted(at=now, prompt_id=pid)]
         if phase == "node_prompt_event" and detail.get("event") == "TextDelta":
@@ -237,11 +237,11 @@ class ArchiveEvents:
             return [prompt.PromptDone(at=now, prompt_id=pid, final_text="",
                                       tokens_generated=tokens, elapsed_ms=elapsed,
                                       ttft_ms=int(ttft) if ttft is not None else None,
-                                      tokens_per_s=rate)]  # fmt: skip
+                                      tokens_per_s=rate)]
         if phase == "prompt_complete" and status == "failed":
             return [prompt.PromptFault(at=now, prompt_id=pid,
                                        fault_kind=prompt.FaultKind.ENGINE_REJECTED,
-                                       error=_str(detail.get("error"), "failed"))]  # fmt: skip
+                                       error=_str(detail.get("error"), "failed"))]
         if phase == "prompt_complete" and status == "dropped":
             active = detail.get("was_active") is True
             return [prompt.PromptCancelled(at=now, prompt_id=pid, was_active=active)]

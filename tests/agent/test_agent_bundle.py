@@ -36,7 +36,7 @@ def _python(version: str) -> str | None:
     candidates += sorted(glob.glob(str(Path.home() / f".pyenv/versions/{version}.*/bin/python3")))
     for candidate in filter(None, candidates):
         done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+                              capture_output=True, text=True, check=False)
         if done.returncode == 0 and done.stdout.strip() == str(tuple(map(int, version.split(".")))):
             return candidate
     return None
@@ -47,7 +47,7 @@ def oldest_python() -> str:
     found = _python(OLDEST)
     if found is None:
         missing_peer(f"python{OLDEST}", "no working interpreter found",
-                     f"install it (pyenv install {OLDEST}) or set {OLDEST_ENV}")  # fmt: skip
+                     f"install it (pyenv install {OLDEST}) or set {OLDEST_ENV}")
     return found
 
 
@@ -104,7 +104,7 @@ async def test_the_zipapp_runs_on_the_oldest_node_python(
     env = agent_env(
         tmp_path, PATH=path_with, MVP_GGUF_LOCAL_PATH=str(tiny_model), FAKE_LOADING_PROBES="1",
         MVP_API_KEY="run-key-0123456789", MVP_NODE_PROVIDER="local",
-    )  # fmt: skip
+    )
 
     run = await AgentRun.start(env, python=python)
     try:
@@ -126,7 +126,7 @@ def test_every_module_imports_on_the_oldest_node_python() -> None:
         f"import {m.removesuffix('.__init__')}\n" for m in modules if m != "mvp_tui.node.__main__"
     )
     done = subprocess.run([python, "-I", "-c", code, str(agent_zip())], capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+                          text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
 
 
@@ -135,7 +135,7 @@ def test_an_older_python_is_told_the_agent_needs_the_oldest() -> None:
     if python is None:
         pytest.skip("no python3.7 or 3.6 here to be refused")
     done = subprocess.run([python, str(agent_zip())], capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+                          timeout=60, check=False)
     assert done.returncode == 1
     assert f"mvp-node needs Python {OLDEST} or later" in done.stderr
 
@@ -143,5 +143,5 @@ def test_an_older_python_is_told_the_agent_needs_the_oldest() -> None:
 def test_python_m_runs_the_package_too() -> None:
     """`python -m mvp_tui.node` (no zip) is the same entry point, for working on the agent."""
     done = subprocess.run([sys.executable, "-m", "mvp_tui.node"], env={"MVP_MAX_CONTEXT": "x"},
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "MVP_MAX_CONTEXT" in done.stdout

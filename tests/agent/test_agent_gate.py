@@ -89,7 +89,7 @@ async def _refuses_all_but_the_key(run: AgentRun, loaded: dict[str, Any]) -> Non
     # The web UI's login: the key posted once gives a cookie (not the key) for the UI.
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.request("POST", "/mvp/webui", f"key={KEY}",
-                 {"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+                 {"Content-Type": "application/x-www-form-urlencoded"})
     login = conn.getresponse()
     login.read()
     cookie = (login.getheader("Set-Cookie") or "").split(";")[0]
@@ -233,7 +233,7 @@ async def test_a_custom_engine_is_served_through_the_gate(tmp_path: Path, tiny_m
         "--model_alias {alias} --n_ctx 256 --n_threads 1 --interrupt_requests False"
     )
     env = agent_env(tmp_path, MVP_GGUF_LOCAL_PATH=str(tiny_model), MVP_API_KEY=KEY,
-                    MVP_ENGINE_CMD=command)  # fmt: skip
+                    MVP_ENGINE_CMD=command)
     run, loaded = await _keyed_node(env)
     try:
         assert loaded["engine"] == "custom"  # it cannot take a key: the gate checks it
@@ -247,7 +247,7 @@ async def test_a_custom_engine_is_served_through_the_gate(tmp_path: Path, tiny_m
     [("127.0.0.1:8642", True), ("localhost:8642", True), ("[::1]:8642", True),
      ("127.0.0.1", True), ("evil.example:8642", False), ("127.0.0.1.evil.example", False),
      ("", False), ("[::1", False)],
-)  # fmt: skip
+)
 def test_the_gate_answers_only_loopback_names(host: str, admitted: bool) -> None:
     from mvp_tui.node.gate import _loopback_host
 

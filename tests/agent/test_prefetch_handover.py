@@ -62,7 +62,7 @@ async def test_a_partial_prefetch_is_resumed_where_it_ends_and_checked(
         assert detail["commit"] == hub.state.commit
         assert detail["prefetch"] == {
             "tool": "curl", "started_at": 1764000000.0, "bytes": 1500, "was_running": False,
-        }  # fmt: skip
+        }
         assert _model_states(run)[0] == "adopting"
         await run.wait_exit()
     finally:
@@ -98,7 +98,7 @@ async def test_a_prefetched_file_whose_digest_is_not_the_hubs_is_refused(
         refusal = next(
             p for p in run.channel("mvp.node.1.agent")
             if p["type"] == "NodeAgentProgress" and p.get("state") == "refused"
-        )  # fmt: skip
+        )
         assert "sha256" in refusal["reason"]
         # Fetched afresh from byte 0, and what is served now is the hub's file.
         assert [r.headers.get("Range") for r in hub.state.requests] == [None]

@@ -43,7 +43,7 @@ def picture(hub: ChannelHub) -> list[tuple[object, ...]]:
         (c.channel, c.count, c.last_position, c.total_bytes, c.retained,
          tuple(hub.tail(c.channel).frames))
         for c in hub.snapshot().channels
-    ]  # fmt: skip
+    ]
 
 
 def replayed_up_to(path: Path, n: int) -> ChannelHub:

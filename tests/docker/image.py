@@ -41,7 +41,7 @@ ENGINE_EXTRAS = ("server",)
 STDLIB_SKIP = {
     "test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
     "pydoc_data",
-}  # fmt: skip
+}
 STDLIB_SKIP_PREFIX = ("config-",)  # libpython*.a, the static build kit
 ELF_MAGIC = b"\x7fELF"
 
@@ -97,7 +97,7 @@ def image_tag() -> str:
 def interpreter() -> Path:
     """The real interpreter behind this (venv) Python."""
     return Path(os.path.realpath(Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}"
-                                 f".{sys.version_info[1]}"))  # fmt: skip
+                                 f".{sys.version_info[1]}"))
 
 
 def _stdlib_files() -> Iterator[Path]:

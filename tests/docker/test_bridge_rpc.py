@@ -45,13 +45,13 @@ async def test_a_worker_in_a_bridge_container_binds_its_rpc_server_on_loopback(
 ) -> None:
     bin_dir = _fake_rpc_bin(tmp_path)
     request = {"MVP_RUN_ID": "r-0000abcd", "MVP_NODE_ROLE": "worker",
-               "MVP_LOGICAL_NODE_ID": "2", "MVP_RPC_BIN_DIR": str(bin_dir)}  # fmt: skip
+               "MVP_LOGICAL_NODE_ID": "2", "MVP_RPC_BIN_DIR": str(bin_dir)}
     agent_source = AGENT_PATH.read_bytes()
     settings = DockerSettings(image="i", gpus="none", network="bridge")
     _, config = create_config(
         settings, image="i", label="mvp-r-0000abcd-2-1", request_env=request,
         agent_bytes=len(agent_source),
-    )  # fmt: skip
+    )
     container_env = dict(item.split("=", 1) for item in config["Env"])
     assert container_env["MVP_ENGINE_HOST"] == "0.0.0.0"  # the engine's bind, not the RPC's
     # The container's command, run here: the launcher reads the agent from stdin and runs it.
@@ -83,9 +83,9 @@ def test_an_engine_host_other_than_loopback_or_every_interface_is_a_config_error
 def _cli(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
     env = {**base, "XDG_CONFIG_HOME": str(tmp / "xdg"), "MVP_STATE_DIR": str(tmp / "state"),
-           **env}  # fmt: skip
+           **env}
     return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env=env, timeout=120, check=False)  # fmt: skip
+                          text=True, env=env, timeout=120, check=False)
 
 
 @pytest.mark.parametrize("network", [(), ("--docker-network", "bridge")])
@@ -93,7 +93,7 @@ def test_two_nodes_on_a_bridge_network_exit_2_naming_the_network(
     tmp_path: Path, network: tuple[str, ...]
 ) -> None:
     done = _cli(tmp_path, "up", "--headless", "--provider", "docker", "--nodes", "2", *network,
-                "--gguf-local-path", str(tmp_path / "absent.gguf"))  # fmt: skip
+                "--gguf-local-path", str(tmp_path / "absent.gguf"))
     assert done.returncode == 2, done.stderr
     assert "[docker] network = 'bridge'" in done.stderr
     assert "[runtime] nodes = 2 from flag --nodes" in done.stderr

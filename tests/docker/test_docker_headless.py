@@ -32,7 +32,7 @@ def _args(scope: DockerScope, image: str, *extra: str) -> list[str]:
         "--docker-image", image,
         "--rpc-bind", "127.0.0.1:0",
         *extra,
-    ]  # fmt: skip
+    ]
 
 
 def _env(docker_host: str, **extra: str) -> dict[str, str]:
@@ -88,7 +88,7 @@ async def test_whole_run_streams_tokens_and_leaves_nothing(
         "--prompt", "hello there",
         "--max-tokens", "16",
         "--down-after",
-    )  # fmt: skip
+    )
     async with HeadlessRun(args, tmp_path / "state", env=_env(docker_host)) as run:
         code = await run.finish()
     assert code == 0, run.stderr
@@ -106,7 +106,7 @@ async def test_whole_run_streams_tokens_and_leaves_nothing(
     ]
     assert model[0]["detail"]["path"] == f"/models/local/{tiny_gguf.name}"
     provider_lines = [f["payload"]["line"]["line"] for f in run.frames(
-        "mvp.provisioning.logs.node.1.provider")]  # fmt: skip
+        "mvp.provisioning.logs.node.1.provider")]
     assert any("mvp-orchestrator-" in line and "network host" in line for line in provider_lines)
     exits = [
         f["payload"]
@@ -187,7 +187,7 @@ async def test_sigkill_of_mvp_tui_ends_the_container_within_10_s(
         sys.executable, "-m", "mvp_tui", "down", "--all", "--yes",
         env={**run.env, "DOCKER_HOST": docker_host},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     _, err = await asyncio.wait_for(down.communicate(), 60)
     assert down.returncode == 0, err
     assert container_id in err.decode()
@@ -203,7 +203,7 @@ async def test_cached_model_mount_serves_without_download(
         "--prompt", "hello",
         "--max-tokens", "8",
         "--down-after",
-    )  # fmt: skip
+    )
     size = tiny_gguf.stat().st_size  # noqa: ASYNC240  (before the run; a local file)
     async with HeadlessRun(args, tmp_path / "state", env=_env(docker_host)) as run:
         code = await run.finish()
@@ -221,7 +221,7 @@ async def test_cached_model_mount_serves_without_download(
     downloads = [
         f for f in run.frames("mvp.node.1.agent") if f["payload"].get("type") == "NodeAgentProgress"
         and f["payload"].get("phase") == "model"
-    ]  # fmt: skip
+    ]
     assert not downloads
     (done,) = run.events("prompt_done")
     assert done["tokens_generated"] >= 1

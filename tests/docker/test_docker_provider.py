@@ -99,7 +99,7 @@ async def test_image_without_python_is_rejected_naming_what_is_missing(
     await asyncio.to_thread(
         client.api.import_image_from_data, buffer.getvalue(), repository=empty.split(":")[0],
         tag="1",
-    )  # fmt: skip
+    )
     provider = _provider(docker_host, empty, [])
     try:
         (offer,) = await provider.search_offers(SelectionPolicy())
@@ -118,7 +118,7 @@ async def test_container_ending_by_itself_ends_the_run_with_its_status(
         "--provider", "docker", "--docker-network", "host", "--docker-image", node_image,
         "--label-prefix", docker_scope.prefix,
         "--gguf-local-path", str(tiny_gguf), "--rpc-bind", "127.0.0.1:0",
-    ]  # fmt: skip
+    ]
     env = {"DOCKER_HOST": docker_host}
     async with HeadlessRun(args, tmp_path / "state", env=env) as run:
         await run.until(event("prompt_rpc_listening"))
@@ -153,7 +153,7 @@ async def test_hf_token_reaches_the_agent_but_not_the_containers_env(
     )
     request = _request(docker_scope, node_image, tiny_gguf)
     request = CreateRequest(label=request.label, image=request.image,
-                            env={**request.env, "HF_TOKEN": token}, disk_gb=20)  # fmt: skip
+                            env={**request.env, "HF_TOKEN": token}, disk_gb=20)
     try:
         (offer,) = await provider.search_offers(SelectionPolicy())
         created = await provider.create(offer, request)

@@ -126,10 +126,10 @@ def test_the_launcher_runs_the_agent_sent_down_stdin_and_reads_no_further(networ
 def test_the_launcher_says_so_when_stdin_closes_before_the_agent_arrived() -> None:
     settings = DockerSettings(image="i", gpus="none", network="host")
     _, config = create_config(settings, image="i", label=LABEL, request_env=NODE_ENV,
-                              agent_bytes=1000)  # fmt: skip
+                              agent_bytes=1000)
     done = subprocess.run([sys.executable, *config["Cmd"][1:]], input=b"import os\n",
                           env={"MVP_AGENT_BYTES": "1000"}, capture_output=True, timeout=30,
-                          check=False)  # fmt: skip
+                          check=False)
     assert done.returncode == 1 and b"stdin closed before the whole agent" in done.stderr
 
 
@@ -258,7 +258,7 @@ def test_secrets_are_not_in_the_containers_env_but_reach_the_agent_on_stdin(
     _, config = create_config(
         settings, image="i", label=LABEL, request_env=SECRET_ENV,
         agent_bytes=len(PRINT_ENV), stdin_env_length=len(secrets),
-    )  # fmt: skip
+    )
     # What `docker inspect` shows: neither the names nor the values.
     shown = json.dumps(config)
     assert "hf_test0123456789abcdef" not in shown and "key-0123456789" not in shown
@@ -274,7 +274,7 @@ def test_secrets_are_not_in_the_containers_env_but_reach_the_agent_on_stdin(
     )
     assert done.returncode == 4, done.stderr
     assert done.stdout.decode().split() == [
-        "hf_test0123456789abcdef", "key-0123456789", "b'shutdown\\n'"]  # fmt: skip
+        "hf_test0123456789abcdef", "key-0123456789", "b'shutdown\\n'"]
 
 
 def test_without_secrets_nothing_follows_the_agent() -> None:

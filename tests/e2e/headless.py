@@ -22,7 +22,7 @@ class HeadlessRun:
         # A free port for the run's OpenAI endpoint (tests run side by side); a test of the
         # fixed default sets it.
         self.env.update({"MVP_STATE_DIR": str(state_dir), "MVP_PROMPT_OPENAI_PORT": "0",
-                         **(env or {})})  # fmt: skip
+                         **(env or {})})
         self.records: list[Record] = []
         self.stderr = ""
         self.proc: asyncio.subprocess.Process | None = None
@@ -31,7 +31,7 @@ class HeadlessRun:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "mvp_tui", "up", "--headless", *self.args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
-        )  # fmt: skip
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:

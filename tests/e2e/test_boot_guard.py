@@ -66,7 +66,7 @@ async def test_a_run_killed_before_ssh_answers_leaves_an_instance_that_destroys_
             "MVP_VASTAI_SSH_IDENTITY": str(key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
             "MVP_BOOT_GRACE_MINS": str(grace_s / 60), "MVP_BOOT_GUARD_DIR": str(tmp_path / "guard"),
             "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
-        }  # fmt: skip
+        }
         async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
             instance = int((await run.until(created, within=60))["provider_id"])
             # The create carried what the guard needs; nothing secret.
@@ -105,7 +105,7 @@ async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
         container: Container | None = None
         try:
             async with HeadlessRun(["--yes", "--until", "ready"], tmp_path / "state",
-                                   env=env) as run:  # fmt: skip
+                                   env=env) as run:
                 instance = int((await run.until(created, within=60))["provider_id"])
                 container = start_container(fake, instance, guard_dir)
                 assert await run.finish(within=120) == 0, run.stderr
@@ -121,7 +121,7 @@ async def test_an_attached_agent_stands_the_guard_down_and_its_verdict_is_a_row(
                 wait_until,
                 lambda: time.monotonic() - started > grace_s + 2 or fake.destroyed() != [],
                 grace_s + 30, "the grace passing",
-            )  # fmt: skip
+            )
             assert [i["id"] for i in fake.billing()] == [instance]
             assert "destroying" not in container.log()
             row = guard_row(run)

@@ -42,7 +42,7 @@ def mvp(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mvp_tui", *args], env={**clean, **env},
         capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    )
 
 
 def chat(base_url: str, key: str | None) -> tuple[int, dict[str, Any]]:
@@ -82,7 +82,7 @@ async def test_the_rented_endpoint_answers_only_the_run_key(
     state = tmp_path / "state"
     with FakeVast(api_key=KEY) as fake:
         env = {**rented_env(fake, node, tmp_path, tiny_gguf),
-               "MVP_DATASTREAM_FRAME_LOG": str(tmp_path / "frames.jsonl")}  # fmt: skip
+               "MVP_DATASTREAM_FRAME_LOG": str(tmp_path / "frames.jsonl")}
         async with HeadlessRun(["--yes"], state, env=env) as run:
             ready = await run.until(event("endpoint_ready"), within=120)
             assert ready["auth"] == "key" and ready["idle_stop_mins"] == 30.0
@@ -102,11 +102,11 @@ async def test_the_rented_endpoint_answers_only_the_run_key(
             script.write_text(OPENAI_STREAM)
             clean = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "OPENAI"))}
             line = (f'eval "$({sys.executable} -m mvp_tui endpoint --env)" && '
-                    f'exec {sys.executable} {script}')  # fmt: skip
+                    f'exec {sys.executable} {script}')
             streamed = await asyncio.to_thread(
                 subprocess.run, ["bash", "-c", line], env={**clean, **env},
                 capture_output=True, text=True, timeout=60, check=False,
-            )  # fmt: skip
+            )
             assert streamed.returncode == 0, streamed.stderr
             count, text = streamed.stdout.split(" ", 1)
             assert int(count) >= 8 and len(text) > 4, streamed.stdout
@@ -121,7 +121,7 @@ async def test_the_rented_endpoint_answers_only_the_run_key(
     assert (tmp_path / "frames.jsonl").stat().st_size > 0
     # Only its two stores hold it: the run's endpoint record and the node's env file.
     assert files_without(api_key, state, node.node_dir, tmp_path / "frames.jsonl",
-                         but=(ENDPOINT_FILE, "agent.env")) == []  # fmt: skip
+                         but=(ENDPOINT_FILE, "agent.env")) == []
     assert "OpenAI endpoint http://127.0.0.1:" in run.stderr
 
 
@@ -153,7 +153,7 @@ async def test_the_idle_stop_waits_while_a_client_keeps_asking(
     with FakeVast(api_key=KEY) as fake:
         window_s = 3.0
         env = {**rented_env(fake, node, tmp_path, tiny_gguf),
-               "MVP_IDLE_STOP_MINS": str(window_s / 60)}  # fmt: skip
+               "MVP_IDLE_STOP_MINS": str(window_s / 60)}
         async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
             ready = await run.until(event("endpoint_ready"), within=120)
             facts = json.loads(mvp("endpoint", "--json", env=env).stdout)
@@ -190,7 +190,7 @@ async def test_the_address_and_key_outlive_a_reattach(
         kept = load_endpoint(RecordStore(state), before["run_id"])
         assert kept is not None and not kept.serving  # its forward ended with the command
         config = load_config(env={**env, "MVP_PROMPT_OPENAI_PORT": "0"},
-                             paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
+                             paths=ConfigPaths(default=tmp_path / "none.toml"))
         seen: list[EngineEvent] = []
         engine = RunEngine(config, seen.append, environ={**os.environ, **env})
         try:
@@ -251,7 +251,7 @@ async def test_a_taken_port_is_said_and_another_serves(tiny_gguf: Path, tmp_path
         taken = holder.getsockname()[1]
         env = {"MVP_PROMPT_OPENAI_PORT": str(taken)}
         args = ["--gguf-local-path", str(tiny_gguf), "--prompt", "hi", "--max-tokens", "4",
-                "--down-after"]  # fmt: skip
+                "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             assert await run.finish(within=120) == 0, run.stderr
     (ready,) = run.events("endpoint_ready")

@@ -32,7 +32,7 @@ def _engine(
         "MVP_NODE_DIR": str(tmp_path / "node"),
         "MVP_GGUF_LOCAL_PATH": str(model), "MVP_SSH_RETRY_INITIAL_SECS": "0.1",
         "MVP_SSH_READY_TIMEOUT_SECS": "60",
-    }  # fmt: skip
+    }
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     return RunEngine(config, sink, environ=container_env(fake, tmp_path))
 
@@ -47,7 +47,7 @@ async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
         # Trust on first use ([vastai] pin_host_key = false): the pin comes from a connection.
         engine = _engine(fake, client, tmp_path, tiny_gguf, sink,
-                         MVP_VASTAI_PIN_HOST_KEY="false")  # fmt: skip
+                         MVP_VASTAI_PIN_HOST_KEY="false")
         try:
             await engine.prepare_ssh_identity()
             result = await engine.lease(await engine.search_offers())

@@ -120,7 +120,7 @@ async def test_gauntlet_of_bad_hosts_ends_serving_on_the_good_one(
             [("ssh", False)] * 3 + [("serving", True)]
         ), journal
         again = {fake.add_offer(dph_total=0.05 * (i + 1), machine_id=machines[o]): o
-                 for i, o in enumerate((unreachable, refusing, exiting, good))}  # fmt: skip
+                 for i, o in enumerate((unreachable, refusing, exiting, good))}
         async with HeadlessRun(["--yes", "--until", "leased"], state, env=env) as second:
             assert await second.finish(within=120) == 0, second.stderr
         (first,) = second.events("attempt_started")

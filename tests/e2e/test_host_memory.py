@@ -52,7 +52,7 @@ def env(fake: FakeVast, tmp_path: Path) -> dict[str, str]:
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
     return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env={**base, **env}, timeout=120)  # fmt: skip
+                          text=True, env={**base, **env}, timeout=120)
 
 
 def offers_by_price(fake: FakeVast) -> list[dict[str, Any]]:
@@ -188,7 +188,7 @@ def test_offers_json_says_whether_the_model_fits(
     fake.add_offer(dph_total=0.90, gpu_name="RTX A6000", gpu_ram=49140)
     model = header_gguf(tmp_path / "big.gguf", size=30 * GIB)
     env = {**env, "MVP_GGUF_LOCAL_PATH": str(model), "MVP_MAX_CONTEXT": "4096",
-           "MVP_IMAGE_SIZE_GB": "3.6"}  # fmt: skip
+           "MVP_IMAGE_SIZE_GB": "3.6"}
     result = cli("offers", "--json", env=env)
     assert result.returncode == 0, result.stderr
     by_gpu = {o["gpu_name"]: o for o in json.loads(result.stdout)}

@@ -17,7 +17,7 @@ async def test_a_local_run_with_proxy_variables_serves_without_the_proxy(
     proxy = CountingProxy()
     env = {name: proxy.url for name in PROXY_VARS} | {"NO_PROXY": "", "no_proxy": ""}
     args = ["--gguf-local-path", str(tiny_gguf), "--prompt", "hello", "--max-tokens", "8",
-            "--down-after", "--rpc-bind", "127.0.0.1:0"]  # fmt: skip
+            "--down-after", "--rpc-bind", "127.0.0.1:0"]
     try:
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             code = await run.finish(within=120)

@@ -155,7 +155,7 @@ async def test_rpc_serves_a_socket_client_and_an_overlong_prompt_faults(
 async def test_no_model_and_no_network_fails_early_naming_the_key(tmp_path: Path) -> None:
     # Nothing listens on this loopback port: the hub download fails at once, as offline.
     env = {"MVP_HF_ENDPOINT": "http://127.0.0.1:9", "MVP_DOWNLOAD_RETRIES": "0",
-           "MVP_MODEL_CACHE_DIR": str(tmp_path / "cache")}  # fmt: skip
+           "MVP_MODEL_CACHE_DIR": str(tmp_path / "cache")}
     async with HeadlessRun(["--rpc-bind", "127.0.0.1:0"], tmp_path / "state", env=env) as run:
         code = await run.finish()
     assert code == 1

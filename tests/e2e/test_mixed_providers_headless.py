@@ -25,7 +25,7 @@ async def test_a_vast_pick_that_fails_hands_over_to_the_local_pick(
         fake.die_on_start(dying)
         env = {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
                "MVP_VASTAI_POLL_INTERVAL_SECS": "1", "MVP_NODE_PYTHON": sys.executable,
-               "MVP_VASTAI_SSH_IDENTITY": str(key)}  # fmt: skip
+               "MVP_VASTAI_SSH_IDENTITY": str(key)}
         args = ["--yes", "--offer", str(dying), "--offer", "local:local", "--prompt", "hello",
                 "--gguf-local-path", str(tiny_gguf), "--max-tokens", "4", "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:

@@ -47,7 +47,7 @@ async def test_a_killed_serving_node_is_replaced_behind_the_same_addresses(
         fake.add_offer(dph_total=0.20)
         fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
         env = {**vast_node_env(fake, node, KEY, tmp_path),
-               "MVP_PROMPT_RPC_BIND": f"127.0.0.1:{rpc_port}"}  # fmt: skip
+               "MVP_PROMPT_RPC_BIND": f"127.0.0.1:{rpc_port}"}
         state = tmp_path / "state"
         async with HeadlessRun(["--yes", "--gguf-local-path", str(tiny_gguf)], state, env) as run:
             first = await run.until(event("node_ready"), within=120)

@@ -34,7 +34,7 @@ def rented_env(fake: FakeVast, node: Node, tmp_path: Path, model: Path) -> dict[
         "MVP_GGUF_LOCAL_PATH": str(model), "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
         "MVP_STATE_DIR": str(tmp_path / "state"), "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
         **container_env(fake, tmp_path),
-    }  # fmt: skip
+    }
 
 
 async def destroyed_by_itself(fake: FakeVast, instance_id: int, within: float) -> None:
@@ -128,7 +128,7 @@ async def test_an_attached_dashboard_keeps_its_lease_past_three_silence_windows(
             await asyncio.sleep(3 * idle_s + 2)
             assert len(fake.billing()) == 1, "the node destroyed a lease its dashboard held"
             assert not [e for e in seen.events if isinstance(e, NodeWatchdog)
-                        and e.status == "fired"]  # fmt: skip
+                        and e.status == "fired"]
             await pilot.press("ctrl+q")
             await pilot.pause()
             app.screen.query_one("#choice-destroy", Button).press()

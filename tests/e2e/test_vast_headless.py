@@ -63,7 +63,7 @@ def vast_env(fake: FakeVast, tmp_path: Path) -> dict[str, str]:
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
     return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env={**base, **env}, timeout=120)  # fmt: skip
+                          text=True, env={**base, **env}, timeout=120)
 
 
 def no_key_anywhere(state: Path, *texts: str) -> None:

@@ -28,7 +28,7 @@ async def test_rented_node_serves_a_prompt_over_ssh_and_tears_down(
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
         env = vast_node_env(fake, node, KEY, tmp_path)
         args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello node",
-                "--max-tokens", "12", "--down-after"]  # fmt: skip
+                "--max-tokens", "12", "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             code = await run.finish(within=180)
         assert code == 0, run.stderr
@@ -63,9 +63,9 @@ async def test_until_ready_leaves_the_rented_node_serving_for_down(
             "MVP_VASTAI_SSH_IDENTITY": str(client), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
             "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
             **container_env(fake, tmp_path),
-        }  # fmt: skip
+        }
         async with HeadlessRun(["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)],
-                               tmp_path / "state", env=env) as run:  # fmt: skip
+                               tmp_path / "state", env=env) as run:
             code = await run.finish(within=180)
         assert code == 0, run.stderr
         assert len(fake.billing()) == 1

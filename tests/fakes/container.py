@@ -62,7 +62,7 @@ class Container:
         self.proc = subprocess.Popen(
             self.argv, env=self.env, start_new_session=True,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
 
     def stop(self) -> None:
         if self.proc is None:

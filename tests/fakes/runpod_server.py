@@ -75,7 +75,7 @@ _CREATE_FIELDS = {
     "dataCenterIds", "globalNetworking", "gpu", "mounts", "startJupyter", "startSsh",
     "templateId",
     "cmd",  # not in the 2026-08 document: sent by overbrainer 0.9.0 (contract DEVIATIONS)
-}  # fmt: skip
+}
 _GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
 # Account secrets, per docs.runpod.io/api-reference-v2/account/create-a-secret.
 SECRET_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.\-/]*$")
@@ -87,7 +87,7 @@ _TITLES = {
     404: "Not Found", 409: "Conflict", 422: "Unprocessable Entity", 429: "Too Many Requests",
     500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
     504: "Gateway Timeout",
-}  # fmt: skip
+}
 
 
 @dataclass
@@ -556,7 +556,7 @@ class FakeRunPod:
                 self.exchanges.append(
                     Exchange(op, request, 200, reply.body.text, reply.content_type,
                              dict(reply.headers))
-                )  # fmt: skip
+                )
             self._stream_logs(handler, reply)
             return
         with self._lock:
@@ -568,7 +568,7 @@ class FakeRunPod:
                         op, request, reply.status, reply.body, reply.content_type,
                         dict(reply.headers),
                     )
-                )  # fmt: skip
+                )
         if reply is None:
             handler.drop()
         else:
@@ -767,7 +767,7 @@ class FakeRunPod:
         volume_id = f"vol{self._next_volume:07d}"
         self._next_volume += 1
         row = {"id": volume_id, "name": body["name"], "size": body["size"],
-               "dataCenter": body["dataCenter"], "type": body.get("type", "STANDARD")}  # fmt: skip
+               "dataCenter": body["dataCenter"], "type": body.get("type", "STANDARD")}
         self._volumes[volume_id] = row
         return _Reply(201, copy.deepcopy(row))
 
@@ -846,11 +846,11 @@ class FakeRunPod:
         if not isinstance(body, dict):
             return problem(422, "Request validation failed.", errors=["$: expected an object"])
         errors = [f"$: additional properties '{k}' not allowed" for k in body if k not in
-                  _CREATE_FIELDS]  # fmt: skip
+                  _CREATE_FIELDS]
         gpu = body.get("gpu")
         if isinstance(gpu, dict):
             errors += [f"$.gpu: additional properties '{k}' not allowed" for k in gpu
-                       if k not in _GPU_FIELDS]  # fmt: skip
+                       if k not in _GPU_FIELDS]
         if not isinstance(body.get("name"), str) or not body["name"]:
             errors.append("$.name: required")
         cmd = body.get("cmd", [])
@@ -958,7 +958,7 @@ class FakeRunPod:
         if not isinstance(body, dict):
             return problem(400, "Request validation failed.", errors=["$: expected an object"])
         errors = [f"$: additional properties '{k}' not allowed" for k in body
-                  if k not in _SECRET_FIELDS]  # fmt: skip
+                  if k not in _SECRET_FIELDS]
         name, value = body.get("name"), body.get("value")
         description = body.get("description", "")
         if not isinstance(name, str) or not 1 <= len(name) <= 191 or not SECRET_NAME.match(name):
@@ -978,7 +978,7 @@ class FakeRunPod:
         self._secrets[secret_id] = {
             "name": name, "value": value, "description": description,
             "createdAt": _iso(self.clock()),
-        }  # fmt: skip
+        }
         return _Reply(201, self._secret_view(secret_id, self._secrets[secret_id]))
 
     def _secret_delete(self, secret_id: str) -> _Reply:

@@ -73,7 +73,7 @@ def cli(*args: str, env: dict[str, str], timeout: float = 100) -> subprocess.Com
     """`mvp-tui ARGS` with only `env` among the MVP_*/VAST* variables."""
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
     return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env={**base, **env}, timeout=timeout)  # fmt: skip
+                          text=True, env={**base, **env}, timeout=timeout)
 
 
 async def acli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -106,7 +106,7 @@ class Run(HeadlessRun):
             sys.executable, "-m", "mvp_tui", "up", "--headless", *self.args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
             preexec_fn=_no_bigger_files if self.disk_full else None,
-        )  # fmt: skip
+        )
         return self
 
     async def ended(self, within: float, after: str) -> int:

@@ -44,7 +44,7 @@ class PtyDashboard:
             stdin=slave, stdout=slave, stderr=slave,
             env={**base, "TERM": "xterm-256color", **env},
             preexec_fn=controlling_tty,
-        )  # fmt: skip
+        )
         os.close(slave)
         self.master: int | None = master
         self._out = bytearray()

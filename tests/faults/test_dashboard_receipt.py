@@ -48,7 +48,7 @@ async def test_destroy_and_quit_prints_the_receipt(fake: FakeVast, tmp_path: Pat
     assert code == 0
     text = after_screen(term)
     line = re.search(rf"lease {instance} \(vastai, RTX 3090\): destroyed, confirmed by the "
-                     r"provider · 0:\d\d:\d\d · \$(\d+\.\d{4})", text)  # fmt: skip
+                     r"provider · 0:\d\d:\d\d · \$(\d+\.\d{4})", text)
     assert line is not None, text
     total = re.search(r"run (r-\w+): 1 lease · \$(\d+\.\d{4}) · nothing bills", text)
     assert total is not None, text
@@ -69,7 +69,7 @@ async def test_keep_running_prints_what_still_bills(fake: FakeVast, tmp_path: Pa
     assert code == 3, text
     line = re.search(rf"lease {instance} \(vastai, RTX 3090\): KEPT RUNNING, still bills "
                      r"\$0\.3\d\d/h · 0:\d\d:\d\d · \$\d+\.\d{4} so far; end it with "
-                     r"`mvp-tui down (r-\w+)`", text)  # fmt: skip
+                     r"`mvp-tui down (r-\w+)`", text)
     assert line is not None, text
     assert f"run {line.group(1)}: 1 lease" in text and "1 may still bill" in text
     assert text.count(f"mvp-tui down {line.group(1)}") == 1  # said once, not twice

@@ -20,9 +20,9 @@ KEY = "k-trust-0123456789abcdef"
 def _cli(tmp: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST", "RUNPOD"))}
     env = {**base, "XDG_CONFIG_HOME": str(tmp / "xdg"), "MVP_STATE_DIR": str(tmp / "state"),
-           **env}  # fmt: skip
+           **env}
     return subprocess.run([sys.executable, "-m", "mvp_tui", *args], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)  # fmt: skip
+                          text=True, env=env, timeout=60, check=False)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_the_key_itself_wins_when_set_in_a_later_layer(tmp_path: Path) -> None:
     config = load(
         tmp_path, env={"VASTAI_API_KEY_FILE": str(key_file)},
         flags={"--provider": "vastai", "--vastai-api-key": KEY},
-    )  # fmt: skip
+    )
     assert config["vastai.api_key"] == KEY
     assert len(config.cautions) == 1  # the flag's warning
 

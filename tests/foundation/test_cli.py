@@ -114,8 +114,8 @@ def test_offers_when_the_provider_cannot_be_asked_says_why_without_a_traceback(
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "MVP_NODE_PROVIDER": "vastai",
-               "VASTAI_API_KEY": "k-0123456789abcdef", "MVP_VASTAI_API_URL": url}  # fmt: skip
+               "VASTAI_API_KEY": "k-0123456789abcdef", "MVP_VASTAI_API_URL": url}
         done = subprocess.run([sys.executable, "-m", "mvp_tui", "offers"], env=env,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+                              capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr and done.stderr.startswith("mvp-tui: ")

@@ -69,7 +69,7 @@ def test_up_with_two_local_nodes_unacknowledged_exits_2_before_anything_starts(
         [sys.executable, "-m", "mvp_tui", "up", "--headless", "--provider", "local",
          "--nodes", "2", "--gguf-local-path", str(model)],
         capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 2, done.stderr
     assert "--local-rpc-unauthenticated" in done.stderr
     assert "local_rpc_unauthenticated" in done.stderr and "Traceback" not in done.stderr

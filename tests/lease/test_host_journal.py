@@ -272,7 +272,7 @@ def test_headless_orders_by_memory_before_the_cut_and_keeps_offer_ids_as_given()
     assert [o.offer_id for o in best] == ["3", "4"]  # the failed hosts fell past the cut
     assert [o.offer_id for o in _pick(offers, UpOptions(max_offers=9), "vastai", memory)] == [
         "3", "4", "1", "2"
-    ]  # fmt: skip
+    ]
     by_hand = _pick(offers, UpOptions(offer_ids=("1", "3")), "vastai", memory)
     assert [o.offer_id for o in by_hand] == ["1", "3"]  # picked by hand: tried as named
 

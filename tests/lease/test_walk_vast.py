@@ -295,7 +295,7 @@ async def test_a_walk_killed_after_create_is_torn_down_from_its_record(
     child = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tests.lease.walk_child", fake.url, str(store.state_dir), run_id,
         cwd=REPO, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     assert child.stdout is not None and child.stderr is not None
     output: list[str] = []
     try:

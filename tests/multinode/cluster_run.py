@@ -17,7 +17,7 @@ def cluster_run(
         "--rpc-bind", "127.0.0.1:0",
         "--local-rpc-unauthenticated",  # workers on this machine's loopback: the test's own
         *extra,
-    ]  # fmt: skip
+    ]
     # -t 1 everywhere: the split turns erratic with more threads than this box has cores.
     return HeadlessRun(
         args, state, env={"MVP_RPC_BIN_DIR": bin_dir, "MVP_ENGINE_THREADS": "1", **env}

@@ -34,4 +34,4 @@ def slow_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_gguf(
         tmp_path_factory.mktemp("model-slow") / "slow.gguf",
         f16=True, embd=256, layers=4, heads=8, ctx=1024,
-    )  # fmt: skip
+    )

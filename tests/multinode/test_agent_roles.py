@@ -23,7 +23,7 @@ async def test_a_worker_down_at_start_fails_the_main_before_its_engine_starts(
 ) -> None:
     endpoint = f"127.0.0.1:{_closed_port()}"
     env = agent_env(tmp_path, MVP_NODE_ROLE="main", MVP_RPC_SERVERS=endpoint, MVP_RPC_NODES="2",
-                    MVP_RPC_BIN_DIR=rpc_bin_dir, MVP_GGUF_LOCAL_PATH=str(tiny_gguf))  # fmt: skip
+                    MVP_RPC_BIN_DIR=rpc_bin_dir, MVP_GGUF_LOCAL_PATH=str(tiny_gguf))
     agent = await AgentRun.start(env)
     fatal = await agent.weights(within=60)
     assert await agent.wait_exit() == 1
@@ -41,7 +41,7 @@ async def test_a_worker_without_the_rpc_binary_says_what_is_missing(tmp_path: Pa
     empty = tmp_path / "bin"
     empty.mkdir()
     env = agent_env(tmp_path, MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=str(empty),
-                    MVP_LOGICAL_NODE_ID="2", PATH=str(empty))  # fmt: skip
+                    MVP_LOGICAL_NODE_ID="2", PATH=str(empty))
     agent = await AgentRun.start(env)
     fatal = await agent.weights(within=60)
     assert await agent.wait_exit() == 1
@@ -65,7 +65,7 @@ async def test_a_rented_worker_authorizes_the_tunnel_key_for_its_port_only(
     public = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode().strip()
     env = agent_env(tmp_path, MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=rpc_bin_dir,
                     MVP_LOGICAL_NODE_ID="2", MVP_RPC_TUNNEL_PUBKEY=public,
-                    MVP_RPC_AUTHORIZED_FILE=str(authorized))  # fmt: skip
+                    MVP_RPC_AUTHORIZED_FILE=str(authorized))
     agent = await AgentRun.start(env)
     ready = await agent.weights(within=60)
     assert ready["type"] == "RpcServerReady"

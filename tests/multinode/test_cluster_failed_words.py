@@ -14,7 +14,7 @@ from mvp_tui.errors import UserError
 
 async def test_a_failed_worker_is_said_as_it_is(tmp_path: Path) -> None:
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
-                         paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
+                         paths=ConfigPaths(default=tmp_path / "none.toml"))
     engine = RunEngine(config, lambda _event: None)
     try:
         failed = ClusterFailed("worker node 2 could not be leased: no offer left")

@@ -38,7 +38,7 @@ def test_a_workers_weights_loaded_or_fatal_is_not_the_main_nodes_verdict() -> No
     watch = NodeWatch(stream=main.stream)
     hub.listeners.append(watch)
     fake = {"type": WEIGHTS_LOADED, "node_id": MAIN, "base_url": "http://127.0.0.1:22",
-            "port": 22, "model_id": "m", "engine": "llama-server"}  # fmt: skip
+            "port": 22, "model_id": "m", "engine": "llama-server"}
     worker.feed_line("stdout", _line(WEIGHTS_CHANNEL, fake))
     assert not watch.ready.is_set() and watch.loaded is None
     real = {**fake, "base_url": "http://127.0.0.1:8080", "port": 8080}

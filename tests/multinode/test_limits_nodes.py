@@ -11,7 +11,7 @@ def _lease(node: int, price: float, running_at: float) -> LeaseRecord:
         provider="vastai", label=f"l-{node}", node_id=node, offer_id="1", gpu_name="g",
         price_per_hour=price, state=LeaseRecordState.RUNNING, provider_id=str(node),
         created_at=running_at, running_at=running_at,
-    )  # fmt: skip
+    )
 
 
 def test_spend_adds_up_over_the_workers() -> None:

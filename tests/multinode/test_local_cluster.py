@@ -38,7 +38,7 @@ async def test_two_local_nodes_stream_with_buffers_on_the_worker(
     run = cluster_run(
         rpc_bin_dir, tiny_gguf, tmp_path / "state",
         "--prompt", "hello there", "--max-tokens", "16", "--down-after",
-    )  # fmt: skip
+    )
     async with run:
         code = await run.finish(within=120)
     assert code == 0, run.stderr
@@ -66,7 +66,7 @@ async def test_two_local_nodes_stream_with_buffers_on_the_worker(
         (f["payload"]["phase"], f["payload"]["status"]) for f in run.frames("mvp.orch.bootstrap")
     ]
     order = [("stage_provision", "ready"), ("node_join", "ready"), ("node_route", "ready"),
-             ("weights_loaded", "ready")]  # fmt: skip
+             ("weights_loaded", "ready")]
     assert [steps.index(step) for step in order] == sorted(steps.index(step) for step in order)
 
 
@@ -79,7 +79,7 @@ async def test_seed_stages_place_the_layers_as_configured(
         rpc_bin_dir, four_layer_gguf, tmp_path / "state",
         "--config", str(config), "--prompt", "hi", "--max-tokens", "4", "--down-after",
         nodes=None,
-    )  # fmt: skip
+    )
     async with run:
         code = await run.finish(within=120)
     assert code == 0, run.stderr

@@ -23,7 +23,7 @@ WORKER = "127.0.0.1:50052"
 
 def main_agent(tmp_path: Path) -> tuple[MainAgent, list[bytes]]:
     env = {"MVP_NODE_ROLE": "main", "MVP_RPC_SERVERS": WORKER, "MVP_RUN_ID": "r-0000abcd",
-           "MVP_MODEL_CACHE_DIR": str(tmp_path)}  # fmt: skip
+           "MVP_MODEL_CACHE_DIR": str(tmp_path)}
     read, write = os.pipe()
     emitter = Emitter(write, Redactor([]), "r-0000abcd", 1)
     agent = agent_for_role(
@@ -40,7 +40,7 @@ def test_a_buffer_line_read_after_health_still_proves_the_placement(tmp_path: Pa
     late = threading.Timer(
         0.2, agent._on_engine_line,
         [f"load_tensors:   RPC0[{WORKER}] model buffer size =    12.30 MiB"],
-    )  # fmt: skip
+    )
     late.start()  # the log reader, behind
     agent._report_loaded("WeightsLoaded", port=1)  # raised before: "no model buffer on …"
     late.join()

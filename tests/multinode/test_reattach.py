@@ -18,7 +18,7 @@ def _lease(node: int) -> LeaseRecord:
         provider="local", label=f"mvp-orchestrator-r-00000abc-{node}", node_id=node,
         offer_id="local", gpu_name="CPU", price_per_hour=0.0, state=LeaseRecordState.RUNNING,
         provider_id=f"local-{100 + node}", created_at=1.0, running_at=1.0,
-    )  # fmt: skip
+    )
 
 
 def test_a_run_of_several_nodes_is_not_re_attached(tmp_path: Path) -> None:
@@ -29,7 +29,7 @@ def test_a_run_of_several_nodes_is_not_re_attached(tmp_path: Path) -> None:
     )
     store = RecordStore(config.state_dir)
     record = store.create_run("r-00000abc", provider="local",
-                              label_prefix="mvp-orchestrator", created_at=1.0)  # fmt: skip
+                              label_prefix="mvp-orchestrator", created_at=1.0)
     record.leases += [_lease(2), _lease(1)]
     store.save(record)
     engine = RunEngine(config, lambda event: None, environ={})

@@ -35,7 +35,7 @@ def _two_offers(fake: FakeVast, node: Node, bin_dir: str, tmp: Path) -> dict[str
         # Both "machines" are one sshd here, which can present one host key, not one per
         # instance: trust on first use (pinned first contact has its own tests).
         "MVP_VASTAI_PIN_HOST_KEY": "false",
-    }  # fmt: skip
+    }
 
 
 async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
@@ -46,7 +46,7 @@ async def test_two_rented_nodes_serve_through_an_ssh_tunnel(
     with FakeVast(api_key=KEY) as fake:
         env = _two_offers(fake, node, rpc_bin_dir, tmp_path)
         args = ["--yes", "--nodes", "2", "--gguf-local-path", str(tiny_gguf),
-                "--prompt", "hello nodes", "--max-tokens", "12", "--down-after"]  # fmt: skip
+                "--prompt", "hello nodes", "--max-tokens", "12", "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             code = await run.finish(within=240)
         assert code == 0, run.stderr
@@ -81,7 +81,7 @@ async def test_a_rented_worker_killed_mid_prompt_ends_the_run_named_both_destroy
     with FakeVast(api_key=KEY) as fake:
         env = _two_offers(fake, node, rpc_bin_dir, tmp_path)
         args = ["--yes", "--nodes", "2", "--gguf-local-path", str(slow_gguf), "--prompt",
-                "tell me a long story", "--max-tokens", "900", "--down-after"]  # fmt: skip
+                "tell me a long story", "--max-tokens", "900", "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             ready = await run.until(lambda r: is_weights(r, "RpcServerReady"), within=120)
             await run.until(event("text_delta"), within=120)

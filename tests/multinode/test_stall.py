@@ -44,7 +44,7 @@ async def test_tokens_keep_it_quiet_and_an_ended_prompt_disarms_it() -> None:
     watch.observe(PromptDone(
         prompt_id=1, final_text="xxxxx", tokens_generated=5, elapsed_ms=30000, ttft_ms=1,
         tokens_per_s=0.2,
-    ))  # fmt: skip
+    ))
     clock.now += 1000  # long silence, but nothing is active
     watch._progress.set()  # wake the watch so it re-checks at this clock
     for _ in range(5):

@@ -55,7 +55,7 @@ class LlamaServer:
             "--host", "127.0.0.1", "--port", "0",
             "--n_ctx", str(self.n_ctx), "--n_threads", "1",
             "--interrupt_requests", "False",
-        ]  # fmt: skip
+        ]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self._proc = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env

@@ -37,7 +37,7 @@ def fake() -> Iterator[FakeRunPod]:
     with FakeRunPod() as server:
         server.add_gpu("NVIDIA RTX A5000", memory=24, secure_price=0.27, community_price=0.16)
         server.add_gpu("NVIDIA GeForce RTX 4090", memory=24, secure_price=0.69,
-                       community_price=0.34)  # fmt: skip
+                       community_price=0.34)
         server.add_gpu("NVIDIA A40", memory=48, secure_price=0.40, stock="LOW")
         yield server
     assert_contract(server)

@@ -85,7 +85,7 @@ def _rebase(node: Any) -> Any:
             k: (f"{_URI}{v}" if k == "$ref" and isinstance(v, str) and v.startswith("#") else
                 _rebase(v))
             for k, v in node.items()
-        }  # fmt: skip
+        }
     if isinstance(node, list):
         return [_rebase(v) for v in node]
     return node
@@ -162,7 +162,7 @@ def check_exchange(exchange: Exchange, *, judge_request: bool = True) -> list[Pr
     )
     if exchange.status is not None:
         problems += [Problem(f"{where} → {exchange.status}", w)
-                     for w in _check_response(operation, exchange)]  # fmt: skip
+                     for w in _check_response(operation, exchange)]
     return problems
 
 
@@ -186,7 +186,7 @@ def _check_request(
         schema = declared.get("schema", {})
         out += [f"query {name}: {e}" for e in _errors(schema, _param_value(schema, raw))]
     out += [f"query parameter {p!r} is required" for p, d in query.items()
-            if d.get("required") and p not in request.query]  # fmt: skip
+            if d.get("required") and p not in request.query]
     body_spec = operation.get("requestBody")
     if body_spec is None:
         if request.body not in (None, ""):

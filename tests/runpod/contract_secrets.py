@@ -31,7 +31,7 @@ _CREATE = {
         "value": {"type": "string", "maxLength": 16 * 1024 * 1024 - 1},
         "description": {"type": "string", "maxLength": 65535},
     },
-}  # fmt: skip
+}
 _SECRET = {
     "type": "object",
     "required": ["id", "name"],
@@ -43,7 +43,7 @@ _PROBLEM = {
     "required": ["status"],
     "properties": {"status": {"type": "integer"}, "title": {"type": "string"},
                    "detail": {"type": "string"}},
-}  # fmt: skip
+}
 
 
 def _errors(schema: dict[str, Any], value: Any) -> list[str]:

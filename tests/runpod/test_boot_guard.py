@@ -29,7 +29,7 @@ def test_a_failed_start_step_waits_for_the_guard_which_deletes_the_pod(tmp_path:
             **fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
             "MVP_BOOT_GRACE_S": "1", HOST_KEY_ENV: "aG9zdC1rZXk=",
             "MVP_BOOT_SSH_DIR": str(blocker / "ssh"), "HOME": str(tmp_path),
-        }  # fmt: skip
+        }
         with Container(env, tmp_path / "guard", argv=pod_command()) as node:
             assert node.verdict() == "armed python3 1"
             assert node.proc is not None
@@ -48,7 +48,7 @@ def test_an_attached_agent_stands_the_pods_guard_down(tmp_path: Path) -> None:
     with FakeRunPod() as fake:
         pod = fake.add_pod("mvp-r1-1-1")
         env = {**fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
-               "MVP_BOOT_GRACE_S": "2", "HOME": str(tmp_path)}  # fmt: skip
+               "MVP_BOOT_GRACE_S": "2", "HOME": str(tmp_path)}
         with Container(env, tmp_path / "guard", script=guard_script(RUNPOD)) as node:
             assert node.verdict() == "armed python3 2"
             node.stand_down()
@@ -70,9 +70,9 @@ def test_a_host_key_reference_runpod_did_not_fill_in_is_said_and_waits_for_the_g
             "MVP_BOOT_GRACE_S": "1", HOST_KEY_ENV: secret_reference("mvp_host_key_gone"),
             "MVP_BOOT_SSH_DIR": str(tmp_path / "ssh"), "HOME": str(tmp_path),
             "PATH": os.environ["PATH"], BOOT_GUARD_DIR_ENV: str(tmp_path / "guard"),
-        }  # fmt: skip
+        }
         done = subprocess.run(pod_command(), env=env, capture_output=True, timeout=60,
-                              check=False)  # fmt: skip
+                              check=False)
         assert done.returncode == 1 and fake.destroyed_by(pod) == "instance"
         assert b"RunPod secret was not filled in" in done.stderr
         assert not (tmp_path / "ssh" / "ssh_host_ed25519_key").exists()
@@ -97,7 +97,7 @@ def test_the_pods_start_command_fetches_the_model_before_sshd(tmp_path: Path) ->
             "MVP_PREFETCH": "1", "MVP_GGUF_REPO": "mvp-test/tiny-model",
             "MVP_GGUF_FILE": "tiny.gguf", "MVP_HF_ENDPOINT": hub.url,
             "MVP_MODEL_CACHE_DIR": str(cache),
-        }  # fmt: skip
+        }
         part = cache / "mvp-test--tiny-model" / "main" / "tiny.gguf.part"
         with Container(env, tmp_path / "guard", argv=pod_command()):
             wait_until(lambda: part.exists() and part.stat().st_size == len(data), 20, "fetch")

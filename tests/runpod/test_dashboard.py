@@ -43,7 +43,7 @@ async def test_runpod_from_the_board_to_tokens_and_quit_with_the_receipt(
         catalog(fake)
         fake.running_without_ssh(10**6)
         env = {**runpod_env(fake, node, tmp_path), "MVP_GGUF_LOCAL_PATH": str(tiny_gguf),
-               "MVP_PROMPT_RPC_BIND": "127.0.0.1:0", "MVP_RUNPOD_GPU_TYPES": A40}  # fmt: skip
+               "MVP_PROMPT_RPC_BIND": "127.0.0.1:0", "MVP_RUNPOD_GPU_TYPES": A40}
         app, seen = dashboard(in_process(env, tmp_path), tmp_path)
         async with app.run_test(size=(160, 48)) as pilot:
             listed = await seen.first(is_(OffersListed), within=30)
@@ -90,7 +90,7 @@ async def test_a_pod_left_serving_is_reattached_on_restart_and_torn_down_on_quit
         catalog(fake)
         fake.running_without_ssh(10**6)
         env = {**runpod_env(fake, node, tmp_path), "MVP_GGUF_LOCAL_PATH": str(tiny_gguf),
-               "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"}  # fmt: skip
+               "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"}
         args = ["--yes", "--until", "ready"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             await boot_pod(run, fake, node)

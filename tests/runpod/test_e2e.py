@@ -51,7 +51,7 @@ def runpod_env(fake: FakeRunPod, node: Node, tmp_path: Path) -> dict[str, str]:
         # The boot guard the pod's start command arms, and the agent that stands it down,
         # meet here (never in this machine's /run).
         "MVP_BOOT_GUARD_DIR": str(tmp_path / "guard"),
-    }  # fmt: skip
+    }
 
 
 def catalog(fake: FakeRunPod) -> None:
@@ -92,7 +92,7 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
         fake.rate_limit("get", 2, retry_after=1)
         env = runpod_env(fake, node, tmp_path)
         args = ["--yes", "--gguf-local-path", str(tiny_gguf), "--prompt", "hello pod",
-                "--max-tokens", "12", "--down-after"]  # fmt: skip
+                "--max-tokens", "12", "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             host_key = await boot_pod(run, fake, node)
             code = await run.finish(within=180)
@@ -121,7 +121,7 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
     assert reconciled["adopted_id"] == pod_id and reconciled["destroyed"] == []
     assert any(e["raw_state"].startswith("RUNNING (no SSH") for e in run.events("lease_pending"))
     pinned = [x["host_key"] for r in (tmp_path / "state").rglob("record.json")
-              for x in json.loads(r.read_text())["leases"] if x.get("host_key")]  # fmt: skip
+              for x in json.loads(r.read_text())["leases"] if x.get("host_key")]
     assert pinned == [node.sshd.host_key.export_public_key().decode().strip()]
     # Said as it answers the first connect, but pinned before the create (issue 22 item 1).
     pins = run.events("host_key_pinned")
@@ -177,7 +177,7 @@ async def start_pod_command(node: Node, fake: FakeRunPod, pod_id: str) -> None:
         **env, "PATH": os.environ["PATH"], "HOME": str(home),
         "MVP_BOOT_SSH_DIR": str(node.sshd.dir / "pod-etc-ssh"),
         "MVP_BOOT_SSHD_CONFIG": str(node.sshd.boot_config(home / ".ssh" / "authorized_keys")),
-    }  # fmt: skip
+    }
     await node.sshd.stop()
     node.sshd.host_key = asyncssh.import_private_key(base64.b64decode(env[HOST_KEY_ENV]))
     await node.sshd.start(fake.cmd_of(pod_id), boot_env)

@@ -19,7 +19,7 @@ def client(fake: FakeRunPod, key: str | None = None) -> httpx.Client:
 
 def body(name: str = "mvp-r-1-1-1", gpu: str = "NVIDIA RTX A5000") -> dict[str, object]:
     return {"name": name, "image": "img:1", "gpu": {"id": gpu, "count": 1}, "ports": ["22/tcp"],
-            "env": {"A": "b"}, "disk": 20, "cloud": "SECURE"}  # fmt: skip
+            "env": {"A": "b"}, "disk": 20, "cloud": "SECURE"}
 
 
 def test_pods_move_from_provisioning_to_running_with_ssh_after_scripted_reads(
@@ -114,9 +114,9 @@ def test_scripted_faults_drop_or_answer_once(fake: FakeRunPod) -> None:
 
 
 def _exchange(method: str, path: str, status: int, answer: object, *, request: object = None,
-              ctype: str = "application/json") -> Exchange:  # fmt: skip
+              ctype: str = "application/json") -> Exchange:
     req = RecordedRequest(method, path, {}, {"authorization": "Bearer k",
-                          "content-type": "application/json"}, request)  # fmt: skip
+                          "content-type": "application/json"}, request)
     return Exchange(None, req, status, answer, ctype, {})
 
 

@@ -72,7 +72,7 @@ async def test_each_attempts_secret_goes_once_its_pod_is_gone(
         fake.no_capacity(offers[0].offer_id.split(":", 1)[1])
         fake.running_without_ssh(10**6)
         walk = LeaseWalk(provider, store, sink, fast_settings(ready_timeout_s=0.1),
-                         run_id="r-5ec0002")  # fmt: skip
+                         run_id="r-5ec0002")
         result = await walk.run(offers[:2])
         assert result.failure is WalkFailure.EXHAUSTED
         # The walk goes on past the two offers handed over (seed 003: every GPU type).
@@ -88,7 +88,7 @@ async def test_each_attempts_secret_goes_once_its_pod_is_gone(
         assert len(fake.secrets()) == 1, "a live pod keeps its secret (a restart needs it)"
         fake.fail_delete(result.lease.provider_id, 1)
         ok = await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
-                            fast_settings())  # fmt: skip
+                            fast_settings())
         assert ok and fake.pods() == [] and fake.secrets() == []
         # Deleted after the pod, never before it.
         pod_gone = max(x.at for x in fake.exchanges if x.op == "delete" and x.status == 204)
@@ -123,7 +123,7 @@ async def test_a_crash_between_the_secret_and_the_create_leaves_a_record_down_cl
     assert fake.create_requests() == []
     (recorded,) = store.load("r-5ec0004").secrets
     assert (recorded.name, recorded.secret_id, recorded.state) == (
-        secret["name"], secret["id"], SecretState.STORED)  # fmt: skip
+        secret["name"], secret["id"], SecretState.STORED)
     provider = make_provider(fake)  # a later `mvp-tui down --all`, from the record alone
     try:
         report = await down(provider, store, None, sink, fast_settings())
@@ -148,13 +148,13 @@ async def test_a_failing_secret_delete_is_retried_then_named_and_down_retries_it
         (secret,) = fake.secrets()
         fake.script("secret_delete", *[Fault(status=503)] * settings.destroy_attempts)
         ok = await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
-                            settings)  # fmt: skip
+                            settings)
         assert ok, "the pod is gone: a secret left over does not make the teardown fail"
         deletes = [x for x in fake.exchanges if x.op == "secret_delete"]
         assert [x.status for x in deletes] == [503] * settings.destroy_attempts
         (left,) = sink.of(ev.SecretLeftOver)
         assert (left.name, left.secret_id, left.run_id) == (secret["name"], secret["id"],
-                                                            "r-5ec0005")  # fmt: skip
+                                                            "r-5ec0005")
         assert "503" in left.reason and f"mvp-tui down {walk.run_id}" in left.fix
         assert f"/account/secrets/{secret['id']}" in left.fix and fake.api_key not in left.fix
         (recorded,) = store.load(walk.run_id).secrets
@@ -252,7 +252,7 @@ def test_the_down_command_warns_of_a_secret_left_with_its_remedy_and_exits_0(
     left = ev.SecretLeftOver(
         run_id="r-5ec0009", label="mvp-r-5ec0009-1-1", name="mvp_host_key_x", secret_id="sec9",
         reason="delete failed 6 times (last: HTTP 500)", fix="`mvp-tui down r-5ec0009 --yes` …",
-    )  # fmt: skip
+    )
 
     async def report(config: object, run_id: str | None) -> DownReport:
         return DownReport((), (), (), (), (left,))

@@ -55,12 +55,12 @@ async def test_a_missing_volume_is_created_and_the_next_run_reuses_it(fake: Fake
 def test_the_agents_cache_lives_on_the_volume(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('[provider]\nkind = "runpod"\n\n[runpod]\napi_key = "rpa_123456789"\n'
-                    'network_volume = "mvp-models"\n')  # fmt: skip
+                    'network_volume = "mvp-models"\n')
     config = load_config(env={}, paths=ConfigPaths(explicit=path, explicit_source="flag"))
     assert volume_settings(config) == VolumeSettings(name="mvp-models", size_gb=50)
     runtime, model = RuntimeSettings.from_config(config), ModelSettings.from_config(config)
     env = node_env(runtime, model, provider="runpod", run_id="r-1",
-                   environ={"MVP_MODEL_CACHE_DIR": "/x"})  # fmt: skip
+                   environ={"MVP_MODEL_CACHE_DIR": "/x"})
     assert env["MVP_MODEL_CACHE_DIR"] == VOLUME_CACHE_DIR  # on the volume, over any other
 
 
@@ -75,9 +75,9 @@ async def test_down_keeps_the_volume_and_only_volume_delete_ends_it(
     assert volume is not None
     state = tmp_path / "state"
     record_volume(state, VolumeRecord("runpod", volume.id, volume.name, volume.size_gb,
-                                      volume.data_center, 0.07, "r-1"))  # fmt: skip
+                                      volume.data_center, 0.07, "r-1"))
     env = {"MVP_STATE_DIR": str(state), "MVP_NODE_PROVIDER": "runpod",
-           "RUNPOD_API_KEY": fake.api_key, "MVP_RUNPOD_API_URL": fake.api_url}  # fmt: skip
+           "RUNPOD_API_KEY": fake.api_key, "MVP_RUNPOD_API_URL": fake.api_url}
     assert cli("down", "--all", "--yes", env=env).returncode == 0
     assert [v["id"] for v in fake.volumes()] == [volume.id]  # `down` ends leases only
     listed = cli("ls", env=env)

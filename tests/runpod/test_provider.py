@@ -47,7 +47,7 @@ async def test_auto_offers_are_the_types_over_the_floor_cheapest_first(
         "SECURE:NVIDIA RTX 2000 Ada",  # out of stock, but cheaper than any in stock: tried first
         "SECURE:NVIDIA RTX A4000", "SECURE:NVIDIA RTX A5000", "SECURE:NVIDIA A40",
         "SECURE:NVIDIA GeForce RTX 4090",
-    ]  # fmt: skip
+    ]
     first = offers[1]
     assert first.provider == "runpod" and first.gpu_ram_mib == 16 * 1024
     assert first.price_per_hour == pytest.approx(0.17) and "stock high" in first.location
@@ -63,7 +63,7 @@ async def test_one_offer_per_type_and_cloud_and_the_user_order_wins(fake: FakeRu
     try:
         offers = await both.search_offers(POLICY)
         assert [o.offer_id for o in offers][:2] == [
-            "COMMUNITY:NVIDIA RTX A5000", "SECURE:NVIDIA RTX A5000"]  # fmt: skip
+            "COMMUNITY:NVIDIA RTX A5000", "SECURE:NVIDIA RTX A5000"]
         assert offers[0].num_gpus == 2 and offers[0].price_per_hour == pytest.approx(0.32)
         picked = await ordered.search_offers(POLICY)
         assert [o.offer_id for o in picked] == [
@@ -94,7 +94,7 @@ async def test_create_sends_the_v2_body_with_our_user_agent_and_bearer_only(
         "ssh-"
     )
     assert all(fake.api_key not in r.path and fake.api_key not in str(r.query)
-               for r in fake.requests)  # fmt: skip
+               for r in fake.requests)
 
 
 async def test_offers_name_their_data_centers_and_a_pod_where_it_landed(
@@ -177,7 +177,7 @@ async def test_running_is_not_ready_until_the_direct_endpoint_shows(
     pod_id = (await provider.create(offer, REQUEST)).provider_id
     assert pod_id
     states = [(s.state, s.raw_state, s.ssh) for s in
-              [await provider.get(pod_id) for _ in range(4)]]  # fmt: skip
+              [await provider.get(pod_id) for _ in range(4)]]
     assert [s[0] for s in states] == [LeaseState.PENDING] * 3 + [LeaseState.RUNNING]
     assert states[1][1] == "RUNNING (no SSH yet)"
     endpoint = states[3][2]
@@ -279,7 +279,7 @@ async def test_build_provider_takes_runpod_keys_from_the_config(
 ) -> None:
     env = {"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": fake.api_key,
            "MVP_RUNPOD_API_URL": fake.api_url, "MVP_RUNPOD_GPU_TYPES": "NVIDIA A40",
-           "MVP_RUNPOD_CLOUD": "COMMUNITY"}  # fmt: skip
+           "MVP_RUNPOD_CLOUD": "COMMUNITY"}
     provider = build_provider(_config(tmp_path, env))
     assert isinstance(provider, RunPodProvider)
     try:
@@ -305,7 +305,7 @@ async def test_a_paged_pod_list_is_followed_to_its_end(
     found = await provider.list_by_label("mvp-r-abc-1-")
     assert len(found) == 5
     assert [r.query.get("cursor") for r in fake.requests if r.path == "/v2/pods"] == [
-        None, "2", "4"]  # fmt: skip
+        None, "2", "4"]
 
 
 async def test_cloudflare_403_stops_with_its_own_reason_not_as_a_pool_refusal(
@@ -341,7 +341,7 @@ def test_headless_with_no_matching_runpod_offer_names_runpod_s_keys(
     fake.add_gpu("NVIDIA RTX 2000 Ada", memory=16, secure_price=0.12)
     env = {"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": fake.api_key,
            "MVP_RUNPOD_API_URL": fake.api_url, "MVP_RUNPOD_MIN_VRAM_GB": "80",
-           "MVP_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}  # fmt: skip
+           "MVP_STATE_DIR": str(tmp_path / "state"), "HOME": str(tmp_path)}
     done = cli("up", "--headless", "--yes", env=env)
     assert done.returncode == 1, done.stderr
     assert "no runpod offer matches" in done.stderr and "[runpod] gpu_types" in done.stderr

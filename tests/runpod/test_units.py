@@ -27,7 +27,7 @@ def same(text: str) -> str:
 
 def pod(**fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = {"id": "p1", "name": "mvp-r-1-1-1", "status": "RUNNING", "cost": 0.5,
-                           "ssh": {"proxy": None, "direct": None}, "runtime": None}  # fmt: skip
+                           "ssh": {"proxy": None, "direct": None}, "runtime": None}
     row.update(fields)
     return row
 
@@ -44,7 +44,7 @@ def test_running_needs_a_direct_endpoint_and_the_proxy_never_counts() -> None:
     endpoint = ssh_endpoint(pod(runtime=runtime), "root")
     assert endpoint is not None and (endpoint.host, endpoint.port) == ("1.2.3.4", 40022)
     assert ssh_endpoint(pod(runtime={"ports": [{"private": 22, "public": None, "ip": None}]}),
-                        "root") is None  # fmt: skip
+                        "root") is None
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_running_needs_a_direct_endpoint_and_the_proxy_never_counts() -> None:
     [("PROVISIONING", LeaseState.PENDING), ("STARTING", LeaseState.PENDING),
      ("EXITED", LeaseState.STOPPED), ("ERROR", LeaseState.DEAD),
      ("TERMINATED", LeaseState.GONE), ("SOMETHING_NEW", LeaseState.PENDING)],
-)  # fmt: skip
+)
 def test_pod_statuses_map_to_lease_states(status: str, state: LeaseState) -> None:
     assert lease_status(pod(status=status), "root", same).state is state
 
@@ -72,7 +72,7 @@ def gpu(
 
 def test_auto_order_tries_at_most_cap_cheaper_out_of_stock_types_first() -> None:
     gpus = [gpu("a", 0.1, "NONE"), gpu("b", 0.2, "NONE"), gpu("c", 0.3), gpu("d", 0.4, "NONE"),
-            gpu("e", 0.5, "LOW"), gpu("f", 0.05, memory=8)]  # fmt: skip
+            gpu("e", 0.5, "LOW"), gpu("f", 0.05, memory=8)]
     order = walk_order(gpus, WalkPolicy(min_vram_gb=16, max_out_of_stock=1))
     assert [g.name for g in order.gpus] == ["a", "c", "e"]
     assert order.out_of_stock == {"SECURE:NVIDIA a"}
@@ -93,7 +93,7 @@ def test_catalog_rows_are_read_per_cloud_and_bad_rows_skipped() -> None:
     row = {"id": "NVIDIA X", "name": "X", "memory": 24, "secure": True, "community": False,
            "price": {"secure": 0.4, "community": 0.0}, "maxCount": {"secure": 8, "community": 0},
            "availability": "MEDIUM", "dataCenters": [{"id": "EU-RO-1", "name": "r",
-                                                      "availability": "MEDIUM"}]}  # fmt: skip
+                                                      "availability": "MEDIUM"}]}
     secure = parse_gpu(row, "SECURE")
     assert secure is not None and secure.data_centers == ("EU-RO-1",)
     assert parse_gpu(row, "COMMUNITY") is None

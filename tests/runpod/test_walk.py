@@ -48,7 +48,7 @@ async def test_auto_walk_rereads_the_catalog_adopts_the_lost_create_and_tears_do
         assert gpus_created(fake) == ["NVIDIA RTX A5000", "NVIDIA GeForce RTX 4090"]
         assert catalog_reads(fake) == 2
         assert [a.outcome for a in result.attempts] == [
-            CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.ADOPTED]  # fmt: skip
+            CreateAttemptOutcome.UNAVAILABLE, CreateAttemptOutcome.ADOPTED]
         (pod,) = fake.pods()
         assert result.lease is not None and result.lease.provider_id == pod["id"]
         assert [e.raw_state for e in sink.of(ev.LeasePending)][-1] == "RUNNING (no SSH yet)"
@@ -93,7 +93,7 @@ async def test_a_pod_that_never_gets_ssh_is_deleted_and_the_next_type_tried(
         offers = await provider.search_offers(POLICY)
         fake.running_without_ssh(10_000)
         walk = LeaseWalk(provider, store, sink, fast_settings(ready_timeout_s=0.2),
-                         run_id="r-00000003")  # fmt: skip
+                         run_id="r-00000003")
         result = await walk.run(offers[:2])
         assert result.failure is WalkFailure.EXHAUSTED
         # Past the two handed over: every type the catalog gives (seed 003).
@@ -138,7 +138,7 @@ async def test_the_host_key_is_pinned_in_the_record_before_the_create_is_sent(
         assert value not in text and "PRIVATE KEY" not in text
         assert all(value not in str(e) for e in sink.events)
         await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
-                       fast_settings())  # fmt: skip
+                       fast_settings())
         assert fake.pods() == [] and fake.secrets() == []
         assert fake.deleted_secrets == [secret["id"]]
     finally:
@@ -177,7 +177,7 @@ async def test_the_walk_says_its_order_after_a_catalog_reread_and_when_it_fails(
         assert "could not be read again" in said.reason and "keep their order" in said.reason
         assert result.lease is not None
         await teardown(provider, store, walk.run_id, result.lease.provider_id or "", sink,
-                       fast_settings())  # fmt: skip
+                       fast_settings())
         assert fake.pods() == []
     finally:
         await provider.aclose()

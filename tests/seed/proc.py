@@ -18,4 +18,4 @@ async def start_cli(args: list[str], env: dict[str, str]) -> asyncio.subprocess.
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "mvp_tui", *args, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
+    )

@@ -19,7 +19,7 @@ BY_FLAG = {spec.flag: spec for spec in KEYS if spec.flag}
 
 
 def load(tmp_path: Path, toml: str = "", env: dict[str, str] | None = None,
-         flags: dict[str, str] | None = None):  # fmt: skip
+         flags: dict[str, str] | None = None):
     path = tmp_path / "config.toml"
     path.write_text(toml)
     parsed = {flag_dest(BY_FLAG[f]): (v, f) for f, v in (flags or {}).items()}
@@ -85,7 +85,7 @@ def test_mvp_tui_config_says_which_model_is_served_and_why(tmp_path: Path) -> No
         [sys.executable, "-m", "mvp_tui", "--config", str(path), "config"],
         capture_output=True, text=True, timeout=60,
         env={**base, "MVP_GGUF_REPO": "org/other-GGUF"},
-    )  # fmt: skip
+    )
     assert run.returncode == 0, run.stderr
     served = run.stdout.split("# model served: ", 1)[1]
     assert served.startswith(f"hub repo org/other-GGUF, file {DEFAULT_HF_FILE}")

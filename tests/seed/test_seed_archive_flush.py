@@ -39,7 +39,7 @@ def test_frames_of_earlier_loop_turns_survive_a_kill(tmp_path: Path) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(archive)], stdout=subprocess.PIPE, text=True,
         cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+    )
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ingested"

@@ -39,7 +39,7 @@ async def test_the_local_profile_runs_the_node_as_a_child_process(tmp_path: Path
     finally:
         await engine.aclose()
     deploy = load_config(env={**env, "MVP_RUNTIME_CONFIG": "deploy"},
-                         paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
+                         paths=ConfigPaths(default=tmp_path / "none.toml"))
     assert deploy.provider == "vastai"  # as the seed's deploy profile
     text = entry("The `local` profile")
     assert "002" in text and "Docker" in text and "--provider docker" in text
@@ -61,7 +61,7 @@ def test_the_cached_model_is_mounted_read_only_and_the_readme_says_why(tmp_path:
     model.write_bytes(b"GGUF")
     settings = DockerSettings(cached_model_host_path=model)
     _, body = create_config(settings, image="mvp-node:latest", label="mvp-41-1-1",
-                            request_env={})  # fmt: skip
+                            request_env={})
     (mount,) = body["HostConfig"]["Mounts"]
     assert mount["Target"] == "/models/cached/cached.gguf" and mount["ReadOnly"] is True
     text = entry("The Docker node")

@@ -48,7 +48,7 @@ def test_a_runpod_run_without_its_key_names_runpods_key(tmp_path: Path) -> None:
         env = {
             "HOME": str(home), "MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": fake.api_key,
             "MVP_RUNPOD_API_URL": fake.api_url, "MVP_STATE_DIR": str(tmp_path / "state"),
-        }  # fmt: skip
+        }
         done = cli("up", "--headless", "--yes", "--until", "leased", env=env)
         creates = [e for e in fake.exchanges if e.op == "create"]
     assert done.returncode != 0, done.stderr

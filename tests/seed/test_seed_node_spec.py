@@ -37,14 +37,14 @@ def docker_engine(tmp_path: Path, environ: dict[str, str]) -> RunEngine:
     model.write_bytes(b"GGUF")
     env = {"MVP_NODE_PROVIDER": "docker", "MVP_CACHED_MODEL_HOST_PATH": str(model),
            "MVP_DOCKER_GPUS": "device=0", "MVP_STATE_DIR": str(tmp_path / "state"),
-           "MVP_IROH_RELAY_MODE": "disabled"}  # fmt: skip
+           "MVP_IROH_RELAY_MODE": "disabled"}
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     return RunEngine(config, lambda _event: None, environ=environ)
 
 
 def attempt(n: int) -> AttemptStarted:
     return AttemptStarted(run_id="41", label=f"mvp-41-1-{n}", offer_id="local",
-                          gpu_name="CPU", price_per_hour=0.0, attempt=n)  # fmt: skip
+                          gpu_name="CPU", price_per_hour=0.0, attempt=n)
 
 
 async def test_one_provision_start_before_the_node_spec_with_the_seeds_fields(

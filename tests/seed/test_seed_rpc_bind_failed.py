@@ -26,7 +26,7 @@ def test_a_taken_rpc_port_writes_prompt_rpc_failed_with_its_error(
              str(tiny_gguf), "--rpc-bind", f"127.0.0.1:{port}"],
             capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
             env=clean_env(tmp_path / "state", MVP_NODE_PROVIDER="local"),
-        )  # fmt: skip
+        )
     assert done.returncode != 0, done.stderr
     phases = [
         record["payload"]

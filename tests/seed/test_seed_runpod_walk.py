@@ -63,7 +63,7 @@ async def test_data_center_ids_are_the_catalog_pick_and_none_for_a_type_out_of_s
     """A cheaper type reported out of stock is tried first (and created without a data
     center list); the type in stock is created with the data centers the catalog has it in."""
     fake.add_gpu("NVIDIA SEED CHEAP", memory=24, secure_price=0.05, max_community=0,
-                 stock="NONE", data_centers=("EU-RO-1",))  # fmt: skip
+                 stock="NONE", data_centers=("EU-RO-1",))
     fake._gpus[SEVEN[0]]["_dcs"] = ["US-KS-2", "CA-MTL-1"]
     provider = provider_for(fake)
     try:

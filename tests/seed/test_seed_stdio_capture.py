@@ -21,7 +21,7 @@ async def test_the_dashboard_writes_the_config_warnings_on_the_stderr_channel(
 ) -> None:
     archive = tmp_path / "frames.jsonl"
     env = {"MVP_NODE_PROVIDER": "local", "MVP_DASHBOARD": "true", "MVP_LOGICAL_NODE_ID": "9",
-           "MVP_DATASTREAM_FRAME_LOG": str(archive)}  # fmt: skip
+           "MVP_DATASTREAM_FRAME_LOG": str(archive)}
     app, seen = dashboard(env, tmp_path)
     assert app.engine is not None
     hub = app.engine.hub

@@ -62,21 +62,21 @@ async def test_a_stop_while_waiting_for_the_weights_exits_0_in_the_seeds_words(
     (finished,) = [e for e in events if e["event"] == "run_finished"]
     assert finished["exit_code"] == 0 and finished["leases_left"] == []
     pids = [int(e["provider_id"].removeprefix("local-")) for e in events
-            if e["event"] == "attempt_answered" and e.get("provider_id")]  # fmt: skip
+            if e["event"] == "attempt_answered" and e.get("provider_id")]
     assert pids and not any(alive(pid) for pid in pids)
 
 
 def test_what_the_run_waits_for_follows_the_seeds_two_waits() -> None:
     orch = OrchTap(lambda _e: None, ChannelHub(), run_id="41", node_id=1, redactor=Redactor())
     orch.describe(provider="vastai", image="i", ssh_node=True, config={}, env_keys=(),
-                  default_max_tokens=64)  # fmt: skip
+                  default_max_tokens=64)
     orch(RunStarted(run_id="41", provider="vastai", profile="deploy", state_dir="/x"))
     assert orch.waiting_for is None  # choosing offers: nothing is awaited yet
     orch(AttemptStarted(run_id="41", label="mvp-41-1-1", offer_id="7", gpu_name="RTX 4090",
-                        price_per_hour=0.3, attempt=1))  # fmt: skip
+                        price_per_hour=0.3, attempt=1))
     assert orch.waiting_for == "node ready"
     orch(LeaseRunning(run_id="41", provider_id="7", label="mvp-41-1-1", host="h", port=22,
-                      user="root", via="direct", after_s=1.0, price_per_hour=0.3))  # fmt: skip
+                      user="root", via="direct", after_s=1.0, price_per_hour=0.3))
     assert orch.waiting_for == "node ready"  # rented: ready once the agent runs over SSH
     orch(AgentStarted(lease_key="vastai:7", pid=42, remote_dir="/root/mvp"))
     assert orch.waiting_for == "weights loaded"

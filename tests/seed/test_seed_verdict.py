@@ -77,7 +77,7 @@ def test_the_switch_verdict_event_carries_the_reduced_line_redacted() -> None:
     secret = "rpa_" + "k" * 40
     reason = f"\x1b]8;;http://x\x07[bold red]HTTP 403[/] key {secret} \u202e" + "y" * 900
     record = {"type": "NodeAgentPhase", "phase": "watchdog", "status": "failed",
-              "detail": {"reason": reason}}  # fmt: skip
+              "detail": {"reason": reason}}
     event = verdict_event(record, "r-5eed0201", 0.0, Redactor([secret]))
     assert event is not None and event.status == "failed"
     assert len(event.reason) <= VERDICT_CHARS and event.reason.isascii()

@@ -180,7 +180,7 @@ class Sshd:
             "-o", f"AuthorizedKeysFile={self.authorized}", "-o", "PidFile=none",
             "-o", "StrictModes=no", *(["-o", "Subsystem=sftp internal-sftp"] if self.sftp else []),
             *self.options,
-        ]  # fmt: skip
+        ]
         self.process = await asyncio.create_subprocess_exec(
             *argv,
             env=None if env is None else dict(env),

@@ -44,7 +44,7 @@ REASON = (
 
 def _app(theme: str) -> MvpApp:
     return make_app(theme=theme, hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95),
-                    tz=UTC, env={"MVP_PROVIDER": "vastai"})  # fmt: skip
+                    tz=UTC, env={"MVP_PROVIDER": "vastai"})
 
 
 async def _clear_refusal(pilot: Pilot[None]) -> None:
@@ -125,7 +125,7 @@ def test_app_failure_view(snap_compare, archive: Path, size: tuple[int, int], th
         pane = app.query_one(BootstrapPane)
         assert pane.hub is not None
         failed = agent_record("NodeAgentPhase", T0 + 93, phase="model", status="failed",
-                              detail={"reason": REASON, "fix": "set HF_TOKEN"})  # fmt: skip
+                              detail={"reason": REASON, "fix": "set HF_TOKEN"})
         publish_node(pane.hub, failed)
         pane.poll()
         pane.focus()

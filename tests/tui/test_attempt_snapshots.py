@@ -45,7 +45,7 @@ def leased(at: float, attempt: int, offer: str, lease: str, price: float) -> lis
         ev.LeaseRunning(at=at + 20, run_id=RUN, provider_id=lease, label=label, host="1.2.3.4",
                         port=22000 + attempt, user="root", via="direct", after_s=19.6,
                         price_per_hour=price),
-    ]  # fmt: skip
+    ]
 
 
 def gone(at: float, lease: str, uptime: float, price: float) -> list[EngineEvent]:
@@ -53,7 +53,7 @@ def gone(at: float, lease: str, uptime: float, price: float) -> list[EngineEvent
         ev.LeaseDeleting(at=at, run_id=RUN, provider_id=lease, reason=ev.DeleteReason.HOST_FAILED),
         ev.LeaseDeleted(at=at + 1, run_id=RUN, provider_id=lease, uptime_s=uptime,
                         spend_usd=round(price * uptime / 3600, 4)),
-    ]  # fmt: skip
+    ]
 
 
 def walk_across_hosts() -> list[EngineEvent]:
@@ -80,7 +80,7 @@ def walk_across_hosts() -> list[EngineEvent]:
                          reason="the provider says lease 7002 is exited"),
         *gone(T0 + 900.3, "7002", 737.0, 0.35),
         *leased(T0 + 903, 3, "1003", "7003", 0.41),
-    ]  # fmt: skip
+    ]
 
 
 def bootstrap_waiting_for_ssh() -> list[EngineEvent]:
@@ -96,7 +96,7 @@ def bootstrap_waiting_for_ssh() -> list[EngineEvent]:
         SshAttempt(at=T0 + 94, lease_key=key, attempt=9, target="1.2.3.4:22003",
                    outcome=AttemptOutcome.NOT_LISTENING, detail="connection refused",
                    next_try_s=1.0),
-    ]  # fmt: skip
+    ]
 
 
 def posting(events: Sequence[EngineEvent], settled: Callable[[MvpApp], bool]) -> RunBefore:
@@ -118,7 +118,7 @@ def posting(events: Sequence[EngineEvent], settled: Callable[[MvpApp], bool]) ->
 def test_leases_with_a_failed_host_and_a_replacement(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     """Leases: 7001 failed at ssh → next offer; 7002 lost while serving → replaced by 7003."""
     app = make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 960), tz=UTC,
-                   env=VASTAI)  # fmt: skip
+                   env=VASTAI)
 
     def settled(app: MvpApp) -> bool:
         return "7003" in app.query_one(LeasesPane).model.leases
@@ -130,7 +130,7 @@ def test_leases_with_a_failed_host_and_a_replacement(snap_compare, size: tuple[i
 def test_bootstrap_with_stage_budgets(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     """Bootstrap: the ssh row running against its boot budget (elapsed/budget)."""
     app = make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95.3), tz=UTC,
-                   env=VASTAI)  # fmt: skip
+                   env=VASTAI)
 
     def settled(app: MvpApp) -> bool:
         return app.query_one(BootstrapPane).model.stages[StageId.SSH].budget_s == 240.0

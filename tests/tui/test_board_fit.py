@@ -31,7 +31,7 @@ REPO, FILE = "acme/big-GGUF", "big-Q4.gguf"
 
 def model_settings(**kw: object) -> ModelSettings:
     base = dict(model_id="m", gguf_local_path=None, gguf_repo=REPO, gguf_file=FILE,
-                gguf_revision=None, tokenizer_local_path=None, max_context=None)  # fmt: skip
+                gguf_revision=None, tokenizer_local_path=None, max_context=None)
     return ModelSettings(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -91,7 +91,7 @@ def test_the_hub_gives_the_size_and_the_header(tmp_path: Path) -> None:
     with HubServer() as hub:
         hub.add_file(REPO, "main", FILE, tiny)
         need = asyncio.run(read_model_need(model_settings(max_context=256), nodes=1,
-                                           environ={"MVP_HF_ENDPOINT": hub.url}))  # fmt: skip
+                                           environ={"MVP_HF_ENDPOINT": hub.url}))
         assert need.model_bytes == len(tiny)
         assert need.kv_bytes == parse_shape(tiny).kv_bytes(256)
         assert need.source == f"{hub.url}/{REPO}/resolve/main/{FILE}"
@@ -108,7 +108,7 @@ def test_a_private_repo_needs_the_token_and_never_shows_it(tmp_path: Path) -> No
         with pytest.raises(ModelNeedError, match="needs HF_TOKEN") as refused:
             asyncio.run(read_model_need(model_settings(), nodes=1, environ=env))
         need = asyncio.run(read_model_need(model_settings(), nodes=1,
-                                           environ={**env, "HF_TOKEN": token}))  # fmt: skip
+                                           environ={**env, "HF_TOKEN": token}))
         assert need.model_bytes == len(tiny)
         assert token not in str(refused.value)
         assert hub.state.requests[-1].headers.get("Authorization") == f"Bearer {token}"
@@ -123,7 +123,7 @@ def test_ready_counts_the_pull_unless_the_host_ran_the_image(tmp_path: Path) -> 
     image = "ghcr.io/ggml-org/llama.cpp:full-cuda"
     journal.append(HostOutcome(at=now - 3600, run_id="r-a", provider="vastai", host="m2",
                                offer_id="2", gpu_name="RTX 4090", stage="serving", ok=True,
-                               reason="", image=image))  # fmt: skip
+                               reason="", image=image))
     memory = memory_from(journal.read(), now, 7)
     need = ModelNeed(model_bytes=4 * 10**9, kv_bytes=0, context=4096)
     outlook = outlook_for(need, image=image, image_gb=3.6, has_image=memory.has_image)
@@ -134,7 +134,7 @@ def test_ready_counts_the_pull_unless_the_host_ran_the_image(tmp_path: Path) -> 
     assert warm.model_s == pytest.approx(40.0)
     assert cold.total_s - warm.total_s == pytest.approx(36.0)
     assert estimate_ready(offer("3", 0.3, down=0), image_gb=3.6, model_bytes=1,
-                          cached_image=False) is None  # fmt: skip
+                          cached_image=False) is None
     assert (clock_text(161), clock_text(3725)) == ("2:41", "1:02:05")
 
 
@@ -173,7 +173,7 @@ def test_ready_is_a_sort_key() -> None:
     model = OffersModel()
     model.set_offers(board_offers())
     model.set_outlook(outlook_for(board_need(), image="i", image_gb=3.6,
-                                  has_image=lambda o, i: False))  # fmt: skip
+                                  has_image=lambda o, i: False))
     while model.sort_key is not SortKey.READY:
         model.cycle_sort()
     assert model.ascending  # soonest first
@@ -188,12 +188,12 @@ def test_the_lease_confirm_warns_before_a_boot_the_model_cannot_survive() -> Non
     need = ModelNeed(model_bytes=int(21.5 * GIB), kv_bytes=GIB, context=4096)  # 24 GB: tight
     screen = LeaseConfirmScreen(offers, LeaseLimits(), provider="vastai",
                                 fits=[need.verdict(o) for o in offers],
-                                need=need.describe())  # fmt: skip
+                                need=need.describe())
     warning = screen.fit_warning()
     assert warning.startswith("⚠ offer #1 cannot hold the model")
     assert "offer #2 is tight" in warning and "needs 25 GB per node" in warning
     fine = LeaseConfirmScreen(offers[2:], LeaseLimits(), provider="vastai",
-                              fits=[need.verdict(offers[2])])  # fmt: skip
+                              fits=[need.verdict(offers[2])])
     assert fine.fit_warning() == ""
 
 
@@ -228,7 +228,7 @@ def test_a_machine_without_a_gpu_is_judged_on_its_memory() -> None:
     need = ModelNeed(model_bytes=2 * 1024**3, kv_bytes=256 * 1024**2, context=4096)
     cpu = Offer(provider="local", offer_id="local", gpu_name="CPU only", num_gpus=0,
                 gpu_ram_mib=0, price_per_hour=0.0, reliability=1.0, down_mbps=0.0,
-                up_mbps=0.0, location="this machine", ram_mib=16 * 1024)  # fmt: skip
+                up_mbps=0.0, location="this machine", ram_mib=16 * 1024)
     assert need.verdict(cpu).fit is Fit.FITS
     assert need.verdict(dataclasses.replace(cpu, ram_mib=1024)).fit is Fit.NO
     assert need.verdict(dataclasses.replace(cpu, ram_mib=0)).fit is Fit.UNKNOWN

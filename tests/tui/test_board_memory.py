@@ -32,7 +32,7 @@ async def test_the_board_badges_a_host_that_just_failed_and_lists_it_last(
         at=time.time() - 600, run_id="r-earlier", provider="vastai",
         host=str(bad["machine_id"]), offer_id=str(bad["id"]), gpu_name=str(bad["gpu_name"]),
         stage="engine", ok=False, reason=REASON, stage_secs={"create": 1.0}, cost_usd=0.01,
-    ))  # fmt: skip
+    ))
     app, seen = dashboard(vast_env(fake, tmp_path), tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await seen.first(is_(OffersListed))

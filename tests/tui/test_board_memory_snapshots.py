@@ -40,14 +40,14 @@ def board_result(state: Path) -> BoardResult:
         at=NOW - 3600, run_id="r-7f3a", provider="vastai", host=f"4{FAILED_OFFER}",
         offer_id=FAILED_OFFER, gpu_name="RTX 3090", stage="ssh", ok=False, reason=REASON,
         stage_secs={"create": 1.2, "running": 41.0, "ssh": 120.0}, cost_usd=0.009,
-    ))  # fmt: skip
+    ))
     memory = memory_from(journal.read(), NOW, 7)
     return BoardResult(offers=offers(), answered=["vastai"], memory=memory, read_at=NOW)
 
 
 def _app() -> MvpApp:
     return make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(NOW), tz=UTC,
-                    env={"MVP_PROVIDER": "vastai"})  # fmt: skip
+                    env={"MVP_PROVIDER": "vastai"})
 
 
 def board(state: Path, *, to_end: bool = False, detail: bool = False):  # type: ignore[no-untyped-def]

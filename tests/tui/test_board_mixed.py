@@ -54,7 +54,7 @@ async def test_picks_across_providers_walk_to_the_next_provider(tmp_path: Path) 
         sold = fake.add_offer(dph_total=0.30, gpu_name="RTX 3090")
         env = {**vast_env(fake, tmp_path), "MVP_GGUF_LOCAL_PATH": str(model),
                "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
-               "MVP_SSH_READY_TIMEOUT_SECS": "60"}  # the local engine's load  # fmt: skip
+               "MVP_SSH_READY_TIMEOUT_SECS": "60"}  # the local engine's load
         app, seen = mixed_dashboard(env, tmp_path)
         async with app.run_test(size=(160, 48)) as pilot:
             pane = app.query_one(OffersPane)

@@ -38,7 +38,7 @@ async def test_one_enter_walks_past_two_bad_hosts_to_a_serving_node(
         fake.offer_ssh[good] = ("127.0.0.1", node.sshd.port, True)
         fake.exit_after_running(exiting, 3)
         env = {**_env(fake, node.client_key, tmp_path), "MVP_GGUF_LOCAL_PATH": str(model),
-               "MVP_SSH_READY_TIMEOUT_SECS": "12", "MVP_SSH_CONNECT_TIMEOUT_SECS": "2"}  # fmt: skip
+               "MVP_SSH_READY_TIMEOUT_SECS": "12", "MVP_SSH_CONNECT_TIMEOUT_SECS": "2"}
         app, seen = dashboard(env, tmp_path)
         async with app.run_test(size=(160, 48)) as pilot:
             await seen.first(is_(OffersListed))
@@ -69,7 +69,7 @@ async def test_one_enter_walks_past_two_bad_hosts_to_a_serving_node(
             await pilot.pause()
             await pilot.press("enter")  # "Destroy and quit"
             await seen.first(lambda e: isinstance(e, lease.LeaseDeleted)
-                             and e.provider_id == str(live["id"]), within=60)  # fmt: skip
+                             and e.provider_id == str(live["id"]), within=60)
             await pilot.pause()
         assert fake.billing() == []
     assert app.return_code == 0

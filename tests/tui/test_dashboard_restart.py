@@ -30,7 +30,7 @@ def _env(fake: FakeVast, client: Path, tmp_path: Path) -> dict[str, str]:
         "MVP_NODE_DIR": str(tmp_path / "node"),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2", "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
         **container_env(fake, tmp_path),
-    }  # fmt: skip
+    }
 
 
 async def test_an_earlier_lease_is_offered_for_teardown_on_start(

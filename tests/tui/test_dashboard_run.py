@@ -41,7 +41,7 @@ def dashboard(
     # A free port for the run's OpenAI endpoint: tests run side by side (not the default).
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state"),
                               "MVP_PROMPT_OPENAI_PORT": "0", **env},
-                         paths=ConfigPaths(default=tmp_path / "none.toml"))  # fmt: skip
+                         paths=ConfigPaths(default=tmp_path / "none.toml"))
     sink, seen = UiPort(), WaitingSink()
 
     def tee(event: EngineEvent) -> None:
@@ -56,7 +56,7 @@ def dashboard(
         return RunEngine(config.for_provider(kind), tee, environ=environ)
 
     app = MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW,
-                 engine_for=engine_for if other_providers else None)  # fmt: skip
+                 engine_for=engine_for if other_providers else None)
     return app, seen
 
 
@@ -76,14 +76,14 @@ def vast_env(fake: FakeVast, tmp_path: Path) -> dict[str, str]:
     (tmp_path / "id").chmod(0o600)
     return {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url,
             "MVP_VASTAI_SSH_IDENTITY": str(tmp_path / "id"), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-            "MVP_SSH_READY_TIMEOUT_SECS": "2", "MVP_SSH_RETRY_INITIAL_SECS": "0.1"}  # fmt: skip
+            "MVP_SSH_READY_TIMEOUT_SECS": "2", "MVP_SSH_RETRY_INITIAL_SECS": "0.1"}
 
 
 async def test_local_run_from_enter_to_tokens_and_quit_destroys(tmp_path: Path) -> None:
     require_engine()
     model = write_tiny_gguf(tmp_path / "tiny.gguf")
     app, seen = dashboard({"MVP_GGUF_LOCAL_PATH": str(model), "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"},
-                          tmp_path)  # fmt: skip
+                          tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         await seen.first(is_(OffersListed))
         await pilot.pause()

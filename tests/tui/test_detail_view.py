@@ -31,7 +31,7 @@ async def test_enter_on_bootstrap_shows_a_failure_whole_with_the_nodes_log_and_y
         failed = agent_record(
             "NodeAgentPhase", T0 + 90, phase="model", status="failed",
             detail={"reason": REASON, "fix": FIX},
-        )  # fmt: skip
+        )
         publish_node(hub, failed)
         for n in range(30):
             hub.publish(LOG, f"stderr line {n}".encode())

@@ -22,7 +22,7 @@ def serving_app(tmp_path: Path, base_url: str = "http://127.0.0.1:8642") -> MvpA
     assert engine is not None
     engine.store.run_dir(engine.run_id).mkdir(parents=True)
     engine.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
-                                     serving=True)  # fmt: skip
+                                     serving=True)
     return app
 
 
@@ -94,7 +94,7 @@ async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> N
     async with app.run_test(size=(160, 48)) as pilot:
         app.screen.set_focus(None)
         warning = IdleStopNotice(at=0.0, run_id=engine.run_id, state="warning",
-                                 idle_stop_mins=30.0, stops_in_s=120.0)  # fmt: skip
+                                 idle_stop_mins=30.0, stops_in_s=120.0)
         app.route(warning)
         await wait_until(pilot, lambda: app._idle_warned)
         await pilot.press("down")

@@ -44,18 +44,18 @@ def serving() -> list[EngineEvent]:
                   local_url=URL),
         EndpointReady(at=T0 + 93.1, run_id=RUN, base_url=URL, model="llama-3.2-1b",
                       auth="key", idle_stop_mins=30.0),
-    ]  # fmt: skip
+    ]
 
 
 def idle_stop_frames(*states: tuple[str, float | None]) -> list[dict[str, object]]:
     loaded = agent_record("WeightsLoaded", T0 + 92.8, model_id="llama-3.2-1b",
                           engine="llama-server", port=8642, load_ms=5100, auth="key",
-                          idle_stop_mins=30.0)  # fmt: skip
+                          idle_stop_mins=30.0)
     records: list[dict[str, object]] = [watchdog_ready(idle_stop_mins=30.0), loaded]
     for index, (state, left) in enumerate(states):
         extra = {"stops_in_s": left} if left is not None else {}
         records.append(agent_record("NodeAgentProgress", T0 + 90 + index, phase="watchdog",
-                                    state=state, idle_stop_mins=30.0, **extra))  # fmt: skip
+                                    state=state, idle_stop_mins=30.0, **extra))
     return records
 
 
@@ -81,7 +81,7 @@ def posting(
 
 def _app() -> MvpApp:
     return make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95.3), tz=UTC,
-                    env=VASTAI)  # fmt: skip
+                    env=VASTAI)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
@@ -104,13 +104,13 @@ def test_bootstrap_with_the_idle_stop_row(snap_compare, size: tuple[int, int]) -
 
     frames = idle_stop_frames(("idle_stop_armed", None))
     assert snap_compare(_app(), terminal_size=size,
-                        run_before=posting(serving(), settled, frames))  # fmt: skip
+                        run_before=posting(serving(), settled, frames))
 
 
 def test_the_idle_stop_warning_toast(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """Two minutes before the node stops itself: a warning toast saying how to keep it."""
     warning = IdleStopNotice(at=T0 + 95, run_id=RUN, state="warning", idle_stop_mins=30.0,
-                             stops_in_s=120.0)  # fmt: skip
+                             stops_in_s=120.0)
 
     def settled(app: MvpApp) -> bool:
         row = app.query_one(BootstrapPane).model.idle_stop

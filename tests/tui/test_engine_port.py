@@ -56,7 +56,7 @@ def test_facts_go_only_to_their_owners_and_early_ones_wait() -> None:
     port, facts = UiPort(), Facts()
     # Read by no pane: it goes nowhere.
     port(lease.OfferPicked(at=T0, run_id="r", offer_id="1", gpu_name="g", price_per_hour=0.1,
-                           position=1, of=2))  # fmt: skip
+                           position=1, of=2))
     port(RunStateChanged(at=T0, run_id="r", state="serving"))
     port.connect(facts)  # what came before the UI existed is handed over first
     port(TextDelta(at=T0, prompt_id=3, text="a"))
@@ -77,7 +77,7 @@ async def test_tokens_reach_the_prompt_pane_in_coalesced_batches() -> None:
         for event in walk_events():
             app.route(event)
         app.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
-                            local_url="http://127.0.0.1:18081"))  # fmt: skip
+                            local_url="http://127.0.0.1:18081"))
         app.route(PromptQueued(at=T0, prompt_id=1, text_chars=3, max_tokens=500, position=0))
         app.route(PromptStarted(at=T0, prompt_id=1))
         for i in range(400):  # a burst, faster than the screen: one notice per batch

@@ -44,15 +44,15 @@ def board_result(state: Path) -> BoardResult:
     journal = HostJournal(state)  # the 150 Mb/s host served this image an hour ago
     journal.append(HostOutcome(at=NOW - 3600, run_id="r-7f3a", provider="vastai", host="52003",
                                offer_id="2003", gpu_name="RTX 4090", stage="serving", ok=True,
-                               reason="", image=IMAGE))  # fmt: skip
+                               reason="", image=IMAGE))
     memory = memory_from(journal.read(), NOW, 7)
     return BoardResult(offers=offers(), answered=["vastai"], memory=memory, read_at=NOW,
-                       image=IMAGE, image_gb=3.6)  # fmt: skip
+                       image=IMAGE, image_gb=3.6)
 
 
 def _app() -> MvpApp:
     return make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(NOW), tz=UTC,
-                    env={"MVP_PROVIDER": "vastai"})  # fmt: skip
+                    env={"MVP_PROVIDER": "vastai"})
 
 
 def board(state: Path, *, zoom: str | None = None):  # type: ignore[no-untyped-def]
@@ -63,7 +63,7 @@ def board(state: Path, *, zoom: str | None = None):  # type: ignore[no-untyped-d
         pane = app.query_one(OffersPane)
         pane.need = NEED.describe()
         pane.update_offers(result.offers, providers=result.answered,
-                           failures=result.failure_text, outlook=result.outlook(NEED))  # fmt: skip
+                           failures=result.failure_text, outlook=result.outlook(NEED))
         pane.focus()
         await pilot.pause()
         assert pane.table.keys[-1] == "vastai:2001"  # the cheapest, too small: last

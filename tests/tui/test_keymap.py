@@ -52,7 +52,7 @@ async def test_the_palette_has_the_apps_commands_with_their_keys(tmp_path: Path)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for expected in ("Lease the focused offer (Enter)", "Tear down the selected lease "
                          "(ctrl+d)", "Search offers again (f5)", "Open a channel's log "
-                         "(Enter)", "Switch theme (ctrl+t)", "Show keys (?)"):  # fmt: skip
+                         "(Enter)", "Switch theme (ctrl+t)", "Show keys (?)"):
             assert expected in titles, titles
         assert any(t.startswith("Replay an archive") for t in titles)
         # The palette opens on `:` and finds them by typing.

@@ -34,14 +34,14 @@ def fetching_at_boot_ssh_pending() -> list[EngineEvent]:
         SshAttempt(at=T0 + 74, lease_key=KEY, attempt=1, target="1.2.3.4:22003",
                    outcome=AttemptOutcome.NOT_LISTENING, detail="connection refused",
                    next_try_s=1.0),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 def test_bootstrap_fetching_at_boot_ssh_pending(snap_compare, size: tuple[int, int]) -> None:  # type: ignore[no-untyped-def]
     """Bootstrap: `model` runs since the instance ran, while `ssh` still waits for sshd."""
     app = make_app(hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95.3), tz=UTC,
-                   env=VASTAI)  # fmt: skip
+                   env=VASTAI)
 
     def settled(app: MvpApp) -> bool:
         model = app.query_one(BootstrapPane).model
@@ -51,14 +51,14 @@ def test_bootstrap_fetching_at_boot_ssh_pending(snap_compare, size: tuple[int, i
         )
 
     assert snap_compare(app, terminal_size=size,
-                        run_before=posting(fetching_at_boot_ssh_pending(), settled))  # fmt: skip
+                        run_before=posting(fetching_at_boot_ssh_pending(), settled))
 
 
 def _adopting(at: float, done: int, total: int) -> bytes:
     return json.dumps({
         "type": "NodeAgentProgress", "phase": "model", "state": "downloading", "at": at,
         "bytes_done": done, "bytes_total": total, "rate_bps": 52_000_000,
-    }).encode()  # fmt: skip
+    }).encode()
 
 
 def test_the_agent_brings_the_boot_fetchs_real_bytes_to_the_row() -> None:
@@ -71,7 +71,7 @@ def test_the_agent_brings_the_boot_fetchs_real_bytes_to_the_row() -> None:
                    outcome=AttemptOutcome.CONNECTED, detail="", next_try_s=None),
         AgentStarted(at=T0 + 97, lease_key=KEY, pid=4242, remote_dir="/root/.mvp/r1",
                      resumed=False),
-    ]  # fmt: skip
+    ]
     for event in events:
         model.apply(event)
     row = model.stages[StageId.MODEL]

@@ -26,7 +26,7 @@ async def until(pilot: Pilot[int], holds: Callable[[], bool]) -> None:
 
 def ready() -> NodeReady:
     return NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
-                     local_url="http://127.0.0.1:18081")  # fmt: skip
+                     local_url="http://127.0.0.1:18081")
 
 
 async def test_esc_with_nothing_streaming_leaves_the_box_for_the_offers_pane() -> None:
@@ -59,7 +59,7 @@ async def test_esc_while_an_answer_streams_cancels_it_and_keeps_the_focus() -> N
         app.route(ready())
         await until(pilot, lambda: pane.input.display)
         app.route(PromptQueued(at=T0, prompt_id=3, text_chars=2, max_tokens=64, position=0,
-                               source=PromptSource.PANE))  # fmt: skip
+                               source=PromptSource.PANE))
         app.route(PromptStarted(at=T0, prompt_id=3))
         await until(pilot, lambda: pane.live is not None)
         pane.input.focus()

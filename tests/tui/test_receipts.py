@@ -14,10 +14,10 @@ def held(receipts: LeaseReceipts, provider_id: str, label: str, gpu: str, price:
                                       gpu_name=gpu, price_per_hour=price, attempt=1), "vastai")
     receipts.handle(ev.AttemptAnswered(at=T0, run_id="r-7f3a", label=label, offer_id="1",
                                        outcome="created", http_status=200, detail="",
-                                       provider_id=provider_id), "vastai")  # fmt: skip
+                                       provider_id=provider_id), "vastai")
     receipts.handle(ev.LeaseRunning(at=T0 + 5, run_id="r-7f3a", provider_id=provider_id,
                                     label=label, host="h", port=22, user="root", via="direct",
-                                    after_s=5, price_per_hour=price), "vastai")  # fmt: skip
+                                    after_s=5, price_per_hour=price), "vastai")
 
 
 def test_each_lease_and_the_total() -> None:
@@ -28,7 +28,7 @@ def test_each_lease_and_the_total() -> None:
                                     uptime_s=25, spend_usd=0.0018, billed_usd=0.0018), "vastai")
     held(receipts, "8002", "mvp-a-0-2", "RTX 3090", 0.30)
     receipts.handle(ev.LeaseDeleteUnconfirmed(at=T0 + 30, run_id="r-7f3a", provider_id="8002",
-                                              reason="timeout"), "vastai")  # fmt: skip
+                                              reason="timeout"), "vastai")
     assert receipts.lines(T0 + 70) == [
         "lease 8001 (vastai, RTX 4090): destroyed, confirmed by the provider · 0:00:25 · "
         "$0.0018 (billed $0.0018)",

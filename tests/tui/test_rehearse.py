@@ -34,7 +34,7 @@ from tests.widgets.harness import screen_text
 def _fresh_config(home: Path, refresh: str = "60"):  # type: ignore[no-untyped-def]
     """A new user's configuration: an empty home, no config file, no keys."""
     env = {"HOME": str(home), "MVP_STATE_DIR": str(home / ".local" / "state" / "mvp-tui"),
-           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0", "MVP_UI_OFFERS_REFRESH_SECS": refresh}  # fmt: skip
+           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0", "MVP_UI_OFFERS_REFRESH_SECS": refresh}
     return load_config(env=env, paths=ConfigPaths(default=home / ".config" / "none.toml"))
 
 
@@ -46,7 +46,7 @@ async def test_rehearsal_from_a_fresh_home_reaches_tokens_and_leaves_nothing(
     began = time.monotonic()
     seen = WaitingSink()
     rehearsal = build(_fresh_config(tmp_path / "home"), parse_faults(faults), tap=seen,
-                      clock=lambda: FIXED_NOW)  # fmt: skip
+                      clock=lambda: FIXED_NOW)
     app, market = rehearsal.app, rehearsal.market
     try:
         async with app.run_test(size=(160, 48)) as pilot:
@@ -75,7 +75,7 @@ async def test_rehearsal_from_a_fresh_home_reaches_tokens_and_leaves_nothing(
             await pilot.press("enter")  # "Destroy and quit"
             # The served lease's delete (with node-dies an earlier host's delete came first).
             await seen.first(lambda e: isinstance(e, lease.LeaseDeleted)
-                             and e.provider_id == served, within=30)  # fmt: skip
+                             and e.provider_id == served, within=30)
             deadline = time.monotonic() + 30
             while app.return_code is None and time.monotonic() < deadline:
                 await pilot.pause(0.05)  # the app exits once its stop is done
@@ -95,7 +95,7 @@ async def test_rehearsal_from_a_fresh_home_reaches_tokens_and_leaves_nothing(
 def test_an_unknown_fault_set_is_named_with_the_known_ones(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "MVP_STATE_DIR": str(tmp_path / "state")}
     done = subprocess.run([sys.executable, "-m", "mvp_tui", "rehearse", "--faults", "sold,oops"],
-                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+                          env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == int(ExitCode.USAGE)
     assert "'oops'" in done.stderr
     for name in FAULT_SETS:

@@ -31,10 +31,10 @@ async def test_the_rehearsal_reaches_tokens_with_the_network_off(tmp_path: Path)
     wrapper = offline_wrapper()
     home = tmp_path / "home"  # a new user: no config, no keys, no model
     env = {"HOME": str(home), "MVP_STATE_DIR": str(home / "state"),
-           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"}  # fmt: skip
+           "MVP_PROMPT_RPC_BIND": "127.0.0.1:0"}
     began = time.monotonic()
     term = PtyDashboard(env, cols=160, rows=48, argv=("-m", "mvp_tui", "rehearse"),
-                        wrapper=wrapper)  # fmt: skip
+                        wrapper=wrapper)
     try:
         await asyncio.to_thread(term.wait_for, "REHEARSAL")
         await asyncio.to_thread(term.wait_for, "RTX 3090")

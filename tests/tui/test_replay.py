@@ -87,7 +87,7 @@ def _run_archive(path: Path) -> Path:
                           reason=DeleteReason.REQUESTED),
             LeaseDeleted(at=T0 + 97, run_id=RUN, provider_id="7003", uptime_s=23.3,
                          spend_usd=0.0023),
-        ]  # fmt: skip
+        ]
         for event in events:
             tap(event)
     return path

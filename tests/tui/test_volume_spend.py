@@ -17,7 +17,7 @@ async def test_the_header_shows_the_volumes_cost_per_month() -> None:
         app.route(VolumeMounted(
             at=1.0, run_id="r", provider="runpod", volume_id="vol0000001", name="mvp-models",
             size_gb=40, data_center="EU-RO-1", usd_per_month=2.8,
-        ))  # fmt: skip
+        ))
         await wait_until(pilot, lambda: bar.summary.volume_usd_per_month == 2.8)
         await pilot.pause()
         assert "spent $0.00 · volume $2.80/month" in str(bar.render())

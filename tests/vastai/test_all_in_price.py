@@ -22,7 +22,7 @@ async def test_the_image_pull_is_priced_into_each_offer(tmp_path: Path) -> None:
         fake.add_offer(dph_total=0.30, inet_down_cost=0.02)  # $0.02 per GB pulled
         fake.add_offer(dph_total=0.31, inet_down_cost=0.0)
         env = {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY,
-               "MVP_VASTAI_API_URL": fake.url, "MVP_IMAGE_SIZE_GB": "6.5"}  # fmt: skip
+               "MVP_VASTAI_API_URL": fake.url, "MVP_IMAGE_SIZE_GB": "6.5"}
         provider = build_provider(load_config(env=env, paths=ConfigPaths(default=tmp_path / "x")))
         assert isinstance(provider, VastAiProvider)
         try:

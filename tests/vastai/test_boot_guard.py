@@ -59,7 +59,7 @@ def only_tools(tmp_path: Path, *names: str) -> str:
     bin_dir.mkdir()
     for name in ("mkdir", "chmod", "rm", "mv", "date", "sleep", "grep", *names):
         target = next(Path(d) / name for d in os.environ["PATH"].split(":")
-                      if (Path(d) / name).is_file())  # fmt: skip
+                      if (Path(d) / name).is_file())
         (bin_dir / name).symlink_to(target)
     return str(bin_dir)
 
@@ -68,7 +68,7 @@ def instance_key_deletes(fake: FakeVast, instance: int) -> list[dict[str, str]]:
     key = fake.instance_env(instance)["CONTAINER_API_KEY"]
     mine = f"Bearer {key}"
     return [r.headers for r in fake.requests
-            if r.method == "DELETE" and r.headers.get("authorization") == mine]  # fmt: skip
+            if r.method == "DELETE" and r.headers.get("authorization") == mine]
 
 
 @pytest.mark.parametrize("tool", ["python3", "curl"])
@@ -154,7 +154,7 @@ async def test_a_404_auth_error_is_a_bad_key_not_gone(
 async def test_a_guard_that_cannot_run_says_why_and_sends_nothing(
     fake: FakeVast, provider: VastAiProvider, tmp_path: Path,
     env: dict[str, str], path_tools: tuple[str, ...] | None, why: str,
-) -> None:  # fmt: skip
+) -> None:
     instance = await rent(fake, provider)
     script = fake.onstart_of(instance) or ""
     full = {k: v for k, v in {**fake.container_env(instance), **env}.items() if v}
@@ -211,7 +211,7 @@ def test_a_too_long_onstart_is_refused_when_the_config_loads(tmp_path: Path) -> 
     room = VAST_ONSTART_CAP - len(guard_script(VAST) + prefetch_script()) - 1
     path = tmp_path / "config.toml"
     path.write_text(f'[provider]\nkind = "vastai"\n\n[vastai]\napi_key = "key-123456"\n'
-                    f'onstart = "{"y" * (room + 1)}"\n')  # fmt: skip
+                    f'onstart = "{"y" * (room + 1)}"\n')
     config = load_config(env={}, paths=ConfigPaths(explicit=path, explicit_source="flag --config"))
     with pytest.raises(ConfigError, match=r"\[vastai\] onstart is .* at most"):
         WalkSettings.from_config(config)
@@ -227,7 +227,7 @@ def test_the_fake_refuses_an_onstart_over_vasts_cap(fake: FakeVast) -> None:
     request = urllib.request.Request(
         f"{fake.url}/api/v0/asks/{offer}/", json.dumps(body).encode(), method="PUT",
         headers={"Authorization": f"Bearer {fake.api_key}", "Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 400

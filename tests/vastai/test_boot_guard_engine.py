@@ -32,7 +32,7 @@ def engine(tmp_path: Path, env: dict[str, str], events: list[EngineEvent]) -> Ru
 
 def verdict(run: RunEngine, node: int, status: str, **detail: object) -> None:
     record = {"type": NODE_AGENT_PHASE, "phase": BOOT_GUARD_PHASE, "status": status,
-              "detail": detail, "run_id": run.run_id, "node_id": node, "at": 1.0}  # fmt: skip
+              "detail": detail, "run_id": run.run_id, "node_id": node, "at": 1.0}
     run.hub.publish(agent_channel(node), json.dumps(record).encode())
 
 

@@ -28,7 +28,7 @@ from tests.ssh.pinned_key import pinned_key
 from tests.ssh.sshd import Sshd, sshd_executable, write_key
 
 REQUEST = CreateRequest(label="mvp-r7f3a-1-1", image="img:1", env={"MVP_RUN_ID": "r7f3a"},
-                        disk_gb=20)  # fmt: skip
+                        disk_gb=20)
 
 
 def test_the_private_half_travels_in_pieces_vast_takes() -> None:
@@ -84,7 +84,7 @@ async def test_the_onstart_lines_install_the_key_into_a_running_sshd(tmp_path: P
         pidfile = tmp_path / "sshd.pid"
         pidfile.write_text(f"{sshd.process.pid}\n")
         env = {"PATH": os.environ["PATH"], SSH_DIR_ENV: str(sshd.dir),
-               SSHD_PIDFILE_ENV: str(pidfile), **plan.env()}  # fmt: skip
+               SSHD_PIDFILE_ENV: str(pidfile), **plan.env()}
         proc = await asyncio.create_subprocess_exec(
             "/bin/sh", "-c", install_script(), env=env, stderr=asyncio.subprocess.PIPE
         )
@@ -111,5 +111,5 @@ async def test_the_onstart_lines_install_the_key_into_a_running_sshd(tmp_path: P
 def test_without_a_key_the_onstart_lines_do_nothing(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"], SSH_DIR_ENV: str(tmp_path)}
     done = subprocess.run(["/bin/sh", "-c", install_script()], env=env, capture_output=True,
-                          text=True, timeout=30)  # fmt: skip
+                          text=True, timeout=30)
     assert done.returncode == 0 and done.stderr == "" and list(tmp_path.iterdir()) == []

@@ -30,7 +30,7 @@ def _node_env(hub: HubServer, cache: Path, **extra: str) -> dict[str, str]:
         "MVP_RUN_ID": "r-0000abcd", "MVP_LOGICAL_NODE_ID": "1", "MVP_MODEL_ID": "tiny",
         "MVP_GGUF_REPO": REPO, "MVP_GGUF_FILE": FILE, "MVP_HF_ENDPOINT": hub.url,
         "MVP_MODEL_CACHE_DIR": str(cache), **extra,
-    }  # fmt: skip
+    }
 
 
 async def _rent(fake: FakeVast, provider: VastAiProvider, node: dict[str, str]) -> int:

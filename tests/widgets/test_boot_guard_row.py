@@ -14,7 +14,7 @@ from tests.widgets.data import AGENT_CHANNEL, T0, agent_record, watchdog_ready
 
 def guard(status: str, **detail: object) -> bytes:
     record = agent_record(NODE_AGENT_PHASE, T0 + 80, phase=BOOT_GUARD_PHASE, status=status,
-                          detail=detail, elapsed_ms=3)  # fmt: skip
+                          detail=detail, elapsed_ms=3)
     return json.dumps(record).encode()
 
 
@@ -34,7 +34,7 @@ def test_no_row_until_the_agent_reports_the_guard() -> None:
         ("ready", {"state": "not_needed"}, Status.SKIPPED,
          "not needed: this node does not bill", "not needed"),
     ],
-)  # fmt: skip
+)
 def test_the_verdict_becomes_the_row_under_the_switch(
     status: str, detail: dict[str, object], shown: Status, text: str, compact: str
 ) -> None:

@@ -13,7 +13,7 @@ def running(host: str) -> ev.LeaseRunning:
     return ev.LeaseRunning(at=T0 + 1, run_id=RUN, provider_id="local-42", label="mvp-r-1-1",
                            host=host, port=22 if host else 0, user="root" if host else "",
                            via="direct" if host else "none", after_s=0.5,
-                           price_per_hour=0.0)  # fmt: skip
+                           price_per_hour=0.0)
 
 
 def test_a_local_lease_skips_the_ssh_rows_and_has_its_agent() -> None:

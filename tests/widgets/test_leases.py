@@ -167,7 +167,7 @@ def test_a_secret_left_on_the_account_is_a_warning_with_its_remedy() -> None:
             at=T0, run_id=RUN, label="mvp-r-1-1-1", name="mvp_host_key_x", secret_id="sec1",
             reason="delete failed 6 times (last: HTTP 500)", fix="`mvp-tui down r-1 --yes`",
         )
-    )  # fmt: skip
+    )
     ((text, tone),) = model.history[-1].parts
     assert "secret mvp_host_key_x left on the account (does not bill)" in text
     assert tone is Tone.WARN and "mvp-tui down r-1 --yes" in model.full_text()

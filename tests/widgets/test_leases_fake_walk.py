@@ -42,9 +42,9 @@ async def recorded_walk(state: Path) -> list[EngineEvent]:
             offers = sorted(await provider.search_offers(_policy()), key=lambda o: o.price_per_hour)
             fake.script("create", Fault(status=404), Fault(status=500, perform=True))
             settings = WalkSettings(reconcile_waits_s=(0.0,), poll_interval_s=0.01,
-                                    sleep=_no_wait, image="mvp-node:latest")  # fmt: skip
+                                    sleep=_no_wait, image="mvp-node:latest")
             walk = LeaseWalk(provider, RecordStore(state), sink, settings,
-                             clock=lambda: T0 + next(ticks), run_id="r-00c0ffee")  # fmt: skip
+                             clock=lambda: T0 + next(ticks), run_id="r-00c0ffee")
             result = await walk.run(offers)
             assert result.ok, result.reason
             assert len(fake.billing()) == 1  # adopted, not duplicated

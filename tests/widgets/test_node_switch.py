@@ -238,7 +238,7 @@ def test_a_failure_wraps_its_reason_and_folds_steps_done_for_room() -> None:
     assert all(len(line) <= 56 for line in lines)
     small = layout_rows(rows, 36, 7)
     assert [s.name for s in small.folded] == ["lease running", "ssh attempt 3", "host key",
-                                              "agent started"]  # fmt: skip
+                                              "agent started"]
     assert small.failure_cut  # 36 x 7 cells cannot hold it: cut, with an ellipsis on screen
     _, lines = small.details[small.rows.index(model.stages[StageId.WATCHDOG])]
     assert len(lines) == 1 + 7 - 1 - len(small.rows)  # every spare line is the reason's
@@ -320,7 +320,7 @@ def test_failed_verdict_shows_failed_and_the_reason() -> None:
     assert last_parts(model)[-1] == f"→ node switch FAILED: {NO_KEY_REASON}"
     # Then the dashboard destroys the lease: gone, nothing more to say about its switch.
     model.apply(ev.LeaseDeleted(at=T0 + 90, run_id=RUN, provider_id="7003", uptime_s=57.5,
-                                spend_usd=0.0066))  # fmt: skip
+                                spend_usd=0.0066))
     assert switch_text(model.leases["7003"], UTC, NOW) == ("", Tone.PLAIN)
     assert last_parts(model)[-1] == "→ deleted ($0.007)"
 
@@ -339,7 +339,7 @@ def test_the_node_destroying_its_own_lease() -> None:
     assert parts[-1] == "→ its node destroyed it (deadline)"
     assert "→ node switch fired (deadline): destroying its lease…" not in parts  # answered
     model.apply(ev.LeaseDeleted(at=T0 + 9100, run_id=RUN, provider_id="7003", uptime_s=9048.0,
-                                spend_usd=1.0305))  # fmt: skip
+                                spend_usd=1.0305))
     assert lease.state is LeaseDisplayState.DELETED
     assert switch_text(lease, UTC, NOW) == ("its node destroyed it (deadline)", Tone.WARN)
     assert last_parts(model)[-1] == "→ confirmed gone ($1.030)"
@@ -348,7 +348,7 @@ def test_the_node_destroying_its_own_lease() -> None:
 def test_a_deleted_lease_shows_the_provider_s_receipt_beside_the_estimate() -> None:
     model = leases()
     model.apply(ev.LeaseDeleted(at=T0 + 90, run_id=RUN, provider_id="7003", uptime_s=57.5,
-                                spend_usd=0.0066, billed_usd=0.0071))  # fmt: skip
+                                spend_usd=0.0066, billed_usd=0.0071))
     assert last_parts(model)[-1] == "→ deleted (est. $0.007, billed $0.007)"
     assert model.leases["7003"].final_spend_usd == 0.0066
 

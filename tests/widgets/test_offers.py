@@ -406,7 +406,7 @@ async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_wal
         answer = AttemptAnswered(
             at=0.0, run_id="r-1", label="mvp-r-1-1-1", offer_id="1004",
             outcome="unavailable", http_status=404, detail="no_such_ask", provider_id=None,
-        )  # fmt: skip
+        )
         pane.post_message(OfferGone(answer.offer_id))  # as the engine port posts it
         await pilot.pause()
         assert pick_cell(pane.table, "vastai:1004") == "gone"

@@ -39,7 +39,7 @@ async def test_prompt_opens_when_the_node_serves_and_names_the_endpoints() -> No
         assert pane.query_one(".empty", Static).display and not pane.input.display
         pane.post_message(NodeServing(NodeReady(at=T0, run_id="r", model_id="tiny-llama-q4",
                                                 engine="llama.cpp",
-                                                local_url="http://127.0.0.1:18081")))  # fmt: skip
+                                                local_url="http://127.0.0.1:18081")))
         await pilot.pause()
         pane.handle_event(
             PortForwarded(at=T0, lease_key="7003", local_port=18080, remote_port=18081)

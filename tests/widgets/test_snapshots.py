@@ -97,7 +97,7 @@ def dashboard(archive: Path) -> RunBefore:
         # Serving, as the engine and the run's controller announce it (a small terminal
         # shows the prompt).
         app.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
-                            engine="llama.cpp", local_url="http://127.0.0.1:18080"))  # fmt: skip
+                            engine="llama.cpp", local_url="http://127.0.0.1:18080"))
         app.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a", state=RunState.SERVING.value))
         await wait_until(pilot, lambda: prompt.input.display)
         prompt.focus()
@@ -111,7 +111,7 @@ def dashboard(archive: Path) -> RunBefore:
             PromptStarted(at=T0 + 91, prompt_id=1),
             *(TextDelta(at=T0 + 91.18 + i * 0.009, prompt_id=1, text=word)
               for i, word in enumerate(ANSWER)),
-        ):  # fmt: skip
+        ):
             app.route(event)
         await wait_until(pilot, lambda: bool(prompt.query("#prompt-markdown")))
         markdown = prompt.query_one("#prompt-markdown", Markdown)

@@ -26,11 +26,11 @@ async def test_prompt_stats_show_cost_and_a_tok_s_sparkline() -> None:
         pane = app.query_one(PromptPane)
         for n, rate in enumerate([100.0, 400.0, 250.0], start=1):
             pane.handle_event(PromptQueued(at=n, prompt_id=n, text_chars=3, max_tokens=8,
-                                           position=0))  # fmt: skip
+                                           position=0))
             pane.handle_event(PromptStarted(at=n, prompt_id=n))
             pane.handle_event(PromptDone(at=n + 0.5, prompt_id=n, final_text="x",
                                          tokens_generated=8, elapsed_ms=500, ttft_ms=20,
-                                         tokens_per_s=rate, cost_usd=0.0001 * n))  # fmt: skip
+                                         tokens_per_s=rate, cost_usd=0.0001 * n))
         await pilot.pause()
         stats = str(pane.query_one("#prompt-stats", Static).render())
         assert "$0.0003" in stats  # lease $/h × the prompt's wall time
@@ -56,14 +56,14 @@ async def test_the_dashboard_plots_its_rate_as_leases_come_and_go() -> None:
         def running(pid: str, price: float) -> Running:
             return LeaseRunning(at=1.0, run_id="r", provider_id=pid, label=pid, host="",
                                 port=0, user="", via="none", after_s=0.0,
-                                price_per_hour=price)  # fmt: skip
+                                price_per_hour=price)
 
         app.route(running("a", 0.30))
         await pilot.pause()
         app.route(running("b", 0.60))
         await pilot.pause()
         app.route(LeaseDeleted(at=2.0, run_id="r", provider_id="a",
-                                                    uptime_s=1.0, spend_usd=0.0))  # fmt: skip
+                                                    uptime_s=1.0, spend_usd=0.0))
         await pilot.pause()
         assert app.query_one(StatusBar).summary.rate_trend == "▁▃█▆"  # 0, .3, .9, .6 of 7 steps
         app._exit_cleared = True
