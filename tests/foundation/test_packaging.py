@@ -121,7 +121,7 @@ def test_the_licence_is_an_spdx_string() -> None:
 
 
 def test_no_formatter_markers_where_no_formatter_runs() -> None:
-    """CI runs `ruff check`, not a formatter: a `# fmt: skip` marker guards nothing."""
+    """CI runs `ruff check`, not a formatter: a formatter's skip marker guards nothing."""
     marker = "# fmt" + ": skip"
     names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "*.py"], cwd=REPO,
                            capture_output=True, text=True, check=True).stdout.split()
