@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
 from mvp_tui.providers.base import SelectionPolicy  # noqa: E402
@@ -76,40 +75,6 @@ def bench_catalog(passes: int) -> list[float]:
     return times
 
 
-class TimedProvider:
-    """Forwards every Provider call and adds up the time spent in them."""
-
-    def __init__(self, inner: RunPodProvider) -> None:
-        self.inner = inner
-        self.info = inner.info
-        self.spent_s = 0.0
-        self.calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-        if not inspect.iscoroutinefunction(target):
-
-            def timed_sync(*args: Any, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                try:
-                    return target(*args, **kwargs)
-                finally:
-                    self.spent_s += time.perf_counter() - started
-                    self.calls += 1
-
-            return timed_sync
-
-        async def timed(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return await target(*args, **kwargs)
-            finally:
-                self.spent_s += time.perf_counter() - started
-                self.calls += 1
-
-        return timed
-
-
 class TimedStore(RecordStore):
     spent_s = 0.0
     writes = 0
@@ -137,7 +102,7 @@ async def one_walk(state_dir: Path) -> tuple[float, float, int]:
             fake.forbid_pool(names[1])
             fake.no_capacity(names[2])
             fake.no_capacity(names[3])
-            timed = TimedProvider(provider)
+            timed = TimedProvider(provider, time_sync=True)
             settings = WalkSettings(poll_interval_s=0.5, image="ghcr.io/example/node:1")
             walk = LeaseWalk(timed, TimedStore(state_dir), RecordingSink(), settings)  # type: ignore[arg-type]
             started = time.perf_counter()

@@ -12,8 +12,9 @@ class TimedProvider:
     """Forwards every Provider attribute; coroutine methods are timed (`spent_s`) and counted
     (`calls`), everything else (plain methods, `info`) passes through untouched."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, *, time_sync: bool = False) -> None:
         self.inner = inner
+        self.time_sync = time_sync  # plain methods timed too (the RunPod bench's catalog reads)
         self.info = inner.info
         self.spent_s = 0.0
         self.calls = 0
@@ -21,7 +22,18 @@ class TimedProvider:
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)
         if not asyncio.iscoroutinefunction(target):
-            return target
+            if not (self.time_sync and callable(target)):
+                return target
+
+            def timed_sync(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return target(*args, **kwargs)
+                finally:
+                    self.spent_s += time.perf_counter() - started
+                    self.calls += 1
+
+            return timed_sync
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
             started = time.perf_counter()
