@@ -30,6 +30,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from mvp_tui.datastream import MVP_ORCH_BOOTSTRAP, MVP_WORKER_WEIGHTS, ChannelHub
+from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.events import EngineEvent
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
@@ -81,10 +82,13 @@ class BootstrapPane(Pane):
         clock: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
         id: str | None = "bootstrap-pane",
+        ledger: LeaseLedger | None = None,
     ) -> None:
         super().__init__(id=id)
         self.model = BootstrapModel(tz=tz)
-        self.wait = WaitSpend()  # the price of waiting: the checklist's last line
+        # The price of waiting, the checklist's last line: read from the app's ledger (the
+        # engine feeds it), or from the pane's own when it stands alone.
+        self.wait = WaitSpend(ledger)
         self.hub: ChannelHub | None = None
         self._clock = clock
         self._version = -1
@@ -109,6 +113,11 @@ class BootstrapPane(Pane):
         changed = self.wait.handle(event)  # both see every event: no short-circuit
         if self.model.apply(event) or changed:
             self.render_list()
+
+    def reset_money(self, ledger: LeaseLedger) -> None:
+        """A fresh ledger (a replay sought back to its start)."""
+        self.wait = WaitSpend(ledger)
+        self.render_list()
 
     def attach_hub(self, hub: ChannelHub) -> None:
         """Read bootstrap phases, agent progress and weights frames from this hub."""

@@ -1,9 +1,10 @@
 """The typed messages the engine port (`tui/engine_port.py`) posts to the pane that owns
 them, one kind per fact (`engine/ui_port.py` says which events each carries).
 
-Facts for a pane alone do not bubble; the lease facts, a sold offer and the node serving
-bubble on to the app once the pane has them (the status bar's money, the board's re-read,
-the focus move to the opened prompt box are the app's). The
+Facts for a pane alone do not bubble; a sold offer and the node serving bubble on to the
+app once the pane has them (the board's re-read, the focus move to the opened prompt box
+are the app's). Lease money is no message's: it is the ledger's (`engine/ledger.py`), and
+the app is told only that it moved. The
 token notice coalesces (as Toolong's `PendingLines` does): one still waiting in the queue is
 replaced by the next, and the pane takes every delta pending at once.
 """
@@ -27,12 +28,20 @@ class BootstrapStep(Message, bubble=False):
         self.event = event
 
 
-class LeaseChanged(Message):
-    """A step of the walk or of a lease's life (the Leases pane, then the app)."""
+class LeaseChanged(Message, bubble=False):
+    """A step of the walk or of a lease's life (for the Leases pane)."""
 
     def __init__(self, event: EngineEvent) -> None:
         super().__init__()
         self.event = event
+
+
+class LedgerMoved(Message, bubble=False):
+    """The lease ledger changed (for the app: the status bar reads it). One still queued
+    says all a later one would."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LedgerMoved)
 
 
 class OfferGone(Message):

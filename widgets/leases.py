@@ -27,6 +27,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import DataTable, Static
 
+from mvp_tui.engine.ledger import LeaseLedger, money_text
 from mvp_tui.events import EngineEvent
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
 from mvp_tui.widgets.detail import DetailScreen
@@ -42,7 +43,9 @@ from mvp_tui.widgets.leases_model import (
 )
 from mvp_tui.widgets.pane import Pane
 
-LEASE_COLUMNS = ("", "lease", "GPU", "state", "uptime", "$/h", "spend")
+# The live mark ("▶", or "·") leads the lease cell: a column of its own cost two cells of
+# padding, which a ~58-cell pane (100x30) cannot spare beside a 4-decimal spend.
+LEASE_COLUMNS = ("lease", "GPU", "state", "uptime", "$/h", "spend")
 SWITCH_COLUMN = "switch"
 PRICE_RISE_TOLERANCE = 0.001  # a quote this close to the leased price is the same price
 TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
@@ -105,10 +108,13 @@ class LeasesPane(Pane):
         tz: tzinfo | None = None,
         id: str | None = "leases-pane",
         tag: str = "",
+        ledger: LeaseLedger | None = None,
     ) -> None:
         super().__init__(id=id)
         self.tag = tag  # on every lease row ("rehearsal": nobody takes it for a real rental)
-        self.model = LeasesModel(tz=tz)
+        # The money: the app's ledger (the engine feeds it), or the pane's own (on its own).
+        self._ledger = ledger
+        self.model = self._new_model(tz)
         self._clock = clock
         self._tz = tz
         self._shown: frozenset[str] = frozenset()
@@ -140,15 +146,22 @@ class LeasesPane(Pane):
     # -- the API the app uses ------------------------------------------------------------
     @on(LeaseChanged)
     def _changed(self, message: LeaseChanged) -> None:
-        self.handle_event(message.event)  # then on to the app (the status bar's money)
+        self.handle_event(message.event)
 
     def handle_event(self, event: EngineEvent) -> None:
         if self.model.apply(event):
             self._render_all()
 
-    def reset(self) -> None:
-        """Forget every line and lease (a replay sought back to its start)."""
-        self.model = LeasesModel(tz=self._tz)
+    def _new_model(self, tz: tzinfo | None) -> LeasesModel:
+        if self._ledger is None:
+            return LeasesModel(tz=tz)
+        return LeasesModel(tz=tz, ledger=self._ledger, feeds_ledger=False)
+
+    def reset(self, ledger: LeaseLedger | None = None) -> None:
+        """Forget every line and lease (a replay sought back to its start: `ledger`, the
+        app's fresh one)."""
+        self._ledger = ledger if ledger is not None else self._ledger
+        self.model = self._new_model(self._tz)
         self._render_all()
 
     def set_current_price(self, provider_id: str, now: float, leased_at: float) -> bool:
@@ -250,7 +263,7 @@ class LeasesPane(Pane):
         table = self.table
         table.clear(columns=True)
         for name in columns:
-            table.add_column(name, key=name or "mark")
+            table.add_column(name, key=name)
         self._columns = columns
         # The switch column is only there when it fits; a resize that makes the table
         # overflow for a moment (until `on_resize` drops it) must not leave a scrollbar.
@@ -299,18 +312,20 @@ class LeasesPane(Pane):
     def _cells(self, lease: LeaseView, now: float) -> list[Text]:
         state_style = self._style(_STATE_CLASS[lease.state])
         live = lease.state is LeaseDisplayState.RUNNING
+        name = f"{lease.provider_id} ({self.tag})" if self.tag else lease.provider_id
         return [
-            Text("▶" if live else "·", style=state_style),
-            Text(f"{lease.provider_id} ({self.tag})" if self.tag else lease.provider_id),
+            Text.assemble(("▶" if live else "·", state_style), " ", name),
             Text(lease.gpu),
             Text(lease.state.value, style=state_style),
             self._uptime(lease, now),
-            self._price(lease),
+            self._price(lease, now),
             self._spend(lease, now),
         ]
 
-    def _price(self, lease: LeaseView) -> Text:
-        text = Text(f"${lease.price_per_hour:.2f}/h", justify="right")
+    def _price(self, lease: LeaseView, now: float) -> Text:
+        money = self.model.money(lease, now)
+        rate = money.price_per_hour if money is not None else 0.0
+        text = Text(f"${rate:.2f}/h", justify="right")
         if lease.current_price is not None:  # the provider quotes more now: a badge
             text.append(f" ↑${lease.current_price:.2f}", style=self._style("leases--warn"))
         if lease.out_of_stock:  # no offer of its GPU type is left to re-lease
@@ -318,10 +333,13 @@ class LeasesPane(Pane):
         return text
 
     def _uptime(self, lease: LeaseView, now: float) -> Text:
-        return Text(uptime_text(lease.uptime_s(now)), justify="right")
+        money = self.model.money(lease, now)
+        return Text(uptime_text(money.uptime_s if money else 0.0), justify="right")
 
     def _spend(self, lease: LeaseView, now: float) -> Text:
-        return Text(f"${lease.spend(now):.3f}", style=self._style("leases--spend"), justify="right")
+        money = self.model.money(lease, now)
+        spend = money_text(money.spend_usd if money is not None else 0.0)
+        return Text(spend, style=self._style("leases--spend"), justify="right")
 
     # -- keys ----------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -354,13 +372,14 @@ class LeasesPane(Pane):
         if lease is None or not lease.state.may_bill:
             return
         provider_id = lease.provider_id
-        spend = lease.spend(self._clock())
+        money = self.model.money(lease, self._clock())
+        rate, spend = (money.price_per_hour, money.spend_usd) if money else (0.0, 0.0)
         self.app.push_screen(
             ConfirmScreen(
                 f"Tear down lease {provider_id}?",
-                f"{lease.gpu or 'lease'} at ${lease.price_per_hour:.2f}/h, spent about "
-                f"${spend:.3f} so far. The node agent is stopped, the lease destroyed, and the "
-                "provider asked until it confirms the lease is gone.",
+                f"{lease.gpu or 'lease'} at ${rate:.2f}/h, spent about "
+                f"{money_text(spend)} so far. The node agent is stopped, the lease destroyed, "
+                "and the provider asked until it confirms the lease is gone.",
                 [Choice("cancel", "Cancel"), Choice("destroy", "Tear down", "error")],
                 focus="cancel",
                 cancel_value="cancel",

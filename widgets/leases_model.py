@@ -19,6 +19,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 from mvp_tui.engine.events import AttemptAbandoned, NodeReady, NodeReplacing, WalkOrderSaid
+from mvp_tui.engine.ledger import LeaseLedger, LeaseLine, money_text
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import (
@@ -38,7 +39,6 @@ from mvp_tui.lease.events import (
     WalkFailed,
     WalkReordered,
 )
-from mvp_tui.lease.spend import spend_usd
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.node_switch import armed_text, finite
 
@@ -132,31 +132,16 @@ class LeaseView:
 
     provider_id: str
     gpu: str = ""
-    price_per_hour: float = 0.0
-    created_at: float | None = None
     state: LeaseDisplayState = LeaseDisplayState.PENDING
-    final_uptime_s: float | None = None
-    final_spend_usd: float | None = None
     endpoint: str = ""
     switch: SwitchView | None = None
     current_price: float | None = None  # the provider's quote now, when above the leased one
     out_of_stock: bool = False  # the board lists no offer of its GPU type to re-lease
 
-    def uptime_s(self, now: float) -> float:
-        if self.final_uptime_s is not None:
-            return self.final_uptime_s
-        return max(0.0, now - self.created_at) if self.created_at is not None else 0.0
-
-    def spend(self, now: float) -> float:
-        if self.final_spend_usd is not None:
-            return self.final_spend_usd
-        return spend_usd(self.price_per_hour, self.uptime_s(now))
-
 
 @dataclass(slots=True)
 class _Attempt:
     gpu: str
-    price_per_hour: float
 
 
 def _detail(text: str) -> str:
@@ -215,17 +200,27 @@ class LeasesModel:
     history: deque[HistoryLine] = field(default_factory=lambda: deque(maxlen=HISTORY_LINES))
     leases: dict[str, LeaseView] = field(default_factory=dict)
     tz: tzinfo | None = None  # clock times in history text (the switch's deadline); None: local
+    # Where the leases' money is read: the app's (fed by the engine: `feeds_ledger` False),
+    # or the model's own, which it feeds itself (a pane on its own, in tests).
+    ledger: LeaseLedger = field(default_factory=LeaseLedger)
+    feeds_ledger: bool = True
     _by_label: dict[str, HistoryLine] = field(default_factory=dict)
     _by_lease: dict[str, HistoryLine] = field(default_factory=dict)
     _attempts: dict[str, _Attempt] = field(default_factory=dict)
     _node_lease: dict[str, str] = field(default_factory=dict)  # run id -> its running lease
 
     def apply(self, event: EngineEvent) -> bool:
+        if self.feeds_ledger:
+            self.ledger.apply(event)
         handler = _HANDLERS.get(type(event))
         if handler is None:
             return False
         handler(self, event)
         return True
+
+    def money(self, lease: LeaseView, now: float) -> LeaseLine | None:
+        """The lease's uptime, rate and spend, as the ledger has them."""
+        return self.ledger.row(lease.provider_id, now)
 
     # -- lines ------------------------------------------------------------------------------
     def _new_line(
@@ -273,7 +268,7 @@ class LeasesModel:
     # -- events -----------------------------------------------------------------------------
     def _started(self, e: AttemptStarted) -> None:
         gpu = _detail(e.gpu_name)
-        self._attempts[e.label] = _Attempt(gpu, e.price_per_hour)
+        self._attempts[e.label] = _Attempt(gpu)
         self._new_line(
             e.at,
             (f"offer {_detail(e.offer_id)}  {gpu} ${e.price_per_hour:.3f}/h", Tone.PLAIN),
@@ -296,8 +291,7 @@ class LeasesModel:
             lease = self._lease(pid)
             attempt = self._attempts.get(e.label)
             if attempt is not None:
-                lease.gpu, lease.price_per_hour = attempt.gpu, attempt.price_per_hour
-            lease.created_at = e.at
+                lease.gpu = attempt.gpu
         elif outcome in ("unavailable", "forbidden"):
             line.add(f"{outcome}{status}{detail} → next", Tone.WARN)
         elif outcome == "ambiguous":
@@ -324,8 +318,7 @@ class LeasesModel:
             lease = self._lease(pid)
             attempt = self._attempts.get(e.label)
             if attempt is not None:
-                lease.gpu, lease.price_per_hour = attempt.gpu, attempt.price_per_hour
-            lease.created_at = lease.created_at or e.at
+                lease.gpu = attempt.gpu
         else:
             line.add("→ reconciled: none found → next", Tone.WARN)
         if e.destroyed:
@@ -341,9 +334,6 @@ class LeasesModel:
         lease = self._lease(e.provider_id)
         lease.state = LeaseDisplayState.RUNNING
         self._node_lease[e.run_id] = lease.provider_id
-        lease.price_per_hour = e.price_per_hour or lease.price_per_hour
-        if lease.created_at is None:
-            lease.created_at = e.at - e.after_s
         lease.endpoint = f"{_detail(e.host)}:{e.port} {_detail(e.via)}"
         self._lease_line(e.at, e.provider_id).add(f"→ running after {e.after_s:.1f} s", Tone.OK)
 
@@ -365,12 +355,11 @@ class LeasesModel:
             LeaseDisplayState.NODE_ENDED,
         )  # already gone when deleted: its node's switch or guard did it
         lease.state = LeaseDisplayState.DELETED
-        lease.final_uptime_s, lease.final_spend_usd = e.uptime_s, e.spend_usd
         line = self._lease_line(e.at, e.provider_id)
         _drop_pending(line)
-        cost = f"${e.spend_usd:.3f}"
+        cost = money_text(e.spend_usd)
         if e.billed_usd is not None:  # the provider's receipt beside our estimate
-            cost = f"est. {cost}, billed ${e.billed_usd:.3f}"
+            cost = f"est. {cost}, billed {money_text(e.billed_usd)}"
         line.add(f"→ {'confirmed gone' if by_node else 'deleted'} ({cost})", Tone.OK)
         self._trim_leases()
 
@@ -419,10 +408,7 @@ class LeasesModel:
                 f"→ its node {'destroyed' if destroyed else 'ended'} it ({trigger})", Tone.WARN
             )
             if lease.state.may_bill:
-                # The node's word: uptime and spend stop here; `LeaseDeleted` has the last say.
-                uptime = lease.uptime_s(e.at)
-                lease.final_uptime_s = uptime
-                lease.final_spend_usd = spend_usd(lease.price_per_hour, uptime)
+                # The node's word (the ledger stops its clock); `LeaseDeleted` has the last say.
                 lease.state = (
                     LeaseDisplayState.NODE_DESTROYED if destroyed else LeaseDisplayState.NODE_ENDED
                 )

@@ -10,6 +10,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from mvp_tui.engine.ledger import money_text
+
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
@@ -59,7 +61,7 @@ class StatusBar(Widget):
         text.append(f" · ${s.price_per_hour:.2f}/h")
         if s.rate_trend:
             text.append(f" {s.rate_trend}")
-        text.append(f" · spent ${s.spent_usd:.2f}")
+        text.append(f" · spent {money_text(s.spent_usd)}")
         if s.volume_usd_per_month:
             text.append(f" · volume ${s.volume_usd_per_month:.2f}/month")
         if s.cap_usd is not None:

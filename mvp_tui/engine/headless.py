@@ -204,7 +204,7 @@ async def run_up(
     engine.hub.listeners.append(printer.frame)
 
     def engine_for(kind: str) -> RunEngine:  # `--offer PROVIDER:ID` of another provider
-        return RunEngine(config.for_provider(kind), printer.event)
+        return RunEngine(config.for_provider(kind), printer.event, ledger=engine.ledger)
 
     def on_engine(fresh: RunEngine) -> None:
         printer.redact = fresh.redactor

@@ -5,13 +5,16 @@ before create). Unset or 0 means no limit, for each of them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.records import LeaseRecord
-from mvp_tui.lease.spend import lease_uptime_s, total_spend_usd
+
+if TYPE_CHECKING:  # the ledger's module reads the switch's events, which read these limits
+    from mvp_tui.engine.ledger import LeaseLedger
 
 CHECK_EVERY_S = 1.0
 
@@ -44,18 +47,18 @@ class Limits:
         )
 
     def breach(
-        self, lease: LeaseRecord, now: float, others: Sequence[LeaseRecord] = ()
+        self, ledger: LeaseLedger, now: float, run_id: str | None = None
     ) -> tuple[str, float, float] | None:
-        """(limit, its value, what was reached) once a limit is reached, else None. `others`:
-        the run's other leases (a multi-node run's workers) — spend adds up, hours run
-        from the oldest."""
-        leases = [lease, *others]
+        """(limit, its value, what was reached) once a limit is reached, else None. Read
+        from the ledger (the figures the user sees): every lease of the run counts — a
+        multi-node run's workers and every earlier attempt's host — spend adds up, hours
+        run from the oldest."""
         if self.max_spend_usd is not None:
-            spent = total_spend_usd(leases, now)
+            spent = ledger.spent(now, run_id)
             if spent >= self.max_spend_usd:
                 return "max_spend_usd", self.max_spend_usd, spent
         if self.max_hours is not None:
-            hours = max(lease_uptime_s(x, now) for x in leases) / 3600.0
+            hours = ledger.hours(now, run_id)
             if hours >= self.max_hours:
                 return "max_hours", self.max_hours, hours
         return None
@@ -68,19 +71,17 @@ class Limits:
 
 async def watch_limits(
     limits: Limits,
+    ledger: LeaseLedger,
+    run_id: str,
     lease: Callable[[], LeaseRecord | None],
     clock: Callable[[], float],
     *,
     every_s: float = CHECK_EVERY_S,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    others: Callable[[], Sequence[LeaseRecord]] = tuple,
 ) -> tuple[LeaseRecord, tuple[str, float, float]]:
-    """Returns (the lease, the breach) when a limit is reached; runs until then."""
+    """Returns (the serving lease, the breach) when a limit is reached; runs until then."""
     while True:
         current = lease()
-        if current is None:
-            await sleep(every_s)
-            continue
-        if (breach := limits.breach(current, clock(), others())) is not None:
+        if current is not None and (breach := limits.breach(ledger, clock(), run_id)):
             return current, breach
         await sleep(every_s)

@@ -42,7 +42,6 @@ from mvp_tui.lease.endpoint_record import (
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, host_key
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord
-from mvp_tui.lease.spend import lease_spend_usd
 from mvp_tui.providers.base import LeaseState, ProviderError
 from mvp_tui.providers.prefetch import wants_prefetch
 from mvp_tui.ssh.errors import PINNED_KEY_FIX, SshError
@@ -466,7 +465,7 @@ class BringUpPhase(RunCore):
             ok=failure is None,
             reason=failure.reason if failure is not None else "",
             stage_secs=self.stage_secs(now),
-            cost_usd=round(lease_spend_usd(lease, now), 6),
+            cost_usd=round(self._lease_spend(lease, now), 6),
             blames_host=failure is None or failure.scope is FailureScope.HOST,
             image=self.config.node_image()[0],  # the board's ~ready: this host has it cached
         )
@@ -475,11 +474,16 @@ class BringUpPhase(RunCore):
         except OSError as exc:  # host memory helps later runs; this one goes on
             self._sink_line(f"the host journal could not be written: {exc}")
 
+    def _lease_spend(self, lease: LeaseRecord, now: float) -> float:
+        """One lease's spend so far, as the ledger (and so the user) sees it."""
+        row = self.ledger.row(lease.provider_id, now) if lease.provider_id else None
+        return row.spend_usd if row is not None else 0.0
+
     def _ready_summary(self, now: float) -> ReadySummary:
         """Stage times of the attempt that served; the money of every host tried so far."""
         secs = self.stage_secs(now)
         leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
-        spent = sum(lease_spend_usd(lease, now) for lease in leases)
+        spent = self.ledger.spent(now, self.run_id)
         began = min((at for at in self.stage_started.values()), default=now)
         first = min((x.created_at for x in leases if x.created_at is not None), default=began)
         parts = stage_parts(secs)

@@ -30,6 +30,7 @@ from mvp_tui.engine.failures import (
     RunFailed,
     Stage,
 )
+from mvp_tui.engine.ledger import LeaseLedger, LedgerTap
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
@@ -116,8 +117,12 @@ class RunCore:
         environ: Mapping[str, str] | None = None,
         provider: Provider | None = None,
         settings_override: Callable[[WalkSettings], WalkSettings] | None = None,
+        ledger: LeaseLedger | None = None,
     ) -> None:
         self.config = config
+        # The one fold of lease money (shared by a session's engines): every event enters
+        # it before anything else sees it, so the limits and the UI read the same figures.
+        self.ledger = ledger if ledger is not None else LeaseLedger()
         self._clock = clock
         self._environ = dict(os.environ if environ is None else environ)
         self.redactor = Redactor([*config.secret_values(), self._environ.get("HF_TOKEN", "")])
@@ -142,7 +147,11 @@ class RunCore:
             redactor=self.redactor,
         )
         self._sink = OrchTap(
-            sink, self.hub, run_id=self.run_id, node_id=self.node_id, redactor=self.redactor
+            LedgerTap(self.ledger, sink, config.provider),
+            self.hub,
+            run_id=self.run_id,
+            node_id=self.node_id,
+            redactor=self.redactor,
         )
         self._flusher: asyncio.Task[None] | None = None
         self.watch = NodeWatch(self.redactor, self.bridge.stream)  # the main node's verdict only

@@ -182,6 +182,7 @@ class LeasePhase(AttemptsPhase):
                 via=ssh.via if ssh else "none",
                 after_s=0.0,
                 price_per_hour=lease.price_per_hour,
+                created_at=lease.created_at,
             )
         )
 

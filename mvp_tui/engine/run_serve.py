@@ -72,12 +72,10 @@ class ServePhase(BringUpPhase):
         limits = self.settings.limits
         if not limits.any:
             await asyncio.Event().wait()
+        # The ledger holds every lease of the run: a multi-node run's workers bill too, and
+        # so did every earlier attempt's host.
         lease, (limit, value, reached) = await watch_limits(
-            limits,
-            lambda: self.lease_record,
-            self._clock,
-            # A multi-node run's workers bill too, and so did every earlier attempt's host.
-            others=lambda: [*self.cluster.worker_leases, *self.past_leases],
+            limits, self.ledger, self.run_id, lambda: self.lease_record, self._clock
         )
         self.emit(
             LimitReached(
@@ -97,10 +95,9 @@ class ServePhase(BringUpPhase):
 
     def limit_reached(self) -> tuple[str, str] | None:
         """(reason, fix) when a spend or hours limit is reached by the leases so far."""
-        leases = [*self.past_leases, *([self.lease_record] if self.lease_record else [])]
-        if not leases:
+        if not self.ledger.rows(self._clock(), self.run_id):
             return None
-        breach = self.settings.limits.breach(leases[-1], self._clock(), leases[:-1])
+        breach = self.settings.limits.breach(self.ledger, self._clock(), self.run_id)
         if breach is None:
             return None
         limit, value, reached = breach

@@ -66,6 +66,9 @@ class RunSession:
     ) -> None:
         self.engine = engine
         self.controller = RunController(engine)
+        # The session's one lease ledger: its engines share it (`engine_for` is given the
+        # first engine's), so the money of every provider walked is in one place.
+        self.ledger = engine.ledger
         self.retired: list[RunEngine] = []
         self._engine_for = engine_for
         self._on_engine = on_engine  # a fresh engine is in place (the app re-attaches panes)
@@ -92,6 +95,8 @@ class RunSession:
                 f"before leasing on {kind}"
             )
         fresh = self._engine_for(kind)  # ConfigError: that provider is not configured
+        if fresh.ledger is not self.ledger:
+            raise RuntimeError("an engine factory must give its engines the session's ledger")
         self.retired.append(engine)
         self.engine, self.controller = fresh, RunController(fresh)
         if self._on_engine is not None:

@@ -86,6 +86,7 @@ class AttemptAnswered(EngineEvent):
     http_status: int | None
     detail: str
     provider_id: str | None
+    created_at: float | None = None  # the record's billing start (the answer), when created
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,6 +103,7 @@ class Reconciled(EngineEvent):
     adopted_id: str | None  # None: not found after every wait
     destroyed: tuple[str, ...]  # duplicates confirmed gone
     unconfirmed: tuple[str, ...]  # duplicates whose delete could not be confirmed
+    created_at: float | None = None  # the adopted lease's billing start, as recorded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,6 +125,7 @@ class LeaseRunning(EngineEvent):
     via: str
     after_s: float  # from the create answer to running
     price_per_hour: float
+    created_at: float | None = None  # the record's billing start (the create's answer)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -118,6 +118,8 @@ class LeaseRecord:
     # Who deleted it, once DELETED: "mvp-tui" (our confirmed delete) or "node" (it was
     # already gone: the node's own switch or boot guard deleted it; seed DeletedBy::Watchdog).
     deleted_by: str | None = None
+    # What the provider says the lease cost, where it publishes a figure (RunPod's billing).
+    billed_usd: float | None = None
 
     @property
     def may_bill(self) -> bool:
@@ -235,6 +237,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                 "ready_record": x.ready_record,
                 "failure": x.failure,
                 "deleted_by": x.deleted_by,
+                "billed_usd": x.billed_usd,
             }
             for x in record.leases
         ],
@@ -382,6 +385,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             ready_record=x.opt_text("ready_record"),
             failure=x.opt_text("failure"),
             deleted_by=x.opt_text("deleted_by"),
+            billed_usd=x.opt_number("billed_usd"),
         )
         for x in top.items("leases")
     ]

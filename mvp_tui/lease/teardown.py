@@ -176,6 +176,14 @@ async def teardown_lease(
     except OSError as exc:
         save_error = exc
     if check.confirmed:
+        # The provider's own figure, where it has one, kept beside our estimate (a receipt
+        # rebuilt from the record shows it too).
+        lease.billed_usd = await billed(provider, provider_id)
+        if lease.billed_usd is not None:
+            try:
+                store.save(record)
+            except OSError as exc:
+                save_error = exc
         sink(
             LeaseDeleted(
                 at=now,
@@ -183,7 +191,7 @@ async def teardown_lease(
                 provider_id=provider_id,
                 uptime_s=round(lease_uptime_s(lease, now), 3),
                 spend_usd=round(lease_spend_usd(lease, now), 6),
-                billed_usd=await billed(provider, provider_id),
+                billed_usd=lease.billed_usd,
                 deleted_by=by,
             )
         )

@@ -425,6 +425,7 @@ class LeaseWalk:
                 http_status=result.http_status,
                 detail=attempt.detail,
                 provider_id=result.provider_id,
+                created_at=placeholder.created_at if result.provider_id else None,
             )
         )
 
@@ -478,6 +479,7 @@ class LeaseWalk:
                 adopted_id=adopted.provider_id if adopted else None,
                 destroyed=tuple(destroyed),
                 unconfirmed=tuple(unconfirmed),
+                created_at=adopted.created_at if adopted else None,
             )
         )
         return adopted
@@ -563,6 +565,7 @@ class LeaseWalk:
                 via=ssh.via if ssh else "none",
                 after_s=round(now - (lease.created_at or now), 3),
                 price_per_hour=lease.price_per_hour,
+                created_at=lease.created_at,
             )
         )
         if self.settings.env.get(PREFETCH_ENV) == "1":  # its start command fetches the model

@@ -29,6 +29,7 @@ from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.controller import Plan, PlanEnd, RunAborted, RunController, RunState, StopResult
 from mvp_tui.engine.endpoint_words import endpoint_warnings, idle_stop_line
 from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
+from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.session import RunSession
@@ -47,16 +48,14 @@ from mvp_tui.tui.engine_port import PaneRoutes
 from mvp_tui.tui.exit_path import EXIT_SIGNALS, ExitPath
 from mvp_tui.tui.first_paint import KeysFooter
 from mvp_tui.tui.layout import SoloLayout
-from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
-from mvp_tui.tui.receipts import LeaseReceipts
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
-from mvp_tui.widgets.facts import LeaseChanged, NodeServing, OfferGone, RunChanged
+from mvp_tui.widgets.facts import LedgerMoved, NodeServing, OfferGone, RunChanged
 from mvp_tui.widgets.help_screen import HelpScreen, key_label
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen, LeaseLimits
 from mvp_tui.widgets.leases import LeasesPane
@@ -149,8 +148,10 @@ class MvpApp(BoardWiring, ExitPath):
             if session is not None
             else None
         )
-        self.leases = LiveLeases()
-        self.receipts = LeaseReceipts()  # printed once the app has left the screen
+        # The one fold of lease money: the session's (the engine feeds it), or the app's own
+        # for the events it is shown (a replay, the bare shell in tests; `route` feeds it).
+        self.ledger = session.ledger if session is not None else LeaseLedger()
+        self._forced_live = 0  # the bare shell's stand-in count (tests)
         self.layout = SoloLayout()  # which pane has the screen: zoomed, or a small terminal's
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
         self._archive_events: ArchiveEvents | None = None  # a replay's events
@@ -175,12 +176,13 @@ class MvpApp(BoardWiring, ExitPath):
 
     @property
     def live_leases(self) -> int:
-        return self.leases.count
+        """Leases that bill now, from the ledger."""
+        return max(self.ledger.live, self._forced_live)
 
     @live_leases.setter
     def live_leases(self, count: int) -> None:
-        # Tests and the quit path set this directly for a shell without an engine.
-        self.leases.forced = count
+        # Tests set this directly for a shell without an engine.
+        self._forced_live = count
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         # Textual themes of its own lack our semantic variables: fall back to the dark values.
@@ -194,8 +196,8 @@ class MvpApp(BoardWiring, ExitPath):
             max_attempts=self.config.settings.lease.max_attempts,
             clock=self._wall,
         )
-        yield BootstrapPane(clock=self._wall, tz=self._tz)
-        yield LeasesPane(clock=self._wall, tz=self._tz, tag=self.label)
+        yield BootstrapPane(clock=self._wall, tz=self._tz, ledger=self.ledger)
+        yield LeasesPane(clock=self._wall, tz=self._tz, tag=self.label, ledger=self.ledger)
         yield ChannelsPane()
         yield PromptPane()
         yield KeysFooter()
@@ -227,7 +229,9 @@ class MvpApp(BoardWiring, ExitPath):
                 loop.add_signal_handler(sig, self._on_signal, sig)
 
     def route(self, event: EngineEvent) -> None:
-        """One engine event into the port, as the engine's sink hands it (tests, replay)."""
+        """One engine event into the ledger and the port, as the engine's sink hands it
+        (tests, replay: no engine fed the ledger)."""
+        self.ledger.apply(event, self.session.provider_name if self.session else "")
         self.port(event)
 
     def _session(self) -> RunSession:
@@ -249,14 +253,10 @@ class MvpApp(BoardWiring, ExitPath):
             await session.stop(final=True, reason="the dashboard closed")
         await session.aclose()
 
-    # -- the engine port's facts that bubble on to the app ---------------------------------
-    @on(LeaseChanged)
-    def _lease_changed(self, message: LeaseChanged) -> None:
-        """The status bar's money and the exit receipt, from the Leases pane's own facts."""
-        event = message.event
-        self.leases.handle(event)
-        self.receipts.handle(event, self.session.provider_name if self.session else "")
-        self._update_summary()
+    # -- the engine port's facts for the app ----------------------------------------------
+    @on(LedgerMoved)
+    def _ledger_moved(self) -> None:
+        self._update_summary()  # the ledger has the figures already
 
     @on(NodeServing)
     def _node_serving(self) -> None:
@@ -287,9 +287,11 @@ class MvpApp(BoardWiring, ExitPath):
             return
         restarted, events = self._archive_events.poll(self.hub)
         if restarted:
-            self.query_one(LeasesPane).reset()
+            self.ledger = LeaseLedger()
+            self.query_one(LeasesPane).reset(self.ledger)
+            self.query_one(BootstrapPane).reset_money(self.ledger)
         for event in events:
-            self.port(event)
+            self.route(event)
 
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
@@ -305,18 +307,18 @@ class MvpApp(BoardWiring, ExitPath):
             provider=session.provider_name if session is not None else self.config.provider,
             profile=self.config.profile,
             live_leases=self.live_leases,
-            price_per_hour=self.leases.price_per_hour(),
-            spent_usd=self.leases.spent_usd(now),
+            price_per_hour=self.ledger.rate(),
+            spent_usd=self.ledger.spent(now),
             cap_usd=self._limits.max_spend_usd,
             label=self.label,
             rate_trend=self._rate_trend(),
-            volume_usd_per_month=sum(self.leases.volumes.values()),
+            volume_usd_per_month=self.ledger.volume_usd_per_month,
         )
         self.refresh_bindings()
 
     def _rate_trend(self) -> str:
         """$/h over the session: a point whenever the session's $/h changes."""
-        rate = self.leases.price_per_hour()
+        rate = self.ledger.rate()
         if not self._rates or self._rates[-1] != rate:
             self._rates.append(rate)
         return sparkline(list(self._rates)) if any(self._rates) else ""

@@ -14,10 +14,10 @@ from textual.app import App
 from textual.worker import Worker
 
 from mvp_tui.config import Config
+from mvp_tui.engine.ledger import Billing, LeaseLedger
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.session import RunSession
 from mvp_tui.providers.base import Offer
-from mvp_tui.tui.live_leases import LiveLeases
 from mvp_tui.tui.offer_board import BoardResult, OfferBoard
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.leases import LeasesPane
@@ -29,12 +29,12 @@ WORK_GROUPS = frozenset({"engine", "offers", "prices", "model-size"})
 
 
 class BoardWiring(App[int]):
-    """The app gives it `config`, `session`, `board` and `leases`."""
+    """The app gives it `config`, `session`, `board` and `ledger`."""
 
     config: Config
     session: RunSession | None
     board: OfferBoard | None
-    leases: LiveLeases
+    ledger: LeaseLedger
     _need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
     _board_result: BoardResult | None = None  # the last search's (its notes, memory)
     # The first full frame is written (tui/first_paint.py); a size read asked before waits.
@@ -101,7 +101,7 @@ class BoardWiring(App[int]):
             return  # no fresh word from the lease's provider
         listed = {o.gpu_name for o in offers if o.provider == own}
         leases = self.query_one(LeasesPane)
-        for provider_id in self.leases.ids():
+        for provider_id in self._running_leases():
             view = leases.model.leases.get(provider_id)
             if view is None or not view.gpu:
                 continue
@@ -119,17 +119,16 @@ class BoardWiring(App[int]):
         """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
         lease's current $/h asked of its provider."""
         self.action_search_offers()
-        if self.leases.ids():
+        if self._running_leases():
             self._work(self._check_prices, "price check", "prices")
 
     async def _check_prices(self) -> None:
         """A lease whose provider now quotes more than it was leased at: a badge on its row
         and one toast (per new price)."""
         assert self.session is not None
-        for provider_id in self.leases.ids():
-            leased_at = self.leases.price_of(provider_id)
+        for provider_id, leased_at in self._running_leases().items():
             now = await self.session.current_price(provider_id)
-            if leased_at is None or now is None:
+            if now is None:
                 continue
             if self.query_one(LeasesPane).set_current_price(provider_id, now, leased_at):
                 self.notify(
@@ -140,6 +139,14 @@ class BoardWiring(App[int]):
                     timeout=15,
                     markup=False,
                 )
+
+    def _running_leases(self) -> dict[str, float]:
+        """The running leases (provider id → the $/h they were leased at), from the ledger."""
+        return {
+            line.key: line.price_per_hour
+            for line in self.ledger.rows(0.0)
+            if line.state is Billing.RUNNING
+        }
 
     def action_search_offers(self) -> None:
         """A search of every provider on the board; it replaces one still running (a key's

@@ -7,12 +7,15 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config
+from mvp_tui.exit_codes import ExitCode
 
 if TYPE_CHECKING:
+    from mvp_tui.engine.controller import StopResult
     from mvp_tui.engine.run import RunEngine
     from mvp_tui.tui.app import MvpApp
 
@@ -34,7 +37,8 @@ def run_dashboard(
     engine = RunEngine(config, sink, environ=environ)
 
     def engine_for(kind: str) -> RunEngine:
-        return RunEngine(wrap(config.for_provider(kind)), sink, environ=environ)
+        return RunEngine(wrap(config.for_provider(kind)), sink, environ=environ,
+                         ledger=engine.ledger)
 
     app = MvpApp(config, engine=engine, sink=sink, engine_for=engine_for, label=header)
     try:
@@ -46,24 +50,82 @@ def run_dashboard(
 
 def after_app(app: MvpApp, engine: RunEngine) -> int:
     """Whatever ended the app (a crash, a dead terminal), its runs' leases are either
-    confirmed gone or named here with exit 3 (an engine the app replaced first); the
-    receipt of a stop the app completed is said first. The rehearsal ends the same way."""
-    from mvp_tui.tui.last_resort import after_dashboard
+    confirmed gone or named, with exit 3: each run is settled first (the app's completed
+    stop, else its record's open leases destroyed now), then the receipt is said from the
+    runs' records — never from messages still in flight — and the exit code is the
+    receipt's: 0 only when it says nothing bills. The rehearsal ends the same way."""
+    from mvp_tui.tui.last_resort import settle_run
 
     session = app.session
-    final = session.engine if session is not None else engine
-    stopped = session is not None and session.stopped is not None
-    said = app.receipts.named if stopped else frozenset()
-    if stopped:  # the receipt is true only of a stop the app completed
-        say_receipt(app.receipts.lines(time.time()))
-    codes = [
-        after_dashboard(earlier.config, earlier.run_id, None, app.return_code)
-        for earlier in (session.retired if session is not None else [])
+    engines = [*session.retired, session.engine] if session is not None else [engine]
+    current = session.controller if session is not None else None
+    results = [
+        settle_run(e.config, e.run_id, current if e is engines[-1] else None) for e in engines
     ]
-    controller = session.controller if session is not None else None
-    codes.append(after_dashboard(final.config, final.run_id, controller,
-                                 app.return_code, said=said))
-    return max(codes)
+    receipt = exit_receipt(engines, results, time.time())
+    keep_receipt(engines[-1], receipt.lines)
+    say_receipt(receipt.lines)
+    if receipt.may_bill:
+        return int(ExitCode.MAY_BILL)
+    return int(app.return_code or 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ExitReceipt:
+    lines: list[str]
+    may_bill: bool  # something of these runs may still bill (exit 3)
+
+
+def exit_receipt(
+    engines: Sequence[RunEngine], results: Sequence[StopResult], now: float
+) -> ExitReceipt:
+    """The receipt of settled runs, from their records (the ledger rebuilt from them), and
+    what the stops could not settle (a record unreadable, an unclear teardown)."""
+    from mvp_tui.engine.ledger import LeaseLedger
+    from mvp_tui.lease.records import RecordError, RecordStore, RunRecord
+
+    records: list[RunRecord] = []
+    errors: list[str] = []
+    for engine in engines:
+        store = RecordStore(engine.config.state_dir)
+        if not store.record_path(engine.run_id).exists():
+            continue
+        try:
+            records.append(store.load(engine.run_id))
+        except RecordError as exc:
+            errors.append(f"mvp-tui: {exc}")
+    ledger = LeaseLedger.from_records(records)
+    lines = ledger.receipt(now)
+    named = set(ledger.may_bill)
+    for result in results:
+        # What the record does not say: a lease it has no row for, and each error.
+        lines += [
+            f"mvp-tui: {line}" for ref, line in zip(result.left, result.left_lines(), strict=False)
+            if ref.provider_id not in named and f"label {ref.label}" not in named
+        ]
+        lines += [f"mvp-tui: error: {error}" for error in result.errors]
+    lines += errors
+    unsettled = any(not r.nothing_bills for r in results) or bool(errors)
+    return ExitReceipt(lines, bool(ledger.may_bill) or unsettled)
+
+
+RECEIPT_FILE = "receipt.txt"
+
+
+def keep_receipt(engine: RunEngine, lines: list[str]) -> None:
+    """The receipt in the run's directory too (mode 600): a closed terminal cannot show it,
+    and nothing the user is owed may be lost. Never raises (a full disk is said)."""
+    from mvp_tui.lease.atomic import write_atomic
+    from mvp_tui.lease.records import RecordStore
+
+    if not lines:
+        return
+    try:
+        run_dir = RecordStore(engine.config.state_dir).run_dir(engine.run_id)
+        if run_dir.is_dir():
+            write_atomic(run_dir / RECEIPT_FILE, ("\n".join(lines) + "\n").encode())
+    except (OSError, ValueError) as exc:
+        say_receipt([f"mvp-tui: the receipt could not be kept in the run's directory: {exc}"])
 
 
 def say_receipt(lines: list[str]) -> None:

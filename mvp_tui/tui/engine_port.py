@@ -17,6 +17,7 @@ from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.facts import (
     BootstrapStep,
     LeaseChanged,
+    LedgerMoved,
     NodeServing,
     OfferGone,
     PromptStep,
@@ -49,6 +50,7 @@ class PaneRoutes:
 
     def lease_changed(self, event: EngineEvent) -> None:
         self._leases.post_message(LeaseChanged(event))
+        self._app.post_message(LedgerMoved())  # the status bar reads the ledger
 
     def node_ready(self, event: NodeReady) -> None:
         self._prompt.post_message(NodeServing(event))

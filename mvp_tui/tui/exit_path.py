@@ -6,6 +6,7 @@ each asks first (or, with nobody to ask, destroys confirmed); only the answer's 
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 
 from rich.console import RenderableType
 from textual import work
@@ -13,6 +14,7 @@ from textual.app import App
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
+from mvp_tui.engine.ledger import LeaseLedger, money_text
 from mvp_tui.engine.session import RunSession
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
@@ -23,9 +25,11 @@ EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class ExitPath(App[int]):
-    """The dashboard's exits; the app gives it `session` and `live_leases`."""
+    """The dashboard's exits; the app gives it `session`, `ledger` and `live_leases`."""
 
     session: RunSession | None
+    ledger: LeaseLedger
+    _wall: Callable[[], float]
     _exit_cleared = False  # set only on the paths that stopped the run first
     _quitting = False
 
@@ -68,6 +72,10 @@ class ExitPath(App[int]):
             return
         self._quitting = True
         what = f"{self.live_leases} lease(s)" if self.live_leases else "A lease in progress"
+        if self.ledger.rate():  # the ledger's figures: the ones the header shows
+            now = self._wall()
+            what += (f" (${self.ledger.rate():.2f}/h, {money_text(self.ledger.spent(now))} "
+                     "so far)")
         self.push_screen(
             ConfirmScreen(
                 "Quit with leases live?",

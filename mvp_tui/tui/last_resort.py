@@ -33,11 +33,7 @@ def after_dashboard(
 ) -> int:
     """The dashboard's exit code, once nothing of its run can bill unnoticed. `said`: the
     leases the dashboard's receipt already named as billing (not named twice)."""
-    result = controller.result if controller is not None else None
-    if result is None or (result.nothing_bills and _still_open(config, run_id)):
-        # No completed stop, or one that missed a lease its record still holds.
-        result = _destroy_from_record(config, run_id)
-        said = ()  # the receipt did not know of this teardown
+    result = settle_run(config, run_id, controller)
     if not result.nothing_bills:
         unsaid = dataclasses.replace(
             result, left=tuple(r for r in result.left if r.provider_id not in said)
@@ -46,6 +42,16 @@ def after_dashboard(
             _say(f"mvp-tui: {line}")
         return int(ExitCode.MAY_BILL)
     return int(return_code or 0)
+
+
+def settle_run(config: Config, run_id: str, controller: RunController | None) -> StopResult:
+    """The run's final stop: the app's, when it completed one that left its record closed;
+    else the record's open leases destroyed now, confirmed (a fresh provider client)."""
+    result = controller.result if controller is not None else None
+    if result is None or (result.nothing_bills and _still_open(config, run_id)):
+        # No completed stop, or one that missed a lease its record still holds.
+        result = _destroy_from_record(config, run_id)
+    return result
 
 
 def _still_open(config: Config, run_id: str) -> bool:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes.vastai_server import FakeVast
 from tests.faults.pty_dashboard import PtyDashboard
+from tests.faults.receipts import after_screen, assert_receipt_matches, kept_receipt
 from tests.faults.test_dashboard_exits import (  # noqa: F401  (fixtures)
     closed_port,
     fake,
@@ -71,5 +72,11 @@ async def test_dashboard_killed_from_outside_destroys(
     assert fake.billing() == []
     assert open_in_record(tmp_path) == []
     assert code == 0
+    # The receipt, kept in the run's directory (a closed terminal shows nothing), says what
+    # the record says; on a live terminal it is said too, the same words.
+    kept = kept_receipt(tmp_path / "state")
+    assert_receipt_matches(kept, tmp_path / "state", code)
     if how == "sigterm":
         assert b"Traceback" not in dash.output
+        for line in kept.splitlines():
+            assert line in after_screen(dash), line

@@ -53,7 +53,7 @@ def dashboard(
     engine = RunEngine(config, tee, environ=environ)
 
     def engine_for(kind: str) -> RunEngine:
-        return RunEngine(config.for_provider(kind), tee, environ=environ)
+        return RunEngine(config.for_provider(kind), tee, environ=environ, ledger=engine.ledger)
 
     app = MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW,
                  engine_for=engine_for if other_providers else None)

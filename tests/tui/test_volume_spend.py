@@ -20,4 +20,4 @@ async def test_the_header_shows_the_volumes_cost_per_month() -> None:
         ))
         await wait_until(pilot, lambda: bar.summary.volume_usd_per_month == 2.8)
         await pilot.pause()
-        assert "spent $0.00 · volume $2.80/month" in str(bar.render())
+        assert "spent $0.0000 · volume $2.80/month" in str(bar.render())

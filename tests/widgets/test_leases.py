@@ -47,7 +47,7 @@ async def test_a_recorded_walk_reads_one_line_per_attempt() -> None:
         assert lines == [
             "12:03:02  offer 1001  RTX 4090 $0.300/h  unavailable (404): sold before create → next",
             "12:03:03  offer 1002  RTX 4090 $0.350/h  ambiguous (500) → reconciled: adopted 7002"
-            " → not ready: exited: OCI error → deleted ($0.003)",
+            " → not ready: exited: OCI error → deleted ($0.0025)",
             "12:03:32  offer 1003  RTX A6000 $0.410/h  created 7003 → running after 41.2 s",
         ]
         # The live section: 7002 deleted with its final spend, 7003 running and billing.
@@ -55,10 +55,10 @@ async def test_a_recorded_walk_reads_one_line_per_attempt() -> None:
         assert [r.key.value for r in table.ordered_rows] == ["7002", "7003"]
         assert table.get_cell("7003", "state").plain == "running"
         assert table.get_cell("7002", "state").plain == "deleted"
-        assert table.get_cell("7002", "spend").plain == "$0.003"
+        assert table.get_cell("7002", "spend").plain == "$0.0025"
         # 7003 created at T0+32.5; now is T0+95: 62.5 s at $0.41/h.
         assert table.get_cell("7003", "uptime").plain == "0:01:02"
-        assert table.get_cell("7003", "spend").plain == "$0.007"
+        assert table.get_cell("7003", "spend").plain == "$0.0071"
 
 
 async def test_spend_ticks_from_event_times_and_the_clock() -> None:
@@ -72,7 +72,7 @@ async def test_spend_ticks_from_event_times_and_the_clock() -> None:
         clock.at = T0 + 32.5 + 3600  # one hour after the create answer
         pane.tick()
         assert pane.table.get_cell("7003", "uptime").plain == "1:00:00"
-        assert pane.table.get_cell("7003", "spend").plain == "$0.410"
+        assert pane.table.get_cell("7003", "spend").plain == "$0.4100"
         assert pane.table.get_cell("7002", "uptime").plain == "0:00:26"  # deleted: frozen
 
 

@@ -322,7 +322,7 @@ def test_failed_verdict_shows_failed_and_the_reason() -> None:
     model.apply(ev.LeaseDeleted(at=T0 + 90, run_id=RUN, provider_id="7003", uptime_s=57.5,
                                 spend_usd=0.0066))
     assert switch_text(model.leases["7003"], UTC, NOW) == ("", Tone.PLAIN)
-    assert last_parts(model)[-1] == "→ deleted ($0.007)"
+    assert last_parts(model)[-1] == "→ deleted ($0.0066)"
 
 
 def test_the_node_destroying_its_own_lease() -> None:
@@ -334,7 +334,8 @@ def test_the_node_destroying_its_own_lease() -> None:
     assert lease.state is LeaseDisplayState.NODE_DESTROYED and lease.state.may_bill
     assert lease.switch is not None and lease.switch.deadline_at == DEADLINE  # kept
     assert switch_text(lease, UTC, NOW) == ("its node destroyed it (deadline)", Tone.WARN)
-    assert lease.uptime_s(T0 + 99_999) == T0 + 9080.5 - (T0 + 32.5)  # stopped at its word
+    money = model.money(lease, T0 + 99_999)
+    assert money is not None and money.uptime_s == T0 + 9080.5 - (T0 + 32.5)  # at its word
     parts = last_parts(model)
     assert parts[-1] == "→ its node destroyed it (deadline)"
     assert "→ node switch fired (deadline): destroying its lease…" not in parts  # answered
@@ -342,15 +343,16 @@ def test_the_node_destroying_its_own_lease() -> None:
                                 spend_usd=1.0305))
     assert lease.state is LeaseDisplayState.DELETED
     assert switch_text(lease, UTC, NOW) == ("its node destroyed it (deadline)", Tone.WARN)
-    assert last_parts(model)[-1] == "→ confirmed gone ($1.030)"
+    assert last_parts(model)[-1] == "→ confirmed gone ($1.0305)"
 
 
 def test_a_deleted_lease_shows_the_provider_s_receipt_beside_the_estimate() -> None:
     model = leases()
     model.apply(ev.LeaseDeleted(at=T0 + 90, run_id=RUN, provider_id="7003", uptime_s=57.5,
                                 spend_usd=0.0066, billed_usd=0.0071))
-    assert last_parts(model)[-1] == "→ deleted (est. $0.007, billed $0.007)"
-    assert model.leases["7003"].final_spend_usd == 0.0066
+    assert last_parts(model)[-1] == "→ deleted (est. $0.0066, billed $0.0071)"
+    money = model.money(model.leases["7003"], NOW)
+    assert money is not None and money.billed_usd == 0.0071
 
 
 def test_a_local_node_ended_and_events_of_other_runs() -> None:
@@ -398,7 +400,7 @@ async def test_leases_pane_too_narrow_puts_the_switch_below_the_table() -> None:
         await pilot.pause()
         table = pane.table
         assert SWITCH_COLUMN in table.columns
-        await pilot.resize_terminal(60, 20)
+        await pilot.resize_terminal(62, 20)
         await pilot.pause()
         assert SWITCH_COLUMN not in table.columns
         assert not table.show_horizontal_scrollbar  # the dropped column left no scrollbar
