@@ -35,15 +35,42 @@ def read_prefetch(dest: Path) -> Prefetch | None:
 
 
 def _fetching(pid: int, part: Path) -> bool:
-    """Whether `pid` is a live process fetching into `part` (a reused pid is not)."""
+    """Whether `pid` is a live process fetching into `part` (a reused pid is not): it has
+    that file open (same inode), or names it in its argv as a path that is that file (or, not
+    made yet, the same path once `//` and `.` are resolved against its cwd), never by
+    comparing text."""
     try:
         stat_text = Path(f"/proc/{pid}/stat").read_text()
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
     if stat_text[stat_text.rindex(")") + 2 :].startswith("Z"):
         return False
-    return os.fsencode(str(part)) in argv
+    if _holds_open(pid, part):
+        return True
+    return any(_same_file(os.path.join(cwd, os.fsdecode(arg)), part) for arg in argv if arg)
+
+
+def _holds_open(pid: int, part: Path) -> bool:
+    try:
+        mine = os.stat(part)
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for name in fds:
+        with contextlib.suppress(OSError):
+            seen = os.stat(f"/proc/{pid}/fd/{name}")
+            if (seen.st_dev, seen.st_ino) == (mine.st_dev, mine.st_ino):
+                return True
+    return False
+
+
+def _same_file(path: str, part: Path) -> bool:
+    try:
+        return os.path.samefile(path, part)
+    except OSError:  # one of them not there (yet): the same place once resolved
+        return os.path.normpath(path) == os.path.normpath(os.path.abspath(str(part)))
 
 
 def stop_prefetch(prefetch: Prefetch, part: Path, wait_s: float = PREFETCH_STOP_S) -> bool:
