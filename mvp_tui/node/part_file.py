@@ -28,27 +28,27 @@ PART_MODE = 0o600
 def other_openers(fd: int) -> list[int]:
     """The pids, other than ours, with an open descriptor on the file `fd` is open on."""
     mine = os.fstat(fd)
-    found = []
     try:
-        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
-    for pid in pids:
-        if int(pid) == os.getpid():
-            continue
+    return [pid for pid in pids if pid != os.getpid() and holds((mine.st_dev, mine.st_ino), pid)]
+
+
+def holds(file_id: tuple[int, int], pid: int) -> bool:
+    """Whether process `pid` has the file (st_dev, st_ino) open."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # gone, or not ours to read
+        return False
+    for name in fds:
         try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:  # gone, or not ours to read
+            seen = os.stat(f"/proc/{pid}/fd/{name}")
+        except OSError:
             continue
-        for name in fds:
-            try:
-                seen = os.stat(f"/proc/{pid}/fd/{name}")
-            except OSError:
-                continue
-            if (seen.st_dev, seen.st_ino) == (mine.st_dev, mine.st_ino):
-                found.append(int(pid))
-                break
-    return found
+        if (seen.st_dev, seen.st_ino) == file_id:
+            return True
+    return False
 
 
 class PartFile:

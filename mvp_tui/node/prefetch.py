@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from mvp_tui.node.part_file import holds
 from mvp_tui.node_protocol import PREFETCH_STATE_SUFFIX
 
 PREFETCH_STOP_S = 5.0  # a stopped prefetch is gone within this (curl and python3 die at once)
@@ -54,16 +55,10 @@ def _fetching(pid: int, part: Path) -> bool:
 
 def _holds_open(pid: int, part: Path) -> bool:
     try:
-        mine = os.stat(part)
-        fds = os.listdir(f"/proc/{pid}/fd")
+        found = os.stat(part)
     except OSError:
         return False
-    for name in fds:
-        with contextlib.suppress(OSError):
-            seen = os.stat(f"/proc/{pid}/fd/{name}")
-            if (seen.st_dev, seen.st_ino) == (mine.st_dev, mine.st_ino):
-                return True
-    return False
+    return holds((found.st_dev, found.st_ino), pid)
 
 
 def _same_file(path: str, part: Path) -> bool:
