@@ -167,10 +167,8 @@ class Downloader:
                 delay = self.settings.download_retry_delay_s * (2 ** (attempt - 1))
                 self._pause(min(delay, 30.0))
         on_disk = part.size()
-        if on_disk != written:  # something else wrote to it after all
-            raise DownloadError(
-                f"the .part is {on_disk} bytes on disk after {written} were written", permanent=True
-            )
+        if on_disk != written:  # something on this host wrote to it after all
+            raise DownloadError(f"the .part is {on_disk} bytes on disk, {written} were written")
         self.emitter.progress("model", state="verifying", bytes_done=on_disk, bytes_total=on_disk)
         return {"bytes": on_disk, "attempts": attempt, "resumed_at": resumed_at,
                 "sha256": part.sha256()}

@@ -143,13 +143,12 @@ def _open(path: Path) -> int:
         fd = os.open(str(path), flags | os.O_CREAT | os.O_EXCL, PART_MODE)
     try:
         if not _regular(fd):
-            raise DownloadError(f"{path} is not a regular file", permanent=True)
+            raise DownloadError(f"{path} is not a regular file")  # this host's cache
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise DownloadError(
-                f"another process holds {path} (a second agent downloading the same model?)",
-                permanent=True,
+                f"another process holds {path} (a second agent downloading the same model?)"
             ) from None
     except BaseException:
         os.close(fd)
