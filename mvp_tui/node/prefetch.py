@@ -37,19 +37,22 @@ def read_prefetch(dest: Path) -> Prefetch | None:
 
 def _fetching(pid: int, part: Path) -> bool:
     """Whether `pid` is a live process fetching into `part` (a reused pid is not): it has
-    that file open (same inode), or names it in its argv as a path that is that file (or, not
-    made yet, the same path once `//` and `.` are resolved against its cwd), never by
-    comparing text."""
+    that file open (same inode), or one of its arguments is that file (compared as a file,
+    or before the file exists as a resolved path, so `cache//x/../x/m.gguf.part` matches),
+    not the argv's text."""
     try:
         stat_text = Path(f"/proc/{pid}/stat").read_text()
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        cwd = os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return False
     if stat_text[stat_text.rindex(")") + 2 :].startswith("Z"):
         return False
     if _holds_open(pid, part):
         return True
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")  # where its relative arguments point
+    except OSError:
+        cwd = "/"
     return any(_same_file(os.path.join(cwd, os.fsdecode(arg)), part) for arg in argv if arg)
 
 
