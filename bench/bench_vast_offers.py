@@ -71,7 +71,7 @@ async def search_ms(body: bytes, runs: int) -> tuple[float, int]:
 
     provider = VastAiProvider(
         api_key="bench-key-0123456789",
-        api_url="http://vast.invalid",
+        api_url="https://vast.invalid",
         transport=httpx.MockTransport(answer),
     )
     times = []

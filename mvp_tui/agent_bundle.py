@@ -7,6 +7,12 @@ builds the same file. It is named by the sha256 of its inputs and kept under the
 (`$XDG_CACHE_HOME/mvp-tui/agent/<sha>.pyz`, else `~/.cache/...`), written atomically, so a
 start-up that finds it reads the sources, hashes them and builds nothing.
 
+The name alone proves nothing (a restored CI cache, a sync tool or a shared cache dir can put
+any file there, and it runs with every key the agent gets), so a found file is used only when
+it is a regular file of ours, not a link, in a directory of ours that no one else may write
+(0700), and its bytes are this build: every member, in order, inflates to the source's bytes,
+with nothing else in the file. Anything else is built again over it.
+
 Standard library only, as the node needs nothing else and this runs on the dashboard's path
 to every lease.
 """
@@ -16,9 +22,12 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
+
+from mvp_tui.errors import UserError
 
 PACKAGE_ROOT = Path(__file__).resolve().parent  # .../mvp_tui
 # The modules outside mvp_tui/node/ that the agent imports: standard-library-only ones the app
@@ -119,24 +128,89 @@ def cache_dir() -> Path:
 def agent_zip(root: Path = PACKAGE_ROOT, directory: Path | None = None) -> Path:
     """The built agent for the sources under `root`: found in the cache, else built there.
 
-    Each call reads and hashes the sources (well under a millisecond), so an edited module is
-    a new build even within one process; only a miss compresses and writes.
+    Each call reads and hashes the sources and checks a cached file against them (a few
+    milliseconds), so an edited module is a new build even within one process, and a file
+    that is not this build is replaced; only a miss compresses and writes.
     """
     members = agent_members(root)
-    path = (directory or cache_dir()) / f"{content_hash(members)}{SUFFIX}"
-    if not path.is_file():
+    folder = private_dir(directory or cache_dir())
+    path = folder / f"{content_hash(members)}{SUFFIX}"
+    if not holds_build(path, members):
         _write_atomically(path, zip_bytes(members))
     return path
 
 
+def private_dir(folder: Path) -> Path:
+    """`folder`, made if missing, as a directory of ours that only we may use (0700, a
+    looser mode of ours is tightened); a UserError when it is a link or someone else's."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = os.lstat(folder)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        what = "not a directory" if not stat.S_ISDIR(found.st_mode) else "owned by another user"
+        raise UserError(
+            f"the agent cache {folder} is {what}: the node agent built there would run with "
+            "every key a node gets",
+            fix=f"remove {folder}, or point XDG_CACHE_HOME at a directory of your own",
+        )
+    if stat.S_IMODE(found.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+    return folder
+
+
+def holds_build(path: Path, members: list[tuple[str, bytes]]) -> bool:
+    """Whether `path` is a regular file of ours, writable by no one else, holding this build
+    (read through one descriptor that follows no link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # missing, or a symlink (ELOOP)
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if (
+            not stat.S_ISREG(found.st_mode)
+            or found.st_uid != os.getuid()
+            or found.st_mode & 0o022
+        ):
+            return False
+        data = handle.read()
+    return is_build(data, members)
+
+
+def is_build(data: bytes, members: list[tuple[str, bytes]]) -> bool:
+    """Whether `data` is a zip of exactly `members` as `zip_bytes` lays them out: the same
+    names in the same order, each inflating to its bytes, end to end with no gap, extra field
+    or comment, so no byte of the file is anything but the build."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            infos = archive.infolist()
+            if [info.filename for info in infos] != [name for name, _ in members]:
+                return False
+            end = 0
+            for info, (_, body) in zip(infos, members, strict=True):
+                if (
+                    info.header_offset != end
+                    or info.extra
+                    or info.comment
+                    or info.compress_type != zipfile.ZIP_DEFLATED
+                    or archive.read(info) != body
+                ):
+                    return False
+                end += 30 + len(info.filename.encode()) + info.compress_size
+            central = sum(46 + len(info.filename.encode()) for info in infos)
+            return (
+                archive.start_dir == end and not archive.comment and len(data) == end + central + 22
+            )
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError):
+        return False
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """A whole file or none: another process starting at once sees the old state or this."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".agent-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,5 +1,5 @@
 """The boot guard: a few lines of POSIX sh that the instance's own start command runs at
-container start (Vast `onstart`, RunPod `cmd`), so a node that no agent ever reaches still
+container start (Vast `onstart`, RunPod `args`), so a node that no agent ever reaches still
 ends its own bill.
 
 Nothing bounds the bill between create and the agent's start otherwise: the dashboard may be

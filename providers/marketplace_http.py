@@ -1,6 +1,7 @@
 """The one HTTP client both GPU marketplaces (Vast.ai, RunPod) are spoken to through.
 
-What every marketplace call shares lives here, once: the API key and URL checks, the httpx
+What every marketplace call shares lives here, once: the API key and URL checks (https,
+or http to loopback only: the key rides on every call), the httpx
 client (`Authorization: Bearer` only, so the key never goes into a URL; redirects never
 followed, since one must never carry the key elsewhere; no proxy from the environment), the
 call-and-retry loop (a 429 is a refusal made before anything was done, so it is waited out,
@@ -25,6 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
+from mvp_tui.config.values import plain_http_off_loopback
 from mvp_tui.providers.base import ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
@@ -146,6 +148,13 @@ def checked_api_url(api_url: str, market: Marketplace) -> str:
             f"[{market.section}] api_url {clean_line(api_url, 200)!r} is not a base URL",
             fix=f'use the scheme and host{" (and base path)" if path else " only"}, '
             f'e.g. "{market.url_example}"',
+        )
+    if plain_http_off_loopback(url):  # every call carries the key in its header
+        raise ProviderError(
+            f"[{market.section}] api_url ({market.url_env}) {clean_line(url, 200)!r} is plain "
+            f"http to a host that is not loopback: the {market.name} API key would cross the "
+            "network unencrypted",
+            fix=f'use https, e.g. "{market.url_example}" (http:// only to 127.0.0.1/localhost)',
         )
     return url
 

@@ -1,5 +1,5 @@
 """The model prefetch: a few lines of POSIX sh in the instance's start command (Vast
-`onstart`, RunPod `cmd`, after the boot guard) that start fetching the GGUF into the agent's
+`onstart`, RunPod `args`, after the boot guard) that start fetching the GGUF into the agent's
 model cache as soon as the container starts, so the download runs while sshd comes up and
 the dashboard logs in, not after.
 

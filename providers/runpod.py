@@ -68,7 +68,7 @@ from mvp_tui.providers.marketplace_http import (
     checked_api_url,
     ensure_account_key,
 )
-from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_args
 from mvp_tui.providers.runpod_catalog import (
     CLOUDS,
     PROVIDER_NAME,
@@ -574,10 +574,11 @@ class RunPodProvider(ProviderBase):
             "ports": [SSH_PORT],
             "env": env,
             "disk": max(1, self.settings.container_disk_gb),
-            # Our own start command runs sshd with the pinned host key (runpod_boot.py);
-            # startSsh would only inject the account's keys, which PUBLIC_KEY already carries.
+            # Our own start command runs sshd with the pinned host key (runpod_boot.py), in
+            # the document's one start field; startSsh would only inject the account's keys,
+            # which PUBLIC_KEY already carries.
             "startSsh": False,
-            "cmd": pod_command(),
+            "args": pod_args(),
         }
         if data_centers:
             body["dataCenterIds"] = list(data_centers)

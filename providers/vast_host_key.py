@@ -58,19 +58,24 @@ class HostKeyPlan:
 
 def install_script() -> str:
     """The onstart lines that put the pinned key in place (before the boot guard starts);
-    silent when the create carried no key. POSIX sh, base64 from coreutils or busybox."""
+    silent when the create carried no key. POSIX sh, base64 from coreutils or busybox.
+
+    Each piece variable is unset as it is read, so the guard, the prefetch and the user's
+    onstart (and what they start) do not inherit the key; shell tracing (a user's
+    `#!/bin/bash -x`) is off while the pieces are handled and back on after."""
     return f"""\
-k=""; n=1
-while :; do eval "p=\\${{{PIECE_PREFIX}$n:-}}"; [ -n "$p" ] || break; k="$k$p"; n=$((n+1)); done
-if [ -n "$k" ]; then
- d=${{{SSH_DIR_ENV}:-/etc/ssh}}
- f="$d/ssh_host_ed25519_key"
- if (umask 077; printf %s "$k" | base64 -d >"$f.mvp") && mv -f "$f.mvp" "$f"; then
-  rm -f "$d/ssh_host_rsa_key" "$d/ssh_host_ecdsa_key" "$d/ssh_host_dsa_key"
-  s=$(cat "${{{SSHD_PIDFILE_ENV}:-/var/run/sshd.pid}}" 2>/dev/null || pgrep -o -x sshd)
-  [ -n "$s" ] && kill -HUP "$s"
-  echo "mvp: pinned ssh host key installed" >&2
- else echo "mvp: the pinned ssh host key could not be installed in $d" >&2; fi
+x=;case $- in *x*)set +x;x=1;esac 2>/dev/null
+k= n=1
+while q={PIECE_PREFIX}$n;eval "p=\\${{$q:-}}";[ "$p" ];do k=$k$p;unset $q;n=$((n+1));done
+if [ "$k" ];then
+d=${{{SSH_DIR_ENV}:-/etc/ssh}};f=$d/ssh_host_ed25519_key
+if (umask 077;printf %s "$k"|base64 -d >"$f.mvp")&&mv -f "$f.mvp" "$f";then
+for t in rsa ecdsa dsa;do rm -f "$d/ssh_host_${{t}}_key";done
+s=$(cat "${{{SSHD_PIDFILE_ENV}:-/var/run/sshd.pid}}" 2>/dev/null||pgrep -o -x sshd)
+[ "$s" ]&&kill -HUP "$s"
+echo "mvp: pinned ssh host key installed" >&2
+else echo "mvp: pinned ssh host key not installed in $d" >&2;fi
 fi
-unset k p n
+unset k p n q t
+[ -z "$x" ]||set -x
 """

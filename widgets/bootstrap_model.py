@@ -649,11 +649,13 @@ def _detail_text(detail: object, limit: int = DETAIL_CHARS) -> str:
 def _model_detail(detail: object) -> str:
     if not isinstance(detail, dict):
         return ""
+    # A hub file the hub gave no sha256 for: its bytes were not checked, and the row says so.
+    unchecked = "unverified" if detail.get("verified") is False else ""
     if detail.get("cached") is True:
-        return "cached"
+        return " ".join(p for p in ("cached", unchecked) if p)
     size = _num(detail.get("bytes"))
     source = _text(detail.get("source"), 16)
-    return " ".join(p for p in (source, size_text(size) if size else "") if p)
+    return " ".join(p for p in (source, size_text(size) if size else "", unchecked) if p)
 
 
 _EVENT_HANDLERS: dict[type[EngineEvent], Callable[[BootstrapModel, Any], None]] = {

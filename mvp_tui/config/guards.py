@@ -1,6 +1,7 @@
 """The configuration's trust rules, checked once the values are in: where an unauthenticated
-RPC server would listen, where the API keys come from, and who can read the file holding
-them. Refusals are `ConfigError`s (exit 2, nothing started); the rest are warning lines."""
+RPC server would listen, where the API keys come from, that they only travel over https (or
+to loopback), and who can read the file holding them. Refusals are `ConfigError`s (exit 2,
+nothing started); the rest are warning lines."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config.toml_file import TomlLayer
-from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
+from mvp_tui.config.values import LAYER_RANK, ConfigError, Source, plain_http_off_loopback
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
 # write the server's memory, so where it listens decides who owns that process.
@@ -91,6 +92,44 @@ def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> lis
                 "the key's environment variable instead"
             )
     return warnings
+
+
+# The base URLs a secret is sent to, each with an https example for the fix. A
+# marketplace URL carries its API key on every call; the hub's carries HF_TOKEN when set.
+KEY_URLS = (
+    ("vastai.api_url", "https://console.vast.ai"),
+    ("runpod.api_url", "https://api.runpod.io/v2"),
+)
+HUB_URL_ENV = "MVP_HF_ENDPOINT"
+HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
+def check_key_urls(
+    values: Mapping[str, object], sources: Mapping[str, Source], env: Mapping[str, str]
+) -> None:
+    """Refuse a key-bearing base URL in plain http to anything but loopback (a local fake or
+    the rehearsal): the key would cross the network readable by anyone on the path. Checked
+    before any request is made."""
+    for dotted, example in KEY_URLS:
+        url = values.get(dotted)
+        if isinstance(url, str) and plain_http_off_loopback(url):
+            section, name = dotted.split(".")
+            raise ConfigError(
+                f"[{section}] {name} = {url!r} from {sources[dotted]} is plain http to a host "
+                f"that is not loopback: the {section} API key would cross the network "
+                "unencrypted",
+                fix=f'use https (e.g. "{example}"), or http:// only to 127.0.0.1/localhost '
+                "(a local fake)",
+            )
+    token = next((name for name in HUB_TOKEN_ENVS if env.get(name)), None)
+    hub = env.get(HUB_URL_ENV, "").strip()
+    if token and plain_http_off_loopback(hub):
+        raise ConfigError(
+            f"env {HUB_URL_ENV} = {hub!r} is plain http to a host that is not loopback, and "
+            f"{token} is set: the token would cross the network unencrypted",
+            fix=f"use https (e.g. https://huggingface.co), or unset {HUB_URL_ENV} (the hub), "
+            "or http:// only to 127.0.0.1/localhost (a local mirror)",
+        )
 
 
 def _read_key(path: Path, item: KeyFile, source: Source) -> str:

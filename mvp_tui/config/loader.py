@@ -14,7 +14,12 @@ from pathlib import Path
 
 import platformdirs
 
-from mvp_tui.config.guards import check_multinode_rpc, config_file_warnings, read_key_files
+from mvp_tui.config.guards import (
+    check_key_urls,
+    check_multinode_rpc,
+    config_file_warnings,
+    read_key_files,
+)
 from mvp_tui.config.model_source import ModelSource, model_source
 from mvp_tui.config.schema import (
     BY_DOTTED,
@@ -231,6 +236,7 @@ def load_config(
     _check_rpc_bind(values, sources)
     check_multinode_rpc(provider, values, sources)
     cautions = read_key_files(values, sources)
+    check_key_urls(values, sources, env)
     cautions += config_file_warnings(toml, [spec.dotted for spec in KEYS if spec.secret])
 
     def reload_for(kind: str) -> Config:

@@ -188,6 +188,17 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def plain_http_off_loopback(url: str) -> bool:
+    """Whether `url` is `http://` to a host other than a loopback one (a secret sent there
+    crosses the network in clear)."""
+    text = url.strip()
+    if text[:7].lower() != "http://":
+        return False
+    netloc = text[7:].split("/", 1)[0].rpartition("@")[2]
+    host = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
+    return not is_loopback_host(host)
+
+
 def _addr(spec: KeySpec, text: str, source: Source) -> str:
     """HOST:PORT with an IP host (or localhost); whether a non-loopback one may be used is
     the loader's rule, which needs [prompt] rpc_allow_remote too."""

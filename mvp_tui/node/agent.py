@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mvp_tui.node.cached_model import cached_problem, drop_cached
 from mvp_tui.node.control import SCOPE_HOST, SCOPE_RUN, Control, Interrupted, PhaseFailed, ms_since
 from mvp_tui.node.download import Downloader, gguf_problem, hub_url, model_cache_path
 from mvp_tui.node.engine import (
@@ -166,11 +167,13 @@ class Agent:
         dest = model_cache_path(s)
         detail: dict[str, Any] = {"source": "hub", "repo": s.gguf_repo, "file": s.gguf_file}
         detail.update(revision=s.gguf_revision, path=str(dest))
-        if dest.exists() and gguf_problem(dest) is None:
-            detail.update(cached=True, bytes=dest.stat().st_size)
-            return dest, detail
         url = hub_url(s)
         try:
+            if dest.exists() and gguf_problem(dest) is None:
+                served = self._cached(dest, url)
+                if served is not None:
+                    detail.update(served)
+                    return dest, detail
             detail.update(self._adopt_prefetch(dest))
             meta = hub_metadata(s, url)
             if meta is not None and meta.commit:
@@ -193,6 +196,19 @@ class Agent:
             ) from None
         detail.update(cached=False)
         return dest, detail
+
+    def _cached(self, dest: Path, url: str) -> dict[str, Any] | None:
+        """The cached file's detail when the hub still vouches for it (node/cached_model.py);
+        None after dropping one it does not, which is then downloaded again."""
+        meta = hub_metadata(self.settings, url)
+        problem, detail = cached_problem(dest, meta)
+        if problem is None:
+            if meta is not None and meta.commit:
+                detail.update(commit=meta.commit)
+            return detail
+        self.emitter.progress("model", state="refused", reason=f"the cached file {problem}")
+        drop_cached(dest)
+        return None
 
     def _adopt_prefetch(self, dest: Path) -> dict[str, Any]:
         """The start command's prefetch, stopped: its bytes so far become the downloader's

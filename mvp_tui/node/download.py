@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import urllib.parse
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from mvp_tui.node.cached_model import verification, write_sidecar
 from mvp_tui.node.control import Control, Interrupted
 from mvp_tui.node.frames import Emitter
-from mvp_tui.node.hub import DownloadError, HubFile, _digest_problem, _hash_prefix, _sha256_of
+from mvp_tui.node.hub import DownloadError, HubFile, _digest_problem
+from mvp_tui.node.part_file import PartFile
 from mvp_tui.node.settings import (
     DOWNLOAD_CHUNK,
     GGUF_MAGIC,
@@ -89,7 +90,9 @@ def hub_url(settings: Settings) -> str:
 
 
 class Downloader:
-    """Fetches one hub file into `<dest>.part` with Range resumes, then renames it."""
+    """Fetches one hub file into `<dest>.part` with Range resumes, then renames it; the
+    `.part` is this agent's alone meanwhile (node/part_file.py), and what is renamed into
+    place is checked as it lies on disk (size, then sha256), not as it streamed."""
 
     def __init__(self, settings: Settings, emitter: Emitter, control: Control) -> None:
         self.settings = settings
@@ -98,17 +101,26 @@ class Downloader:
         import urllib.request
 
         self.opener = urllib.request.build_opener(_drop_auth_on_cross_host_redirect())
-        self.sha256: str | None = None  # of the .part, once a transfer completed it
 
     def fetch(self, url: str, dest: Path, meta: HubFile | None = None) -> dict[str, Any]:
         """The file at `dest`, resuming any `.part` (the prefetch's or an earlier try's);
         checked against `meta` (size, sha256) when the hub gave it. A `.part` we did not
         write ourselves whose digest is wrong is refused: deleted, and fetched once afresh."""
         dest.parent.mkdir(parents=True, exist_ok=True)
-        part = dest.with_name(dest.name + ".part")
-        found = part.stat().st_size if part.exists() else 0
+        part = PartFile.claim(dest.with_name(dest.name + ".part"))
+        try:
+            result = self._fetch_claimed(url, part, meta)
+            part.rename_to(dest)
+        finally:
+            part.close()
+        write_sidecar(dest, result["sha256"])
+        result.update(verification(meta))
+        return result
+
+    def _fetch_claimed(self, url: str, part: PartFile, meta: HubFile | None) -> dict[str, Any]:
+        found = part.size()
         if meta is not None and meta.size is not None and found > meta.size:
-            part.unlink()  # longer than the file: not a prefix of it
+            part.start_at(0)  # longer than the file: not a prefix of it
             found = 0
         result = self._fetch_part(url, part, meta)
         problem = _digest_problem(result, meta)
@@ -116,37 +128,35 @@ class Downloader:
             self.emitter.progress(
                 "model", state="refused", reason=f"the file found on the node {problem}"
             )
-            part.unlink()
+            part.start_at(0)
             result = self._fetch_part(url, part, meta)
             result["refused_bytes"] = found
             problem = _digest_problem(result, meta)
+        if not problem and part.head(4) != GGUF_MAGIC:
+            problem = "is not a GGUF file (it does not start with the GGUF magic bytes)"
         if problem:
-            part.unlink()
+            part.discard()
             raise DownloadError(f"downloaded file {problem}", permanent=True)
-        problem = gguf_problem(part)
-        if problem:
-            part.unlink()
-            raise DownloadError(f"downloaded file {problem}", permanent=True)
-        os.replace(str(part), str(dest))
-        result["verified"] = bool(meta and meta.sha256)
         if found and "refused_bytes" not in result:
             result["adopted_bytes"] = found
+        if part.distrusted:
+            result["distrusted_writers"] = part.distrusted
         return result
 
-    def _fetch_part(self, url: str, part: Path, meta: HubFile | None) -> dict[str, Any]:
-        """Bring `part` to its whole length (no request when it already is); its sha256."""
-        self.sha256 = None
-        have = part.stat().st_size if part.exists() else 0
+    def _fetch_part(self, url: str, part: PartFile, meta: HubFile | None) -> dict[str, Any]:
+        """Bring `part` to its whole length (no request when it already is); the size and
+        sha256 of the file on disk, read back through our descriptor after the transfer."""
+        have = part.size()
         if meta is not None and meta.size is not None and have == meta.size and have:
             self.emitter.progress("model", state="verifying", bytes_done=have, bytes_total=have)
-            return {"bytes": have, "attempts": 0, "resumed_at": [], "sha256": _sha256_of(part)}
+            return {"bytes": have, "attempts": 0, "resumed_at": [], "sha256": part.sha256()}
         attempts = self.settings.download_retries + 1
         resumed_at: list[int] = []
         for attempt in range(1, attempts + 1):
-            if part.exists() and part.stat().st_size:
-                resumed_at.append(part.stat().st_size)
+            if part.size():
+                resumed_at.append(part.size())
             try:
-                total = self._attempt(url, part)
+                written = self._attempt(url, part)
                 break
             except DownloadError as exc:
                 if exc.permanent or attempt == attempts:
@@ -156,8 +166,12 @@ class Downloader:
                 )
                 delay = self.settings.download_retry_delay_s * (2 ** (attempt - 1))
                 self._pause(min(delay, 30.0))
-        digest = self.sha256 or _sha256_of(part)
-        return {"bytes": total, "attempts": attempt, "resumed_at": resumed_at, "sha256": digest}
+        on_disk = part.size()
+        if on_disk != written:  # something on this host wrote to it after all
+            raise DownloadError(f"the .part is {on_disk} bytes on disk, {written} were written")
+        self.emitter.progress("model", state="verifying", bytes_done=on_disk, bytes_total=on_disk)
+        return {"bytes": on_disk, "attempts": attempt, "resumed_at": resumed_at,
+                "sha256": part.sha256()}
 
     def _pause(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -178,10 +192,10 @@ class Downloader:
             request.add_header("Range", f"bytes={offset}-")
         return request
 
-    def _attempt(self, url: str, part: Path) -> int:
+    def _attempt(self, url: str, part: PartFile) -> int:
         import urllib.error
 
-        offset = part.stat().st_size if part.exists() else 0
+        offset = part.size()
         try:
             response = self.opener.open(self._request(url, offset), timeout=30)
         except urllib.error.HTTPError as exc:
@@ -195,54 +209,45 @@ class Downloader:
                 offset = 0  # the server ignored Range: start over
             total = _content_total(response.headers, offset)
             if status == 206 and _content_start(response.headers) != offset:
-                offset = 0
-                part.unlink()
+                part.start_at(0)
                 raise DownloadError("server resumed at the wrong offset; restarting")
             return self._copy(response, part, offset, total)
 
-    def _copy(self, response: IO[bytes], part: Path, offset: int, total: int | None) -> int:
-        import hashlib
+    def _copy(self, response: IO[bytes], part: PartFile, offset: int, total: int | None) -> int:
         import http.client
 
         done = offset
-        # Hashed as it lands (a prefix already on disk first), so the digest check at the
-        # end costs no second pass over gigabytes.
-        digest = hashlib.sha256()
-        if offset:
-            _hash_prefix(part, offset, digest)
         started = time.monotonic()
         window_start, window_done = started, offset  # the floor's window: start, bytes then
         last_report = 0.0
         self.emitter.progress("model", state="downloading", bytes_done=done, bytes_total=total)
-        with part.open("ab" if offset else "wb") as out:
-            while True:
-                if self.control.stop_requested:
-                    raise Interrupted()
-                try:
-                    chunk = response.read(DOWNLOAD_CHUNK)
-                except (OSError, ValueError, http.client.HTTPException) as exc:
-                    raise DownloadError(f"transfer broke at {done} bytes: {exc}") from None
-                if not chunk:
-                    break
-                out.write(chunk)
-                digest.update(chunk)
-                done += len(chunk)
-                now = time.monotonic()
-                if self._floor_window_passed(now, window_start, done - window_done):
-                    window_start, window_done = now, done
-                if now - last_report >= PROGRESS_EVERY_S:
-                    last_report = now
-                    rate = (done - offset) / max(now - started, 1e-6)
-                    self.emitter.progress(
-                        "model",
-                        state="downloading",
-                        bytes_done=done,
-                        bytes_total=total,
-                        rate_bps=int(rate),
-                    )
+        part.start_at(offset)
+        while True:
+            if self.control.stop_requested:
+                raise Interrupted()
+            try:
+                chunk = response.read(DOWNLOAD_CHUNK)
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                raise DownloadError(f"transfer broke at {done} bytes: {exc}") from None
+            if not chunk:
+                break
+            part.write(chunk)
+            done += len(chunk)
+            now = time.monotonic()
+            if self._floor_window_passed(now, window_start, done - window_done):
+                window_start, window_done = now, done
+            if now - last_report >= PROGRESS_EVERY_S:
+                last_report = now
+                rate = (done - offset) / max(now - started, 1e-6)
+                self.emitter.progress(
+                    "model",
+                    state="downloading",
+                    bytes_done=done,
+                    bytes_total=total,
+                    rate_bps=int(rate),
+                )
         if total is not None and done != total:
             raise DownloadError(f"connection closed at {done} of {total} bytes")
-        self.sha256 = digest.hexdigest()
         self.emitter.progress("model", state="downloaded", bytes_done=done, bytes_total=total)
         return done
 
@@ -261,13 +266,13 @@ class Downloader:
             )
         return True
 
-    def _http_error(self, exc: urllib.error.HTTPError, part: Path, offset: int) -> int:
+    def _http_error(self, exc: urllib.error.HTTPError, part: PartFile, offset: int) -> int:
         code = exc.code
         if code == 416 and offset:
             total = _content_total(exc.headers, 0)
             if total == offset:
                 return offset  # the .part file is already complete
-            part.unlink()
+            part.start_at(0)
             raise DownloadError(f"HTTP 416 for a resume at {offset}; restarting")
         if code in (401, 403):
             hint = "set HF_TOKEN to a token that can read this repo"

@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from mvp_tui.node.part_file import holds
 from mvp_tui.node_protocol import PREFETCH_STATE_SUFFIX
 
 PREFETCH_STOP_S = 5.0  # a stopped prefetch is gone within this (curl and python3 die at once)
@@ -35,7 +36,10 @@ def read_prefetch(dest: Path) -> Prefetch | None:
 
 
 def _fetching(pid: int, part: Path) -> bool:
-    """Whether `pid` is a live process fetching into `part` (a reused pid is not)."""
+    """Whether `pid` is a live process fetching into `part` (a reused pid is not): it has
+    that file open (same inode), or one of its arguments is that file (compared as a file,
+    or before the file exists as a resolved path, so `cache//x/../x/m.gguf.part` matches),
+    not the argv's text."""
     try:
         stat_text = Path(f"/proc/{pid}/stat").read_text()
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -43,7 +47,28 @@ def _fetching(pid: int, part: Path) -> bool:
         return False
     if stat_text[stat_text.rindex(")") + 2 :].startswith("Z"):
         return False
-    return os.fsencode(str(part)) in argv
+    if _holds_open(pid, part):
+        return True
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")  # where its relative arguments point
+    except OSError:
+        cwd = "/"
+    return any(_same_file(os.path.join(cwd, os.fsdecode(arg)), part) for arg in argv if arg)
+
+
+def _holds_open(pid: int, part: Path) -> bool:
+    try:
+        found = os.stat(part)
+    except OSError:
+        return False
+    return holds((found.st_dev, found.st_ino), pid)
+
+
+def _same_file(path: str, part: Path) -> bool:
+    try:
+        return os.path.samefile(path, part)
+    except OSError:  # one of them not there (yet): the same place once resolved
+        return os.path.normpath(path) == os.path.normpath(os.path.abspath(str(part)))
 
 
 def stop_prefetch(prefetch: Prefetch, part: Path, wait_s: float = PREFETCH_STOP_S) -> bool:

@@ -30,6 +30,23 @@ LOCAL_PATH_KEY = "[model] gguf_local_path (MVP_GGUF_LOCAL_PATH)"
 # Settings
 
 
+def _plain_http_off_loopback(url: str) -> bool:
+    """Whether `url` is `http://` to a host other than loopback (mvp_tui/config/values.py has
+    the app's twin; the node imports nothing of the app's config)."""
+    import ipaddress
+
+    if url[:7].lower() != "http://":
+        return False
+    netloc = url[7:].split("/", 1)[0].rpartition("@")[2]
+    host = (netloc if netloc.endswith("]") else netloc.rsplit(":", 1)[0]).strip("[]")
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
 class ConfigError(Exception):
     """A setting the agent cannot use; names the key and the fix."""
 
@@ -50,6 +67,12 @@ class Settings:
             "/"
         )
         self.hf_token = env.get("HF_TOKEN", "") or env.get("HUGGING_FACE_HUB_TOKEN", "")
+        if self.hf_token and _plain_http_off_loopback(self.hf_endpoint):
+            raise ConfigError(
+                f"MVP_HF_ENDPOINT={self.hf_endpoint!r} is plain http to a host that is not "
+                "loopback, and HF_TOKEN is set: the token would cross the network unencrypted; "
+                "fix: use https (or unset MVP_HF_ENDPOINT for the hub)"
+            )
         cache = env.get("MVP_MODEL_CACHE_DIR", "").strip()
         self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
         self.engine_port = _env_int(env, "MVP_ENGINE_PORT", 0, low=0, high=65535)

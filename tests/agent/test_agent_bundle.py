@@ -1,12 +1,15 @@
 """The agent ships as one built zipapp (mvp_tui/agent_bundle.py): the same bytes from the same
 sources, a new name when any module changes, only the modules it needs, and it runs on the
-oldest Python the README promises for nodes (3.8), imports of every module included."""
+oldest Python the README promises for nodes (3.8), imports of every module included; a
+cached file is used only when it is this build, ours, in a 0700 directory of ours."""
 
 from __future__ import annotations
 
 import glob
+import io
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import zipfile
@@ -22,6 +25,7 @@ from mvp_tui.agent_bundle import (
     content_hash,
     zip_bytes,
 )
+from mvp_tui.errors import UserError
 from tests.agent.agent_run import AgentRun, agent_env
 from tests.peers import missing_peer
 
@@ -145,3 +149,52 @@ def test_python_m_runs_the_package_too() -> None:
     done = subprocess.run([sys.executable, "-m", "mvp_tui.node"], env={"MVP_MAX_CONTEXT": "x"},
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "MVP_MAX_CONTEXT" in done.stdout
+
+
+def _built(tmp_path: Path) -> Path:
+    return agent_zip(directory=tmp_path / "cache")
+
+
+def test_a_foreign_file_under_the_builds_name_is_built_over(tmp_path: Path) -> None:
+    """The name is a hash of the sources, not of the file: a zip someone put there (a restored
+    cache, a sync tool) is not run; the build replaces it."""
+    path = _built(tmp_path)
+    expected = path.read_bytes()
+    foreign = io.BytesIO()
+    with zipfile.ZipFile(foreign, "w") as archive:
+        archive.writestr("__main__.py", "print('not the agent')\n")
+    path.write_bytes(foreign.getvalue())
+    assert _built(tmp_path) == path and path.read_bytes() == expected
+    # The right members with one more, or bytes appended, are not the build either.
+    path.write_bytes(expected + b"trailing")
+    assert _built(tmp_path).read_bytes() == expected
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("mvp_tui/node/extra.py", "import os\n")
+    assert _built(tmp_path).read_bytes() == expected
+
+
+def test_a_link_or_a_file_others_may_write_is_not_trusted(tmp_path: Path) -> None:
+    path = _built(tmp_path)
+    expected = path.read_bytes()
+    elsewhere = tmp_path / "elsewhere.pyz"
+    elsewhere.write_bytes(expected)  # even the right bytes, behind a link
+    path.unlink()
+    path.symlink_to(elsewhere)
+    assert _built(tmp_path) == path and not path.is_symlink()
+    assert stat.S_ISREG(path.lstat().st_mode) and path.read_bytes() == expected
+    os.chmod(path, 0o666)
+    before = path.stat().st_ino
+    assert _built(tmp_path).stat().st_ino != before  # written afresh, 0600
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_cache_dir_is_ours_and_0700(tmp_path: Path) -> None:
+    (tmp_path / "cache").mkdir(mode=0o755)
+    os.chmod(tmp_path / "cache", 0o777)
+    _built(tmp_path)
+    assert stat.S_IMODE((tmp_path / "cache").stat().st_mode) == 0o700
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "linked").symlink_to(real)
+    with pytest.raises(UserError, match="not a directory"):
+        agent_zip(directory=tmp_path / "linked")

@@ -69,12 +69,12 @@ _GENERIC_UA = re.compile(
     r"axios|node-fetch|undici|libwww-perl|mozilla/5\.0$)",
     re.IGNORECASE,
 )
-# Top-level fields of CreatePodRequest (unevaluatedProperties: false → anything else is 422).
+# Top-level fields of CreatePodRequest (unevaluatedProperties: false → anything else is 422,
+# `cmd` and v1's `dockerStartCmd` included: the document's start field is `args`).
 _CREATE_FIELDS = {
     "args", "disk", "env", "image", "ports", "registry", "name", "cloud", "cpu",
     "dataCenterIds", "globalNetworking", "gpu", "mounts", "startJupyter", "startSsh",
     "templateId",
-    "cmd",  # not in the 2026-08 document: sent by overbrainer 0.9.0 (contract DEVIATIONS)
 }
 _GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
 # Account secrets, per docs.runpod.io/api-reference-v2/account/create-a-secret.
@@ -147,12 +147,24 @@ class _Pod:
     key: str = field(default_factory=lambda: "rpa_pod_" + secrets.token_hex(20))
     destroyed_by: str | None = None
     ssh: tuple[str, int] | None = None
-    cmd: tuple[str, ...] = ()  # the start command the pod was created with (never shown)
+    cmd: tuple[str, ...] = ()  # the start command its `args` gave (never shown)
 
 
 def problem(status: int, detail: str, **extra: Any) -> _Reply:
     body = {"title": _TITLES.get(status, "Error"), "status": status, "detail": detail, **extra}
     return _Reply(status, body, PROBLEM)
+
+
+def _start_command(args: str) -> tuple[str, ...]:
+    """`args` as RunPod reads its JSON form: the entrypoint, then the command."""
+    try:
+        start = json.loads(args)
+    except ValueError:
+        return ()
+    if not isinstance(start, dict):
+        return ()
+    argv = [*start.get("entrypoint", []), *start.get("cmd", [])]
+    return tuple(argv) if all(isinstance(a, str) for a in argv) else ()
 
 
 def _iso(at: float) -> str:
@@ -370,7 +382,9 @@ class FakeRunPod:
             return [r for r in self.requests if r.path.endswith("/logs")]
 
     def cmd_of(self, pod_id: str) -> list[str]:
-        """The start command a pod was created with (what its container runs first)."""
+        """The start command a pod's `args` gave in RunPod's JSON form (`{"entrypoint": […],
+        "cmd": […]}`): what its container runs first; empty for plain arguments, which go
+        to the image's own entrypoint."""
         with self._lock:
             return list(self._pods[pod_id].cmd)
 
@@ -488,7 +502,7 @@ class FakeRunPod:
             "startedAt": None,
         }
         pod = _Pod(row=row, gpu_id=gpu_id, no_ssh_reads=self.no_ssh_reads,
-                   cmd=tuple(body.get("cmd") or ()))
+                   cmd=_start_command(body.get("args") or ""))
         n = len(self._pods)
         pod.ssh = self.ssh_endpoint or ("127.0.0.1", 10000 + n)
         self._pods[pod_id] = pod
@@ -853,9 +867,8 @@ class FakeRunPod:
                        if k not in _GPU_FIELDS]
         if not isinstance(body.get("name"), str) or not body["name"]:
             errors.append("$.name: required")
-        cmd = body.get("cmd", [])
-        if not isinstance(cmd, list) or not all(isinstance(a, str) for a in cmd):
-            errors.append("$.cmd: expected an array of strings")
+        if not isinstance(body.get("args", ""), str):
+            errors.append("$.args: expected a string")
         if "templateId" not in body and not isinstance(body.get("image"), str):
             errors.append("$.image: required")
         if errors:

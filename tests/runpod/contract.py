@@ -40,11 +40,6 @@ DEVIATIONS = {
         "as recorded live by overbrainer and SkyPilot; absent from the 2026-08 document. "
         "Only `cursor` on listPods is allowed, and only when a page asked for it"
     ),
-    "pod-cmd": (
-        "createPod taking `cmd` (an array of strings: the container's start command), as "
-        "overbrainer 0.9.0 sends it (runpod.md §2: newer clients send fields the 2026-08 "
-        "document lacks); only on createPod, only as an array of strings"
-    ),
     "account-secrets": (
         "POST /v2/account/secrets and DELETE /v2/account/secrets/{id}, absent from the 2026-08 "
         "document: checked against RunPod's docs pages instead "
@@ -202,13 +197,7 @@ def _check_request(
     if media is None or "application/json" not in ctype:
         out.append(f"request content type {ctype!r} is not declared")
         return out
-    body = request.body
-    if operation["operationId"] == "createPod" and isinstance(body, dict) and "cmd" in body:
-        cmd = body["cmd"]  # DEVIATIONS["pod-cmd"]
-        if not isinstance(cmd, list) or not all(isinstance(a, str) for a in cmd):
-            out.append("request body cmd is not an array of strings")
-        body = {k: v for k, v in body.items() if k != "cmd"}
-    out += [f"request body {e}" for e in _errors(media["schema"], body)]
+    out += [f"request body {e}" for e in _errors(media["schema"], request.body)]
     return out
 
 

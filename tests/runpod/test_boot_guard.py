@@ -1,4 +1,4 @@
-"""The boot guard in RunPod's start command (`cmd`, providers/runpod_boot.py), the real
+"""The boot guard in RunPod's start command (`args`, providers/runpod_boot.py), the real
 script run as the pod's container runs it, against the fake RunPod on loopback: it deletes
 its own pod with the pod-scoped key when no agent attached in time; a start step that fails
 waits for the guard instead of exiting (RunPod restarts an exited container, which would
@@ -6,6 +6,7 @@ re-arm the guard for ever while the pod bills)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 from pathlib import Path
@@ -105,3 +106,43 @@ def test_the_pods_start_command_fetches_the_model_before_sshd(tmp_path: Path) ->
         assert read_prefetch(part.with_name("tiny.gguf")) is not None
         (get,) = hub.state.requests
         assert get.path == "/mvp-test/tiny-model/resolve/main/tiny.gguf"
+
+
+def _session_environs(sid: int) -> dict[int, bytes]:
+    """Every live process of session `sid` (a container started in its own): its environ."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            if int(stat[stat.rindex(")") + 2 :].split()[3]) == sid:
+                found[int(proc.name)] = (proc / "environ").read_bytes()
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_the_host_key_is_in_no_environ_once_the_guard_and_prefetch_run(tmp_path: Path) -> None:
+    """A process's /proc/<pid>/environ is what it started with, whatever `unset` does later:
+    the key is installed and its variable dropped before the shell re-executes itself, so the
+    guard and its `sleep` (and the prefetch) never hold it."""
+    key = base64.b64encode(b"pinned host key " + os.urandom(24)).decode()
+    with FakeRunPod() as fake:
+        pod = fake.add_pod("mvp-r1-1-1")
+        env = {
+            **fake.instance_env(pod), "MVP_RUNPOD_API_URL": fake.api_url,
+            "MVP_BOOT_GRACE_S": "600", HOST_KEY_ENV: key, "HOME": str(tmp_path),
+            "MVP_BOOT_SSH_DIR": str(tmp_path / "ssh"),
+            "MVP_BOOT_SSHD_CONFIG": str(tmp_path / "no-such-sshd-config"),
+        }
+        with Container(env, tmp_path / "guard", argv=pod_command()) as node:
+            assert node.verdict() == "armed python3 600"
+            assert node.proc is not None
+            wait_until(lambda: len(_session_environs(node.proc.pid)) >= 2, 10, "guard + sleep")
+            environs = _session_environs(node.proc.pid)
+            assert not [pid for pid, text in environs.items() if key.encode() in text]
+            assert not [pid for pid, text in environs.items() if HOST_KEY_ENV.encode() in text]
+        installed = tmp_path / "ssh" / "ssh_host_ed25519_key"
+        assert installed.read_bytes() == base64.b64decode(key)
+        assert installed.stat().st_mode & 0o077 == 0

@@ -4,6 +4,7 @@ answer classified, readiness, listing by name, confirmed deletes, account SSH ke
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
 )
 from mvp_tui.providers.runpod import USER_AGENT, RunPodProvider, RunPodSettings, ssh_banner
+from mvp_tui.providers.runpod_boot import BOOT_SCRIPT, HOST_KEY_ENV, pod_command
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod, Fault
 from tests.runpod.conftest import Sleeps, make_provider
@@ -95,6 +97,12 @@ async def test_create_sends_the_v2_body_with_our_user_agent_and_bearer_only(
     )
     assert all(fake.api_key not in r.path and fake.api_key not in str(r.query)
                for r in fake.requests)
+    # The start command rides in the document's `args` (RunPod's JSON entrypoint form), not
+    # in a field CreatePodRequest lacks; the fake's pod runs exactly that.
+    assert "cmd" not in sent.body
+    assert json.loads(sent.body["args"]) == {"entrypoint": ["/bin/sh", "-c"], "cmd": [BOOT_SCRIPT]}
+    assert fake.cmd_of(result.provider_id) == pod_command()
+    assert "mvp_boot_guard" in BOOT_SCRIPT and HOST_KEY_ENV in BOOT_SCRIPT
 
 
 async def test_offers_name_their_data_centers_and_a_pod_where_it_landed(

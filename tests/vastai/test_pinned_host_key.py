@@ -113,3 +113,31 @@ def test_without_a_key_the_onstart_lines_do_nothing(tmp_path: Path) -> None:
     done = subprocess.run(["/bin/sh", "-c", install_script()], env=env, capture_output=True,
                           text=True, timeout=30)
     assert done.returncode == 0 and done.stderr == "" and list(tmp_path.iterdir()) == []
+
+
+def test_the_pieces_are_gone_before_the_guard_and_a_traced_user_onstart_never_shows_them(
+    tmp_path: Path,
+) -> None:
+    """Vast runs the merged onstart with the create's env: after mvp-tui's install no piece
+    variable is left for the guard, the prefetch or the user's text (nor what they start),
+    and a user's `#!/bin/bash -x` traces none of the key while it is installed."""
+    plan = HostKeyPlan.new()
+    out = tmp_path / "env-of-the-users-onstart"
+    user = f"#!/bin/bash -x\nenv > {out}\n"
+    script = tmp_path / "onstart.sh"
+    script.write_text(vast_onstart(user))
+    env = {"PATH": os.environ["PATH"], SSH_DIR_ENV: str(tmp_path / "ssh"),
+           SSHD_PIDFILE_ENV: str(tmp_path / "no-pidfile"), "MVP_BOOT_GRACE_S": "0",
+           "MVP_BOOT_GUARD_DIR": str(tmp_path / "guard"), **plan.env()}
+    (tmp_path / "ssh").mkdir()
+    done = subprocess.run(["bash", "-x", str(script)], env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "pinned ssh host key installed" in done.stderr
+    key = (tmp_path / "ssh" / "ssh_host_ed25519_key").read_bytes()
+    assert base64.b64encode(key).decode() == plan.private_b64
+    pieces = list(plan.env().values())
+    assert not any(piece in done.stderr for piece in pieces), "the trace shows the host key"
+    assert "+ env" in done.stderr  # tracing is back on for the user's own lines
+    left = out.read_text()
+    assert PIECE_PREFIX not in left and not any(piece in left for piece in pieces)

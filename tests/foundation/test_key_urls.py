@@ -1,0 +1,84 @@
+"""Keys travel over https only (issue 30 item 7): a marketplace API URL or the hub endpoint
+(when HF_TOKEN is set) in plain http to anything but loopback is refused with exit 2 before
+any request, naming the variable, the value and the fix; loopback http (the fakes, the
+rehearsal) stays allowed. The provider client and the node agent refuse the same."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mvp_tui.config import ConfigError
+from mvp_tui.config.values import plain_http_off_loopback
+from mvp_tui.node.settings import ConfigError as NodeConfigError
+from mvp_tui.node.settings import Settings
+from mvp_tui.providers.base import ProviderError
+from mvp_tui.providers.runpod import RunPodProvider
+from mvp_tui.providers.vastai import VastAiProvider
+from tests.foundation.test_api_key_sources import KEY, _cli
+from tests.foundation.test_config import load
+
+
+def test_a_plain_http_vast_url_with_a_key_exits_2_before_any_request(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "offers", "--provider", "vastai", VASTAI_API_KEY=KEY,
+                MVP_VASTAI_API_URL="http://api.example.invalid")
+    assert done.returncode == 2, done.stderr
+    assert "MVP_VASTAI_API_URL" in done.stderr and "'http://api.example.invalid'" in done.stderr
+    assert "use https" in done.stderr and "cannot reach" not in done.stderr
+    assert KEY not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": KEY,
+          "MVP_RUNPOD_API_URL": "http://api.example.invalid/v2"}, "MVP_RUNPOD_API_URL"),
+        ({"HF_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "http://hub.example.invalid"},
+         "MVP_HF_ENDPOINT"),
+        ({"HUGGING_FACE_HUB_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "HTTP://10.0.0.9:8080/"},
+         "MVP_HF_ENDPOINT"),
+    ],
+)
+def test_runpod_and_the_hub_with_a_token_are_refused_in_plain_http(
+    tmp_path: Path, env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(tmp_path, env=env)
+    text = str(refused.value)
+    assert named in text and "http://" in text.lower() and "https" in text
+    assert KEY not in text
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY,
+         "MVP_VASTAI_API_URL": "http://127.0.0.1:8123"},
+        {"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": KEY,
+         "MVP_RUNPOD_API_URL": "http://localhost:9/v2"},
+        {"HF_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "http://[::1]:8080"},
+        {"MVP_HF_ENDPOINT": "http://hub.example.invalid"},  # no token: nothing to leak
+    ],
+)
+def test_loopback_http_and_a_tokenless_hub_stay_allowed(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    load(tmp_path, env=env)
+
+
+def test_the_rule_reads_the_host_not_the_text() -> None:
+    assert plain_http_off_loopback("http://127.0.0.1.example.com")
+    assert plain_http_off_loopback("http://localhost@evil.example")  # the host is evil.example
+    assert not plain_http_off_loopback("http://user@127.0.0.1:80/x")
+    assert not plain_http_off_loopback("https://api.example.com")
+
+
+def test_the_clients_and_the_node_refuse_it_too() -> None:
+    with pytest.raises(ProviderError, match="MVP_VASTAI_API_URL"):
+        VastAiProvider(api_key=KEY, api_url="http://api.example.invalid")
+    with pytest.raises(ProviderError, match="MVP_RUNPOD_API_URL"):
+        RunPodProvider(api_key=KEY, api_url="http://api.example.invalid/v2")
+    with pytest.raises(NodeConfigError, match="MVP_HF_ENDPOINT"):
+        Settings({"HF_TOKEN": "hf_x", "MVP_HF_ENDPOINT": "http://hub.example.invalid"})
+    assert Settings({"HF_TOKEN": "hf_x", "MVP_HF_ENDPOINT": "http://127.0.0.1:9"}).hf_token
