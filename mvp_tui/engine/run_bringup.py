@@ -33,8 +33,7 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import RunCore, local_port_free, unless
-from mvp_tui.engine.verdict_wait import OPT_OUT
-from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.engine.watchdog import NodeWatchdog, switch_refusal
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
@@ -264,8 +263,11 @@ class BringUpPhase(RunCore):
                 task.cancel()
             await asyncio.gather(*waits, no_verdict, return_exceptions=True)
         if no_verdict.done() and not no_verdict.cancelled() and self.watchdog_verdict is None:
+            # The switch bounds its own API retries well inside the wait, so silence means
+            # this host's agent is stuck: the host's failure, not the run's.
             self.watchdog_verdict = NodeWatchdog(
-                at=self._clock(), run_id=self.run_id, status="failed", reason=no_verdict.result()
+                at=self._clock(), run_id=self.run_id, status="failed",
+                reason=no_verdict.result(), scope="host",
             )
             self.emit(self.watchdog_verdict)
         self.check_watchdog()
@@ -281,28 +283,13 @@ class BringUpPhase(RunCore):
 
     def check_watchdog(self) -> None:
         """A node whose switch (or boot guard) cannot destroy its own instance is not run when
-        the switch is required: the lease is torn down, and the message says why and how to
-        opt out."""
-        verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
-        failed = [
-            # The opt-out in our own words: the node's reason is cut at 200 (seed 003).
-            (what, f"the node's {what} cannot protect this lease: {v.reason} ({OPT_OUT})")
-            for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
-            if v is not None and v.status == "failed"
-        ]
-        if self.watchdog.required and failed:
-            what, reason = failed[0]
-            raise self._attempt_failed(
-                AttemptFailure(
-                    Stage.AGENT,
-                    FailureScope.HOST,
-                    "guard_failed" if what == "boot guard" else "switch_failed",
-                    reason,
-                    "fix the node image or its instance key, or set [limits] "
-                    "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to "
-                    "rent without it",
-                )
-            )
+        the switch is required: the lease is torn down, and the message says why, how to opt
+        out, and whether the run stops or walks on (`switch_refusal`)."""
+        if not self.watchdog.required:
+            return
+        refusal = switch_refusal(self.watchdog_verdict, self.boot_guard_verdict)
+        if refusal is not None:
+            raise self._attempt_failed(refusal)
 
     async def keep_node_attached(self) -> None:
         """Heartbeats to the node's switch while this run is attached (at least four per
