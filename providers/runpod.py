@@ -520,13 +520,14 @@ class RunPodProvider(ProviderBase):
     async def reorder_offers(
         self, remaining: Sequence[Offer], tried: Sequence[Offer]
     ) -> list[Offer]:
-        """After a type proved unplaceable (`auto` only): the catalog read again and the types
-        left sorted again; a type is never offered twice. With none left, the types the
-        catalog still gives that were not tried (seed 003: the walk covers every type, not
-        only the first picks). On any failure: `remaining`."""
-        if not self._policy.auto:
-            return list(remaining)
+        """After a type proved unplaceable: with `auto`, the catalog read again and the types
+        left sorted again (an explicit list keeps its order); a type is never offered twice.
+        With none left, the types the catalog still gives that were not tried, `auto` or an
+        explicit list (seed 003: the walk covers every type, not only the offers first
+        handed over). On any failure: `remaining`."""
         tried_ids = [o.offer_id for o in tried]
+        if not self._policy.auto and remaining:
+            return list(remaining)  # the user's order, and more of it is still queued
         cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
         self.last_reorder_error = None
         try:
