@@ -364,6 +364,7 @@ class RunPodProvider(ProviderBase):
         self.rate_limited_waits = self._http.rate_limited_waits  # each Retry-After waited out
         self.last_skipped: list[str] = []
         self._out_of_stock: set[str] = set()  # offer ids the catalog reported out of stock
+        self._picked: frozenset[str] = frozenset()  # every offer id the last search gave
         self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
         self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
@@ -515,7 +516,9 @@ class RunPodProvider(ProviderBase):
         )
         order = await self._order()
         self._out_of_stock = set(order.out_of_stock)
-        return [gpu.offer(s.gpu_count) for gpu in order.gpus][: policy.limit]
+        offers = [gpu.offer(s.gpu_count) for gpu in order.gpus]
+        self._picked = frozenset(o.offer_id for o in offers)  # before the cut to the limit
+        return offers[: policy.limit]
 
     async def reorder_offers(
         self, remaining: Sequence[Offer], tried: Sequence[Offer]
@@ -526,8 +529,8 @@ class RunPodProvider(ProviderBase):
         explicit list (seed 003: the walk covers every type, not only the offers first
         handed over). On any failure: `remaining`."""
         tried_ids = [o.offer_id for o in tried]
-        if not self._policy.auto and remaining:
-            return list(remaining)  # the user's order, and more of it is still queued
+        if not self._policy.auto and (remaining or self._picked <= set(tried_ids)):
+            return list(remaining)  # the user's order: more is queued, or all was tried
         cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
         self.last_reorder_error = None
         try:
