@@ -363,6 +363,7 @@ class BringUpPhase(RunCore):
             raise self._node_failed("the lease has no SSH endpoint", "")
         if self._identity is None:  # prepare_ssh_identity runs before any lease is reached
             raise self._node_failed("no SSH identity was loaded for this run", "")
+        self.start_ssh_debug_log()
         return NodeSession(
             lease.ssh,
             self._identity,
@@ -377,6 +378,22 @@ class BringUpPhase(RunCore):
             # Pinned before create (Vast, RunPod): until it answers, another key is "not yet".
             awaiting_pin=lease.host_key is not None and self._resume is None,
         )
+
+    def start_ssh_debug_log(self) -> None:
+        """[ssh] debug: asyncssh's debug log into the run's directory (the seed's `ssh -v`),
+        from the first SSH session on (the run's record, and so its directory, exist then)."""
+        if not self.config.settings.ssh.debug or self._ssh_debug_stop is not None:
+            return
+        from mvp_tui.ssh.debug_log import DEBUG_LOG_FILE, start_debug_log
+
+        run_dir = self.store.run_dir(self.run_id)
+        try:
+            self._ssh_debug_stop = start_debug_log(run_dir, self.redactor)
+        except OSError as exc:  # a diagnostic: the run goes on without it
+            self._sink_line(f"[ssh] debug: the SSH debug log could not be opened: {exc}")
+            return
+        where = run_dir / DEBUG_LOG_FILE
+        self._sink_line(f"[ssh] debug: the SSH client's debug log goes to {where}")
 
     def _ssh_settings(self, lease: LeaseRecord) -> SshSettings:
         """[ssh] for this lease: the wait for a first answer from its sshd is budgeted by the

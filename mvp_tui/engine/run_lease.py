@@ -34,7 +34,6 @@ class LeasePhase(AttemptsPhase):
             return
         from mvp_tui.ssh.identity import load_identity
 
-        self._start_ssh_debug_log()
         ssh = self.settings.ssh
         identity = await load_identity(ssh.identity_path, config_key=ssh.identity_key)
         self._identity = identity
@@ -43,21 +42,6 @@ class LeasePhase(AttemptsPhase):
         if registered_now is not None:
             self._account_key_ready(str(identity.path), identity.fingerprint, registered_now)
         await self._prepare_volume()
-
-    def _start_ssh_debug_log(self) -> None:
-        """[ssh] debug: asyncssh's debug log into the run's directory (the seed's `ssh -v`)."""
-        if not self.config.settings.ssh.debug or self._ssh_debug_stop is not None:
-            return
-        from mvp_tui.ssh.debug_log import DEBUG_LOG_FILE, start_debug_log
-
-        run_dir = self.store.run_dir(self.run_id)
-        try:
-            self._ssh_debug_stop = start_debug_log(run_dir, self.redactor)
-        except OSError as exc:  # a diagnostic: the run goes on without it
-            self._sink_line(f"[ssh] debug: the SSH debug log could not be opened: {exc}")
-            return
-        where = run_dir / DEBUG_LOG_FILE
-        self._sink_line(f"[ssh] debug: the SSH client's debug log goes to {where}")
 
     def _account_key_ready(self, path: str, fingerprint: str, registered_now: bool) -> None:
         """Say the seed's line: which identity the account holds, by its fingerprint."""
