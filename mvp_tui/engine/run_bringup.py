@@ -33,7 +33,8 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import RunCore, local_port_free, unless
-from mvp_tui.engine.watchdog import NodeWatchdog, switch_refusal
+from mvp_tui.engine.watchdog import no_verdict as silent
+from mvp_tui.engine.watchdog import switch_refusal
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
@@ -263,12 +264,7 @@ class BringUpPhase(RunCore):
                 task.cancel()
             await asyncio.gather(*waits, no_verdict, return_exceptions=True)
         if no_verdict.done() and not no_verdict.cancelled() and self.watchdog_verdict is None:
-            # The switch bounds its own API retries well inside the wait, so silence means
-            # this host's agent is stuck: the host's failure, not the run's.
-            self.watchdog_verdict = NodeWatchdog(
-                at=self._clock(), run_id=self.run_id, status="failed",
-                reason=no_verdict.result(), scope="host",
-            )
+            self.watchdog_verdict = silent(self.run_id, self._clock(), no_verdict.result())
             self.emit(self.watchdog_verdict)
         self.check_watchdog()
         if not self.watch.ready.is_set():

@@ -160,6 +160,12 @@ def verdict_event(
     )
 
 
+def no_verdict(run_id: str, at: float, reason: str) -> NodeWatchdog:
+    """The failed verdict of a switch that said nothing in time: this host's failure (the
+    switch bounds its own API retries well inside the wait, so silence is its agent stuck)."""
+    return NodeWatchdog(at=at, run_id=run_id, status="failed", reason=reason, scope="host")
+
+
 REFUSAL_FIX = (
     "fix the node image or its instance key, or set [limits] require_node_watchdog = false "
     "(env MVP_REQUIRE_NODE_WATCHDOG=false) to rent without it"

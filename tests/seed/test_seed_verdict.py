@@ -93,7 +93,7 @@ def test_a_refused_switch_or_guard_stops_the_run_and_an_unreachable_api_is_the_h
     says nothing in time, is that host's failure and the walk tries the next offer."""
     from mvp_tui.engine.boot_guard import NodeBootGuard
     from mvp_tui.engine.failures import FailureScope
-    from mvp_tui.engine.watchdog import switch_refusal
+    from mvp_tui.engine.watchdog import no_verdict, switch_refusal
 
     def verdict(**detail: object) -> NodeWatchdog:
         record = {"type": "NodeAgentPhase", "phase": "watchdog", "status": "failed",
@@ -113,6 +113,7 @@ def test_a_refused_switch_or_guard_stops_the_run_and_an_unreachable_api_is_the_h
             "unreachable": switch_refusal(unreachable, None),
             "old agent": switch_refusal(old_agent, None),
             "guard": switch_refusal(unreachable, guard),  # the guard's refusal comes first
+            "silent": switch_refusal(no_verdict("r", 0.0, no_verdict_reason(180.0)), None),
             "ready": switch_refusal(NodeWatchdog(at=0.0, run_id="r", status="ready"), None),
         }.items()
     }
@@ -121,6 +122,7 @@ def test_a_refused_switch_or_guard_stops_the_run_and_an_unreachable_api_is_the_h
         "unreachable": (FailureScope.HOST, "switch_failed"),
         "old agent": (FailureScope.RUN, "switch_failed"),
         "guard": (FailureScope.RUN, "guard_failed"),
+        "silent": (FailureScope.HOST, "switch_failed"),
         "ready": None,
     }
     failure = switch_refusal(refused, None)
