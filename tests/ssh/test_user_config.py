@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.providers.base import SshEndpoint
-from mvp_tui.ssh import MemoryPins, SshIdentity
+from mvp_tui.ssh import BootstrapTimedOut, MemoryPins, SshIdentity
 from mvp_tui.ssh.connect import ConnectFailed, open_connection
 from mvp_tui.ssh.user_config import proxied
-from tests.ssh.conftest import FAST
+from tests.ssh.conftest import FAST, STANDIN, SshHarness
 from tests.ssh.sshd import Sshd
 
 # A ProxyCommand: its stdin and stdout carry the SSH stream to 127.0.0.1:<port>.
@@ -62,3 +62,23 @@ async def test_a_node_behind_a_proxy_command_is_reached_through_it(
     assert not proxied(Path("/dev/null"), endpoint.host, endpoint.port, endpoint.user)
     with pytest.raises(ConnectFailed):
         await open_connection(endpoint, identity, MemoryPins(), "vastai:1", without)
+
+
+async def test_a_proxied_node_is_backed_off_from_not_banner_probed(
+    harness: SshHarness, tmp_path: Path
+) -> None:
+    # Its proxy reaches nothing yet: the port cannot be probed from here, so the session
+    # backs off between logins (the seed's ssh) instead of probing a banner it cannot see.
+    relay = tmp_path / "relay.py"
+    relay.write_text(RELAY)
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host node.invalid\n  ProxyCommand {sys.executable} {relay} 1\n")
+    endpoint = SshEndpoint(host="node.invalid", port=22, user="root", via="direct")
+    settings = dataclasses.replace(FAST, config_file=config, ready_timeout=1.5)
+    session = harness.session(settings, endpoint=endpoint)
+    with pytest.raises(BootstrapTimedOut):
+        await session.start_agent(STANDIN, {}, str(harness.remote_dir))
+    await session.close()
+    lines = harness.provider_lines
+    assert any("retrying in" in line for line in lines), lines
+    assert not any("waiting for sshd" in line for line in lines), lines
