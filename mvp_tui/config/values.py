@@ -146,6 +146,9 @@ def _parse(spec: KeySpec, raw: object, source: Source) -> object:
         return expand_path(text)
     if kind is Kind.ADDR:
         return _addr(spec, text, source)
+    if spec.secret and any(c.isspace() or not c.isprintable() for c in text):
+        # A key with a space inside is two pasted together or a typo: say so at load, by key.
+        raise value_error(spec, raw, source, "a space or control character inside")
     # Trimmed in every layer, as the seed trims env values: `MVP_VASTAI_SSH_USER=" root"`
     # or an image name with a trailing space never reaches a node or an API.
     return text

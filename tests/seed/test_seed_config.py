@@ -218,3 +218,11 @@ def test_text_values_are_trimmed_as_the_seed_trims_env() -> None:
     assert config["vastai.api_key"] == "key-0123"
     assert config["model.id"] == "spaced"
     assert config["vastai.bootstrap_command"] == "nvidia-smi"
+
+
+def test_an_api_key_with_a_space_inside_is_refused_naming_the_key_never_the_value() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(None, {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": "key-0123 4567"})
+    text = str(refused.value)
+    assert "[vastai] api_key" in text and "env VASTAI_API_KEY" in text and "inside" in text
+    assert "4567" not in text and "<redacted>" in text
