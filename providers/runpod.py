@@ -364,6 +364,7 @@ class RunPodProvider(ProviderBase):
         self.rate_limited_waits = self._http.rate_limited_waits  # each Retry-After waited out
         self.last_skipped: list[str] = []
         self._out_of_stock: set[str] = set()  # offer ids the catalog reported out of stock
+        self._picked: frozenset[str] = frozenset()  # every offer id the last search gave
         self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
         self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
@@ -515,18 +516,21 @@ class RunPodProvider(ProviderBase):
         )
         order = await self._order()
         self._out_of_stock = set(order.out_of_stock)
-        return [gpu.offer(s.gpu_count) for gpu in order.gpus][: policy.limit]
+        offers = [gpu.offer(s.gpu_count) for gpu in order.gpus]
+        self._picked = frozenset(o.offer_id for o in offers)  # before the cut to the limit
+        return offers[: policy.limit]
 
     async def reorder_offers(
         self, remaining: Sequence[Offer], tried: Sequence[Offer]
     ) -> list[Offer]:
-        """After a type proved unplaceable (`auto` only): the catalog read again and the types
-        left sorted again; a type is never offered twice. With none left, the types the
-        catalog still gives that were not tried (seed 003: the walk covers every type, not
-        only the first picks). On any failure: `remaining`."""
-        if not self._policy.auto:
-            return list(remaining)
+        """After a type proved unplaceable: with `auto`, the catalog read again and the types
+        left sorted again (an explicit list keeps its order); a type is never offered twice.
+        With none left, the types the catalog still gives that were not tried, `auto` or an
+        explicit list (seed 003: the walk covers every type, not only the offers first
+        handed over). On any failure: `remaining`."""
         tried_ids = [o.offer_id for o in tried]
+        if not self._policy.auto and (remaining or self._picked <= set(tried_ids)):
+            return list(remaining)  # the user's order: more is queued, or all was tried
         cap = self._policy.max_out_of_stock - sum(1 for i in tried_ids if i in self._out_of_stock)
         self.last_reorder_error = None
         try:

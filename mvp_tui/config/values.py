@@ -67,7 +67,7 @@ def parse_value(spec: KeySpec, raw: object, source: Source) -> object:
     says, so every reader sees the same: a 0 of a `zero_is_unset` key is None (unset, no
     limit); a 0 where none is meaningful (`minimum` > 0, `above`) and too short a list are
     errors naming key, value and source; empty text is an error for a key with a default and
-    None (unset) for an optional one.
+    None (unset) for an optional one. Text is trimmed, whichever layer it came from.
     """
     if raw is None:
         return None
@@ -146,7 +146,12 @@ def _parse(spec: KeySpec, raw: object, source: Source) -> object:
         return expand_path(text)
     if kind is Kind.ADDR:
         return _addr(spec, text, source)
-    return raw
+    if spec.secret and any(c.isspace() or not c.isprintable() for c in text):
+        # A key with a space inside is two pasted together or a typo: say so at load, by key.
+        raise value_error(spec, raw, source, "a space or control character inside")
+    # Trimmed in every layer, as the seed trims env values: `MVP_VASTAI_SSH_USER=" root"`
+    # or an image name with a trailing space never reaches a node or an API.
+    return text
 
 
 def _run_id(spec: KeySpec, raw: object, source: Source) -> str:

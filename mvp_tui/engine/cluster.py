@@ -177,6 +177,7 @@ class WorkerWatch:
         self._shared = shared
         self.ready: dict[int, WorkerReady] = {}
         self.fatal: dict[int, str] = {}
+        self.fatal_fix: dict[int, str] = {}  # what the worker says to do about it
         self.changed = asyncio.Event()
         self.listening: dict[int, asyncio.Event] = {}  # per worker, for its SSH session
 
@@ -201,6 +202,8 @@ class WorkerWatch:
             self.fatal[node] = clean_line(
                 str(record.get("reason") or "failed"), 600, redact=self._redact
             )
+            self.fatal_fix[node] = clean_line(str(record.get("fix") or ""), 600,
+                                              redact=self._redact)
         else:
             return
         self.changed.set()
@@ -209,7 +212,10 @@ class WorkerWatch:
         while True:
             self.changed.clear()
             if node_id in self.fatal:
-                raise ClusterFailed(f"worker node {node_id} failed: {self.fatal[node_id]}")
+                raise ClusterFailed(
+                    f"worker node {node_id} failed: {self.fatal[node_id]}",
+                    fix=self.fatal_fix.get(node_id, ""),
+                )
             if node_id in self.ready:
                 return self.ready[node_id]
             await self.changed.wait()

@@ -21,6 +21,7 @@ from mvp_tui.ssh.errors import (
     HostKeyChanged,
     IdentityError,
     ImageUnfit,
+    LocalSshProblem,
     PinnedKeyNotServed,
     SshError,
 )
@@ -93,15 +94,17 @@ class AttemptFailed(RunFailed):
 
 
 def ssh_failure(error: SshError, stage: Stage) -> AttemptFailure:
-    """An SSH step's failure, classified: our own key or files are run-wide, as is an image
-    without python3; a host that never answers, refuses the key or changes its host key is
-    that host's."""
+    """An SSH step's failure, classified: our own key, files or SSH client are run-wide (no
+    other host would do better), as is an image without python3; a host that never
+    answers, refuses the key or changes its host key is that host's."""
     host, run = FailureScope.HOST, FailureScope.RUN
     scope, kind = host, "ssh_failed"
     if isinstance(error, ImageUnfit):
         scope, kind = run, "image_unfit"
     elif isinstance(error, IdentityError | AgentFileError):
         scope, kind = run, "local_ssh"
+    elif isinstance(error, LocalSshProblem):  # a live sshd, our client failing (seed 003)
+        scope, kind = run, "local_ssh_client"
     elif isinstance(error, AuthFailed):
         kind = "ssh_key_refused"
     elif isinstance(error, HostKeyChanged):

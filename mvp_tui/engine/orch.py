@@ -25,7 +25,15 @@ from mvp_tui.config.schema import KEYS
 from mvp_tui.datastream.channels import LogStream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.records import OrchestratorEmitter, ProvisionEventKind
-from mvp_tui.engine.events import NodeFailed, NodeReady, OffersListed, RunFinished, RunStarted
+from mvp_tui.engine.events import (
+    AttemptAbandoned,
+    NodeFailed,
+    NodeReady,
+    OffersListed,
+    RunFinished,
+    RunStarted,
+    RunStateChanged,
+)
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
@@ -148,6 +156,9 @@ class OrchTap:
         self._started_walk = False  # a create was attempted: the run waits for its node
         self._runtime_ready = False
         self._weights_loaded = False
+        # A failed bring-up's reason: ProvisionFailed is the run's, written once the run
+        # ends failed, never for a host the walk went past.
+        self._failed_reason: str | None = None
         self._shutdown = False
         self._request_ids: dict[int, int] = {}  # queue prompt id -> the RPC client's id
         self._stopping: set[str] = set()  # leases destroyed by the run's teardown
@@ -231,6 +242,10 @@ class OrchTap:
             self._phase("watchdog", event.status, armed=event.armed, reason=event.reason)
         elif isinstance(event, (NodeReady, NodeFailed)):
             self._weights(event)
+        elif isinstance(event, AttemptAbandoned):
+            self._next_host()
+        elif isinstance(event, RunStateChanged) and event.state == "tearing down":
+            self._provision_failed()
         elif isinstance(event, PromptRpcListening):
             self._serving(event)
         elif isinstance(event, PromptRpcFailed):
@@ -240,6 +255,8 @@ class OrchTap:
         ):
             self._stop(event)
         elif isinstance(event, RunFinished):
+            if event.exit_code != 0:
+                self._provision_failed()
             if event.exit_code == 0:
                 self._phase("orch_exit", "ready", result="ok")
             else:
@@ -282,9 +299,21 @@ class OrchTap:
             env_keys=sorted(env_keys),
         )
 
+    def _next_host(self) -> None:
+        """An attempt's host was given up: the next host's bring-up is recorded afresh (its
+        `node_runtime_ready`, and what a stop on stdin says the run waits for)."""
+        self._ssh_started = self._runtime_ready = self._weights_loaded = False
+
+    def _provision_failed(self) -> None:
+        """The seed's `Failed` observation, once, when the run ends on a failed bring-up."""
+        reason, self._failed_reason = self._failed_reason, None
+        if reason is not None:
+            self._event(ProvisionEventKind.PROVISION_FAILED, reason)
+
     def _walk(self, event: EngineEvent) -> None:
         if isinstance(event, lease.AttemptStarted):
             self._started_walk = True
+            self._failed_reason = None  # the walk went on past the failed host
             self._phase(
                 "provider_start",
                 "started",
@@ -364,8 +393,8 @@ class OrchTap:
             else "serve_prompts"
         )
         self._phase(phase, "failed", error=event.reason, fix=event.fix)
-        if not self._weights_loaded:  # the seed's `Failed` observation
-            self._event(ProvisionEventKind.PROVISION_FAILED, event.reason)
+        if not self._weights_loaded:  # the seed's `Failed`, if the run ends here
+            self._failed_reason = event.reason
 
     def _serving(self, event: PromptRpcListening) -> None:
         addr = f"[{event.host}]:{event.port}" if ":" in event.host else f"{event.host}:{event.port}"

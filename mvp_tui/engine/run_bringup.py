@@ -33,8 +33,8 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import RunCore, local_port_free, unless
-from mvp_tui.engine.verdict_wait import OPT_OUT
-from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.engine.watchdog import no_verdict as silent
+from mvp_tui.engine.watchdog import switch_refusal
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
@@ -263,9 +263,7 @@ class BringUpPhase(RunCore):
                 task.cancel()
             await asyncio.gather(*waits, no_verdict, return_exceptions=True)
         if no_verdict.done() and not no_verdict.cancelled() and self.watchdog_verdict is None:
-            self.watchdog_verdict = NodeWatchdog(
-                at=self._clock(), run_id=self.run_id, status="failed", reason=no_verdict.result()
-            )
+            self.watchdog_verdict = silent(self.run_id, self._clock(), no_verdict.result())
             self.emit(self.watchdog_verdict)
         self.check_watchdog()
         if not self.watch.ready.is_set():
@@ -280,28 +278,13 @@ class BringUpPhase(RunCore):
 
     def check_watchdog(self) -> None:
         """A node whose switch (or boot guard) cannot destroy its own instance is not run when
-        the switch is required: the lease is torn down, and the message says why and how to
-        opt out."""
-        verdict, guard = self.watchdog_verdict, self.boot_guard_verdict
-        failed = [
-            # The opt-out in our own words: the node's reason is cut at 200 (seed 003).
-            (what, f"the node's {what} cannot protect this lease: {v.reason} ({OPT_OUT})")
-            for what, v in (("boot guard", guard), ("dead-man's switch", verdict))
-            if v is not None and v.status == "failed"
-        ]
-        if self.watchdog.required and failed:
-            what, reason = failed[0]
-            raise self._attempt_failed(
-                AttemptFailure(
-                    Stage.AGENT,
-                    FailureScope.HOST,
-                    "guard_failed" if what == "boot guard" else "switch_failed",
-                    reason,
-                    "fix the node image or its instance key, or set [limits] "
-                    "require_node_watchdog = false (env MVP_REQUIRE_NODE_WATCHDOG=false) to "
-                    "rent without it",
-                )
-            )
+        the switch is required: the lease is torn down, and the message says why, how to opt
+        out, and whether the run stops or walks on (`switch_refusal`)."""
+        if not self.watchdog.required:
+            return
+        refusal = switch_refusal(self.watchdog_verdict, self.boot_guard_verdict)
+        if refusal is not None:
+            raise self._attempt_failed(refusal)
 
     async def keep_node_attached(self) -> None:
         """Heartbeats to the node's switch while this run is attached (at least four per
@@ -375,6 +358,7 @@ class BringUpPhase(RunCore):
             raise self._node_failed("the lease has no SSH endpoint", "")
         if self._identity is None:  # prepare_ssh_identity runs before any lease is reached
             raise self._node_failed("no SSH identity was loaded for this run", "")
+        self.start_ssh_debug_log()
         return NodeSession(
             lease.ssh,
             self._identity,
@@ -389,6 +373,22 @@ class BringUpPhase(RunCore):
             # Pinned before create (Vast, RunPod): until it answers, another key is "not yet".
             awaiting_pin=lease.host_key is not None and self._resume is None,
         )
+
+    def start_ssh_debug_log(self) -> None:
+        """[ssh] debug: asyncssh's debug log into the run's directory (the seed's `ssh -v`),
+        from the first SSH session on (the run's record, and so its directory, exist then)."""
+        if not self.config.settings.ssh.debug or self._ssh_debug_stop is not None:
+            return
+        from mvp_tui.ssh.debug_log import DEBUG_LOG_FILE, start_debug_log
+
+        run_dir = self.store.run_dir(self.run_id)
+        try:
+            self._ssh_debug_stop = start_debug_log(run_dir, self.redactor)
+        except OSError as exc:  # a diagnostic: the run goes on without it
+            self._sink_line(f"[ssh] debug: the SSH debug log could not be opened: {exc}")
+            return
+        where = run_dir / DEBUG_LOG_FILE
+        self._sink_line(f"[ssh] debug: the SSH client's debug log goes to {where}")
 
     def _ssh_settings(self, lease: LeaseRecord) -> SshSettings:
         """[ssh] for this lease: the wait for a first answer from its sshd is budgeted by the

@@ -179,6 +179,7 @@ class RunCore:
         self._worker_sessions: list[NodeSession] = []  # a multi-node run's rented workers
         self._ssh_public_key: str | None = None
         self._identity: SshIdentity | None = None  # loaded by prepare_ssh_identity
+        self._ssh_debug_stop: Callable[[], None] | None = None  # [ssh] debug, while on
         self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
         # Several nodes serving one model (llama.cpp RPC), and the token-progress watchdog.
         # Rented workers report on their own sessions' streams; local ones share one pipe.
@@ -427,6 +428,9 @@ class RunCore:
         self._sink_line(line)
 
     async def aclose(self) -> None:
+        if self._ssh_debug_stop is not None:
+            self._ssh_debug_stop()
+            self._ssh_debug_stop = None
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None

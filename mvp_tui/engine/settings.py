@@ -36,6 +36,8 @@ PASS_THROUGH_ENV = (
     "HF_TOKEN",
     "MVP_HF_ENDPOINT",
     "MVP_NODE_PROVIDER_ENV_FILE",
+    # The switch's first retry pause when the provider's API does not answer (tests shorten it).
+    "MVP_WATCHDOG_RETRY_INITIAL_S",
     # Multi-node runs: where the node finds llama.cpp's RPC binaries, and the authorized_keys
     # file a rented worker adds the run's tunnel key to (tests point it at their sshd's).
     "MVP_RPC_BIN_DIR",

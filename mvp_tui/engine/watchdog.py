@@ -15,9 +15,11 @@ from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.engine.boot_guard import NodeBootGuard
 from mvp_tui.engine.events import IdleStopNotice
+from mvp_tui.engine.failures import AttemptFailure, FailureScope, Stage
 from mvp_tui.engine.limits import Limits
-from mvp_tui.engine.verdict_wait import VERDICT_CHARS, verdict_line
+from mvp_tui.engine.verdict_wait import OPT_OUT, VERDICT_CHARS, verdict_line
 from mvp_tui.events import EngineEvent
 from mvp_tui.node_protocol import (
     AGENT_CHANNEL_SUFFIX,
@@ -111,6 +113,9 @@ class NodeWatchdog(EngineEvent):
     idle_teardown_mins: float | None = None
     armed: bool = False
     trigger: str = ""  # "deadline" | "idle" once fired
+    # A failed verdict's scope: "host" where only this host failed (it cannot reach the
+    # provider's API), "run" where every host would fail the same (the key lacks the right).
+    scope: str = "run"
 
 
 def watchdog_record(frame: Frame) -> dict[str, Any] | None:
@@ -151,7 +156,41 @@ def verdict_event(
         idle_teardown_mins=float(idle) if isinstance(idle, (int, float)) else None,
         armed=detail.get("armed") is True,
         trigger=clean_line(str(detail.get("trigger") or ""), 20),
+        scope="host" if detail.get("scope") == "host" else "run",
     )
+
+
+def no_verdict(run_id: str, at: float, reason: str) -> NodeWatchdog:
+    """The failed verdict of a switch that said nothing in time: this host's failure (the
+    switch bounds its own API retries well inside the wait, so silence is its agent stuck)."""
+    return NodeWatchdog(at=at, run_id=run_id, status="failed", reason=reason, scope="host")
+
+
+REFUSAL_FIX = (
+    "fix the node image or its instance key, or set [limits] require_node_watchdog = false "
+    "(env MVP_REQUIRE_NODE_WATCHDOG=false) to rent without it"
+)
+
+
+def switch_refusal(
+    verdict: NodeWatchdog | None, guard: NodeBootGuard | None
+) -> AttemptFailure | None:
+    """The attempt's failure when the boot guard or the switch failed (the guard first),
+    else None. As the seed, a refusal stops the run: an instance key that is missing or lacks
+    the right, or an image without the guard's tools, fails the same on every host. Only a
+    switch that could not reach the provider's API, or said nothing in time, is this host's
+    failure (`scope` "host"), and the walk tries the next offer."""
+    if guard is not None and guard.status == "failed":
+        what, reason, scope, kind = "boot guard", guard.reason, FailureScope.RUN, "guard_failed"
+    elif verdict is not None and verdict.status == "failed":
+        host = verdict.scope == "host"
+        what, reason, kind = "dead-man's switch", verdict.reason, "switch_failed"
+        scope = FailureScope.HOST if host else FailureScope.RUN
+    else:
+        return None
+    # The opt-out in our own words: the node's reason is cut at 200 (seed 003).
+    text = f"the node's {what} cannot protect this lease: {reason} ({OPT_OUT})"
+    return AttemptFailure(Stage.AGENT, scope, kind, text, REFUSAL_FIX)
 
 
 IDLE_STOP_STATES = {

@@ -42,9 +42,15 @@ ROLE_MAIN = "main"
 ROLE_WORKER = "worker"
 RPC_SERVER_BIN = "ggml-rpc-server"
 LLAMA_SERVER_BIN = "llama-server"
+# Where scripts/llama-rpc-build.sh caches what it builds: $MVP_LLAMA_CACHE (default
+# ~/.cache/mvp-tui)/llama.cpp-<version>/bin.
+RPC_BUILD_CACHE_ENV = "MVP_LLAMA_CACHE"
+RPC_BUILD_CACHE = "~/.cache/mvp-tui"
 RPC_BIN_FIX = (
-    "build llama.cpp with -DGGML_RPC=ON (scripts/llama-rpc-build.sh does) and put its bin "
-    "directory on PATH or in MVP_RPC_BIN_DIR"
+    "build them once with `scripts/llama-rpc-build.sh` (in the mvp-tui source tree; about 7 "
+    "minutes on 2 cores), which caches them where every node of this machine finds them "
+    f"({RPC_BUILD_CACHE}/llama.cpp-<version>/bin); or build llama.cpp with -DGGML_RPC=ON and "
+    "put its bin directory in MVP_RPC_BIN_DIR or on PATH"
 )
 RPC_PROBE_TIMEOUT_S = 1.0
 PLACEMENT_GRACE_S = 10.0  # how long the placement proof waits for the log reader to catch up
@@ -134,17 +140,39 @@ def _split_tunnel(tunnel: str) -> tuple[str, str, int]:
     return user, host, int(port)
 
 
-def find_engine_binary(name: str, bin_dir: str) -> str:
-    """The path of a llama.cpp binary: MVP_RPC_BIN_DIR first, then PATH."""
-    if bin_dir:
-        candidate = os.path.join(os.path.expanduser(bin_dir), name)
+def built_bin_dirs(env: Mapping[str, str]) -> list[str]:
+    """The bin directories scripts/llama-rpc-build.sh filled, newest version first."""
+    base = os.path.expanduser(env.get(RPC_BUILD_CACHE_ENV, "").strip() or RPC_BUILD_CACHE)
+    found = [str(p) for p in Path(base).glob("llama.cpp-*/bin") if p.is_dir()]
+    return sorted(found, key=_version_key, reverse=True)
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    version = Path(path).parent.name.rpartition("-")[2]
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def find_engine_binary(
+    name: str, bin_dir: str, env: Mapping[str, str] | None = None
+) -> str:
+    """The path of a llama.cpp binary: MVP_RPC_BIN_DIR first, then the project's own build
+    (scripts/llama-rpc-build.sh's cache, built with RPC), then PATH."""
+    env = os.environ if env is None else env
+    dirs = [os.path.expanduser(bin_dir)] if bin_dir else []
+    for directory in [*dirs, *built_bin_dirs(env)]:
+        candidate = os.path.join(directory, name)
         if os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which(name)
     if found:
         return found
-    where = f"MVP_RPC_BIN_DIR={bin_dir} or PATH" if bin_dir else "PATH"
-    raise PhaseFailed(f"this node cannot take its role: {name} is not in {where}", fix=RPC_BIN_FIX)
+    where = f"MVP_RPC_BIN_DIR={bin_dir}, " if bin_dir else ""
+    cache = env.get(RPC_BUILD_CACHE_ENV, "").strip() or RPC_BUILD_CACHE
+    raise PhaseFailed(
+        f"this node cannot take its role: {name} is not in {where}the build cache "
+        f"({cache}/llama.cpp-*/bin) or PATH",
+        fix=RPC_BIN_FIX,
+    )
 
 
 def rpc_reachable(endpoint: str, timeout: float = RPC_PROBE_TIMEOUT_S) -> bool:

@@ -244,7 +244,11 @@ class Watchdog:
         base = self._detail()
         if reason is not None:
             self.verdict = "failed"
-            base.update(reason=clean_text(reason, 600, redact=self.emitter.redact), armed=False)
+            # Whose failure: "host" only where another host could do better (its network);
+            # a key without the right, or a missing one, fails the same on every host.
+            scope = "host" if detail.get("scope") == "host" else "run"
+            reason = clean_text(reason, 600, redact=self.emitter.redact)
+            base.update(reason=reason, armed=False, scope=scope)
             self.emitter.phase(WATCHDOG_PHASE, "failed", base, ms_since(started))
             self.emitter.stderr(f"mvp-node: dead-man's switch verdict failed: {reason}")
             return
@@ -291,7 +295,7 @@ class Watchdog:
 
     def _prove(self) -> tuple[str | None, dict[str, Any]]:
         """(None, detail) when a harmless authenticated read of our own instance worked,
-        else (reason, {})."""
+        else (reason, {}), or (reason, {"scope": "host"}) when this host cannot reach the API."""
         creds, why = self._credentials()
         if creds is None:
             return why, {}
@@ -317,7 +321,7 @@ class Watchdog:
                 f"cannot reach the {api.name} API to prove the switch ({answer.describe()} "
                 f"after {tries} tries, {doing}): the node needs outbound HTTPS to it; "
                 f"{REQUIRE_HINT}"
-            ), {}
+            ), {"scope": "host"}
         if api.is_gone(answer) or answer.status == 200:
             return (
                 f"{api.name} does not show instance {creds.instance_id} to its own key "

@@ -106,6 +106,7 @@ class FakeVast(VastOperations):
         self._destroy_failures: list[list[Any]] = []  # [instance_id | None, times, status]
         self._stick_loading: set[int] = set()
         self._die_on_start: set[int] = set()
+        self._cut_off: set[int] = set()  # offers whose instances cannot reach this API
         # Per offer: the SSH endpoint its running instances report (over `ssh_endpoint`),
         # and after how many running observations they exit (a host that fails late);
         # when each such instance first showed "exited".
@@ -202,6 +203,12 @@ class FakeVast(VastOperations):
         with self._lock:
             self._die_on_start.add(offer_id)
 
+    def cut_off_from_api(self, offer_id: int) -> None:
+        """Instances created from this offer cannot reach the API (a host without outbound
+        HTTPS): every request carrying their own key is dropped without an answer."""
+        with self._lock:
+            self._cut_off.add(offer_id)
+
     def exit_after_running(self, offer_id: int, observations: int) -> None:
         """Instances of this offer run, then show "exited" after `observations` shows or
         lists as running (the container died under the user)."""
@@ -297,6 +304,11 @@ class FakeVast(VastOperations):
             self.requests.append(RecordedRequest(method, parts.path, query, headers, body))
         op, perform = self._route(method, path, query, body, body_ok)
         owner = self._instance_key_owner(headers, query)
+        with self._lock:
+            cut_off = owner is not None and self._instances[owner].offer_id in self._cut_off
+        if cut_off:
+            handler.drop()  # its host's network never got the request here
+            return
         if owner is not None and not in_scope(owner, op, path):
             with self._lock:
                 self.scope_violations.append(

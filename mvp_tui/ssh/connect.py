@@ -1,4 +1,5 @@
-"""One SSH connection to a lease's node: pinned host key, our identity, nothing from ~/.ssh.
+"""One SSH connection to a lease's node: pinned host key, our identity; from the user's
+OpenSSH config only how to reach the host (a jump host, a proxy: `user_config`).
 
 A failed connect becomes a `ConnectFailed` carrying an `AttemptOutcome`, so the retry loop
 decides from a named kind, never from message text.
@@ -18,6 +19,7 @@ from mvp_tui.ssh.events import AttemptOutcome
 from mvp_tui.ssh.hostkeys import HostKeyPins, PinCheck, PinningClient
 from mvp_tui.ssh.identity import SshIdentity
 from mvp_tui.ssh.settings import SshSettings
+from mvp_tui.ssh.user_config import config_paths
 from mvp_tui.untrusted import one_line_ascii
 
 _DESCRIBE_CHARS = 4096
@@ -62,7 +64,8 @@ async def open_connection(
                     client_keys=keys,
                     agent_path=None,
                     agent_forwarding=False,
-                    config=None,
+                    config=config_paths(settings.config_file),
+                    request_pty=False,  # the agent's channels carry bytes, never a terminal
                     preferred_auth="publickey",
                     gss_host=None,
                     ignore_encrypted=True,

@@ -78,6 +78,7 @@ from mvp_tui.ssh.logtail import (
     read_frame,
 )
 from mvp_tui.ssh.settings import SshSettings
+from mvp_tui.ssh.user_config import proxied
 from mvp_tui.untrusted import one_line_ascii
 
 ProviderLineCallback = Callable[[str], object]
@@ -145,6 +146,9 @@ class NodeSession:
         # "not yet" (retried within the boot budget), never trusted and never sent anything.
         self._awaiting_pin = awaiting_pin
         self.last_outcome: AttemptOutcome | None = None  # of the latest attempt
+        # Reached through a jump host or proxy (the user's ~/.ssh/config): its port cannot be
+        # probed from here, so failed logins back off instead (as the seed's ssh did).
+        self._proxied = proxied(settings.config_file, endpoint.host, endpoint.port, endpoint.user)
         self._sink = sink
         self._on_node_line = on_node_line
         self._on_provider_line = on_provider_line
@@ -332,7 +336,8 @@ class NodeSession:
             refusals = refusals + 1 if result.outcome is AttemptOutcome.AUTH_FAILED else 0
             if refusals >= settings.auth_attempts:
                 return self._give_up(StopReason.AUTH_FAILED, result, self._auth_error(result))
-            banner = result.outcome is AttemptOutcome.LOCAL_FAILURE and await ssh_banner(
+            local = result.outcome is AttemptOutcome.LOCAL_FAILURE and not self._proxied
+            banner = local and await ssh_banner(
                 self.endpoint.host, self.endpoint.port, settings.banner_timeout
             )
             strikes = strikes_after(
@@ -362,9 +367,8 @@ class NodeSession:
                 return self._give_up(
                     StopReason.TIMED_OUT, result, self._timeout_error(phase, result)
                 )
-            if self._port_not_up(result, phase, reached) and await self._await_port(
-                result, remaining
-            ):
+            port_not_up = self._port_not_up(result, phase, reached) and not self._proxied
+            if port_not_up and await self._await_port(result, remaining):
                 continue  # sshd answers now: log in at once, not after a back-off
             delay = min(backoff.next_delay(), remaining)
             self._attempt_event(result, delay, phase)

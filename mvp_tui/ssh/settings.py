@@ -41,6 +41,8 @@ class SshSettings:
     shutdown_grace: float = 10.0  # after `shutdown`, before SIGTERM (and as long again: SIGKILL)
     max_line_bytes: int = 65536  # a longer line is delivered in pieces of this size
     identity_path: Path | None = None  # the nodes' private key; None = ~/.ssh/id_ed25519
+    # The user's OpenSSH client config ([ssh] config_file); None: none is read.
+    config_file: Path | None = None
     # The setting identity_path comes from, as its errors name it (the provider's own key).
     identity_key: str = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
 
@@ -57,6 +59,7 @@ class SshSettings:
             ready_timeout=ssh.ready_timeout_secs,
             connect_timeout=ssh.connect_timeout_secs,
             identity_path=node.ssh_identity if node else None,
+            config_file=ssh.config_file,
             identity_key=f"{key.label} (env {key.env[0]})",
         )
 

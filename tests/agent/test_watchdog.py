@@ -315,6 +315,7 @@ async def test_no_credentials_is_a_failed_verdict_and_the_agent_still_serves(
             assert "[limits] require_node_watchdog = false" in reason
             assert "\n" not in reason and failed["armed"] is False
             assert failed["provider"] == "vastai"
+            assert failed["scope"] == "run", "every host would lack the key: the run's"
             assert (await run.weights())["type"] == "WeightsLoaded"
             await run.send("shutdown\n")
             assert await run.wait_exit() == 0
@@ -335,8 +336,10 @@ async def test_another_instances_key_is_refused_and_named(
         env = _env(tmp_path, tiny_model, path_with, **_vast_env(fake, environ))
         run = await AgentRun.start(env)
         try:
-            reason = (await run.wait_phase("watchdog", "failed"))["detail"]["reason"]
+            detail = (await run.wait_phase("watchdog", "failed"))["detail"]
+            reason = detail["reason"]
             assert "Vast refused the instance key (HTTP 401" in reason, reason
+            assert detail["scope"] == "run", "a key without the right: the run's failure"
             assert "require_node_watchdog" in reason
             assert (await run.weights())["type"] == "WeightsLoaded"
             await run.send("shutdown\n")

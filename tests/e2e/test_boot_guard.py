@@ -23,7 +23,7 @@ import pytest
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, Status
 from tests.e2e.headless import HeadlessRun, Record, event
 from tests.e2e.node import Node
-from tests.e2e.test_node_watchdog import KEY, destroyed_by_itself, rented_env
+from tests.e2e.test_node_watchdog import KEY, creates, destroyed_by_itself, rented_env
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.container import Container, wait_until
 from tests.fakes.vastai_server import FakeVast
@@ -152,6 +152,7 @@ async def test_a_guard_that_cannot_run_stops_the_run(
     guard_dir.mkdir()
     with FakeVast(api_key=KEY) as fake:
         env = {**rented_env(fake, node, tmp_path, tiny_gguf), "MVP_BOOT_GUARD_DIR": str(guard_dir)}
+        fake.add_offer(dph_total=0.50)  # a second host, which would fail the same way
         container: Container | None = None
         try:
             async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
@@ -169,4 +170,8 @@ async def test_a_guard_that_cannot_run_stops_the_run(
         assert failed["reason"].startswith("the node's boot guard cannot protect this lease")
         assert "require_node_watchdog" in run.stderr
         assert not run.events("node_ready")
+        # The seed refuses the run: one host rented, destroyed, and no second one.
+        (abandoned,) = run.events("attempt_abandoned")
+        assert (abandoned["scope"], abandoned["failure_kind"]) == ("run", "guard_failed")
         assert fake.billing() == [] and fake.destroyed_by(instance) == "account"
+        assert creates(fake) == 1, "a refused guard rents no second host"

@@ -107,6 +107,14 @@ async def test_gauntlet_of_bad_hosts_ends_serving_on_the_good_one(
             assert [o.split(":")[1] for o in orders[0]["offers"]] == offers
             assert len(orders) == 4 and orders[-1]["offers"] == [f"vastai:{good}"]
             assert ready["local_url"].startswith("http://127.0.0.1:")
+            # The seed's records, per host: each bad one's runtime `failed`, the serving one's
+            # `ready`; and no ProvisionFailed, as the run served.
+            kinds_seen = [f["payload"]["event"]["kind"]
+                          for f in run.frames("mvp.provisioning.events")]
+            assert "ProvisionFailed" not in kinds_seen and kinds_seen.count("NodeLive") == 4
+            runtime = [f["payload"]["status"] for f in run.frames("mvp.orch.bootstrap")
+                       if f["payload"]["phase"] == "node_runtime_ready"]
+            assert runtime == ["started", "failed"] * 3 + ["started", "ready"], runtime
         finally:
             down = cli("down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(state)})
             assert down.returncode == 0, down.stderr

@@ -46,6 +46,11 @@ async def destroyed_by_itself(fake: FakeVast, instance_id: int, within: float) -
     assert fake.destroyed_by(instance_id) == "instance"
 
 
+def creates(fake: FakeVast) -> int:
+    """How many create requests reached the fake (one per host rented)."""
+    return sum(1 for r in fake.requests if r.method == "PUT" and "/asks/" in r.path)
+
+
 def no_account_key_on_the_node(node: Node) -> None:
     for path in node.node_dir.rglob("*"):
         if path.is_file():
@@ -92,6 +97,7 @@ async def test_a_node_that_cannot_destroy_itself_is_not_run(
 ) -> None:
     with FakeVast(api_key=KEY) as fake:
         env = rented_env(fake, node, tmp_path, tiny_gguf)
+        fake.add_offer(dph_total=0.50)  # a second host, which would fail the same way
         fake.node_env_file = None  # the image exposes no instance key
         env["MVP_NODE_PROVIDER_ENV_FILE"] = str(tmp_path / "no-such-environ")
         async with HeadlessRun(["--yes"], tmp_path / "state", env=env) as run:
@@ -99,10 +105,43 @@ async def test_a_node_that_cannot_destroy_itself_is_not_run(
         assert code == 1, run.stderr
         (verdict,) = run.events("node_watchdog")
         assert verdict["status"] == "failed" and "CONTAINER_API_KEY" in verdict["reason"]
+        assert verdict["scope"] == "run"
         assert "CONTAINER_API_KEY" in run.stderr and "require_node_watchdog" in run.stderr
         assert not run.events("node_ready")
+        # The seed refuses the run: one host rented, destroyed, and no second one.
+        (abandoned,) = run.events("attempt_abandoned")
+        assert (abandoned["scope"], abandoned["failure_kind"]) == ("run", "switch_failed")
         assert fake.billing() == []
         assert [fake.destroyed_by(i) for i in fake.destroyed()] == ["account"]
+        assert creates(fake) == 1, "a refused switch rents no second host"
+
+
+async def test_a_host_that_cannot_reach_the_api_is_walked_past(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    with FakeVast(api_key=KEY) as fake:
+        env = rented_env(fake, node, tmp_path, tiny_gguf)
+        (cut_off,) = [int(o["id"]) for o in fake.offers()]
+        fake.add_offer(dph_total=0.50)
+        fake.cut_off_from_api(cut_off)  # that host has no way out to the API
+        env["MVP_SSH_DEBUG"] = "1"  # and the seed's `ssh -v`, into the run's directory
+        env["MVP_WATCHDOG_RETRY_INITIAL_S"] = "0.05"  # its four tries in 0.35 s, not 7 s
+        async with HeadlessRun(["--yes", "--until", "ready"], tmp_path / "state",
+                               env=env) as run:
+            assert await run.finish(within=180) == 0, run.stderr
+        (debug_log,) = (tmp_path / "state").rglob("ssh-debug.log")
+        text = debug_log.read_text()
+        assert f"port {node.port}" in text and KEY not in text
+        failed, ready = [e for e in run.events("node_watchdog")]
+        assert (failed["status"], failed["scope"]) == ("failed", "host"), failed
+        assert "cannot reach the Vast API" in failed["reason"]
+        assert ready["status"] == "ready"
+        (abandoned,) = run.events("attempt_abandoned")
+        assert (abandoned["scope"], abandoned["failure_kind"]) == ("host", "switch_failed")
+        assert creates(fake) == 2 and len(fake.billing()) == 1
+        down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=env)
+        assert down.returncode == 0, down.stderr
+        assert fake.billing() == []
 
 
 async def test_an_attached_dashboard_keeps_its_lease_past_three_silence_windows(

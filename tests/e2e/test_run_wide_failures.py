@@ -1,14 +1,17 @@
 """A failure that every host would repeat stops the run after the first attempt, with the fix
-named: an image without python3, a corrupt GGUF. The second offer is never created."""
+named: an image without python3, a corrupt GGUF, our own SSH client failing a live sshd. The
+second offer is never created."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import asyncssh
+
 from tests.e2e.headless import HeadlessRun
 from tests.e2e.node import Node, vast_node_env
 from tests.fakes.vastai_server import FakeVast
-from tests.ssh.test_refusals import image_without_python
+from tests.ssh.test_refusals import banner_then_bad_kexinit, fake_node, image_without_python
 
 KEY = "fake-vast-key-0123456789"
 
@@ -63,3 +66,30 @@ async def test_a_corrupt_gguf_stops_after_one_host(node: Node, tmp_path: Path) -
     assert abandoned["scope"] == "run", abandoned
     assert abandoned["stage"] == "engine"
     assert "GGUF file is corrupt" in run.stderr, run.stderr
+
+
+async def test_our_ssh_client_failing_a_live_sshd_stops_after_one_host(tmp_path: Path) -> None:
+    """Seed 003's LOCAL_STRIKES: sshd answers, our client fails its handshake twice; no other
+    host would do better, so the second offer is never rented."""
+    key = tmp_path / "id_ed25519"
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(key))
+    key.chmod(0o600)
+    async with fake_node(banner_then_bad_kexinit) as port:
+        with FakeVast(api_key=KEY) as fake:
+            for price in (0.10, 0.20):
+                fake.add_offer(dph_total=price)
+            fake.ssh_endpoint = ("127.0.0.1", port, True)
+            env = {
+                "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "VAST_URL": fake.url,
+                "MVP_VASTAI_SSH_IDENTITY": str(key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
+                "MVP_SSH_RETRY_INITIAL_SECS": "0.2",
+            }
+            async with HeadlessRun(["--yes", "--until", "ready"], tmp_path / "state",
+                                   env=env) as run:
+                code = await run.finish(within=120)
+            assert code == 1, run.stderr
+            assert _creates(fake) == 1, "a local SSH problem tries no second host"
+            assert fake.billing() == []
+    (abandoned,) = run.events("attempt_abandoned")
+    assert (abandoned["scope"], abandoned["failure_kind"]) == ("run", "local_ssh_client")
+    assert "no other node would do better" in run.stderr

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import asyncssh
+import pytest
 
 from tests.agent.agent_run import AgentRun, agent_env
 
@@ -41,12 +42,31 @@ async def test_a_worker_without_the_rpc_binary_says_what_is_missing(tmp_path: Pa
     empty = tmp_path / "bin"
     empty.mkdir()
     env = agent_env(tmp_path, MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=str(empty),
-                    MVP_LOGICAL_NODE_ID="2", PATH=str(empty))
+                    MVP_LOGICAL_NODE_ID="2", PATH=str(empty),
+                    MVP_LLAMA_CACHE=str(tmp_path / "no-build"))
     agent = await AgentRun.start(env)
     fatal = await agent.weights(within=60)
     assert await agent.wait_exit() == 1
     assert "ggml-rpc-server is not in MVP_RPC_BIN_DIR" in fatal["reason"]
-    assert "-DGGML_RPC=ON" in fatal["fix"]
+    assert "the build cache" in fatal["reason"]
+    assert "-DGGML_RPC=ON" in fatal["fix"] and "scripts/llama-rpc-build.sh" in fatal["fix"]
+
+
+def test_the_projects_own_rpc_build_is_found_without_path_or_bin_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mvp_tui.node.roles import RPC_SERVER_BIN, find_engine_binary
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    for version in ("0.3.9", "0.3.36"):  # the newest build wins
+        bin_dir = tmp_path / f"llama.cpp-{version}" / "bin"
+        bin_dir.mkdir(parents=True)
+        binary = bin_dir / RPC_SERVER_BIN
+        binary.write_text("#!/bin/sh\n")
+        binary.chmod(0o755)
+    env = {"MVP_LLAMA_CACHE": str(tmp_path)}
+    found = find_engine_binary(RPC_SERVER_BIN, "", env)
+    assert found == str(tmp_path / "llama.cpp-0.3.36" / "bin" / RPC_SERVER_BIN)
 
 
 async def test_a_bad_role_setting_is_a_config_failure_naming_the_key(tmp_path: Path) -> None:

@@ -92,3 +92,23 @@ def test_a_worker_cannot_write_another_nodes_channels() -> None:
     assert "belongs to another node" in (worker.last_rejection or "")
     own = worker.feed_line("stdout", _line(agent_channel(WORKER), phase))
     assert own.channel == agent_channel(WORKER) and own.stream == node_stream(RUN, WORKER)
+
+
+async def test_a_workers_failure_keeps_its_fix_for_the_runs_error() -> None:
+    # `--nodes 2` on local without the RPC binaries: the user reads how to build them.
+    import pytest
+
+    from mvp_tui.engine.cluster import ClusterFailed
+    from mvp_tui.node.roles import RPC_BIN_FIX
+
+    hub = ChannelHub()
+    shared = NodeBridge(hub, MAIN, node_stream(RUN, MAIN))
+    workers = WorkerWatch(str, shared=(shared.stream,))
+    hub.listeners.append(workers)
+    fatal = {"type": WORKER_FATAL, "node_id": WORKER, "reason": "ggml-rpc-server is not in PATH",
+             "fix": RPC_BIN_FIX}
+    shared.feed_line("stdout", _line(WEIGHTS_CHANNEL, fatal))
+    with pytest.raises(ClusterFailed) as failed:
+        await workers.until_ready(WORKER)
+    assert "scripts/llama-rpc-build.sh" in failed.value.fix
+    assert "scripts/llama-rpc-build.sh" in str(failed.value)

@@ -202,3 +202,27 @@ def test_the_seeds_dashboard_flags_are_accepted() -> None:
 )
 def test_confirm_lease_is_read(env: dict[str, str], confirm: bool) -> None:
     assert load(None, {"MVP_NODE_PROVIDER": "vastai", **env}).confirm_lease is confirm
+
+
+def test_text_values_are_trimmed_as_the_seed_trims_env() -> None:
+    env = {
+        "MVP_NODE_PROVIDER": "vastai",
+        "MVP_VASTAI_SSH_USER": " root",
+        "MVP_NODE_IMAGE": "img:1 ",
+        "MVP_VASTAI_API_KEY": "key-0123\n",  # a key pasted with its newline
+        "MVP_MODEL_ID": "  spaced  ",
+    }
+    config = load(None, env, {"--vastai-bootstrap-command": " nvidia-smi \n"})
+    assert config["vastai.ssh_user"] == "root"
+    assert config.node_image()[0] == "img:1"
+    assert config["vastai.api_key"] == "key-0123"
+    assert config["model.id"] == "spaced"
+    assert config["vastai.bootstrap_command"] == "nvidia-smi"
+
+
+def test_an_api_key_with_a_space_inside_is_refused_naming_the_key_never_the_value() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(None, {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": "key-0123 4567"})
+    text = str(refused.value)
+    assert "[vastai] api_key" in text and "env VASTAI_API_KEY" in text and "inside" in text
+    assert "4567" not in text and "<redacted>" in text

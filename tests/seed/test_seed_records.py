@@ -147,3 +147,41 @@ def test_a_replayed_seed_archive_drives_the_bootstrap_checklist() -> None:
     for row in (StageId.LEASE, StageId.HOST_KEY):
         assert model.stages[row].status is Status.DONE, row
     assert list(model.extra) == ["config", "offers", "provider_stop", "orch_exit"]
+
+
+def test_each_host_of_a_walk_gets_its_runtime_ready_and_only_the_run_a_provision_failed() -> (
+    None
+):
+    from mvp_tui.engine.events import AttemptAbandoned, NodeFailed, RunStateChanged
+    from mvp_tui.ssh.events import AgentStarted
+
+    orch, hub, _ = tap()
+    orch.describe(provider="vastai", image="img", ssh_node=True, config={"model_id": "m"},
+                  env_keys=(), default_max_tokens=64)
+
+    def host(n: int) -> None:
+        orch(ATTEMPT)
+        orch(RUNNING)
+        assert orch.waiting_for == "node ready"
+        orch(AgentStarted(lease_key=f"vastai:{n}", pid=100 + n, remote_dir="/r"))
+        assert orch.waiting_for == "weights loaded"
+        orch(NodeFailed(run_id="41", reason=f"host {n} failed", fix=""))
+
+    def abandoned(scope: str) -> AttemptAbandoned:
+        return AttemptAbandoned(run_id="41", provider_id="p", offer_id="o", stage="agent",
+                                scope=scope, failure_kind="k", reason="r")
+
+    orch(RunStarted(run_id="41", provider="vastai", profile="deploy", state_dir="/x"))
+    host(1)
+    orch(abandoned("host"))
+    assert orch.waiting_for == "node ready", "a stop now waits for the next host, not weights"
+    host(2)
+    kinds = [p["event"]["kind"] for p in payloads(hub, "mvp.provisioning.events")]
+    assert "ProvisionFailed" not in kinds, "the walk went on past host 1: not the run's failure"
+    orch(abandoned("run"))
+    orch(RunStateChanged(run_id="41", state="tearing down"))
+    events = [p["event"] for p in payloads(hub, "mvp.provisioning.events")]
+    assert [e["message"] for e in events if e["kind"] == "ProvisionFailed"] == ["host 2 failed"]
+    ready = [p for p in payloads(hub, "mvp.orch.bootstrap")
+             if (p["phase"], p["status"]) == ("node_runtime_ready", "ready")]
+    assert [p["detail"]["agent_pid"] for p in ready] == [101, 102]

@@ -36,22 +36,26 @@ def fake() -> Iterator[FakeRunPod]:
     yield from seeded_fake()
 
 
+@pytest.mark.parametrize("explicit", [False, True], ids=["auto", "explicit-list"])
 async def test_the_walk_covers_every_gpu_type_not_only_the_first_five(
-    fake: FakeRunPod, tmp_path: Path
+    fake: FakeRunPod, tmp_path: Path, explicit: bool
 ) -> None:
     """Seven types, the first six refuse with no capacity; the walk is handed the first
-    five (`[lease] max_attempts` / `--max-offers` = 5) and still reaches the seventh."""
-    provider = provider_for(fake)
+    five (`[lease] max_attempts` / `--max-offers` = 5) and still reaches the seventh, with
+    `gpu_types = "auto"` (the catalog's order) or an explicit list (its own order, here the
+    catalog's reversed)."""
+    order = SEVEN[::-1] if explicit else SEVEN
+    provider = provider_for(fake, gpu_types=order if explicit else ())
     try:
         offers = await provider.search_offers(POLICY)
-        assert [o.offer_id.split(":", 1)[1] for o in offers] == list(SEVEN)
-        for gpu in SEVEN[:6]:
+        assert [o.offer_id.split(":", 1)[1] for o in offers] == list(order)
+        for gpu in order[:6]:
             fake.no_capacity(gpu, times=5)
         walk, _store, sink = walk_for(provider, tmp_path, "r-5eed0001")
         result = await walk.run(offers[:5])
         assert result.ok, result.reason
-        assert gpus_created(fake) == list(SEVEN)  # each type once, in the catalog's order
-        assert result.lease is not None and result.lease.offer_id.endswith(SEVEN[6])
+        assert gpus_created(fake) == list(order)  # each type once, in the walk's order
+        assert result.lease is not None and result.lease.offer_id.endswith(order[6])
         assert sink.of(ev.WalkReordered), "the re-read order is said on the Leases pane"
     finally:
         await provider.aclose()

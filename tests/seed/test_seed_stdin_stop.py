@@ -81,7 +81,8 @@ async def test_a_run_with_nothing_on_stdin_exits_cleanly(tmp_path: Path) -> None
 async def test_echo_stop_into_a_headless_run_ends_it_with_exit_0(
     tiny_gguf: Path, tmp_path: Path
 ) -> None:
-    # Literally `echo stop | mvp-tui up --headless …`, through a shell.
+    # Literally `echo stop | mvp-tui up --headless …`, through a shell; the shell echoes once
+    # the test saw the lease running (a line on a fifo), so the stop meets a lease to end.
     command = shlex.join(
         [
             sys.executable,
@@ -95,28 +96,41 @@ async def test_echo_stop_into_a_headless_run_ends_it_with_exit_0(
             "127.0.0.1:0",
         ]
     )
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
     env = clean_env(tmp_path / "state")
     proc = await asyncio.create_subprocess_shell(
-        f"echo stop | {command}",
+        f"{{ read _ < {shlex.quote(str(gate))}; echo stop; }} | {command}",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.stdout is not None
+    try:
+        events = []
+        while not events or events[-1]["event"] != "lease_running":
+            line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            assert line, "the run ended before its lease ran"
+            events.append(json.loads(line))
+        await asyncio.to_thread(gate.write_text, "leased\n")
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
     assert proc.returncode == 0, err.decode()
     assert "stopped by a stop line on stdin" in err.decode()
-    events = [json.loads(line) for line in out.splitlines()]
+    events += [json.loads(line) for line in out.splitlines()]
     (finished,) = [e for e in events if e["event"] == "run_finished"]
     assert finished["exit_code"] == 0 and finished["leases_left"] == []
     names = [e["event"] for e in events]
-    if "lease_running" in names:  # the stop came during the walk: torn down, confirmed
-        assert "lease_deleted" in names
+    assert names.index("lease_running") < names.index("lease_deleted"), "torn down, confirmed"
     pids = [
         int(e["provider_id"].removeprefix("local-"))
         for e in events
         if e["event"] == "attempt_answered" and e.get("provider_id")
     ]
-    assert not any(alive(pid) for pid in pids)
+    assert pids and not any(alive(pid) for pid in pids)
 
 
 async def test_stop_on_stdin_while_serving_tears_down_confirmed(

@@ -15,7 +15,7 @@ from mvp_tui.engine.verdict_wait import (
     no_verdict_reason,
     verdict_line,
 )
-from mvp_tui.engine.watchdog import verdict_event
+from mvp_tui.engine.watchdog import NodeWatchdog, verdict_event
 from mvp_tui.secrets import Redactor
 
 AGENT = "mvp.node.1.agent"
@@ -85,3 +85,45 @@ def test_the_switch_verdict_event_carries_the_reduced_line_redacted() -> None:
     assert secret not in event.reason
     # Kept as text (panes build rich Text from it, never markup).
     assert event.reason.startswith("[bold red]HTTP 403[/] key ")
+
+
+def test_a_refused_switch_or_guard_stops_the_run_and_an_unreachable_api_is_the_hosts() -> None:
+    """Seed 003 refuses the run on a failed verdict: a key without the right (or none) fails
+    the same on every host. Decided per cause here: a node that cannot reach the API, or
+    says nothing in time, is that host's failure and the walk tries the next offer."""
+    from mvp_tui.engine.boot_guard import NodeBootGuard
+    from mvp_tui.engine.failures import FailureScope
+    from mvp_tui.engine.watchdog import no_verdict, switch_refusal
+
+    def verdict(**detail: object) -> NodeWatchdog:
+        record = {"type": "NodeAgentPhase", "phase": "watchdog", "status": "failed",
+                  "detail": detail}
+        event = verdict_event(record, "r-5eed0202", 0.0, None)
+        assert event is not None
+        return event
+
+    refused = verdict(reason="Vast refused the instance key (HTTP 401)", scope="run")
+    unreachable = verdict(reason="cannot reach the Vast API to prove the switch", scope="host")
+    old_agent = verdict(reason="no CONTAINER_API_KEY")  # an agent that names no scope
+    guard = NodeBootGuard(at=0.0, run_id="r", status="failed", reason="no instance key")
+    scopes = {
+        name: (failure.scope, failure.kind) if failure is not None else None
+        for name, failure in {
+            "refused": switch_refusal(refused, None),
+            "unreachable": switch_refusal(unreachable, None),
+            "old agent": switch_refusal(old_agent, None),
+            "guard": switch_refusal(unreachable, guard),  # the guard's refusal comes first
+            "silent": switch_refusal(no_verdict("r", 0.0, no_verdict_reason(180.0)), None),
+            "ready": switch_refusal(NodeWatchdog(at=0.0, run_id="r", status="ready"), None),
+        }.items()
+    }
+    assert scopes == {
+        "refused": (FailureScope.RUN, "switch_failed"),
+        "unreachable": (FailureScope.HOST, "switch_failed"),
+        "old agent": (FailureScope.RUN, "switch_failed"),
+        "guard": (FailureScope.RUN, "guard_failed"),
+        "silent": (FailureScope.HOST, "switch_failed"),
+        "ready": None,
+    }
+    failure = switch_refusal(refused, None)
+    assert failure is not None and "require_node_watchdog = false" in failure.fix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from mvp_tui.config.spec import Section, key
@@ -29,4 +30,21 @@ class SshSection(Section):
     connect_timeout_secs: float = key(
         15.0, "one SSH connect attempt's timeout", env="MVP_SSH_CONNECT_TIMEOUT_SECS",
         flag="--ssh-connect-timeout-secs", minimum=1,
+    )
+    config_file: Path = key(
+        "~/.ssh/config",
+        (
+            "OpenSSH client config read for each node's host, as the seed's ssh read it "
+            "(ProxyJump, ProxyCommand, Hostname, BindAddress, ciphers); /dev/null reads none. "
+            "The node's user, port, key, host-key pin and agent stay mvp-tui's"
+        ),
+        env="MVP_SSH_CONFIG_FILE", flag="--ssh-config-file",
+    )
+    debug: bool = key(
+        False,
+        (
+            "write the SSH client's debug log (asyncssh, as the seed's ssh -v) to "
+            "ssh-debug.log in the run's directory, secrets redacted, mode 600"
+        ),
+        env="MVP_SSH_DEBUG", flag="--ssh-debug",
     )
