@@ -115,8 +115,17 @@ def _ui_keys(
     return result
 
 
-def write_key(path: Path, section: str, key: str, value: str | int | float | bool) -> None:
+TomlValue = str | int | float | bool
+
+
+def write_key(path: Path, section: str, key: str, value: TomlValue) -> None:
     """Set one key in the user's file, keeping every comment; atomic (temp file + rename)."""
+    write_keys(path, section, {key: value})
+
+
+def write_keys(path: Path, section: str, keys: Mapping[str, TomlValue | None]) -> None:
+    """Set (None: remove) keys of one section in the user's file at once, keeping every
+    comment; atomic (temp file + rename)."""
     document = (
         tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
     )
@@ -124,7 +133,11 @@ def write_key(path: Path, section: str, key: str, value: str | int | float | boo
     if table is None:
         table = tomlkit.table()
         document[section] = table
-    table[key] = value
+    for key, value in keys.items():
+        if value is not None:
+            table[key] = value
+        elif key in table:
+            del table[key]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
