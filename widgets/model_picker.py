@@ -27,12 +27,13 @@ from mvp_tui.errors import UserError
 from mvp_tui.untrusted import clean_line
 
 T = TypeVar("T")
-WIDE = 120  # from this width the quants and the offers sit side by side
+WIDE = 150  # from this width the quants and the offers sit side by side
 
+PICKER_MAX_WIDTH = 150
 PICKER_CSS = """
 ModelPickerScreen { align: center middle; }
 ModelPickerScreen > .picker {
-    width: 100%; max-width: 150; height: 100%; max-height: 44;
+    width: 100%; max-width: PICKER_MAX_WIDTH; height: 100%; max-height: 44;
     border: round $accent; background: $surface; padding: 0 1;
 }
 ModelPickerScreen .picker-title { height: 1; text-style: bold; text-wrap: nowrap;
@@ -44,11 +45,11 @@ ModelPickerScreen.-narrow #picker-quant-view { layout: vertical; }
 ModelPickerScreen #picker-quant-view DataTable { width: 1fr; }
 ModelPickerScreen #picker-fit { margin-left: 1; }
 ModelPickerScreen.-narrow #picker-fit { margin-left: 0; }
-ModelPickerScreen .picker-status { height: auto; max-height: 4; }
+ModelPickerScreen .picker-status { height: auto; max-height: 6; }
 ModelPickerScreen .picker-status.-error { color: $fail; text-style: bold; }
 ModelPickerScreen .picker-hint { height: 1; color: $text-muted; text-wrap: nowrap;
     text-overflow: ellipsis; }
-"""
+""".replace("PICKER_MAX_WIDTH", str(PICKER_MAX_WIDTH))
 
 
 class ModelCatalog(Protocol):
@@ -78,13 +79,20 @@ def _gb(size: int) -> str:
     return f"{size / GIB:.1f} GB"
 
 
-def _file_cell(quant: QuantModel) -> str:
-    name = clean_line(quant.file.rsplit("/", 1)[-1], 60)
+def _fit_text(text: str, width: int) -> str:
+    """`text` in `width` cells, its middle cut out (a quant file's name ends in what
+    tells it apart: the quant, the part number)."""
+    if len(text) <= width:
+        return text
+    keep = max(1, width - 1)
+    head = keep // 3
+    return f"{text[:head]}…{text[len(text) - (keep - head):]}"
+
+
+def _parts_cell(quant: QuantModel) -> str:
     if not quant.split:
-        return name
-    if not quant.complete:
-        return f"{name} ({len(quant.files)} of {quant.parts} parts: incomplete)"
-    return f"{name} (+{quant.parts - 1} parts)"
+        return "1"
+    return str(quant.parts) if quant.complete else f"{len(quant.files)}/{quant.parts}!"
 
 
 class ModelPickerScreen(ModalScreen[ModelChoice | None]):
@@ -92,11 +100,13 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
 
     DEFAULT_CSS = PICKER_CSS
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "back / close", id="picker-back"),
-        Binding("s", "choose(True)", "use the quant and save it to the config file",
+        Binding("escape", "back", "model picker: back / close", id="picker-back"),
+        Binding("s", "choose(True)", "model picker: use the quant, save it in the config",
                 id="picker-save"),
-        Binding("slash", "focus_query", "search again", show=False, id="picker-search"),
-        Binding("down", "focus_results", "to the results", show=False, id="picker-results"),
+        Binding("slash", "focus_query", "model picker: search again", show=False,
+                id="picker-search"),
+        Binding("down", "focus_results", "model picker: to the results", show=False,
+                id="picker-results"),
     ]
 
     def __init__(self, catalog: ModelCatalog, query: str = "") -> None:
@@ -108,7 +118,7 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="picker"):
-            yield Static(Text(f"Model · now {clean_line(self.catalog.current, 200)}"),
+            yield Static(Text(f"Model now: {clean_line(self.catalog.current, 200)}"),
                          classes="picker-title")
             yield Input(self.query_text, placeholder="search the hub's GGUF repos, Enter",
                         id="picker-query")
@@ -123,7 +133,8 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
     def on_mount(self) -> None:
         repos = self._table("picker-repos")
         repos.add_columns("repo", "downloads", "likes")
-        self._table("picker-quants").add_columns("quant", "size", "needs", "fits", "file")
+        self._table("picker-quants").add_columns("quant", "size", "needs", "fits", "parts",
+                                                 "file")
         self._table("picker-fit").add_columns("offer", "VRAM", "from $/h", "largest quant")
         self._show_quants(False)
         self._narrow(self.size.width)
@@ -134,6 +145,8 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self._narrow(event.size.width)
+        if self.fit is not None:
+            self._fill_quants(self.fit)  # the file names cut to the new width
 
     def _narrow(self, width: int) -> None:
         self.set_class(width < WIDE, "-narrow")
@@ -205,17 +218,7 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
 
     def _quants(self, fit: RepoFit) -> None:
         self.fit = fit
-        quants = self._table("picker-quants")
-        quants.clear()
-        for quant in fit.quants:
-            need = fit.need_of(quant)
-            quants.add_row(
-                Text(clean_line(quant.label, 24)),
-                Text(_gb(quant.size)),
-                Text(f"{need.per_node_gb} GB" if need is not None else "?"),
-                Text(f"{fit.holders(quant)}/{len(fit.offers)}" if need is not None else "?"),
-                Text(_file_cell(quant)),
-            )
+        self._fill_quants(fit, keep_cursor=False)
         offers = self._table("picker-fit")
         offers.clear()
         for row in fit.offers:
@@ -231,8 +234,29 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
                 Text(row.cell),
             )
         self._show_quants(True)
-        quants.focus()
+        self._table("picker-quants").focus()
         self._say(self._summary(fit))
+
+    def _fill_quants(self, fit: RepoFit, *, keep_cursor: bool = True) -> None:
+        quants = self._table("picker-quants")
+        row = quants.cursor_row if keep_cursor else 0
+        quants.clear()
+        # What the file column has: the frame's inside (or half of it, side by side) less
+        # the other columns (about 40 cells with their padding).
+        inside = min(self.size.width, PICKER_MAX_WIDTH) - 4
+        width = max(12, (inside if self.has_class("-narrow") else inside // 2) - 40)
+        for quant in fit.quants:
+            need = fit.need_of(quant)
+            quants.add_row(
+                Text(clean_line(quant.label, 10)),
+                Text(_gb(quant.size)),
+                Text(f"{need.per_node_gb} GB" if need is not None else "?"),
+                Text(f"{fit.holders(quant)}/{len(fit.offers)}" if need is not None else "?"),
+                Text(_parts_cell(quant)),
+                Text(_fit_text(clean_line(quant.file.rsplit("/", 1)[-1], 200), width)),
+            )
+        if 0 < row < quants.row_count:
+            quants.move_cursor(row=row)
 
     def _summary(self, fit: RepoFit) -> str:
         repo = clean_line(fit.repo, 100)
@@ -240,10 +264,11 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
             return f"{repo} has no GGUF model file"
         if not fit.needs:
             return f"{repo}: {len(fit.quants)} models; fit unknown: {fit.note}"
-        board = (f"the largest quant each of the board's {len(fit.offers)} kinds of offer holds"
-                 if fit.offers else "no offers on the board yet (r searches)")
-        return (f"{repo}: {len(fit.quants)} models; needs at {fit.context:,} tokens of "
-                f"context (weights + KV cache + margin); right/below: {board}")
+        where = "below" if self.has_class("-narrow") else "right"
+        board = (f"{where}, the largest quant each of the board's {len(fit.offers)} kinds of "
+                 "offer holds" if fit.offers else "no offers on the board yet (r searches)")
+        return (f"{repo}: {len(fit.quants)} quants; needs at {fit.context:,} tokens of "
+                f"context (weights + KV cache + margin); {board}")
 
     # -- choosing ------------------------------------------------------------------------
     @on(DataTable.RowSelected, "#picker-quants")

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from mvp_tui.engine.gguf_quants import HubFile, QuantModel, RepoHit, group_quants, valid_repo
 from mvp_tui.engine.gguf_shape import GgufShape, NotGguf, ShortRead, parse_shape
-from mvp_tui.engine.model_need import HubRefused, ModelNeedError, hub_endpoint, read_hub_head
+from mvp_tui.engine.model_need import (
+    DEFAULT_HF_ENDPOINT,
+    HubRefused,
+    ModelNeedError,
+    hub_endpoint,
+    read_hub_head,
+)
 from mvp_tui.engine.quant_fit import RepoFit, repo_fit
 from mvp_tui.errors import UserError
 from mvp_tui.providers.base import Offer
@@ -33,6 +39,7 @@ if TYPE_CHECKING:  # httpx loads only when the hub is asked
 SEARCH_LIMIT = 20
 TIMEOUT_S = 15.0
 TOKEN_ENV = "HF_TOKEN"
+HF_SITE = DEFAULT_HF_ENDPOINT  # where a gated repo's terms are accepted
 
 
 class HubError(UserError):
@@ -50,15 +57,15 @@ class RepoListing:
     gated: bool  # the hub gates its files behind accepted terms
 
 
-def gated_error(repo: str, endpoint: str, *, token_set: bool) -> HubGated:
-    """Which repo, that it is gated, and the fix."""
-    why = ("the HF_TOKEN given has no access to it" if token_set
-           else "HF_TOKEN is not set")
+def gated_error(repo: str, *, token_set: bool) -> HubGated:
+    """Which repo, that it is gated, and the fix. Terms are accepted on huggingface.co
+    itself (a mirror at MVP_HF_ENDPOINT serves the files, not the terms)."""
+    why = "the HF_TOKEN given has no access to it" if token_set else "HF_TOKEN is not set"
     return HubGated(
-        f"hub repo {repo} is gated: its files are served only to an account that accepted "
-        f"its terms, and {why}",
-        fix=f"accept the terms at {endpoint}/{repo} with your Hugging Face account, then set "
-        f"{TOKEN_ENV} to a token of that account",
+        f"hub repo {repo} is gated (only accounts that accepted its terms get its files) and "
+        f"{why}",
+        fix=f"accept its terms at {HF_SITE}/{repo}, then set {TOKEN_ENV} to a token of that "
+        "account",
     )
 
 
@@ -101,7 +108,7 @@ class HubModels:
 
     def _refusal(self, status: int, code: str, message: str, what: str, repo: str) -> HubError:
         if code == "GatedRepo" and repo:
-            return gated_error(repo, self.endpoint, token_set=self.token_set)
+            return gated_error(repo, token_set=self.token_set)
         if repo and (code == "RepoNotFound" or status in (401, 404)):
             return HubError(f"hub repo {repo} was not found (or is private)",
                             fix="check the name (owner/name); a private repo needs HF_TOKEN")
@@ -138,7 +145,7 @@ class HubModels:
             raise HubError(f"the hub's answer for {repo} is not a repo")
         gated = info.get("gated") not in (None, False)
         if gated and not self._token:
-            raise gated_error(repo, self.endpoint, token_set=False)
+            raise gated_error(repo, token_set=False)
         files = [
             HubFile(s["rfilename"], _count(s.get("size") or (s.get("lfs") or {}).get("size")))
             for s in info.get("siblings") or []
@@ -153,7 +160,7 @@ class HubModels:
             _, head = await read_hub_head(url, self._token, self._transport)
         except HubRefused as refused:
             if refused.error_code == "GatedRepo" or refused.status == 403:
-                raise gated_error(repo, self.endpoint, token_set=self.token_set) from None
+                raise gated_error(repo, token_set=self.token_set) from None
             raise HubError(str(refused), fix="set HF_TOKEN to a token that can read it") from None
         except ModelNeedError as exc:
             raise HubError(str(exc)) from None

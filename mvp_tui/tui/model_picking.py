@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from mvp_tui.config import ConfigPaths
+from mvp_tui.config import Config, ConfigPaths
 from mvp_tui.config.toml_file import write_keys
 from mvp_tui.config.values import Source
 from mvp_tui.engine.failures import RunFailed
@@ -23,6 +23,14 @@ from mvp_tui.widgets.offers import OffersPane
 PICKED = "the model picker"
 # Keys whose env or flag value would beat a saved file's choice at the next start.
 _OVERRIDES = ("model.gguf_repo", "model.gguf_file", "model.gguf_local_path")
+
+
+def _served(config: Config) -> str:
+    """The model served now, its file first (the quant is at the end of its name)."""
+    source = config.model_source
+    if source.local_path is not None:
+        return f"local file {source.local_path}"
+    return f"{source.file} ({source.repo})"
 
 
 class ModelPicking(BoardWiring):
@@ -42,7 +50,7 @@ class ModelPicking(BoardWiring):
             offers=self._board_offers,
             context=settings.model.max_context,
             nodes=settings.runtime.nodes,
-            current=self.config.model_source.describe(),
+            current=_served(self.config),
         )
 
     def _board_offers(self) -> list[Offer]:

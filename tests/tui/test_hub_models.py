@@ -65,7 +65,8 @@ async def test_a_gated_repo_without_a_token_is_a_clear_error(hub: FakeHfHub) -> 
         await HubModels({"MVP_HF_ENDPOINT": hub.url}).fit(GATED, [], context=None, nodes=1)
     text = str(raised.value)
     assert f"hub repo {GATED} is gated" in text and "HF_TOKEN is not set" in text
-    assert f"accept the terms at {hub.url}/{GATED}" in text and "set HF_TOKEN" in text
+    assert f"accept its terms at https://huggingface.co/{GATED}" in text
+    assert "then set HF_TOKEN" in text
 
 
 async def test_a_token_without_access_is_said_as_such(hub: FakeHfHub) -> None:
