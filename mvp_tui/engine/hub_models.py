@@ -88,10 +88,11 @@ class HubModels:
         import httpx
 
         headers = {"Accept": "application/json"}
-        if self._token:  # the hub's own API: the endpoint's host, no redirect followed
+        if self._token:  # the hub's own API (httpx drops it on a redirect to another host)
             headers["Authorization"] = f"Bearer {self._token}"
         try:
-            async with httpx.AsyncClient(transport=self._transport, timeout=TIMEOUT_S) as client:
+            async with httpx.AsyncClient(transport=self._transport, timeout=TIMEOUT_S,
+                                         follow_redirects=True) as client:  # a renamed repo
                 answer = await client.get(f"{self.endpoint}{path}", params=params,
                                           headers=headers)
         except httpx.HTTPError as exc:

@@ -19,7 +19,8 @@ with `files_metadata=True` → `?blobs=true`, `RepoSibling`, `BlobLfsInfo`; `uti
 - the CDN answers a Range GET with 206 and the file's first bytes: a GGUF header of the
   repo's shape (the rest of a multi-GB file is not needed, so a short 206 with the total in
   `Content-Range`).
-Every request is recorded (`requests`, `cdn_requests`) with its headers.
+Every request is recorded (`requests`, `cdn_requests`) with its headers; `wait_for_request`
+waits for one.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class FakeHfHub:
         self.repos: dict[str, FakeRepo] = {}
         self.requests: list[Seen] = []
         self.cdn_requests: list[Seen] = []
-        self._lock = threading.Lock()
+        self._seen = threading.Condition()
         self._servers: list[ThreadingHTTPServer] = []
         self.url = ""
         self.cdn_url = ""
@@ -142,8 +143,19 @@ class FakeHfHub:
 
     # -- the hub's answers ---------------------------------------------------------------
     def _record(self, into: list[Seen], handler: ApiHandler) -> None:
-        with self._lock:
+        with self._seen:
             into.append(Seen(handler.path, dict(handler.headers.items())))
+            self._seen.notify_all()
+
+    def wait_for_request(self, path_end: str, within: float = 30.0) -> Seen:
+        """The first request to the hub whose path ends with `path_end`, once it has come."""
+        with self._seen:
+            found = self._seen.wait_for(
+                lambda: next((r for r in self.requests if r.path.endswith(path_end)), None),
+                within,
+            )
+        assert found is not None, f"no request for …{path_end} within {within} s"
+        return found
 
     def answer(self, handler: ApiHandler) -> Reply:
         self._record(self.requests, handler)
