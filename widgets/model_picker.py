@@ -177,6 +177,9 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
             except UserError as exc:
                 self._say(str(exc), error=True)
                 return
+            except Exception as exc:  # said, never a silent "searching…" for ever
+                self._say(f"unexpected {type(exc).__name__}: {exc}", error=True)
+                return
             done(answer)
 
         self.run_worker(run(), group="model-picker", exclusive=True, exit_on_error=False)
@@ -266,7 +269,7 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
             return f"{repo}: {len(fit.quants)} models; fit unknown: {fit.note}"
         where = "below" if self.has_class("-narrow") else "right"
         board = (f"{where}, the largest quant each of the board's {len(fit.offers)} kinds of "
-                 "offer holds" if fit.offers else "no offers on the board yet (r searches)")
+                 "offer holds" if fit.offers else "no offers on the board to hold them yet")
         return (f"{repo}: {len(fit.quants)} quants; needs at {fit.context:,} tokens of "
                 f"context (weights + KV cache + margin); {board}")
 

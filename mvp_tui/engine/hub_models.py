@@ -95,6 +95,10 @@ class HubModels:
                                          follow_redirects=True) as client:  # a renamed repo
                 answer = await client.get(f"{self.endpoint}{path}", params=params,
                                           headers=headers)
+        except httpx.InvalidURL:
+            raise HubError(f"MVP_HF_ENDPOINT = {self.endpoint!r} is not a URL",
+                           fix="set it to the hub's base URL, e.g. https://huggingface.co, "
+                           "or unset it") from None
         except httpx.HTTPError as exc:
             raise HubError(f"the hub at {self.endpoint} did not answer {what} "
                            f"({type(exc).__name__})",
