@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from types import TracebackType
@@ -124,8 +125,8 @@ class FakeHfHub:
         return f"http://127.0.0.1:{server.server_address[1]}"
 
     def start(self) -> None:
-        self.url = self._serve(_Hub(self), "fake-hf-hub")
-        self.cdn_url = self._serve(_Cdn(self), "fake-hf-cdn")
+        self.url = self._serve(_Route(self.answer), "fake-hf-hub")
+        self.cdn_url = self._serve(_Route(self.cdn_answer), "fake-hf-cdn")
 
     def stop(self) -> None:
         for server in self._servers:
@@ -251,24 +252,16 @@ class FakeHfHub:
                               "Accept-Ranges": "bytes"})
 
 
-class _Hub:
-    def __init__(self, fake: FakeHfHub) -> None:
-        self.fake = fake
+class _Route:
+    """One server's side of the fake: its GETs answered by `answer`."""
+
+    def __init__(self, answer: Callable[[ApiHandler], Reply]) -> None:
+        self.answer = answer
 
     def _handle(self, handler: ApiHandler, method: str) -> None:
         handler.read_body()
-        handler.reply(self.fake.answer(handler) if method == "GET"
+        handler.reply(self.answer(handler) if method == "GET"
                       else Reply(405, {"error": "method not allowed"}))
-
-
-class _Cdn:
-    def __init__(self, fake: FakeHfHub) -> None:
-        self.fake = fake
-
-    def _handle(self, handler: ApiHandler, method: str) -> None:
-        handler.read_body()
-        handler.reply(self.fake.cdn_answer(handler) if method == "GET"
-                      else Reply(405, "method not allowed", content_type="text/plain"))
 
 
 def picker_hub() -> FakeHfHub:
