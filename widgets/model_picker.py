@@ -132,7 +132,7 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
 
     def on_mount(self) -> None:
         repos = self._table("picker-repos")
-        repos.add_columns("repo", "downloads", "likes")
+        repos.add_columns("repo", "downloads", "likes", "access")
         self._table("picker-quants").add_columns("quant", "size", "needs", "fits", "parts",
                                                  "file")
         self._table("picker-fit").add_columns("offer", "VRAM", "from $/h", "largest quant")
@@ -203,7 +203,7 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
         table.clear()
         for hit in self.hits:
             table.add_row(Text(clean_line(hit.repo, 100)), Text(f"{hit.downloads:,}"),
-                          Text(f"{hit.likes:,}"))
+                          Text(f"{hit.likes:,}"), Text("gated" if hit.gated else "open"))
         if not self.hits:
             self._say(f"no GGUF repo on the hub matches {query!r}")
             return

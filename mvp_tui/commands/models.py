@@ -126,13 +126,13 @@ def run(config: Config, args: argparse.Namespace) -> int:
         _print_repo(fit, args.json)
         return _save(config, fit, args.save) if args.save else int(ExitCode.OK)
     if args.json:
-        json.dump([{"repo": h.repo, "downloads": h.downloads, "likes": h.likes} for h in hits],
-                  sys.stdout, indent=1)
+        json.dump([{"repo": h.repo, "downloads": h.downloads, "likes": h.likes,
+                    "gated": h.gated} for h in hits], sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif hits:
-        sys.stdout.write(_table([("repo", "downloads", "likes"),
-                                 *((clean_line(h.repo, 100), f"{h.downloads}", f"{h.likes}")
-                                   for h in hits)]))
+        sys.stdout.write(_table([("repo", "downloads", "likes", "access"),
+                                 *((clean_line(h.repo, 100), f"{h.downloads}", f"{h.likes}",
+                                    "gated" if h.gated else "open") for h in hits)]))
     print(f"{len(hits)} GGUF repo(s) for {args.query!r} on {hub.endpoint}; "
           "`mvp-tui models --repo OWNER/NAME` lists one's quants", file=sys.stderr)
     return int(ExitCode.OK)

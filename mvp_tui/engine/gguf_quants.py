@@ -35,6 +35,7 @@ class RepoHit:
     repo: str
     downloads: int
     likes: int
+    gated: bool = False  # its files need an accepted licence (and HF_TOKEN)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,8 @@ sizes, and read one file's header for the model's shape (the fit per quant).
 
 The routes, as the official client (`huggingface_hub`'s `list_models`, `model_info` with
 `files_metadata=True`) asks them:
-- `GET {endpoint}/api/models?search=Q&filter=gguf&sort=downloads&limit=N`: a JSON list of
-  `{"id", "downloads", "likes", …}`;
+- `GET {endpoint}/api/models?search=Q&filter=gguf&sort=downloads&limit=N&expand=downloads&…`:
+  a JSON list of `{"_id", "id"}` and the `expand`ed fields (`downloads`, `likes`, `gated`);
 - `GET {endpoint}/api/models/{repo}?blobs=true`: `{"id", "gated": false|"auto"|"manual",
   "siblings": [{"rfilename", "size", "lfs": {"sha256", "size", …}}, …]}`;
 - the header: `model_need.read_hub_head` (a Range GET of `resolve/main/{file}`).
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # httpx loads only when the hub is asked
     import httpx
 
 SEARCH_LIMIT = 20
+SEARCH_FIELDS = ("downloads", "likes", "gated")  # what a search hit shows (`expand`)
 TIMEOUT_S = 15.0
 TOKEN_ENV = "HF_TOKEN"
 HF_SITE = DEFAULT_HF_ENDPOINT  # where a gated repo's terms are accepted
@@ -83,7 +84,7 @@ class HubModels:
     def token_set(self) -> bool:
         return bool(self._token)
 
-    async def _get(self, path: str, params: dict[str, str | int], what: str,
+    async def _get(self, path: str, params: dict[str, str | int | list[str]], what: str,
                    repo: str = "") -> Any:
         import httpx
 
@@ -127,7 +128,8 @@ class HubModels:
         """GGUF repos whose name holds `query`, most downloaded first."""
         found = await self._get(
             "/api/models",
-            {"search": query, "filter": "gguf", "sort": "downloads", "limit": limit},
+            {"search": query, "filter": "gguf", "sort": "downloads", "limit": limit,
+             "expand": list(SEARCH_FIELDS)},  # only these come back, `id` always
             f"the search for {query!r}",
         )
         hits = []
@@ -135,7 +137,8 @@ class HubModels:
             repo = item.get("id") if isinstance(item, dict) else None
             if not isinstance(repo, str) or not valid_repo(repo):
                 continue
-            hits.append(RepoHit(repo, _count(item.get("downloads")), _count(item.get("likes"))))
+            hits.append(RepoHit(repo, _count(item.get("downloads")), _count(item.get("likes")),
+                                item.get("gated") not in (None, False)))
         return hits[:limit]
 
     async def listing(self, repo: str) -> RepoListing:

@@ -6,7 +6,8 @@ with `files_metadata=True` → `?blobs=true`, `RepoSibling`, `BlobLfsInfo`; `uti
 `hf_raise_for_status` for the error headers) and /work/shared/reference/hf-hub.md:
 - `GET /api/models?search=&filter=gguf&sort=downloads&limit=`: a JSON list of
   `{"_id", "id", "modelId", "likes", "downloads", "trendingScore", "private", "tags",
-  "pipeline_tag", "library_name", "createdAt"}`, most downloaded first;
+  "pipeline_tag", "library_name", "createdAt"}`, most downloaded first; with `expand=X&…`
+  only `_id`, `id` and the properties asked for (`gated` among them);
 - `GET /api/models/{repo}[?blobs=true]`: the repo's info with `gated` (false, "auto" or
   "manual": public metadata, gated or not) and `siblings` `[{"rfilename"}]`, with
   `size`, `blobId` and, for LFS files (every GGUF), `lfs: {"sha256", "size", "pointerSize"}`
@@ -161,10 +162,11 @@ class FakeHfHub:
     def answer(self, handler: ApiHandler) -> Reply:
         self._record(self.requests, handler)
         parts = urlsplit(handler.path)
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        lists = parse_qs(parts.query)
+        query = {k: v[-1] for k, v in lists.items()}
         path = unquote(parts.path)
         if path == "/api/models":
-            return self._search(query)
+            return self._search(query, lists.get("expand", []))
         if path.startswith("/api/models/"):
             return self._info(path.removeprefix("/api/models/"), query.get("blobs") == "true")
         owner, _, rest = path.lstrip("/").partition("/")
@@ -174,19 +176,24 @@ class FakeHfHub:
             return self._resolve(f"{owner}/{name}", revision, file, handler)
         return Reply(404, {"error": "Not Found"})
 
-    def _search(self, query: dict[str, str]) -> Reply:
+    def _search(self, query: dict[str, str], expand: list[str]) -> Reply:
         words = query.get("search", "").lower()
         wanted = query.get("filter", "")
         found = [r for r in self.repos.values()
                  if words in r.id.lower() and (not wanted or wanted in r.tags)]
         found.sort(key=lambda r: (-r.downloads, r.id))
         limit = int(query.get("limit", "1000"))
-        return Reply(200, [{
+        items = [{
             "_id": _sha(r.id)[:24], "id": r.id, "modelId": r.id, "likes": r.likes,
             "trendingScore": 0, "private": False, "downloads": r.downloads, "tags": list(r.tags),
             "pipeline_tag": "text-generation", "library_name": "gguf",
-            "createdAt": "2026-01-02T03:04:05.000Z",
-        } for r in found[:limit]])
+            "createdAt": "2026-01-02T03:04:05.000Z", "gated": r.gated,
+        } for r in found[:limit]]
+        if expand:  # only the properties asked for come back (and the ids)
+            items = [{k: v for k, v in i.items() if k in {"_id", "id", *expand}} for i in items]
+        else:  # the default fields hold no `gated`
+            items = [{k: v for k, v in i.items() if k != "gated"} for i in items]
+        return Reply(200, items)
 
     def _info(self, repo_id: str, blobs: bool) -> Reply:
         repo = self.repos.get(repo_id)

@@ -29,6 +29,7 @@ async def test_search_lists_gguf_repos_most_downloaded_first(hub: FakeHfHub) -> 
     hits = await HubModels({"MVP_HF_ENDPOINT": hub.url}).search("llama")
     assert [h.repo for h in hits] == [LLAMA, SPLIT, GATED]
     assert hits[0].downloads == 1_204_311 and hits[0].likes == 1_402
+    assert [h.gated for h in hits] == [False, False, True]
     (asked,) = hub.requests
     assert asked.path.startswith("/api/models?")
     assert "search=llama" in asked.path and "filter=gguf" in asked.path
