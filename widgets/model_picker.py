@@ -109,10 +109,12 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
                 id="picker-results"),
     ]
 
-    def __init__(self, catalog: ModelCatalog, query: str = "") -> None:
+    def __init__(self, catalog: ModelCatalog, query: str = "", *, save_key: str = "s",
+                 back_key: str = "Esc") -> None:
         super().__init__()
         self.catalog = catalog
         self.query_text = query
+        self._save_key, self._back_key = save_key, back_key  # as remapped, for the hint
         self.hits: list[RepoHit] = []
         self.fit: RepoFit | None = None  # the repo whose quants are shown
 
@@ -158,8 +160,10 @@ class ModelPickerScreen(ModalScreen[ModelChoice | None]):
     def _show_quants(self, shown: bool) -> None:
         self._table("picker-repos").display = not shown
         self.query_one("#picker-quant-view").display = shown
-        hint = ("Enter: use for the next lease · s: use and save to the config · Esc: back"
-                if shown else "Enter: search / list the repo's quants · ↓: results · Esc: close")
+        save, back = self._save_key, self._back_key
+        hint = (f"Enter: use for the next lease · {save}: use and save to the config · "
+                f"{back}: back" if shown
+                else f"Enter: search / list the repo's quants · ↓: results · {back}: close")
         self.query_one(".picker-hint", Static).update(Text(hint))
 
     def _say(self, text: str, *, error: bool = False) -> None:

@@ -41,7 +41,12 @@ class ModelPicking(BoardWiring):
 
     def action_open_models(self) -> None:
         """The picker over the hub, against the offers on the board now."""
-        self.push_screen(ModelPickerScreen(self.model_catalog()), self._model_chosen)
+        screen = ModelPickerScreen(self.model_catalog(), save_key=self._key_of("picker-save"),
+                                   back_key=self._key_of("picker-back"))
+        self.push_screen(screen, self._model_chosen)
+
+    def _key_of(self, binding_id: str) -> str:
+        raise NotImplementedError  # the app's: the key as remapped, as a person reads it
 
     def model_catalog(self) -> HubCatalog:
         settings = self.config.settings

@@ -37,6 +37,7 @@ max_context = 8192
 
 [ui.keys]
 models = "f6"  # remapped: the picker opens on F6
+picker-save = "ctrl+s"
 """
 
 
@@ -137,7 +138,12 @@ async def test_search_quants_split_gated_and_choose_by_keys(
         await pilot.press("enter")
         quants = screen.query_one("#picker-quants", DataTable)
         await wait_until(pilot, lambda: quants.row_count == 5)
-        await pilot.press("down", "s")  # Q4_K_M: used, and saved to the config
+        hint = str(screen.query_one(".picker-hint", Static).render())
+        assert "ctrl+s: use and save to the config" in hint  # the remapped key, said
+        await pilot.press("down", "s")  # remapped away: nothing
+        await pilot.pause()
+        assert isinstance(app.screen, ModelPickerScreen)
+        await pilot.press("ctrl+s")  # Q4_K_M: used, and saved to the config
         await wait_until(pilot, lambda: not isinstance(app.screen, ModelPickerScreen))
     source = app.config.model_source
     assert (source.repo, source.file, source.local_path, source.revision) == (
