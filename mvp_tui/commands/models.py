@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mvp_tui.config import Config, ConfigPaths
-from mvp_tui.config.toml_file import write_keys
+from mvp_tui.config.toml_file import save_hub_model
 from mvp_tui.engine.gguf_quants import QuantModel
 from mvp_tui.engine.hub_models import HubError, HubModels
 from mvp_tui.engine.model_fit import GIB
@@ -92,14 +92,12 @@ def _save(config: Config, fit: RepoFit, wanted: str) -> int:
         return int(ExitCode.USAGE)
     path = config.file or ConfigPaths().default
     try:
-        write_keys(path, "model", {"gguf_repo": fit.repo, "gguf_file": quant.file,
-                                   "gguf_revision": None})
+        said = save_hub_model(path, fit.repo, quant.file, config.sources)
     except OSError as exc:
         print(f"mvp-tui: could not write [model] to {path}: {exc.strerror or exc}",
               file=sys.stderr)
         return int(ExitCode.RUN_FAILED)
-    print(f"saved [model] gguf_repo = {fit.repo!r}, gguf_file = {quant.file!r} in {path}",
-          file=sys.stderr)
+    print(f"{quant.label} of {fit.repo} ({quant.file}) {said}", file=sys.stderr)
     return int(ExitCode.OK)
 
 

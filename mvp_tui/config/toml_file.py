@@ -15,7 +15,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from mvp_tui.config.schema import BY_DOTTED, SECTIONS, UI_KEYS_SECTION
-from mvp_tui.config.values import ConfigError
+from mvp_tui.config.values import ConfigError, Source
 
 _TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*\"?([A-Za-z0-9_\-]+)\"?\s*=")
@@ -149,3 +149,20 @@ def write_keys(path: Path, section: str, keys: Mapping[str, TomlValue | None]) -
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# Keys whose env or flag value beats a file's model at the next start.
+_MODEL_OVERRIDES = ("model.gguf_repo", "model.gguf_file", "model.gguf_local_path")
+
+
+def save_hub_model(path: Path, repo: str, file: str, sources: Mapping[str, Source]) -> str:
+    """`[model] gguf_repo` and `gguf_file` in the user's file (made when missing), and the
+    `gguf_revision` that named a revision of the model before removed; what was done, in
+    words, with any env var or flag (in `sources`) that still wins over the file."""
+    write_keys(path, "model", {"gguf_repo": repo, "gguf_file": file, "gguf_revision": None})
+    said = f"saved as [model] gguf_repo and gguf_file in {path}"
+    louder = [str(sources[k]) for k in _MODEL_OVERRIDES
+              if k in sources and sources[k].layer in ("env", "flag")]
+    if louder:
+        said += f" ({', '.join(louder)} still wins over the file at the next start)"
+    return said

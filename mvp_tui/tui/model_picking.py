@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mvp_tui.config import Config, ConfigPaths
-from mvp_tui.config.toml_file import write_keys
+from mvp_tui.config.toml_file import save_hub_model
 from mvp_tui.config.values import Source
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.hub_models import HubModels
@@ -21,8 +21,6 @@ from mvp_tui.widgets.model_picker import ModelChoice, ModelPickerScreen
 from mvp_tui.widgets.offers import OffersPane
 
 PICKED = "the model picker"
-# Keys whose env or flag value would beat a saved file's choice at the next start.
-_OVERRIDES = ("model.gguf_repo", "model.gguf_file", "model.gguf_local_path")
 
 
 def _served(config: Config) -> str:
@@ -84,20 +82,11 @@ class ModelPicking(BoardWiring):
 
     def _save_model(self, choice: ModelChoice, file: Path | None,
                     sources: Mapping[str, Source]) -> str:
-        """`[model] gguf_repo` and `gguf_file` in the user's file (made when there is none);
-        `gguf_revision` removed, as it named a revision of the model before."""
         path = file or ConfigPaths().default
         try:
-            write_keys(path, "model", {"gguf_repo": choice.repo, "gguf_file": choice.file,
-                                       "gguf_revision": None})
+            return save_hub_model(path, choice.repo, choice.file, sources)
         except OSError as exc:
             return f"could not save [model] to {path}: {exc.strerror or exc}"
-        said = f"saved as [model] gguf_repo and gguf_file in {path}"
-        louder = [str(sources[k]) for k in _OVERRIDES
-                  if k in sources and sources[k].layer in ("env", "flag")]
-        if louder:
-            said += f" ({', '.join(louder)} still wins over the file at the next start)"
-        return said
 
     def _model_changed(self) -> None:
         """The board's fit is the new model's: unknown until its need is read."""

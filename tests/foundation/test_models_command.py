@@ -69,3 +69,19 @@ def test_a_gated_repo_without_a_token(hub: FakeHfHub, capsys: pytest.CaptureFixt
     assert "hub repo meta-llama/Llama-3.1-8B-Instruct-GGUF is gated" in err
     assert "HF_TOKEN is not set" in err and "then set HF_TOKEN" in err
     assert main(["models"]) == 2  # nothing to search or list
+
+
+def test_save_without_a_config_file_makes_the_users_and_says_what_still_wins(
+    hub: FakeHfHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("MVP_CONFIG")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("MVP_GGUF_REPO", "someone/Else-GGUF")  # beats the file next time
+    assert main(["models", "--repo", LLAMA, "--save", "Q4_K_M"]) == 0
+    made = tmp_path / "xdg" / "mvp-tui" / "config.toml"
+    assert made.read_text() == (
+        f'[model]\ngguf_repo = "{LLAMA}"\ngguf_file = "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"\n')
+    err = capsys.readouterr().err
+    assert f"saved as [model] gguf_repo and gguf_file in {made}" in err
+    assert "(env MVP_GGUF_REPO still wins over the file at the next start)" in err
