@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
@@ -18,6 +19,7 @@ from mvp_tui.engine.controller import RunState
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.session import RunSession
+from mvp_tui.providers.base import Offer
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.model_picker import ModelPickerScreen
 from mvp_tui.widgets.offers import OffersPane
@@ -47,12 +49,12 @@ def hub() -> Iterator[FakeHfHub]:
         yield fake
 
 
-def board_offers() -> list:  # type: ignore[type-arg]
+def board_offers() -> list[Offer]:
     return [offer("1", 0.10, "RTX 3060", vram_mib=8 * 1024), offer("2", 0.30, "RTX 3090"),
             offer("3", 0.25, "RTX 3090"), offer("4", 1.80, "A100 SXM4", vram_mib=80 * 1024)]
 
 
-def cells(table: DataTable) -> list[list[str]]:  # type: ignore[type-arg]
+def cells(table: DataTable[Text]) -> list[list[str]]:
     return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
 
 
@@ -74,9 +76,9 @@ async def open_picker(pilot: Pilot[int], hub: FakeHfHub, key: str = "m") -> Mode
     return screen
 
 
-async def search(pilot: Pilot[int], screen: ModelPickerScreen, words: str) -> DataTable:  # type: ignore[type-arg]
+async def search(pilot: Pilot[int], screen: ModelPickerScreen, words: str) -> DataTable[Text]:
     await pilot.press(*words, "enter")
-    repos = screen.query_one("#picker-repos", DataTable)
+    repos: DataTable[Text] = screen.query_one("#picker-repos", DataTable)
     await wait_until(pilot, lambda: repos.row_count > 0)
     return repos
 
