@@ -44,6 +44,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "endpoint": ("endpoint", "the serving run's local OpenAI endpoint: URL, key, model "
                  "(--env for eval, --json)"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
+    "models": ("models", "choose a model by name: search the hub's GGUF repos (QUERY), or "
+               "list a repo's quants with what each needs (--repo; --save QUANT writes it to "
+               "the config)"),
     "hosts": ("hosts", "list the host journal: every attempt's host, stage reached and why it "
               "failed, newest first (--json, --days N, --provider X)"),
     "replay": ("replay", "open the dashboard on a datastream archive (read-only)"),

@@ -27,6 +27,8 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("zoom", "z", "toggle_zoom", "zoom"),
     KeyBinding("teardown", "ctrl+d", "teardown", "teardown"),
     KeyBinding("toggle-theme", "ctrl+t", "toggle_theme", "theme", show=False),
+    KeyBinding("models", "m", "open_models", "choose the model (hub search, quants, fit)",
+               show=False),
     KeyBinding("copy-endpoint", "y", "copy_endpoint", "copy endpoint", show=False),
     KeyBinding("web-ui", "w", "open_web_ui", "web UI", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
@@ -51,7 +53,7 @@ WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "prompt-history-older", "prompt-history-newer",
     "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",
     "dialog-left", "dialog-right", "dialog-scroll-up", "dialog-scroll-down", "dialog-page-up",
-    "dialog-page-down",
+    "dialog-page-down", "picker-back", "picker-save", "picker-search", "picker-results",
 })
 
 BINDING_IDS: frozenset[str] = frozenset(b.id for b in APP_BINDINGS) | WIDGET_BINDING_IDS

@@ -104,6 +104,16 @@ class Config:
         sources["model.gguf_local_path"] = Source("default", why)
         return dataclasses.replace(self, values=values, sources=sources)
 
+    def with_hub_model(self, repo: str, file: str, why: str) -> Config:
+        """This configuration serving hub `repo`'s `file` (the model picker's choice): no
+        local path, the repo's default revision, all from `why`."""
+        values, sources = dict(self.values), dict(self.sources)
+        for name, value in (("gguf_repo", repo), ("gguf_file", file),
+                            ("gguf_revision", None), ("gguf_local_path", None)):
+            values[f"model.{name}"] = value
+            sources[f"model.{name}"] = Source("default", why)
+        return dataclasses.replace(self, values=values, sources=sources)
+
     def for_provider(self, kind: str) -> Config:
         """This configuration with `kind` as the provider: the same file, env and flags, so
         its keys (the API key above all) come from where they would for `up`."""

@@ -15,7 +15,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from mvp_tui.config.schema import BY_DOTTED, SECTIONS, UI_KEYS_SECTION
-from mvp_tui.config.values import ConfigError
+from mvp_tui.config.values import ConfigError, Source
 
 _TABLE = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\s*(?:#.*)?$")
 _KEY = re.compile(r"^\s*\"?([A-Za-z0-9_\-]+)\"?\s*=")
@@ -115,8 +115,17 @@ def _ui_keys(
     return result
 
 
-def write_key(path: Path, section: str, key: str, value: str | int | float | bool) -> None:
+TomlValue = str | int | float | bool
+
+
+def write_key(path: Path, section: str, key: str, value: TomlValue) -> None:
     """Set one key in the user's file, keeping every comment; atomic (temp file + rename)."""
+    write_keys(path, section, {key: value})
+
+
+def write_keys(path: Path, section: str, keys: Mapping[str, TomlValue | None]) -> None:
+    """Set (None: remove) keys of one section in the user's file at once, keeping every
+    comment; atomic (temp file + rename)."""
     document = (
         tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
     )
@@ -124,7 +133,11 @@ def write_key(path: Path, section: str, key: str, value: str | int | float | boo
     if table is None:
         table = tomlkit.table()
         document[section] = table
-    table[key] = value
+    for key, value in keys.items():
+        if value is not None:
+            table[key] = value
+        elif key in table:
+            del table[key]
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -136,3 +149,20 @@ def write_key(path: Path, section: str, key: str, value: str | int | float | boo
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# Keys whose env or flag value beats a file's model at the next start.
+_MODEL_OVERRIDES = ("model.gguf_repo", "model.gguf_file", "model.gguf_local_path")
+
+
+def save_hub_model(path: Path, repo: str, file: str, sources: Mapping[str, Source]) -> str:
+    """`[model] gguf_repo` and `gguf_file` in the user's file (made when missing), and the
+    `gguf_revision` that named a revision of the model before removed; what was done, in
+    words, with any env var or flag (in `sources`) that still wins over the file."""
+    write_keys(path, "model", {"gguf_repo": repo, "gguf_file": file, "gguf_revision": None})
+    said = f"saved as [model] gguf_repo and gguf_file in {path}"
+    louder = [str(sources[k]) for k in _MODEL_OVERRIDES
+              if k in sources and sources[k].layer in ("env", "flag")]
+    if louder:
+        said += f" ({', '.join(louder)} still wins over the file at the next start)"
+    return said

@@ -32,10 +32,23 @@ class ModelNeedError(Exception):
     """Why the need could not be read, in words (no secret in it)."""
 
 
+class HubRefused(ModelNeedError):
+    """The hub answered 401 or 403: `error_code` is its `X-Error-Code` (`GatedRepo`, …)."""
+
+    def __init__(self, message: str, *, status: int, error_code: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+
+
+def hub_endpoint(environ: Mapping[str, str]) -> str:
+    """The hub this run's nodes download from (`MVP_HF_ENDPOINT`, as the agent reads it)."""
+    return (environ.get("MVP_HF_ENDPOINT", "").strip() or DEFAULT_HF_ENDPOINT).rstrip("/")
+
+
 def hub_url(model: ModelSettings, environ: Mapping[str, str]) -> str:
-    endpoint = (environ.get("MVP_HF_ENDPOINT", "").strip() or DEFAULT_HF_ENDPOINT).rstrip("/")
     revision = model.gguf_revision or "main"
-    return f"{endpoint}/{model.gguf_repo}/resolve/{revision}/{model.gguf_file}"
+    return f"{hub_endpoint(environ)}/{model.gguf_repo}/resolve/{revision}/{model.gguf_file}"
 
 
 async def read_model_need(
@@ -52,7 +65,7 @@ async def read_model_need(
         source = str(local)
     else:
         source = hub_url(model, environ)
-        size, head = await _read_hub(source, environ.get("HF_TOKEN", ""), transport)
+        size, head = await read_hub_head(source, environ.get("HF_TOKEN", ""), transport)
     try:
         shape = parse_shape(head)
     except ShortRead:
@@ -82,9 +95,11 @@ def _read_local(path: Path) -> tuple[int, bytes]:
             return size, head
 
 
-async def _read_hub(
+async def read_hub_head(
     url: str, token: str, transport: httpx.AsyncBaseTransport | None
 ) -> tuple[int, bytes]:
+    """A hub file's size and its first bytes, up to where its GGUF header's facts end. The
+    token goes to the hub only: httpx drops it on a redirect to another host (the CDN)."""
     import httpx
 
     headers = {"Range": "bytes=0-", "Accept-Encoding": "identity"}
@@ -95,8 +110,9 @@ async def _read_hub(
             transport=transport, timeout=TIMEOUT_S, follow_redirects=True
         ) as client, client.stream("GET", url, headers=headers) as answer:
             if answer.status_code in (401, 403):
-                raise ModelNeedError(f"{url}: the hub refused ({answer.status_code}); "
-                                     "a private repo needs HF_TOKEN")
+                raise HubRefused(f"{url}: the hub refused ({answer.status_code}); "
+                                 "a private repo needs HF_TOKEN", status=answer.status_code,
+                                 error_code=answer.headers.get("X-Error-Code", ""))
             if answer.status_code not in (200, 206):
                 raise ModelNeedError(f"{url}: the hub answered {answer.status_code}")
             size = _total_size(answer)

@@ -394,6 +394,14 @@ class RunCore:
                 "free space, or point [state] dir / MVP_STATE_DIR / --state-dir elsewhere"
             ) from None
 
+    def choose_model(self, repo: str, file: str) -> None:
+        """Serve hub `repo`'s `file` from the next lease on (the model picker): the node's
+        env and the board's need follow. The session allows it only while nothing is leased."""
+        model = dataclasses.replace(self.settings.model, gguf_local_path=None, gguf_repo=repo,
+                                    gguf_file=file, gguf_revision=None)
+        self.settings = dataclasses.replace(self.settings, model=model)
+        self.node_env = self._node_env()
+
     async def model_need(self) -> ModelNeed:
         """The model's VRAM need per node (the board's `fit`), from the local file or the
         hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""

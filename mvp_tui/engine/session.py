@@ -72,6 +72,7 @@ class RunSession:
         self.retired: list[RunEngine] = []
         self._engine_for = engine_for
         self._on_engine = on_engine  # a fresh engine is in place (the app re-attaches panes)
+        self._model: tuple[str, str] | None = None  # the picker's (repo, file), for every engine
 
     @property
     def can_switch(self) -> bool:
@@ -97,6 +98,8 @@ class RunSession:
         fresh = self._engine_for(kind)  # ConfigError: that provider is not configured
         if fresh.ledger is not self.ledger:
             raise RuntimeError("an engine factory must give its engines the session's ledger")
+        if self._model is not None:
+            fresh.choose_model(*self._model)
         self.retired.append(engine)
         self.engine, self.controller = fresh, RunController(fresh)
         if self._on_engine is not None:
@@ -211,6 +214,17 @@ class RunSession:
 
     async def model_need(self) -> ModelNeed:
         return await self.engine.model_need()
+
+    def choose_model(self, repo: str, file: str) -> None:
+        """The hub model the next lease serves, on whichever provider it is made. Refused
+        (`RunFailed`) while a lease is being made or held: its node serves the model it has."""
+        if self.controller.busy or self.controller.holds_lease:
+            raise RunFailed(
+                "a lease is being made or held, and its node serves the model it was given: "
+                "choose the model before leasing, or tear the lease down first"
+            )
+        self.engine.choose_model(repo, file)
+        self._model = (repo, file)
 
     async def earlier_leases(self) -> list[OpenLease]:
         return await self.engine.earlier_leases()

@@ -42,12 +42,13 @@ from mvp_tui.lease.restart import OpenLease
 from mvp_tui.providers.base import Offer
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
-from mvp_tui.tui.board_wiring import WORK_GROUPS, BoardWiring
+from mvp_tui.tui.board_wiring import WORK_GROUPS
 from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
 from mvp_tui.tui.engine_port import PaneRoutes
 from mvp_tui.tui.exit_path import EXIT_SIGNALS, ExitPath
 from mvp_tui.tui.first_paint import KeysFooter
 from mvp_tui.tui.layout import SoloLayout
+from mvp_tui.tui.model_picking import ModelPicking
 from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
@@ -78,7 +79,7 @@ def _binding(spec: KeyBinding) -> Binding:
     )
 
 
-class MvpApp(BoardWiring, ExitPath):
+class MvpApp(ModelPicking, ExitPath):
     """The dashboard. Without an engine it is the bare shell (tests, `--help` screenshots)."""
 
     CSS_PATH = str(APP_CSS_PATH)
@@ -655,6 +656,8 @@ class MvpApp(BoardWiring, ExitPath):
              self.action_search_offers),
             ("Zoom the focused pane", "zoom", "the pane fills the screen; again for all panes",
              self.action_toggle_zoom),
+            ("Choose the model", "models", "search the hub's GGUF repos; each quant's size and "
+             "the largest one each offer holds", self.action_open_models),
             ("Copy endpoint", "copy-endpoint", "the run's OpenAI base URL and key, for your "
              "own tools", self.action_copy_endpoint),
             ("Open the engine's web UI", "web-ui", "in the browser, through the same local "
@@ -695,6 +698,8 @@ class MvpApp(BoardWiring, ExitPath):
         # Keys that need an engine or a lease are shown dimmed until they make sense.
         if action.startswith("replay_"):
             return self.replay is not None
+        if action == "open_models":
+            return self.replay is None  # a replay serves nothing: hidden
         if self.replay is not None and action in {"search_offers", "filter", "teardown"}:
             return False  # read-only: hidden, not dimmed
         if action == "search_offers":

@@ -87,7 +87,7 @@ class OfferBoard:
         self._providers: dict[str, Provider] = {}
         self._unconfigured: dict[str, str] = {}
         self._read_need = read_need
-        self._need: ModelNeed | None = None  # read once: the model does not change
+        self._need: ModelNeed | None = None  # read once per model (the picker changes it)
 
     def info_billing(self, kind: str) -> bool:
         """Whether leasing on `kind` bills (asks first); unknown providers are assumed to."""
@@ -165,6 +165,10 @@ class OfferBoard:
             why = "no answer" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
             return None, clean_line(self._redact(f"model size unknown: {why}"), NOTE_CHARS)
         return self._need, ""
+
+    def forget_need(self) -> None:
+        """Another model was chosen: its need is read afresh."""
+        self._need = None
 
     def _why(self, error: BaseException) -> str:
         if isinstance(error, TimeoutError):

@@ -69,15 +69,21 @@ class PtyDashboard:
         with self._changed:
             return bytes(self._out)
 
-    def wait_for(self, text: str, within: float = 30.0) -> None:
-        """Until `text` has been written to the terminal (the app draws text in runs)."""
+    def wait_for(self, text: str, within: float = 30.0, since: int = 0) -> None:
+        """Until `text` has been written to the terminal (the app draws text in runs), at or
+        after byte `since` of the output (`len(output)` before a key: what it drew)."""
         needle = text.encode()
         deadline = time.monotonic() + within
         with self._changed:
-            while needle not in self._out:
+            while self._out.find(needle, since) < 0:
                 left = deadline - time.monotonic()
                 assert left > 0, f"{text!r} never appeared on the terminal"
                 self._changed.wait(left)
+
+    def resize(self, cols: int, rows: int) -> None:
+        """The terminal window is resized (the kernel tells the app with SIGWINCH)."""
+        assert self.master is not None
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def press(self, keys: bytes) -> None:
         assert self.master is not None
