@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -53,20 +54,37 @@ class StatusBar(Widget):
             text.append(f"  {s.replay} · read-only: no provider is called")
             return text
         live = "no lease live" if s.live_leases == 0 else f"{s.live_leases} lease(s) live"
+        # (drop rank, separator, words): a narrow terminal gives up the highest rank first,
+        # and the money ($/h, spent, the cap: rank 0) is never what is cut.
+        parts: list[tuple[int, str, str]] = [
+            (3, "", f"run {s.run_id or '—'}"), (5, " · ", s.provider), (6, " · ", s.profile),
+            (0, " · ", live), (0, " · ", f"${s.price_per_hour:.2f}/h"),
+        ]
+        if s.rate_trend:
+            parts.append((4, " ", s.rate_trend))
+        parts.append((0, " · ", f"spent {money_text(s.spent_usd)}"))
+        if s.volume_usd_per_month:
+            parts.append((1, " · ", f"volume ${s.volume_usd_per_month:.2f}/month"))
+        if s.cap_usd is not None:
+            parts.append((0, " · ", f"cap ${s.cap_usd:.2f}"))
         text = Text()
         text.append(" mvp-tui ", style="bold reverse")
         if s.label:
             text.append(f" {s.label.upper()} ", style="bold reverse")
-        text.append(f"  run {s.run_id or '—'} · {s.provider} · {s.profile} · {live}")
-        text.append(f" · ${s.price_per_hour:.2f}/h")
-        if s.rate_trend:
-            text.append(f" {s.rate_trend}")
-        text.append(f" · spent {money_text(s.spent_usd)}")
-        if s.volume_usd_per_month:
-            text.append(f" · volume ${s.volume_usd_per_month:.2f}/month")
-        if s.cap_usd is not None:
-            text.append(f" · cap ${s.cap_usd:.2f}")
         clock = self._clock().strftime("%H:%M:%S")
-        pad = max(1, self.size.width - text.cell_len - len(clock) - 1)
-        text.append(" " * pad + clock + " ")
+        width = self.size.width or 10_000
+        body = _joined(parts)
+        while width - text.cell_len - cell_len(body) < len(clock) + 2 and max(parts)[0]:
+            worst = max(rank for rank, _, _ in parts)
+            parts.remove(next(p for p in reversed(parts) if p[0] == worst))
+            body = _joined(parts)
+        text.append(body)
+        room = width - text.cell_len - 1
+        if room >= len(clock) + 1:  # the clock where it fits beside the rest
+            text.append(" " * (room - len(clock)) + clock + " ")
         return text
+
+
+def _joined(parts: list[tuple[int, str, str]]) -> str:
+    body = "".join(sep + words for _, sep, words in parts)
+    return "  " + body.removeprefix(" · ")

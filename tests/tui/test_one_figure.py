@@ -93,3 +93,18 @@ async def test_one_figure_in_every_place_that_shows_lease_money() -> None:
         breach = Limits(max_spend_usd=0.05).breach(app.ledger, NOW, RUN)
         assert breach is not None and money_text(breach[2]) == figure
         assert Limits(max_spend_usd=0.065).breach(app.ledger, NOW, RUN) is None
+
+
+async def test_an_80_column_header_keeps_the_money() -> None:
+    """A narrow terminal drops the profile, provider, trend and run id first: the money is
+    what the header is for, and at 80 columns it was cut off after "1 lease(s) live ·"."""
+    app = make_app(wall=lambda: NOW)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for event in RECORDED:
+            app.route(event)
+        await pilot.pause()
+        app._update_summary()
+        await pilot.pause()
+        bar = app.query_one(StatusBar).render().plain
+        assert "1 lease(s) live · $0.40/h" in bar and "spent $0.0644" in bar, bar
+        assert len(bar) <= 80 and "local · local" not in bar, bar  # profile, provider gone
