@@ -34,11 +34,12 @@ class SortKey(enum.Enum):
     RELIABILITY = "reliability"
     DOWN = "↓Mb/s"
     READY = "~ready"
+    PER_MTOK = "$/Mtok"
 
     @property
     def ascending_first(self) -> bool:
         """Cheapest and soonest first for prices and waits, biggest/best first for the rest."""
-        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY)
+        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY, SortKey.PER_MTOK)
 
     @property
     def column(self) -> Column:
@@ -60,6 +61,8 @@ class Column(enum.Enum):
     VRAM = "VRAM"
     FIT = "fit"
     PRICE = "$/h"
+    TOKS = "tok/s"
+    PER_MTOK = "$/Mtok"
     READY = "~ready"
     PER_GIB = "$/GB·h"
     RELIABILITY = "stock/rel"
@@ -75,12 +78,17 @@ class Column(enum.Enum):
 COLUMNS: tuple[Column, ...] = tuple(Column)
 # Columns of text (provider names, places, stock words), measured rather than formatted.
 TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT})
-# What a narrow board drops first, in this order; `$/h`, `fit` and `~ready` always stay.
+# What a narrow board drops first, in this order; `$/h`, `fit`, `$/Mtok` and `~ready` always
+# stay.
 DROP_ORDER: tuple[Column, ...] = (
     Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
-    Column.PROVIDER, Column.VRAM,
+    Column.PROVIDER, Column.TOKS, Column.VRAM,
 )
+# Columns whose cells come from the outlook (the model's fit, speed and wait), not the offer.
+OUTLOOK_COLUMNS = frozenset({Column.FIT, Column.TOKS, Column.PER_MTOK, Column.READY})
 UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last
+UNKNOWN_COST = float("inf")  # an offer whose decode speed is unknown: its $/Mtok sorts last
+BID_MARK = " bid"  # after the $/h of a Vast interruptible offer: the price is our bid
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
 FAILURE_CHARS = 600
@@ -101,6 +109,7 @@ _SORT_COLUMNS: dict[SortKey, Column] = {
     SortKey.RELIABILITY: Column.RELIABILITY,
     SortKey.DOWN: Column.DOWN,
     SortKey.READY: Column.READY,
+    SortKey.PER_MTOK: Column.PER_MTOK,
 }
 
 
@@ -135,6 +144,33 @@ def _ready_text(value: float) -> str:
 
 def _ready_value(outlook: OfferOutlook) -> float:
     return outlook.ready.total_s if outlook.ready is not None else UNKNOWN_READY
+
+
+def _mtok_value(outlook: OfferOutlook) -> float:
+    speed = outlook.speed
+    cost = speed.usd_per_mtok if speed is not None else None
+    return cost if cost is not None else UNKNOWN_COST
+
+
+def _tok_value(outlook: OfferOutlook) -> float:
+    return outlook.speed.tok_per_s if outlook.speed is not None else 0.0
+
+
+def _outlook_text(outlook: OfferOutlook, column: Column) -> str:
+    """The cell of an outlook column: `✓`, `~112`, `~0.65`, `3:52`, or `?` when unknown."""
+    if column is Column.FIT:
+        return outlook.fit.cell
+    if column is Column.READY:
+        return _ready_text(_ready_value(outlook))
+    speed = outlook.speed
+    if speed is None:
+        return "?"
+    return speed.tok_cell if column is Column.TOKS else speed.mtok_cell
+
+
+def _price_text(offer: Offer) -> str:
+    text = _NUMBERS[Column.PRICE].text(offer)
+    return text + BID_MARK if offer.bid else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +232,9 @@ class OffersModel:
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
-        self._values: dict[Column, list[float]] = {c: [] for c in (*_NUMBERS, Column.READY)}
+        self._values: dict[Column, list[float]] = {
+            c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK)
+        }
         self._cheap_limit = 0.0
         self.filter_text = ""
         self.sort_key = SortKey.PRICE
@@ -272,6 +310,7 @@ class OffersModel:
         self._outlooks = {k: self._outlook_of(e.offer) for k, e in self._entries.items()}
         self._unfit = {k for k, o in self._outlooks.items() if o.fit.unfit}
         self._values[Column.READY] = [_ready_value(self._outlooks[k]) for k in self._by_id]
+        self._values[Column.PER_MTOK] = [_mtok_value(self._outlooks[k]) for k in self._by_id]
 
     def outlook(self, offer_id: str) -> OfferOutlook:
         return self._outlooks.get(offer_id, NO_OUTLOOK)
@@ -402,10 +441,10 @@ class OffersModel:
         cells = [GONE if gone else _pick_text(pick, failed)]
         outlook = self.outlook(offer_id)
         for column in COLUMNS[1:]:
-            if column is Column.FIT:
-                cells.append(outlook.fit.cell)
-            elif column is Column.READY:
-                cells.append(_ready_text(_ready_value(outlook)))
+            if column in OUTLOOK_COLUMNS:
+                cells.append(_outlook_text(outlook, column))
+            elif column is Column.PRICE:
+                cells.append(_price_text(offer))
             elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                 cells.append(_text_of(entry, column))
             else:
@@ -428,11 +467,11 @@ class OffersModel:
                     width = max(width, len(str(len(self._entries))), len(GONE))
                     if self._failed:
                         width = max(width, len(_pick_text(len(self._entries), failed=True)))
-                elif column is Column.FIT:
-                    texts = {o.fit.cell for o in self._outlooks.values()}
+                elif column in (Column.TOKS, Column.PER_MTOK):
+                    texts = {_outlook_text(o, column) for o in self._speed_extremes(column)}
                     width = max([width, *(cell_len(t) for t in texts)])
-                elif column is Column.READY:
-                    texts = {_ready_text(v) for v in self._values[column]}
+                elif column in OUTLOOK_COLUMNS:
+                    texts = {_outlook_text(o, column) for o in self._outlooks.values()}
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                     texts = {_text_of(e, column) for e in entries}
@@ -440,9 +479,24 @@ class OffersModel:
                 elif entries:
                     values, number = self._values[column], _NUMBERS[column]
                     width = max(width, *(len(number.format(v)) for v in (min(values), max(values))))
+                    if column is Column.PRICE and any(e.offer.bid for e in entries):
+                        width = max(width, len(number.format(max(values))) + len(BID_MARK))
                 out.append(width)
             self._widths = tuple(out)
         return self._widths
+
+    def _speed_extremes(self, column: Column) -> list[OfferOutlook]:
+        """The outlooks whose speed cell is widest-to-be: a format's width grows with the
+        magnitude, so the smallest and largest of each kind (measured, predicted) and an
+        unknown one; not 10,000 cells formatted to find a width."""
+        speeds = [o for o in self._outlooks.values() if o.speed is not None]
+        out = [NO_OUTLOOK] if len(speeds) < len(self._outlooks) else []
+        for flag in (True, False):
+            same = [o for o in speeds if o.speed is not None and o.speed.measured is flag]
+            if same:
+                key = _mtok_value if column is Column.PER_MTOK else _tok_value
+                out += [min(same, key=key), max(same, key=key)]
+        return out
 
     def chosen(self, highlighted: str | None, max_attempts: int = 1) -> tuple[Offer, ...]:
         """What Enter leases, in the order it is tried: the picks, or else the highlighted
