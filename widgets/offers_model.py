@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
+from mvp_tui.engine.decode_speed import DecodeSpeed
 from mvp_tui.engine.outlook import NO_OUTLOOK, OfferOutlook, Outlook, no_outlook
 from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.providers.base import Offer
@@ -233,7 +234,7 @@ class OffersModel:
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
         self._values: dict[Column, list[float]] = {
-            c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK)
+            c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK, Column.TOKS)
         }
         self._cheap_limit = 0.0
         self.filter_text = ""
@@ -253,6 +254,9 @@ class OffersModel:
         self._orders: dict[tuple[SortKey, bool], list[str]] = {}  # every id, per sort
         self._rows: dict[str, OfferRow] = {}  # unpicked rows, made on first paint
         self._widths: tuple[int, ...] | None = None
+        # The text columns' widths depend on the offers only, not on the outlook: a new
+        # outlook (the model's need read, the journal) re-measures no 10,000 place names.
+        self._text_widths: dict[Column, int] = {}
 
     # -- input ----------------------------------------------------------------------------
     def set_offers(self, offers: Iterable[Offer]) -> None:
@@ -274,6 +278,7 @@ class OffersModel:
         self._orders = {}
         self._rows = {}
         self._widths = None
+        self._text_widths = {}
 
     def update_offers(self, offers: Iterable[Offer], *, providers: Iterable[str]) -> None:
         """A refresh of some providers: their rows are replaced (in place, by key), the
@@ -311,6 +316,7 @@ class OffersModel:
         self._unfit = {k for k, o in self._outlooks.items() if o.fit.unfit}
         self._values[Column.READY] = [_ready_value(self._outlooks[k]) for k in self._by_id]
         self._values[Column.PER_MTOK] = [_mtok_value(self._outlooks[k]) for k in self._by_id]
+        self._values[Column.TOKS] = [_tok_value(self._outlooks[k]) for k in self._by_id]
 
     def outlook(self, offer_id: str) -> OfferOutlook:
         return self._outlooks.get(offer_id, NO_OUTLOOK)
@@ -468,14 +474,22 @@ class OffersModel:
                     if self._failed:
                         width = max(width, len(_pick_text(len(self._entries), failed=True)))
                 elif column in (Column.TOKS, Column.PER_MTOK):
-                    texts = {_outlook_text(o, column) for o in self._speed_extremes(column)}
+                    width = max(width, self._speed_width(column))
+                elif column is Column.FIT:  # a few distinct verdicts, however many offers
+                    texts = {v.cell for v in {o.fit for o in self._outlooks.values()}}
                     width = max([width, *(cell_len(t) for t in texts)])
-                elif column in OUTLOOK_COLUMNS:
-                    texts = {_outlook_text(o, column) for o in self._outlooks.values()}
+                elif column is Column.READY:  # a clock's width grows with its value
+                    values = self._values[column]
+                    known = [v for v in values if v != UNKNOWN_READY]
+                    ends = [min(known), max(known)] if known else []
+                    texts = {_ready_text(v) for v in ends} | ({"?"} if len(known) < len(values)
+                                                                else set())
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                    texts = {_text_of(e, column) for e in entries}
-                    width = max([width, *(cell_len(t) for t in texts)])
+                    if column not in self._text_widths:
+                        texts = {_text_of(e, column) for e in entries}
+                        self._text_widths[column] = max(cell_len(t) for t in texts) if texts else 0
+                    width = max(width, self._text_widths[column])
                 elif entries:
                     values, number = self._values[column], _NUMBERS[column]
                     width = max(width, *(len(number.format(v)) for v in (min(values), max(values))))
@@ -485,18 +499,18 @@ class OffersModel:
             self._widths = tuple(out)
         return self._widths
 
-    def _speed_extremes(self, column: Column) -> list[OfferOutlook]:
-        """The outlooks whose speed cell is widest-to-be: a format's width grows with the
-        magnitude, so the smallest and largest of each kind (measured, predicted) and an
-        unknown one; not 10,000 cells formatted to find a width."""
-        speeds = [o for o in self._outlooks.values() if o.speed is not None]
-        out = [NO_OUTLOOK] if len(speeds) < len(self._outlooks) else []
-        for flag in (True, False):
-            same = [o for o in speeds if o.speed is not None and o.speed.measured is flag]
-            if same:
-                key = _mtok_value if column is Column.PER_MTOK else _tok_value
-                out += [min(same, key=key), max(same, key=key)]
-        return out
+    def _speed_width(self, column: Column) -> int:
+        """A speed column's width from its smallest and largest value (a format's width grows
+        with the magnitude), each as a prediction (`~`, the wider), and `?` when some offer's
+        speed is unknown: not 10,000 cells formatted to find a width."""
+        values = self._values[column]
+        unknown = UNKNOWN_COST if column is Column.PER_MTOK else 0.0
+        known = [v for v in values if v != unknown]
+        texts = ["?"] if len(known) < len(values) else []
+        for value in (min(known), max(known)) if known else ():
+            speed = DecodeSpeed(value, value, measured=False)
+            texts.append(speed.mtok_cell if column is Column.PER_MTOK else speed.tok_cell)
+        return max((cell_len(t) for t in texts), default=0)
 
     def chosen(self, highlighted: str | None, max_attempts: int = 1) -> tuple[Offer, ...]:
         """What Enter leases, in the order it is tried: the picks, or else the highlighted

@@ -37,7 +37,9 @@ def usd_per_mtok(price_per_hour: float, tok_per_s: float) -> float | None:
     return USD_PER_MTOK_FACTOR * price_per_hour / tok_per_s
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
+# each field through object.__setattr__, five times slower. Never changed once made.
+@dataclass(slots=True)
 class DecodeSpeed:
     """One offer's decode rate and what a million tokens cost there."""
 

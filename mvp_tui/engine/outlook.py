@@ -1,21 +1,29 @@
 """Per offer, what the board predicts before anything is rented: does the model fit its VRAM
 (`model_fit.py`), how long until it serves (`ready_estimate.py`), and how fast it decodes and
 what a million tokens cost there (`decode_speed.py`); measured figures from this user's own
-runs (lease/learned.py) replace the predictions where there are some."""
+runs (lease/learned.py) replace the predictions where there are some.
+
+Ten thousand offers share a few GPU models and card shapes: what depends only on those (the
+fit, the class's efficiency, the learned medians of a GPU model) is worked out once per
+distinct value, so a refresh costs a few dictionary reads per offer (bench/bench_ranking.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mvp_tui.engine.decode_speed import DecodeSpeed, measured, predicted
+from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR as FACTOR
+from mvp_tui.engine.decode_speed import DecodeSpeed, efficiency
 from mvp_tui.engine.model_fit import UNKNOWN, FitVerdict, ModelNeed
 from mvp_tui.engine.ready_estimate import ReadyEstimate, estimate_ready, learned_ready
-from mvp_tui.lease.learned import NOTHING, Learned
+from mvp_tui.lease.learned import NOTHING, Figure, Learned
 from mvp_tui.providers.base import Offer
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
+# each field through object.__setattr__, five times slower. Never changed once made.
+@dataclass(slots=True)
 class OfferOutlook:
     fit: FitVerdict = UNKNOWN
     ready: ReadyEstimate | None = None
@@ -49,21 +57,65 @@ def outlook_for(
     estimate counts only the image pull and the engine's start, and the speed is known only
     where this user measured it. `model` is the learned figures' key (`model_key`)."""
     history = learned if learned is not None else NOTHING
+    if not model:
+        history = NOTHING
     per_token = need.model_bytes + need.kv_bytes if need is not None else 0
+    model_bytes = need.model_bytes if need is not None else 0
+    fits: dict[tuple[int, int, int], FitVerdict] = {}
+    rates: dict[tuple[str, float], float | None] = {}  # (GPU, bandwidth) -> predicted tok/s
+    by_gpu: dict[tuple[str, str], tuple[Figure | None, Figure | None]] = {}
+    by_host = bool(history.speed_by_host or history.ready_by_host)
+
+    def fit_of(offer: Offer) -> FitVerdict:
+        shape = (offer.num_gpus, offer.gpu_ram_mib, offer.ram_mib)
+        verdict = fits.get(shape)
+        if verdict is None:
+            verdict = fits[shape] = need.verdict(offer) if need is not None else UNKNOWN
+        return verdict
+
+    def predicted_rate(offer: Offer) -> float | None:
+        key = (offer.gpu_name, offer.mem_bw_gbps)
+        if key not in rates:
+            bw = offer.mem_bw_gbps
+            rates[key] = (efficiency(offer.gpu_name) * bw * 1e9 / per_token
+                          if bw > 0 and per_token > 0 else None)
+        return rates[key]
+
+    def gpu_figures(offer: Offer) -> tuple[Figure | None, Figure | None]:
+        key = (offer.provider, offer.gpu_name)
+        found = by_gpu.get(key)
+        if found is None:
+            found = by_gpu[key] = (history.gpu_decode(offer.gpu_name, model),
+                                   history.gpu_ready(offer.provider, offer.gpu_name, model))
+        return found
+
+    learning = history is not NOTHING
 
     def outlook(offer: Offer) -> OfferOutlook:
-        fit = need.verdict(offer) if need is not None else UNKNOWN
         cached = has_image(offer, image)
-        ran = history.ready(offer, model, cached_image=cached) if model else None
+        decode = ran = None
+        if learning:
+            decode, ran = gpu_figures(offer)
+            if by_host:
+                decode = history.host_decode(offer, model) or decode
+                if cached:
+                    ran = history.host_ready(offer, model) or ran
         ready = (
             learned_ready(ran.value, ran.runs, cached_image=cached) if ran is not None
-            else estimate_ready(offer, image_gb=image_gb,
-                                model_bytes=need.model_bytes if need is not None else 0,
+            else estimate_ready(offer, image_gb=image_gb, model_bytes=model_bytes,
                                 cached_image=cached)
         )
-        rate = history.decode(offer, model) if model else None
-        speed = measured(offer, rate.value, rate.runs) if rate is not None else (
-            predicted(offer, per_token))
-        return OfferOutlook(fit, ready, speed)
+        price = offer.price_per_hour
+        speed: DecodeSpeed | None = None
+        if decode is not None:
+            rate = decode.value
+            speed = DecodeSpeed(rate, FACTOR * price / rate if rate > 0 <= price else None,
+                                True, decode.runs)
+        else:
+            predicted = predicted_rate(offer)
+            if predicted is not None:
+                speed = DecodeSpeed(predicted, FACTOR * price / predicted if price >= 0 else None,
+                                    False)
+        return OfferOutlook(fit_of(offer), ready, speed)
 
     return outlook

@@ -19,7 +19,9 @@ ENGINE_START_S = 5.0  # llama-server's own start, before it reads weights
 BOOT_S = 20.0  # the container's start and sshd, on a host that has the image
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
+# each field through object.__setattr__, five times slower. Never changed once made.
+@dataclass(slots=True)
 class ReadyEstimate:
     pull_s: float  # 0 when the host has the image
     model_s: float

@@ -351,7 +351,11 @@ class HostMemory:
 
     def has_image(self, offer: Offer, image: str) -> bool:
         """Whether `offer`'s host recently ran `image` (so its pull is probably cached)."""
-        hosts = self.images.get(offer.provider, {})
+        hosts = self.images.get(offer.provider)
+        if not hosts:
+            return False
+        if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
+            return image in hosts.get(host_key(offer), ())
         return any(image in hosts.get(host, ()) for host in hosts_of(offer))
 
 

@@ -16,7 +16,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from mvp_tui.lease.host_journal import DAY_S, SERVING, HostOutcome, SpeedSample, hosts_of
+from mvp_tui.lease.host_journal import (
+    DAY_S,
+    SERVING,
+    HostOutcome,
+    SpeedSample,
+    host_key,
+    hosts_of,
+)
 from mvp_tui.providers.base import Offer
 
 RECENT = 5  # the newest runs a median is taken over
@@ -61,11 +68,13 @@ class Learned:
 
     def decode(self, offer: Offer, model: str) -> Figure | None:
         """The measured decode tok/s for `model` on `offer`: its host's, else its GPU's."""
-        for host in hosts_of(offer):
-            found = self.speed_by_host.get((offer.provider, host, model))
-            if found is not None:
-                return found
-        return self.speed_by_gpu.get((gpu_key(offer.gpu_name), model))
+        return self.host_decode(offer, model) or self.gpu_decode(offer.gpu_name, model)
+
+    def host_decode(self, offer: Offer, model: str) -> Figure | None:
+        return _on_host(self.speed_by_host, offer, model)
+
+    def gpu_decode(self, gpu_name: str, model: str) -> Figure | None:
+        return self.speed_by_gpu.get((gpu_key(gpu_name), model))
 
     def ttft(self, offer: Offer, model: str) -> Figure | None:
         return self.ttft_by_gpu.get((gpu_key(offer.gpu_name), model))
@@ -73,15 +82,31 @@ class Learned:
     def ready(self, offer: Offer, model: str, *, cached_image: bool) -> Figure | None:
         """Create → serving for `model`: the host's own when it ran this image lately, else
         the GPU model's on this provider; None with no history."""
-        if cached_image:
-            for host in hosts_of(offer):
-                found = self.ready_by_host.get((offer.provider, host, model))
-                if found is not None:
-                    return found
-        return self.ready_by_gpu.get((offer.provider, gpu_key(offer.gpu_name), model))
+        found = self.host_ready(offer, model) if cached_image else None
+        return found or self.gpu_ready(offer.provider, offer.gpu_name, model)
+
+    def host_ready(self, offer: Offer, model: str) -> Figure | None:
+        return _on_host(self.ready_by_host, offer, model)
+
+    def gpu_ready(self, provider: str, gpu_name: str, model: str) -> Figure | None:
+        return self.ready_by_gpu.get((provider, gpu_key(gpu_name), model))
 
 
 NOTHING = Learned()
+
+
+def _on_host(figures: Mapping[tuple[str, ...], Figure], offer: Offer,
+             model: str) -> Figure | None:
+    """The figure of the host `offer` runs on (a RunPod type: any host it may land on)."""
+    if not figures:
+        return None
+    if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
+        return figures.get((offer.provider, host_key(offer), model))
+    for host in hosts_of(offer):
+        found = figures.get((offer.provider, host, model))
+        if found is not None:
+            return found
+    return None
 
 
 def learn(outcomes: Iterable[HostOutcome], speeds: Iterable[SpeedSample], now: float,
