@@ -22,6 +22,8 @@ from mvp_tui.engine.speed_log import Serving, SpeedLog
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, memory_from, model_key
 from mvp_tui.prompt.events import PromptDone
 from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
+from mvp_tui.widgets.lease_confirm import ON_OUTBID, LeaseConfirmScreen, LeaseLimits, offers_table
+from mvp_tui.widgets.offers import offer_detail
 from mvp_tui.widgets.offers_model import DROP_ORDER, Column, OffersModel, SortKey
 from tests.fakes.vastai_server import FakeVast
 from tests.tui.fit_data import header_gguf
@@ -167,3 +169,30 @@ def test_a_bid_price_carries_its_mark() -> None:
 def test_the_narrow_board_keeps_price_fit_mtok_and_ready() -> None:
     for kept in (Column.PRICE, Column.FIT, Column.PER_MTOK, Column.READY):
         assert kept not in DROP_ORDER
+
+
+def test_the_lease_confirm_says_what_an_outbid_does() -> None:
+    bid = dataclasses.replace(offer("1", 0.26), bid_per_hour=0.24, on_demand_per_hour=0.5)
+    screen = LeaseConfirmScreen([bid], LeaseLimits(), provider="vastai")
+    assert "lease-confirm-outbid" in [w.id for w in screen.compose_body()]
+    assert "pauses the instance" in ON_OUTBID and "destroys it, confirmed" in ON_OUTBID
+    table = offers_table([bid])
+    assert "0.260 bid" in [str(cell) for cell in table.columns[6].cells]
+    plain = LeaseConfirmScreen([offer("2", 0.5)], LeaseLimits(), provider="vastai")
+    assert "lease-confirm-outbid" not in [w.id for w in plain.compose_body()]
+    detail = offer_detail(bid, None)
+    assert "interruptible: 0.260 $/h is our bid (on-demand 0.500 $/h)" in detail
+
+
+def test_speed_lines_are_journal_lines_not_corruption(tmp_path: Path) -> None:
+    journal = HostJournal(tmp_path)
+    log = SpeedLog(journal, lambda: Serving("r-1", offer("1", 0.3), "m.gguf", 0), time.time,
+                   print)
+    short = PromptDone(at=0, prompt_id=1, final_text="", tokens_generated=3, elapsed_ms=10,
+                       ttft_ms=5, tokens_per_s=300.0)
+    log.observe(short)  # too short to time the decode: not journaled
+    log.observe(dataclasses.replace(short, tokens_generated=40, tokens_per_s=55.0))
+    assert journal.read() == [] and journal.corrupt == 0
+    (sample,) = journal.speeds
+    assert sample.decode_tok_s == 55.0 and sample.ttft_ms == 5.0  # the client's clock
+    assert sample.model == "m.gguf" and sample.gpu_name == "RTX 4090"
