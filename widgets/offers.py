@@ -324,7 +324,8 @@ def offer_detail(
                      f"· load {clock_text(ready.load_s)}")
     speed = outlook.speed if outlook is not None else None
     if speed is not None:
-        basis = (f"measured: the median of {speed.runs} answer(s) you had on it"
+        ttft = f", TTFT {speed.ttft_ms:.0f} ms" if speed.ttft_ms is not None else ""
+        basis = (f"measured: the median of {speed.runs} answer(s) you had on it{ttft}"
                  if speed.measured else "predicted from its memory bandwidth")
         lines.append(f"decode {speed.tok_cell} tok/s · {speed.mtok_cell} $ per 1M tokens "
                      f"({basis})")

@@ -30,13 +30,6 @@ def efficiency(gpu_name: str) -> float:
     return EFFICIENCY_DATACENTER if any(k in name for k in _DATACENTER) else EFFICIENCY_CONSUMER
 
 
-def usd_per_mtok(price_per_hour: float, tok_per_s: float) -> float | None:
-    """$ per million generated tokens at this rate; None without a rate."""
-    if tok_per_s <= 0 or price_per_hour < 0:
-        return None
-    return USD_PER_MTOK_FACTOR * price_per_hour / tok_per_s
-
-
 # Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
 # each field through object.__setattr__, five times slower. Never changed once made.
 @dataclass(slots=True)
@@ -47,6 +40,7 @@ class DecodeSpeed:
     usd_per_mtok: float | None
     measured: bool  # from this user's own runs (the board shows no `~`)
     runs: int = 0  # how many measured answers the figure is the median of
+    ttft_ms: float | None = None  # measured time to first token (the prompt's processing)
 
     @property
     def tok_cell(self) -> str:
@@ -65,7 +59,8 @@ class DecodeSpeed:
         mtok = self.usd_per_mtok
         return {"tok_per_s": round(self.tok_per_s, 1),
                 "usd_per_mtok": round(mtok, 4) if mtok is not None else None,
-                "measured": self.measured, "measured_runs": self.runs}
+                "measured": self.measured, "measured_runs": self.runs,
+                "ttft_ms": round(self.ttft_ms, 1) if self.ttft_ms is not None else None}
 
 
 def predict_tok_per_s(offer: Offer, bytes_per_token: int) -> float | None:
@@ -75,14 +70,3 @@ def predict_tok_per_s(offer: Offer, bytes_per_token: int) -> float | None:
     if offer.mem_bw_gbps <= 0 or bytes_per_token <= 0:
         return None
     return efficiency(offer.gpu_name) * offer.mem_bw_gbps * 1e9 / bytes_per_token
-
-
-def predicted(offer: Offer, bytes_per_token: int) -> DecodeSpeed | None:
-    rate = predict_tok_per_s(offer, bytes_per_token)
-    if rate is None:
-        return None
-    return DecodeSpeed(rate, usd_per_mtok(offer.price_per_hour, rate), measured=False)
-
-
-def measured(offer: Offer, tok_per_s: float, runs: int) -> DecodeSpeed:
-    return DecodeSpeed(tok_per_s, usd_per_mtok(offer.price_per_hour, tok_per_s), True, runs)

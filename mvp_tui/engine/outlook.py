@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR as FACTOR
-from mvp_tui.engine.decode_speed import DecodeSpeed, efficiency
+from mvp_tui.engine.decode_speed import DecodeSpeed, predict_tok_per_s
 from mvp_tui.engine.model_fit import UNKNOWN, FitVerdict, ModelNeed
 from mvp_tui.engine.ready_estimate import ReadyEstimate, estimate_ready, learned_ready
 from mvp_tui.lease.learned import NOTHING, Figure, Learned
@@ -31,7 +31,8 @@ class OfferOutlook:
 
     def as_json(self) -> dict[str, object]:
         speed = self.speed.as_json() if self.speed is not None else {
-            "tok_per_s": None, "usd_per_mtok": None, "measured": False, "measured_runs": 0}
+            "tok_per_s": None, "usd_per_mtok": None, "measured": False, "measured_runs": 0,
+            "ttft_ms": None}
         return {**self.fit.as_json(), "ready": self.ready.as_json() if self.ready else None,
                 **speed}
 
@@ -63,7 +64,7 @@ def outlook_for(
     model_bytes = need.model_bytes if need is not None else 0
     fits: dict[tuple[int, int, int], FitVerdict] = {}
     rates: dict[tuple[str, float], float | None] = {}  # (GPU, bandwidth) -> predicted tok/s
-    by_gpu: dict[tuple[str, str], tuple[Figure | None, Figure | None]] = {}
+    by_gpu: dict[tuple[str, str], tuple[Figure | None, Figure | None, Figure | None]] = {}
     by_host = bool(history.speed_by_host or history.ready_by_host)
 
     def fit_of(offer: Offer) -> FitVerdict:
@@ -76,26 +77,26 @@ def outlook_for(
     def predicted_rate(offer: Offer) -> float | None:
         key = (offer.gpu_name, offer.mem_bw_gbps)
         if key not in rates:
-            bw = offer.mem_bw_gbps
-            rates[key] = (efficiency(offer.gpu_name) * bw * 1e9 / per_token
-                          if bw > 0 and per_token > 0 else None)
+            rates[key] = predict_tok_per_s(offer, per_token)
         return rates[key]
 
-    def gpu_figures(offer: Offer) -> tuple[Figure | None, Figure | None]:
+    def gpu_figures(offer: Offer) -> tuple[Figure | None, Figure | None, Figure | None]:
+        """The GPU model's decode tok/s, time to ready and TTFT medians (once per model)."""
         key = (offer.provider, offer.gpu_name)
         found = by_gpu.get(key)
         if found is None:
             found = by_gpu[key] = (history.gpu_decode(offer.gpu_name, model),
-                                   history.gpu_ready(offer.provider, offer.gpu_name, model))
+                                   history.gpu_ready(offer.provider, offer.gpu_name, model),
+                                   history.gpu_ttft(offer.gpu_name, model))
         return found
 
     learning = history is not NOTHING
 
     def outlook(offer: Offer) -> OfferOutlook:
         cached = has_image(offer, image)
-        decode = ran = None
+        decode = ran = ttft = None
         if learning:
-            decode, ran = gpu_figures(offer)
+            decode, ran, ttft = gpu_figures(offer)
             if by_host:
                 decode = history.host_decode(offer, model) or decode
                 if cached:
@@ -110,7 +111,7 @@ def outlook_for(
         if decode is not None:
             rate = decode.value
             speed = DecodeSpeed(rate, FACTOR * price / rate if rate > 0 <= price else None,
-                                True, decode.runs)
+                                True, decode.runs, ttft.value if ttft is not None else None)
         else:
             predicted = predicted_rate(offer)
             if predicted is not None:

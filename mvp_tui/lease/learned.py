@@ -76,8 +76,8 @@ class Learned:
     def gpu_decode(self, gpu_name: str, model: str) -> Figure | None:
         return self.speed_by_gpu.get((gpu_key(gpu_name), model))
 
-    def ttft(self, offer: Offer, model: str) -> Figure | None:
-        return self.ttft_by_gpu.get((gpu_key(offer.gpu_name), model))
+    def gpu_ttft(self, gpu_name: str, model: str) -> Figure | None:
+        return self.ttft_by_gpu.get((gpu_key(gpu_name), model))
 
     def ready(self, offer: Offer, model: str, *, cached_image: bool) -> Figure | None:
         """Create → serving for `model`: the host's own when it ran this image lately, else

@@ -107,6 +107,7 @@ def test_offers_json_predicts_then_shows_what_this_user_measured(
     fast, slow = rows["RTX 4090"], rows["RTX 3090"]
     assert fast["measured"] is True and fast["measured_runs"] == 3
     assert fast["tok_per_s"] == 97.5  # the median of the engine's own figures
+    assert fast["ttft_ms"] == 31.0  # llama-server's prompt time
     assert fast["usd_per_mtok"] == pytest.approx(USD_PER_MTOK_FACTOR * 0.40 / 97.5, rel=1e-3)
     assert slow["measured"] is False  # another GPU model: still predicted
 
