@@ -147,16 +147,6 @@ def _ready_value(outlook: OfferOutlook) -> float:
     return outlook.ready.total_s if outlook.ready is not None else UNKNOWN_READY
 
 
-def _mtok_value(outlook: OfferOutlook) -> float:
-    speed = outlook.speed
-    cost = speed.usd_per_mtok if speed is not None else None
-    return cost if cost is not None else UNKNOWN_COST
-
-
-def _tok_value(outlook: OfferOutlook) -> float:
-    return outlook.speed.tok_per_s if outlook.speed is not None else 0.0
-
-
 def _outlook_text(outlook: OfferOutlook, column: Column) -> str:
     """The cell of an outlook column: `✓`, `~112`, `~0.65`, `3:52`, or `?` when unknown."""
     if column is Column.FIT:
@@ -312,11 +302,24 @@ class OffersModel:
         self._widths = None
 
     def _set_outlooks(self) -> None:
-        self._outlooks = {k: self._outlook_of(e.offer) for k, e in self._entries.items()}
-        self._unfit = {k for k, o in self._outlooks.items() if o.fit.unfit}
-        self._values[Column.READY] = [_ready_value(self._outlooks[k]) for k in self._by_id]
-        self._values[Column.PER_MTOK] = [_mtok_value(self._outlooks[k]) for k in self._by_id]
-        self._values[Column.TOKS] = [_tok_value(self._outlooks[k]) for k in self._by_id]
+        """Each offer's outlook and the sort values it gives, in one pass over the ids."""
+        outlook_of, entries = self._outlook_of, self._entries
+        outlooks: dict[str, OfferOutlook] = {}
+        ready: list[float] = []
+        mtok: list[float] = []
+        toks: list[float] = []
+        for key in self._by_id:
+            seen = outlooks[key] = outlook_of(entries[key].offer)
+            wait, speed = seen.ready, seen.speed
+            ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
+            cost = speed.usd_per_mtok if speed is not None else None
+            mtok.append(cost if cost is not None else UNKNOWN_COST)
+            toks.append(speed.tok_per_s if speed is not None else 0.0)
+        self._outlooks = outlooks
+        self._unfit = {k for k, o in outlooks.items() if o.fit.unfit}
+        self._values[Column.READY] = ready
+        self._values[Column.PER_MTOK] = mtok
+        self._values[Column.TOKS] = toks
 
     def outlook(self, offer_id: str) -> OfferOutlook:
         return self._outlooks.get(offer_id, NO_OUTLOOK)

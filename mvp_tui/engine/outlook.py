@@ -90,7 +90,17 @@ def outlook_for(
                                    history.gpu_ttft(offer.gpu_name, model))
         return found
 
-    learning = history is not NOTHING
+    learning = bool(history.speed_by_gpu or history.ready_by_gpu or by_host)
+    # A learned wait is the same figure for every offer of a GPU model (or host): one
+    # estimate each, shared (never changed once made).
+    waits: dict[tuple[int, bool], ReadyEstimate] = {}
+
+    def learned_wait(ran: Figure, cached: bool) -> ReadyEstimate:
+        key = (id(ran), cached)
+        wait = waits.get(key)
+        if wait is None:
+            wait = waits[key] = learned_ready(ran.value, ran.runs, cached_image=cached)
+        return wait
 
     def outlook(offer: Offer) -> OfferOutlook:
         cached = has_image(offer, image)
@@ -102,7 +112,7 @@ def outlook_for(
                 if cached:
                     ran = history.host_ready(offer, model) or ran
         ready = (
-            learned_ready(ran.value, ran.runs, cached_image=cached) if ran is not None
+            learned_wait(ran, cached) if ran is not None
             else estimate_ready(offer, image_gb=image_gb, model_bytes=model_bytes,
                                 cached_image=cached)
         )
