@@ -61,6 +61,19 @@ class Offer:
     # for this run's image ([image] size_gb), paid once at the start.
     download_usd_per_gb: float = 0.0
     pull_usd: float = 0.0
+    # One GPU's memory bandwidth in GB/s (Vast `gpu_mem_bw`; RunPod from
+    # providers/gpu_bandwidth.py); 0 when unknown. Decode speed is bounded by it.
+    mem_bw_gbps: float = 0.0
+    # Vast interruptible (`[vastai] rental = "bid"`): the bid sent with the create
+    # (`min_bid` × `[vastai] bid_factor`, capped); `price_per_hour` is then that bid plus the
+    # storage Vast bills besides. 0: on demand. An outbid pauses the instance.
+    bid_per_hour: float = 0.0
+    on_demand_per_hour: float = 0.0  # the same offer on demand, for comparison (bids only)
+
+    @property
+    def bid(self) -> bool:
+        """Whether this is an interruptible offer priced at our bid."""
+        return self.bid_per_hour > 0
 
     @property
     def all_in_per_hour(self) -> float:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.providers.base import Offer
+from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
 from mvp_tui.untrusted import Redact, clean_line
 
 PROVIDER_NAME = "runpod"
@@ -66,6 +67,7 @@ class CatalogGpu:
             verified=self.cloud == "SECURE",
             stock=self.stock.lower(),
             data_centers=self.data_centers,
+            mem_bw_gbps=bandwidth_gbps(self.gpu_id) or bandwidth_gbps(self.name),
         )
 
 

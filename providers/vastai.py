@@ -18,6 +18,16 @@ Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, dec
 - A connection that cannot even be opened raises `ProviderError` from create (the request
   never left, nothing was created); a timeout or a dropped connection *after* sending is
   AMBIGUOUS (an instance may exist).
+- `[vastai] rental = "bid"` (interruptible): offers are searched with `type: "bid"` and
+  priced at our bid (`min_bid` × `bid_factor`, capped by `[limits] max_price_per_hour`), the
+  create carries it as `price`, and the instance is read back at once: Vast is known to
+  make an on-demand instance silently when the bid is missing (vast-cli PR #403), so one
+  that is not `is_bid` at our price (`dph_base`, the GPU part) is refused (REJECTED, its id
+  kept: the walk destroys it, confirmed, and the run stops saying so). A bid Vast answers
+  with an error and a `new_contract` (too low: it made a stopped instance) is UNAVAILABLE
+  with that id: destroyed, confirmed, and the next offer tried. An outbid later pauses the
+  instance (`cur_state == intended_status == next_state == "stopped"`): `get` says STOPPED
+  and the serving run replaces the host.
 """
 
 from __future__ import annotations
@@ -72,6 +82,10 @@ from mvp_tui.untrusted import clean_line
 
 DEFAULT_API_URL = "https://console.vast.ai"
 RUNTYPE = "ssh_direc ssh_proxy"
+RENTALS = ("on-demand", "bid")
+# How often the instance is read back to check a bid before it is given up (and destroyed).
+BID_CHECK_READS = 3
+BID_PRICE_SLACK = 1.01  # Vast rounds prices; more than 1 % over our bid is not our bid
 LIST_PAGE_SIZE = 25  # the v1 list's maximum
 _MAX_LIST_PAGES = 2000
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -148,6 +162,20 @@ def build_create_body(
     return body
 
 
+def bid_mismatch(row: Mapping[str, Any], bid: float) -> str | None:
+    """Why an instance row is not an interruptible one at `bid` (`is_bid`, and its GPU price
+    `dph_base` when it has one, within rounding), or None when it is."""
+    if row.get("is_bid") is not True:
+        price = row.get("dph_total")
+        shown = f" at {price:.3f} $/h" if isinstance(price, int | float) else ""
+        return f"on demand (is_bid is not true){shown}"
+    base = row.get("dph_base")
+    price = float(base) if isinstance(base, int | float) and not isinstance(base, bool) else None
+    if price is not None and price > bid * BID_PRICE_SLACK + 1e-6:
+        return f"a bid at {price:.3f} $/h (dph_base), not ours"
+    return None
+
+
 def _parse(response: httpx.Response, redact: Redactor) -> Answer:
     return Answer.parse(
         response.status_code,
@@ -188,7 +216,8 @@ class VastAiProvider(ProviderBase):
         name=PROVIDER_NAME,
         billing=True,
         notes=(
-            "on-demand instances; price is dph_total (GPU + storage, USD/h)",
+            "on-demand instances (or bids, [vastai] rental); price is dph_total (GPU + "
+            "storage, USD/h)",
             "SSH direct when the host maps port 22, else the Vast SSH proxy",
         ),
     )
@@ -205,7 +234,13 @@ class VastAiProvider(ProviderBase):
         rate_limit_base_delay_s: float = 1.0,
         transport: httpx.AsyncBaseTransport | None = None,
         pin_host_key: bool = True,
+        rental: str = "on-demand",
+        bid_factor: float = 1.0,
     ) -> None:
+        if rental not in RENTALS:
+            raise ProviderError(f"[vastai] rental = {clean_line(rental, 40)!r} is not one of "
+                                f"{', '.join(RENTALS)}", fix='set [vastai] rental = "on-demand"')
+        self._bid_factor = max(1.0, bid_factor) if rental == "bid" else None
         self._http: MarketplaceClient[Answer] = MarketplaceClient(
             MARKET,
             api_key=api_key,
@@ -271,11 +306,14 @@ class VastAiProvider(ProviderBase):
     async def search_offers(self, policy: SelectionPolicy) -> list[Offer]:
         """Offers matching `policy`, cheapest first; rows left out are in `last_skipped`."""
         action = "searching offers"
+        bidding = self._bid_factor is not None
         answer = self._usable(
-            await self._call("POST", "/api/v0/bundles/", body=build_search_query(policy)), action
+            await self._call("POST", "/api/v0/bundles/",
+                             body=build_search_query(policy, bid=bidding)), action
         )
         try:
-            page = read_offers(answer.body, policy, redact=self._redact)
+            page = read_offers(answer.body, policy, redact=self._redact,
+                               bid_factor=self._bid_factor)
         except MalformedOffer as exc:
             raise ProviderError(
                 f"Vast.ai answered the offer search with no offer list ({exc}; "
@@ -314,6 +352,12 @@ class VastAiProvider(ProviderBase):
         offer_id = _numeric_id(offer.offer_id, "offer id")
         plan = self._host_keys.get(request.label)
         body = build_create_body(request, plan.env() if plan is not None else None)
+        if self._bid_factor is not None:
+            if not offer.bid:
+                return CreateResult(Outcome.REJECTED, detail=(
+                    f"offer {offer_id} carries no bid, and [vastai] rental = \"bid\": search "
+                    "the offers again"))
+            body["price"] = offer.bid_per_hour  # absent, Vast rents on demand (silently)
         answer = await self._call("PUT", f"/api/v0/asks/{offer_id}/", body=body)
         if isinstance(answer, NoAnswer):
             if not answer.sent:
@@ -322,12 +366,48 @@ class VastAiProvider(ProviderBase):
         if answer.status == 429:
             raise self._error(answer, f"renting offer {offer_id} (nothing was created)")
         result = classify_create(answer)
-        return CreateResult(
+        result = CreateResult(
             outcome=result.outcome,
             provider_id=result.provider_id,
             detail=self._redact(result.detail),
             http_status=result.http_status,
         )
+        if self._bid_factor is None or result.provider_id is None:
+            return result
+        if result.outcome is Outcome.AMBIGUOUS:  # an error with a new_contract: bid too low
+            return dataclasses.replace(result, outcome=Outcome.UNAVAILABLE, detail=(
+                f"Vast.ai refused our bid of {offer.bid_per_hour:.3f} $/h on offer {offer_id} "
+                f"and left instance {result.provider_id} stopped (it is destroyed): "
+                f"{result.detail}"))
+        if result.outcome is Outcome.CREATED:
+            return await self._check_bid(offer, result)
+        return result
+
+    async def _check_bid(self, offer: Offer, result: CreateResult) -> CreateResult:
+        """The created instance read back: an interruptible one at our bid, or REJECTED with
+        its id (the walk destroys it, confirmed): Vast may rent on demand without a word."""
+        instance = result.provider_id or ""
+        row: Mapping[str, Any] | None = None
+        for _ in range(BID_CHECK_READS):
+            reply = await self._call("GET", f"/api/v0/instances/{instance}/",
+                                     params={"owner": "me"})
+            if isinstance(reply, NoAnswer) or not isinstance(reply.body, Mapping):
+                continue
+            found = reply.body.get("instances")
+            if isinstance(found, Mapping):
+                row = found
+                break
+        if row is None:
+            return dataclasses.replace(result, outcome=Outcome.UNAVAILABLE, detail=(
+                f"instance {instance} could not be read back to check it is a bid at "
+                f"{offer.bid_per_hour:.3f} $/h: it is destroyed, not kept unchecked"))
+        why = bid_mismatch(row, offer.bid_per_hour)
+        if why is None:
+            return result
+        return dataclasses.replace(result, outcome=Outcome.REJECTED, detail=(
+            f"Vast.ai made instance {instance} {why} although we bid "
+            f"{offer.bid_per_hour:.3f} $/h: it is destroyed; set [vastai] rental = "
+            "\"on-demand\" to rent on demand"))
 
     async def get(self, provider_id: str) -> LeaseStatus:
         """The instance as Vast reports it now; `{"instances": null}` or 404 → GONE."""

@@ -70,6 +70,8 @@ def lease_state(row: Mapping[str, Any]) -> LeaseState:
     status = actual.strip().lower() if isinstance(actual, str) else None
     if status in _GONE or _text(row, "intended_status").lower() in _GONE:
         return LeaseState.GONE
+    if outbid(row):  # paused by Vast, whatever the container's state still says
+        return LeaseState.STOPPED
     if status == "running":
         return LeaseState.RUNNING
     if status in _STOPPED:
@@ -81,6 +83,13 @@ def lease_state(row: Mapping[str, Any]) -> LeaseState:
     if _text(row, "intended_status").lower() == "stopped":
         return LeaseState.STOPPED
     return LeaseState.PENDING  # null, created, loading, unknown, and states we do not know
+
+
+def outbid(row: Mapping[str, Any]) -> bool:
+    """Vast stopped the contract and means it to stay stopped: `cur_state == intended_status
+    == next_state == "stopped"` (dstack's check; what an outbid interruptible looks like)."""
+    states = {_text(row, key).lower() for key in ("cur_state", "intended_status", "next_state")}
+    return states == {"stopped"}
 
 
 def ssh_endpoint(row: Mapping[str, Any], user: str) -> SshEndpoint | None:
@@ -127,8 +136,14 @@ def lease_status(
         ssh=ssh_endpoint(row, user) if state is LeaseState.RUNNING else None,
         price_per_hour=_number(row.get("dph_total")),
         started_at=_number(row.get("start_date")),
-        detail=_text(row, "status_msg", _DETAIL_CHARS, redact),
+        detail=_outbid_detail(row) or _text(row, "status_msg", _DETAIL_CHARS, redact),
     )
+
+
+def _outbid_detail(row: Mapping[str, Any]) -> str:
+    if row.get("is_bid") is True and outbid(row):
+        return "outbid: Vast.ai paused this interruptible instance (a higher bid took the GPU)"
+    return ""
 
 
 def gone(provider_id: str, detail: str = "") -> LeaseStatus:

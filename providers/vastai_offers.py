@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mvp_tui.providers.base import Offer, SelectionPolicy
@@ -25,8 +25,10 @@ def gpu_name_for_api(name: str) -> str:
     return " ".join(name.replace("_", " ").split())
 
 
-def build_search_query(policy: SelectionPolicy) -> dict[str, Any]:
-    """The JSON body of a bundles search for `policy`: on-demand, cheapest first."""
+def build_search_query(policy: SelectionPolicy, *, bid: bool = False) -> dict[str, Any]:
+    """The JSON body of a bundles search for `policy`: on-demand, cheapest first; with
+    `bid`, interruptible offers (`type: "bid"`) whose `min_bid` is within the price cap (the
+    on-demand `dph_total` is then no limit: the bid is what is paid)."""
     query: dict[str, Any] = {"rentable": {"eq": True}}
     if policy.gpu_name:
         query["gpu_name"] = {"eq": gpu_name_for_api(policy.gpu_name)}
@@ -41,9 +43,9 @@ def build_search_query(policy: SelectionPolicy) -> dict[str, Any]:
     if policy.require_verified:
         query["verified"] = {"eq": True}
     if policy.max_price_per_hour is not None:
-        query["dph_total"] = {"lte": policy.max_price_per_hour}
-    query["order"] = [["dph_total", "asc"]]
-    query["type"] = "on-demand"
+        query["min_bid" if bid else "dph_total"] = {"lte": policy.max_price_per_hour}
+    query["order"] = [["min_bid" if bid else "dph_total", "asc"]]
+    query["type"] = "bid" if bid else "on-demand"
     query["limit"] = policy.limit
     return query
 
@@ -136,7 +138,27 @@ def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
         cpu=_text(row, "cpu_name", redact),
         ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,
         download_usd_per_gb=max(0.0, _number(row, "inet_down_cost", required=False) or 0.0),
+        mem_bw_gbps=max(0.0, _number(row, "gpu_mem_bw", required=False) or 0.0),
     )
+
+
+def as_bid(offer: Offer, row: Mapping[str, Any], factor: float,
+           cap: float | None) -> Offer | str:
+    """The offer priced at our bid: `min_bid` × `factor`, capped by `cap` (`[limits]
+    max_price_per_hour`), plus the storage Vast bills besides (`dph_total` − `dph_base`); or
+    why it cannot be bid on (no `min_bid`, or a floor above the cap: a bid under the floor
+    would only leave a stopped instance)."""
+    floor = _number(row, "min_bid", required=False)
+    if floor is None or floor <= 0:
+        return "no min_bid: not offered as interruptible"
+    if cap is not None and floor > cap:
+        return f"min_bid {floor} > max_price_per_hour {cap}"
+    bid = floor * factor if cap is None else min(floor * factor, cap)
+    base = _number(row, "dph_base", required=False)
+    storage = max(0.0, offer.price_per_hour - base) if base is not None else 0.0
+    bid = round(bid, 6)
+    return replace(offer, price_per_hour=round(bid + storage, 6), bid_per_hour=bid,
+                   on_demand_per_hour=offer.price_per_hour)
 
 
 def policy_violation(offer: Offer, policy: SelectionPolicy) -> str | None:
@@ -156,8 +178,11 @@ def policy_violation(offer: Offer, policy: SelectionPolicy) -> str | None:
         return f"reliability {offer.reliability} < min_reliability {policy.min_reliability}"
     if policy.require_verified and not offer.verified:
         return "not verified (require_verified is on)"
-    if policy.max_price_per_hour is not None and offer.price_per_hour > policy.max_price_per_hour:
-        return f"dph_total {offer.price_per_hour} > max_price_per_hour {policy.max_price_per_hour}"
+    cap = policy.max_price_per_hour
+    if cap is not None and offer.bid_per_hour > cap:
+        return f"bid {offer.bid_per_hour} > max_price_per_hour {cap}"
+    if cap is not None and not offer.bid and offer.price_per_hour > cap:
+        return f"dph_total {offer.price_per_hour} > max_price_per_hour {cap}"
     return None
 
 
@@ -175,12 +200,13 @@ def _row_name(index: int, row: Any, redact: Redact | None = None) -> str:
     return f"offer row {index} (id {shown})"
 
 
-def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None = None) -> OfferPage:
+def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None = None,
+                bid_factor: float | None = None) -> OfferPage:
     """Normalise a bundles answer (`{"offers": [...]}`) and re-apply `policy` client-side.
 
     Raises `MalformedOffer` only when the answer as a whole is not an offer list; bad rows
     are skipped with their reason kept. With `redact`, provider texts are redacted before
-    they are cut.
+    they are cut. With `bid_factor`, each offer is priced at our bid (`as_bid`).
     """
     rows = answer.get("offers") if isinstance(answer, Mapping) else None
     if not isinstance(rows, list):
@@ -195,6 +221,12 @@ def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None =
         if row.get("rentable") is False:
             page.skipped.append(f"{_row_name(index, row, redact)}: outside policy: not rentable")
             continue
+        if bid_factor is not None:
+            priced = as_bid(offer, row, bid_factor, policy.max_price_per_hour)
+            if isinstance(priced, str):
+                page.skipped.append(f"{_row_name(index, row, redact)}: not biddable: {priced}")
+                continue
+            offer = priced
         why = policy_violation(offer, policy)
         if why is not None:
             page.skipped.append(f"{_row_name(index, row, redact)}: outside policy: {why}")

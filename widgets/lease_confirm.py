@@ -22,6 +22,11 @@ ON_FAILURE = (
     "tried. If the run fails, everything it created is destroyed and each destroy confirmed; "
     "a destroy that cannot be confirmed is reported (exit code 3), never assumed."
 )
+ON_OUTBID = (
+    "Interruptible: a $/h marked bid is our bid, not a fixed price. If someone outbids it, "
+    "Vast.ai pauses the instance (what runs on it stops, its storage still bills): the run "
+    "destroys it, confirmed, and moves to the next offer with the same local addresses."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +74,7 @@ def offers_table(offers: Sequence[Offer], fits: Sequence[FitVerdict] = ()) -> Ta
             Text(f"{clean_line(offer.gpu_name, 32)} ×{offer.num_gpus}"),
             Text(f"{offer.vram_gib_total:.0f} GB"),
             Text(fit.cell),
-            Text(f"{offer.price_per_hour:.3f}"),
+            Text(f"{offer.price_per_hour:.3f}" + (" bid" if offer.bid else "")),
             Text(clean_line(offer.location, 32)),
         )
     return table
@@ -110,6 +115,8 @@ class LeaseConfirmScreen(DialogScreen[bool]):
         if warning:
             yield Static(Text(warning), id="lease-confirm-fit")
         yield Static(self._limits_text(), id="lease-confirm-limits")
+        if any(offer.bid for offer in self.offers):
+            yield Static(Text(ON_OUTBID), id="lease-confirm-outbid")
         yield Static(Text(ON_FAILURE), id="lease-confirm-failure")
 
     def choices(self) -> list[Choice]:

@@ -302,6 +302,10 @@ def offer_detail(
         else f"{offer.price_per_hour:.3f} $/h",
         f"where: {clean_line(offer.location, 200) or '?'}",
     ]
+    if offer.bid:
+        lines.insert(2, f"interruptible: {offer.price_per_hour:.3f} $/h is our bid (on-demand "
+                        f"{offer.on_demand_per_hour:.3f} $/h); outbid, the instance is paused "
+                        "and the run moves to another host")
     host = offer.machine_id or offer.host_id
     if host:
         lines.append(f"machine: {clean_line(host, 80)}")
@@ -310,10 +314,21 @@ def offer_detail(
     if outlook is not None and (need or outlook.fit.fit is not Fit.UNKNOWN):
         lines.append(f"fit: {outlook.fit.cell}" + (f" ({clean_line(need, 300)})" if need else ""))
     ready = outlook.ready if outlook is not None else None
-    if ready is not None:
+    if ready is not None and ready.learned_s is not None:
+        where = "this host, image cached" if ready.cached_image else "this GPU model"
+        lines.append(f"~ready in {ready.cell}: the median of your last {ready.runs} run(s) on "
+                     f"{where}")
+    elif ready is not None:
         pull = "cached on this host" if ready.cached_image else clock_text(ready.pull_s)
         lines.append(f"~ready in {ready.cell}: image {pull} · model {clock_text(ready.model_s)} "
                      f"· load {clock_text(ready.load_s)}")
+    speed = outlook.speed if outlook is not None else None
+    if speed is not None:
+        ttft = f", TTFT {speed.ttft_ms:.0f} ms" if speed.ttft_ms is not None else ""
+        basis = (f"measured: the median of {speed.runs} answer(s) you had on it{ttft}"
+                 if speed.measured else "predicted from its memory bandwidth")
+        lines.append(f"decode {speed.tok_cell} tok/s · {speed.mtok_cell} $ per 1M tokens "
+                     f"({basis})")
     if failure is not None:
         lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
                   "It is tried after the others; pick it (space) to try it anyway."]

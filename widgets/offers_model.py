@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
+from mvp_tui.engine.decode_speed import DecodeSpeed
 from mvp_tui.engine.outlook import NO_OUTLOOK, OfferOutlook, Outlook, no_outlook
 from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.providers.base import Offer
@@ -34,11 +35,12 @@ class SortKey(enum.Enum):
     RELIABILITY = "reliability"
     DOWN = "↓Mb/s"
     READY = "~ready"
+    PER_MTOK = "$/Mtok"
 
     @property
     def ascending_first(self) -> bool:
         """Cheapest and soonest first for prices and waits, biggest/best first for the rest."""
-        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY)
+        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY, SortKey.PER_MTOK)
 
     @property
     def column(self) -> Column:
@@ -60,6 +62,8 @@ class Column(enum.Enum):
     VRAM = "VRAM"
     FIT = "fit"
     PRICE = "$/h"
+    TOKS = "tok/s"
+    PER_MTOK = "$/Mtok"
     READY = "~ready"
     PER_GIB = "$/GB·h"
     RELIABILITY = "stock/rel"
@@ -75,12 +79,17 @@ class Column(enum.Enum):
 COLUMNS: tuple[Column, ...] = tuple(Column)
 # Columns of text (provider names, places, stock words), measured rather than formatted.
 TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT})
-# What a narrow board drops first, in this order; `$/h`, `fit` and `~ready` always stay.
+# What a narrow board drops first, in this order; `$/h`, `fit`, `$/Mtok` and `~ready` always
+# stay.
 DROP_ORDER: tuple[Column, ...] = (
     Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
-    Column.PROVIDER, Column.VRAM,
+    Column.PROVIDER, Column.TOKS, Column.VRAM,
 )
+# Columns whose cells come from the outlook (the model's fit, speed and wait), not the offer.
+OUTLOOK_COLUMNS = frozenset({Column.FIT, Column.TOKS, Column.PER_MTOK, Column.READY})
 UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last
+UNKNOWN_COST = float("inf")  # an offer whose decode speed is unknown: its $/Mtok sorts last
+BID_MARK = " bid"  # after the $/h of a Vast interruptible offer: the price is our bid
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
 FAILURE_CHARS = 600
@@ -101,6 +110,7 @@ _SORT_COLUMNS: dict[SortKey, Column] = {
     SortKey.RELIABILITY: Column.RELIABILITY,
     SortKey.DOWN: Column.DOWN,
     SortKey.READY: Column.READY,
+    SortKey.PER_MTOK: Column.PER_MTOK,
 }
 
 
@@ -135,6 +145,23 @@ def _ready_text(value: float) -> str:
 
 def _ready_value(outlook: OfferOutlook) -> float:
     return outlook.ready.total_s if outlook.ready is not None else UNKNOWN_READY
+
+
+def _outlook_text(outlook: OfferOutlook, column: Column) -> str:
+    """The cell of an outlook column: `✓`, `~112`, `~0.65`, `3:52`, or `?` when unknown."""
+    if column is Column.FIT:
+        return outlook.fit.cell
+    if column is Column.READY:
+        return _ready_text(_ready_value(outlook))
+    speed = outlook.speed
+    if speed is None:
+        return "?"
+    return speed.tok_cell if column is Column.TOKS else speed.mtok_cell
+
+
+def _price_text(offer: Offer) -> str:
+    text = _NUMBERS[Column.PRICE].text(offer)
+    return text + BID_MARK if offer.bid else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +223,9 @@ class OffersModel:
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
-        self._values: dict[Column, list[float]] = {c: [] for c in (*_NUMBERS, Column.READY)}
+        self._values: dict[Column, list[float]] = {
+            c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK, Column.TOKS)
+        }
         self._cheap_limit = 0.0
         self.filter_text = ""
         self.sort_key = SortKey.PRICE
@@ -215,6 +244,9 @@ class OffersModel:
         self._orders: dict[tuple[SortKey, bool], list[str]] = {}  # every id, per sort
         self._rows: dict[str, OfferRow] = {}  # unpicked rows, made on first paint
         self._widths: tuple[int, ...] | None = None
+        # The text columns' widths depend on the offers only, not on the outlook: a new
+        # outlook (the model's need read, the journal) re-measures no 10,000 place names.
+        self._text_widths: dict[Column, int] = {}
 
     # -- input ----------------------------------------------------------------------------
     def set_offers(self, offers: Iterable[Offer]) -> None:
@@ -236,6 +268,7 @@ class OffersModel:
         self._orders = {}
         self._rows = {}
         self._widths = None
+        self._text_widths = {}
 
     def update_offers(self, offers: Iterable[Offer], *, providers: Iterable[str]) -> None:
         """A refresh of some providers: their rows are replaced (in place, by key), the
@@ -269,9 +302,24 @@ class OffersModel:
         self._widths = None
 
     def _set_outlooks(self) -> None:
-        self._outlooks = {k: self._outlook_of(e.offer) for k, e in self._entries.items()}
-        self._unfit = {k for k, o in self._outlooks.items() if o.fit.unfit}
-        self._values[Column.READY] = [_ready_value(self._outlooks[k]) for k in self._by_id]
+        """Each offer's outlook and the sort values it gives, in one pass over the ids."""
+        outlook_of, entries = self._outlook_of, self._entries
+        outlooks: dict[str, OfferOutlook] = {}
+        ready: list[float] = []
+        mtok: list[float] = []
+        toks: list[float] = []
+        for key in self._by_id:
+            seen = outlooks[key] = outlook_of(entries[key].offer)
+            wait, speed = seen.ready, seen.speed
+            ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
+            cost = speed.usd_per_mtok if speed is not None else None
+            mtok.append(cost if cost is not None else UNKNOWN_COST)
+            toks.append(speed.tok_per_s if speed is not None else 0.0)
+        self._outlooks = outlooks
+        self._unfit = {k for k, o in outlooks.items() if o.fit.unfit}
+        self._values[Column.READY] = ready
+        self._values[Column.PER_MTOK] = mtok
+        self._values[Column.TOKS] = toks
 
     def outlook(self, offer_id: str) -> OfferOutlook:
         return self._outlooks.get(offer_id, NO_OUTLOOK)
@@ -402,10 +450,10 @@ class OffersModel:
         cells = [GONE if gone else _pick_text(pick, failed)]
         outlook = self.outlook(offer_id)
         for column in COLUMNS[1:]:
-            if column is Column.FIT:
-                cells.append(outlook.fit.cell)
-            elif column is Column.READY:
-                cells.append(_ready_text(_ready_value(outlook)))
+            if column in OUTLOOK_COLUMNS:
+                cells.append(_outlook_text(outlook, column))
+            elif column is Column.PRICE:
+                cells.append(_price_text(offer))
             elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
                 cells.append(_text_of(entry, column))
             else:
@@ -428,21 +476,44 @@ class OffersModel:
                     width = max(width, len(str(len(self._entries))), len(GONE))
                     if self._failed:
                         width = max(width, len(_pick_text(len(self._entries), failed=True)))
-                elif column is Column.FIT:
-                    texts = {o.fit.cell for o in self._outlooks.values()}
+                elif column in (Column.TOKS, Column.PER_MTOK):
+                    width = max(width, self._speed_width(column))
+                elif column is Column.FIT:  # a few distinct verdicts, however many offers
+                    texts = {v.cell for v in {o.fit for o in self._outlooks.values()}}
                     width = max([width, *(cell_len(t) for t in texts)])
-                elif column is Column.READY:
-                    texts = {_ready_text(v) for v in self._values[column]}
+                elif column is Column.READY:  # a clock's width grows with its value
+                    values = self._values[column]
+                    known = [v for v in values if v != UNKNOWN_READY]
+                    ends = [min(known), max(known)] if known else []
+                    texts = {_ready_text(v) for v in ends} | ({"?"} if len(known) < len(values)
+                                                                else set())
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                    texts = {_text_of(e, column) for e in entries}
-                    width = max([width, *(cell_len(t) for t in texts)])
+                    if column not in self._text_widths:
+                        texts = {_text_of(e, column) for e in entries}
+                        self._text_widths[column] = max(cell_len(t) for t in texts) if texts else 0
+                    width = max(width, self._text_widths[column])
                 elif entries:
                     values, number = self._values[column], _NUMBERS[column]
                     width = max(width, *(len(number.format(v)) for v in (min(values), max(values))))
+                    if column is Column.PRICE and any(e.offer.bid for e in entries):
+                        width = max(width, len(number.format(max(values))) + len(BID_MARK))
                 out.append(width)
             self._widths = tuple(out)
         return self._widths
+
+    def _speed_width(self, column: Column) -> int:
+        """A speed column's width from its smallest and largest value (a format's width grows
+        with the magnitude), each as a prediction (`~`, the wider), and `?` when some offer's
+        speed is unknown: not 10,000 cells formatted to find a width."""
+        values = self._values[column]
+        unknown = UNKNOWN_COST if column is Column.PER_MTOK else 0.0
+        known = [v for v in values if v != unknown]
+        texts = ["?"] if len(known) < len(values) else []
+        for value in (min(known), max(known)) if known else ():
+            speed = DecodeSpeed(value, value, measured=False)
+            texts.append(speed.mtok_cell if column is Column.PER_MTOK else speed.tok_cell)
+        return max((cell_len(t) for t in texts), default=0)
 
     def chosen(self, highlighted: str | None, max_attempts: int = 1) -> tuple[Offer, ...]:
         """What Enter leases, in the order it is tried: the picks, or else the highlighted

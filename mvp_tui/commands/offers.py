@@ -18,12 +18,18 @@ from mvp_tui.engine.outlook import Outlook, no_outlook, outlook_for
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import ModelSettings, selection_policy
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
+from mvp_tui.lease.host_journal import (
+    HostMemory,
+    config_model_key,
+    describe,
+    host_key,
+    load_memory,
+)
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.untrusted import clean_line
 
-COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "~ready", "$/GiB·h", "rel", "down", "up",
-           "where", "memory")
+COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "tok/s", "$/Mtok", "~ready", "$/GiB·h",
+           "rel", "down", "up", "where", "memory")
 FAILED_BADGE = "failed recently"
 
 
@@ -36,7 +42,9 @@ def _row(o: Offer, memory: HostMemory, outlook: Outlook) -> tuple[str, ...]:
     seen = outlook(o)
     return (
         clean_line(o.offer_id, 24), clean_line(o.gpu_name, 24), str(o.num_gpus),
-        f"{o.vram_gib_total:.0f}", seen.fit.cell, f"{o.price_per_hour:.3f}",
+        f"{o.vram_gib_total:.0f}", seen.fit.cell,
+        f"{o.price_per_hour:.3f}" + (" bid" if o.bid else ""),
+        seen.speed.tok_cell if seen.speed else "?", seen.speed.mtok_cell if seen.speed else "?",
         seen.ready.cell if seen.ready else "?", f"{o.price_per_gib_vram_hour:.4f}",
         f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
         clean_line(o.location, 32), FAILED_BADGE if memory.failure(o) is not None else "",
@@ -72,7 +80,10 @@ def offer_json(
     """An offer as `--json` prints it: its fields, its host key and, when that host failed
     within `[lease] avoid_failed_hosts_days`, why (`recent_failure`; else null); whether the
     model fits (`fit`: fits/tight/no/unknown, `needs_gb` per node) and `ready`, the board's
-    ~ready estimate in seconds and its parts (null without a bandwidth)."""
+    ~ready estimate in seconds and its parts (null without a bandwidth; `basis` "history"
+    when it is the median of this user's own runs); `tok_per_s` and `usd_per_mtok`, the
+    decode speed and $ per million tokens, `measured` true when they are this user's own
+    median (else predicted from the GPU's bandwidth; null when that is unknown)."""
     failure = memory.failure(offer)
     return {
         **dataclasses.asdict(offer),
@@ -105,7 +116,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
     need, why = asyncio.run(_need(config))
     outlook = outlook_for(need, image=config.node_image()[0],
                           image_gb=config.settings.image.size_gb,
-                          has_image=memory.has_image)
+                          has_image=memory.has_image, learned=memory.learned,
+                          model=config_model_key(config))
     if args.json:
         json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -1,23 +1,40 @@
 """Per offer, what the board predicts before anything is rented: does the model fit its VRAM
-(`model_fit.py`), and how long until it serves (`ready_estimate.py`)."""
+(`model_fit.py`), how long until it serves (`ready_estimate.py`), and how fast it decodes and
+what a million tokens cost there (`decode_speed.py`); measured figures from this user's own
+runs (lease/learned.py) replace the predictions where there are some.
+
+Ten thousand offers share a few GPU models and card shapes: what depends only on those (the
+fit, the class's efficiency, the learned medians of a GPU model) is worked out once per
+distinct value, so a refresh costs a few dictionary reads per offer (bench/bench_ranking.py).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR as FACTOR
+from mvp_tui.engine.decode_speed import DecodeSpeed, predict_tok_per_s
 from mvp_tui.engine.model_fit import UNKNOWN, FitVerdict, ModelNeed
-from mvp_tui.engine.ready_estimate import ReadyEstimate, estimate_ready
+from mvp_tui.engine.ready_estimate import ReadyEstimate, estimate_ready, learned_ready
+from mvp_tui.lease.learned import NOTHING, Figure, Learned
 from mvp_tui.providers.base import Offer
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
+# each field through object.__setattr__, five times slower. Never changed once made.
+@dataclass(slots=True)
 class OfferOutlook:
     fit: FitVerdict = UNKNOWN
     ready: ReadyEstimate | None = None
+    speed: DecodeSpeed | None = None
 
     def as_json(self) -> dict[str, object]:
-        return {**self.fit.as_json(), "ready": self.ready.as_json() if self.ready else None}
+        speed = self.speed.as_json() if self.speed is not None else {
+            "tok_per_s": None, "usd_per_mtok": None, "measured": False, "measured_runs": 0,
+            "ttft_ms": None}
+        return {**self.fit.as_json(), "ready": self.ready.as_json() if self.ready else None,
+                **speed}
 
 
 NO_OUTLOOK = OfferOutlook()
@@ -34,18 +51,82 @@ def outlook_for(
     image: str,
     image_gb: float,
     has_image: Callable[[Offer, str], bool],
+    learned: Learned | None = None,
+    model: str = "",
 ) -> Outlook:
-    """The board's per-offer outlook; `need` None (unreadable): fit unknown, and the ready
-    estimate counts only the image pull and the engine's start."""
+    """The board's per-offer outlook; `need` None (unreadable): fit unknown, the ready
+    estimate counts only the image pull and the engine's start, and the speed is known only
+    where this user measured it. `model` is the learned figures' key (`model_key`)."""
+    history = learned if learned is not None else NOTHING
+    if not model:
+        history = NOTHING
+    per_token = need.model_bytes + need.kv_bytes if need is not None else 0
+    model_bytes = need.model_bytes if need is not None else 0
+    fits: dict[tuple[int, int, int], FitVerdict] = {}
+    rates: dict[tuple[str, float], float | None] = {}  # (GPU, bandwidth) -> predicted tok/s
+    by_gpu: dict[tuple[str, str], tuple[Figure | None, Figure | None, Figure | None]] = {}
+    by_host = bool(history.speed_by_host or history.ready_by_host)
+
+    def fit_of(offer: Offer) -> FitVerdict:
+        shape = (offer.num_gpus, offer.gpu_ram_mib, offer.ram_mib)
+        verdict = fits.get(shape)
+        if verdict is None:
+            verdict = fits[shape] = need.verdict(offer) if need is not None else UNKNOWN
+        return verdict
+
+    def predicted_rate(offer: Offer) -> float | None:
+        key = (offer.gpu_name, offer.mem_bw_gbps)
+        if key not in rates:
+            rates[key] = predict_tok_per_s(offer, per_token)
+        return rates[key]
+
+    def gpu_figures(offer: Offer) -> tuple[Figure | None, Figure | None, Figure | None]:
+        """The GPU model's decode tok/s, time to ready and TTFT medians (once per model)."""
+        key = (offer.provider, offer.gpu_name)
+        found = by_gpu.get(key)
+        if found is None:
+            found = by_gpu[key] = (history.gpu_decode(offer.gpu_name, model),
+                                   history.gpu_ready(offer.provider, offer.gpu_name, model),
+                                   history.gpu_ttft(offer.gpu_name, model))
+        return found
+
+    learning = bool(history.speed_by_gpu or history.ready_by_gpu or by_host)
+    # A learned wait is the same figure for every offer of a GPU model (or host): one
+    # estimate each, shared (never changed once made).
+    waits: dict[tuple[int, bool], ReadyEstimate] = {}
+
+    def learned_wait(ran: Figure, cached: bool) -> ReadyEstimate:
+        key = (id(ran), cached)
+        wait = waits.get(key)
+        if wait is None:
+            wait = waits[key] = learned_ready(ran.value, ran.runs, cached_image=cached)
+        return wait
 
     def outlook(offer: Offer) -> OfferOutlook:
-        fit = need.verdict(offer) if need is not None else UNKNOWN
-        ready = estimate_ready(
-            offer,
-            image_gb=image_gb,
-            model_bytes=need.model_bytes if need is not None else 0,
-            cached_image=has_image(offer, image),
+        cached = has_image(offer, image)
+        decode = ran = ttft = None
+        if learning:
+            decode, ran, ttft = gpu_figures(offer)
+            if by_host:
+                decode = history.host_decode(offer, model) or decode
+                if cached:
+                    ran = history.host_ready(offer, model) or ran
+        ready = (
+            learned_wait(ran, cached) if ran is not None
+            else estimate_ready(offer, image_gb=image_gb, model_bytes=model_bytes,
+                                cached_image=cached)
         )
-        return OfferOutlook(fit, ready)
+        price = offer.price_per_hour
+        speed: DecodeSpeed | None = None
+        if decode is not None:
+            rate = decode.value
+            speed = DecodeSpeed(rate, FACTOR * price / rate if rate > 0 <= price else None,
+                                True, decode.runs, ttft.value if ttft is not None else None)
+        else:
+            predicted = predicted_rate(offer)
+            if predicted is not None:
+                speed = DecodeSpeed(predicted, FACTOR * price / predicted if price >= 0 else None,
+                                    False)
+        return OfferOutlook(fit_of(offer), ready, speed)
 
     return outlook

@@ -34,6 +34,8 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
             ssh_user=vast.ssh_user,
             image_gb=config.settings.image.size_gb,
             pin_host_key=vast.pin_host_key,
+            rental=vast.rental,
+            bid_factor=vast.bid_factor,
         )
     if kind == "runpod":
         return _runpod(config)
@@ -57,6 +59,13 @@ def _runpod(config: Config) -> Provider:
             "[runpod] api_key is required when provider=runpod; set RUNPOD_API_KEY (or "
             "MVP_RUNPOD_API_KEY, or [runpod] api_key in the config file). Get a key at "
             "https://www.runpod.io/console/user/settings"
+        )
+    if runpod.rental == "spot":
+        raise ConfigError(
+            f"[runpod] rental = \"spot\" (from {config.sources.get('runpod.rental')}): RunPod "
+            "no longer offers spot pods (its API answers 500 \"Spot pods are no longer "
+            "offered\"); set [runpod] rental = \"on-demand\", or rent interruptible on "
+            "Vast.ai ([provider] kind = \"vastai\" with [vastai] rental = \"bid\")"
         )
     # httpx loads with the provider, only once there is a key to use it with.
     from mvp_tui.providers.base import ProviderError

@@ -39,7 +39,7 @@ from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
 )
-from mvp_tui.lease.host_journal import HostJournal, HostOutcome, host_key
+from mvp_tui.lease.host_journal import HostJournal, HostOutcome, config_model_key, host_key
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.providers.base import LeaseState, ProviderError
@@ -468,6 +468,7 @@ class BringUpPhase(RunCore):
             cost_usd=round(self._lease_spend(lease, now), 6),
             blames_host=failure is None or failure.scope is FailureScope.HOST,
             image=self.config.node_image()[0],  # the board's ~ready: this host has it cached
+            model=config_model_key(self.config),  # learned ~ready is per model served
         )
         try:
             HostJournal(self.config.state_dir, redact=self.redactor).append(outcome)

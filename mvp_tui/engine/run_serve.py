@@ -18,7 +18,9 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.run_bringup import BringUpPhase
 from mvp_tui.engine.run_core import unless
+from mvp_tui.engine.speed_log import Serving, SpeedLog
 from mvp_tui.engine.stall import StallDetected
+from mvp_tui.lease.host_journal import HostJournal, config_model_key
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 
@@ -47,7 +49,9 @@ class ServePhase(BringUpPhase):
                 self.local_url or "", model, api_key=self.api_key or None, redactor=redactor
             )
 
-        self.prompts = PromptQueue(client, self.stall.tap(self._sink), price)
+        speeds = SpeedLog(HostJournal(self.config.state_dir, redact=redactor), self._serving,
+                          self._clock, self._sink_line)
+        self.prompts = PromptQueue(client, speeds.tap(self.stall.tap(self._sink)), price)
         if rpc:
             addr = parse_rpc_addr(
                 self.settings.prompt.rpc_addr, allow_remote=self.settings.prompt.rpc_allow_remote
@@ -60,6 +64,16 @@ class ServePhase(BringUpPhase):
             )
             await self._rpc.start()
         return self.prompts
+
+    def _serving(self) -> Serving | None:
+        """The offer the node of the moment runs on (a replacement moves it), for the
+        journal's speed samples."""
+        lease = self.lease_record
+        offer = self._offers.get(lease.offer_id or "") if lease is not None else None
+        if offer is None:
+            return None
+        return Serving(self.run_id, offer, config_model_key(self.config),
+                       self.settings.model.max_context or 0)
 
     def pause_prompts(self) -> None:
         """The node is gone: prompts wait (the one streaming ends with its fault)."""

@@ -45,14 +45,18 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mvp_tui.config import Config
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import Redact, clean_line
 
+if TYPE_CHECKING:  # learned.py reads this module's records
+    from mvp_tui.lease.learned import Learned
+
 JOURNAL_FILE = "hosts.jsonl"
 VERSION = 1
+SPEED_KIND = "speed"  # a served answer's measured speed; other lines are attempt outcomes
 STAGES = ("create", "running", "ssh", "agent", "model", "engine", "serving")
 SERVING = "serving"
 DAY_S = 86400.0
@@ -87,6 +91,7 @@ class HostOutcome:
     # journaled and listed, never held against the host.
     blames_host: bool = True
     image: str = ""  # the container image it ran: a host that pulled it has it cached
+    model: str = ""  # the model it served (`model_key`): learned ~ready is per model
 
     @property
     def counts_against_host(self) -> bool:
@@ -95,6 +100,35 @@ class HostOutcome:
     @property
     def seconds(self) -> float:
         return sum(self.stage_secs.values())
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedSample:
+    """One served answer's measured speed on one host (a `"kind": "speed"` line): the
+    engine's own decode tok/s and time to first token (llama-server's `timings`, else the
+    client's clock), what the board's `tok/s`, `$/Mtok` learn from."""
+
+    at: float
+    run_id: str
+    provider: str
+    host: str
+    gpu_name: str
+    model: str  # `model_key` of what was served
+    decode_tok_s: float
+    ttft_ms: float
+    tokens: int = 0
+    context: int = 0  # the run's context (0: the engine's default)
+
+
+def model_key(name: str) -> str:
+    """What the learned figures are keyed by: the GGUF file's base name, lower-cased."""
+    return clean_line(name.replace("\\", "/").rsplit("/", 1)[-1], SHORT_CHARS).strip().lower()
+
+
+def config_model_key(config: Config) -> str:
+    """`model_key` of the model `config` serves (a local file's name, else the hub file's)."""
+    source = config.model_source
+    return model_key(source.local_path.name if source.local_path is not None else source.file)
 
 
 def host_key(offer: Offer, *, data_center: str = "") -> str:
@@ -158,6 +192,7 @@ class HostJournal:
         self.path = Path(state_dir) / JOURNAL_FILE
         self._redact = redact
         self.corrupt = 0  # lines the last `read` skipped
+        self.speeds: list[SpeedSample] = []  # the speed lines the last `read` found
 
     def exists(self) -> bool:
         return self.path.is_file()
@@ -165,7 +200,14 @@ class HostJournal:
     def append(self, outcome: HostOutcome) -> None:
         """Add one line; earlier lines are never touched. Raises OSError when the state
         directory cannot take it (the caller decides whether a run goes on without it)."""
-        data = (json.dumps(self._to_json(outcome), ensure_ascii=True) + "\n").encode("ascii")
+        self._append_line(self._to_json(outcome))
+
+    def append_speed(self, sample: SpeedSample) -> None:
+        """Add one answer's measured speed (a `"kind": "speed"` line); OSError as `append`."""
+        self._append_line(self._speed_json(sample))
+
+    def _append_line(self, record: dict[str, Any]) -> None:
+        data = (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -185,8 +227,10 @@ class HostJournal:
     def read(self) -> list[HostOutcome]:
         """Every readable line's outcome, in file order; a missing journal reads as none.
 
-        Lines that are not a valid outcome are skipped and counted in `corrupt`."""
+        Speed lines go to `speeds`; lines that are neither are skipped and counted in
+        `corrupt`."""
         self.corrupt = 0
+        self.speeds = []
         try:
             with self.path.open("rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
@@ -203,7 +247,9 @@ class HostJournal:
             if not line.strip():
                 continue
             outcome = _from_json(line)
-            if outcome is None:
+            if isinstance(outcome, SpeedSample):
+                self.speeds.append(outcome)
+            elif outcome is None:
                 self.corrupt += 1
             else:
                 out.append(outcome)
@@ -234,6 +280,26 @@ class HostJournal:
             "cost_usd": round(o.cost_usd, 6) if math.isfinite(o.cost_usd) else 0.0,
             "blames_host": o.blames_host,
             "image": self._clean(o.image, SHORT_CHARS),
+            "model": self._clean(o.model, SHORT_CHARS),
+        }
+
+    def _speed_json(self, s: SpeedSample) -> dict[str, Any]:
+        def number(value: float) -> float:
+            return round(max(0.0, value), 3) if math.isfinite(value) else 0.0
+
+        return {
+            "v": VERSION,
+            "kind": SPEED_KIND,
+            "at": round(s.at, 3),
+            "run_id": self._clean(s.run_id, 64),
+            "provider": self._clean(s.provider, 32),
+            "host": self._clean(s.host, SHORT_CHARS),
+            "gpu_name": self._clean(s.gpu_name, SHORT_CHARS),
+            "model": self._clean(s.model, SHORT_CHARS),
+            "decode_tok_s": number(s.decode_tok_s),
+            "ttft_ms": number(s.ttft_ms),
+            "tokens": max(0, int(s.tokens)),
+            "context": max(0, int(s.context)),
         }
 
     def _clean(self, text: str, max_chars: int) -> str:
@@ -270,6 +336,8 @@ class HostMemory:
     images: Mapping[str, Mapping[str, frozenset[str]]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    # This user's measured decode speeds and times to ready (lease/learned.py); None: none.
+    learned: Learned | None = None
 
     def failure(self, offer: Offer) -> HostOutcome | None:
         """Why `offer`'s host is avoided (its newest recent failure), or None."""
@@ -283,15 +351,23 @@ class HostMemory:
 
     def has_image(self, offer: Offer, image: str) -> bool:
         """Whether `offer`'s host recently ran `image` (so its pull is probably cached)."""
-        hosts = self.images.get(offer.provider, {})
+        hosts = self.images.get(offer.provider)
+        if not hosts:
+            return False
+        if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
+            return image in hosts.get(host_key(offer), ())
         return any(image in hosts.get(host, ()) for host in hosts_of(offer))
 
 
-def memory_from(outcomes: Sequence[HostOutcome], now: float, days: float) -> HostMemory:
+def memory_from(outcomes: Sequence[HostOutcome], now: float, days: float,
+                speeds: Sequence[SpeedSample] = ()) -> HostMemory:
+    from mvp_tui.lease.learned import learn
+
     providers = {o.provider for o in outcomes}
     failed = {p: failed_hosts(outcomes, p, now, days) for p in sorted(providers)}
     failed = {p: hosts for p, hosts in failed.items() if hosts} if days > 0 else {}
-    return HostMemory(failed, days, images_by_host(outcomes, now))
+    return HostMemory(failed, days, images_by_host(outcomes, now),
+                      learn(outcomes, speeds, now))
 
 
 def images_by_host(
@@ -312,11 +388,12 @@ def load_memory(config: Config, now: float) -> HostMemory:
     avoid_failed_hosts_days`; 0 turns the memory off). An unreadable journal is no memory:
     it only orders offers, it never stops a run."""
     days = max(0.0, config.settings.lease.avoid_failed_hosts_days)
+    journal = HostJournal(config.state_dir)
     try:
-        outcomes = HostJournal(config.state_dir).read()
+        outcomes = journal.read()
     except OSError:
         return HostMemory(days=days)
-    return memory_from(outcomes, now, days)
+    return memory_from(outcomes, now, days, journal.speeds)
 
 
 def describe(outcome: HostOutcome, now: float) -> str:
@@ -342,21 +419,38 @@ def _num(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _from_json(line: bytes) -> HostOutcome | None:
-    """One journal line as an outcome; None when it is not one (texts cleaned again: the
-    file may have been edited by hand)."""
+def _speed_from_json(raw: dict[str, Any]) -> SpeedSample | None:
+    texts = {k: _text(raw.get(k), SHORT_CHARS)
+             for k in ("run_id", "provider", "host", "gpu_name", "model")}
+    at, rate, ttft = _num(raw.get("at")), _num(raw.get("decode_tok_s")), _num(raw.get("ttft_ms"))
+    tokens, context = _num(raw.get("tokens", 0)), _num(raw.get("context", 0))
+    if at is None or rate is None or ttft is None or any(v is None for v in texts.values()):
+        return None
+    t = {k: v or "" for k, v in texts.items()}
+    return SpeedSample(at=at, run_id=t["run_id"], provider=t["provider"], host=t["host"],
+                       gpu_name=t["gpu_name"], model=t["model"], decode_tok_s=max(0.0, rate),
+                       ttft_ms=max(0.0, ttft), tokens=int(tokens or 0),
+                       context=int(context or 0))
+
+
+def _from_json(line: bytes) -> HostOutcome | SpeedSample | None:
+    """One journal line as an outcome or a speed sample; None when it is neither (texts
+    cleaned again: the file may have been edited by hand)."""
     try:
         raw = json.loads(line)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
         return None
     if not isinstance(raw, dict) or raw.get("v") != VERSION:
         return None
+    if raw.get("kind") == SPEED_KIND:
+        return _speed_from_json(raw)
     at, cost = _num(raw.get("at")), _num(raw.get("cost_usd", 0.0))
     texts = {
         k: _text(raw.get(k), REASON_CHARS if k == "reason" else SHORT_CHARS)
         for k in ("run_id", "provider", "host", "offer_id", "gpu_name", "stage", "reason")
     }
     image = _text(raw.get("image", ""), SHORT_CHARS) or ""
+    model = _text(raw.get("model", ""), SHORT_CHARS) or ""
     ok, blames = raw.get("ok"), raw.get("blames_host", True)
     stages_raw = raw.get("stage_secs", {})
     if (
@@ -388,4 +482,5 @@ def _from_json(line: bytes) -> HostOutcome | None:
         cost_usd=cost,
         blames_host=blames,
         image=image,
+        model=model,
     )

@@ -262,7 +262,7 @@ class LeaseWalk:
             if result.provider_id:
                 # Refused, yet an instance exists (e.g. created stopped): it must not bill.
                 await self._destroy_or_stop(placeholder, DeleteReason.UNWANTED)
-                self._misses.append(f"offer {offer.offer_id} {result.outcome.value}")
+                self._misses.append(self._miss(offer, result))
                 if result.outcome in _STOPS:
                     raise _Stop(_STOPS[result.outcome], self._stop_reason(offer, result))
                 return None

@@ -9,6 +9,7 @@ the consuming task, or closing the generator, closes the HTTP stream so the engi
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,12 +52,21 @@ class _Usage(msgspec.Struct):
     completion_tokens: int | None = None
 
 
+class _Timings(msgspec.Struct):
+    """llama-server's own figures for the answer, in its last chunk (peers-2026-12-02.md
+    §5.3): decode tokens per second and the prompt's processing time."""
+
+    predicted_per_second: float | None = None
+    prompt_ms: float | None = None
+
+
 class _Chunk(msgspec.Struct):
     """A streamed chunk as the engines send it, decoded in one C call; any other shape (an
     error chunk, an odd type) is read by the general path in `_feed`."""
 
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
+    timings: _Timings | None = None
 
 
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
@@ -79,6 +89,15 @@ class _Tally:
     first_at: float | None = None
     finish_reason: str | None = None
     events: int = 0
+    engine_rate: float | None = None  # llama-server's `timings.predicted_per_second`
+    engine_prompt_ms: float | None = None  # its `timings.prompt_ms`
+
+    def timed(self, timings: _Timings) -> None:
+        rate, prompt = timings.predicted_per_second, timings.prompt_ms
+        if isinstance(rate, int | float) and rate > 0 and math.isfinite(rate):
+            self.engine_rate = float(rate)
+        if isinstance(prompt, int | float) and prompt >= 0 and math.isfinite(prompt):
+            self.engine_prompt_ms = float(prompt)
 
     def add(self, text: str, now: float) -> None:
         self.parts.append(text)
@@ -107,6 +126,8 @@ class _Tally:
             ttft_ms=None if ttft is None else round(ttft * 1000),
             tokens_per_s=rate,
             finish_reason=self.finish_reason,
+            engine_tokens_per_s=self.engine_rate,
+            engine_prompt_ms=self.engine_prompt_ms,
         )
 
 
@@ -313,6 +334,8 @@ class PromptClient:
             else:
                 if fast.usage is not None and fast.usage.completion_tokens is not None:
                     tally.usage_tokens = fast.usage.completion_tokens
+                if fast.timings is not None:
+                    tally.timed(fast.timings)
                 if not fast.choices:
                     return None  # the usage/timings chunk has no choices
                 first = fast.choices[0]
@@ -353,6 +376,13 @@ class PromptClient:
         usage = chunk.get("usage")
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             tally.usage_tokens = usage["completion_tokens"]
+        timings = chunk.get("timings")
+        if isinstance(timings, dict):
+            rate, prompt = timings.get("predicted_per_second"), timings.get("prompt_ms")
+            tally.timed(_Timings(
+                float(rate) if isinstance(rate, int | float) else None,
+                float(prompt) if isinstance(prompt, int | float) else None,
+            ))
         choices = chunk.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             return None  # the usage/timings chunk has no choices

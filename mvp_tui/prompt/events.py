@@ -72,6 +72,10 @@ class PromptDone(EngineEvent):
     tokens_per_s: float
     finish_reason: str | None = None
     cost_usd: float | None = None
+    # llama-server's own `timings` for the answer (None when the engine sends none): its
+    # decode rate and prompt time, free of the network's share.
+    engine_tokens_per_s: float | None = None
+    engine_prompt_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

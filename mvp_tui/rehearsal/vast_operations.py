@@ -76,6 +76,9 @@ class VastOperations:
     _exit_after: dict[int, int]
     _actor: str
     _linger_after_destroy: int
+    # Vast's known trap (vast-cli PR #403): the create's `price` ignored, the instance rented
+    # on demand without a word (`is_bid` false).
+    silent_on_demand: bool
 
     # -- what the instance's container is given --------------------------------------------
 
@@ -106,7 +109,12 @@ class VastOperations:
         raw_env = body.get("env")
         env: dict[str, Any] = raw_env if isinstance(raw_env, dict) else {}
         runtype = str(body.get("runtype") or "ssh")
-        is_bid = body.get("price") is not None
+        raw_price = body.get("price")
+        price = float(raw_price) if isinstance(raw_price, int | float) else None
+        is_bid = price is not None and not self.silent_on_demand
+        # A bid's GPU part is the bid; storage bills besides (dph_total − dph_base).
+        storage = max(0.0, float(offer["dph_total"]) - float(offer.get("dph_base") or 0.0))
+        gpu_price = price if is_bid else offer.get("dph_base")
         row: dict[str, Any] = {
             "id": instance_id,
             "machine_id": offer["machine_id"],
@@ -135,8 +143,9 @@ class VastOperations:
             "direct_port_end": -1,
             "direct_port_count": offer.get("direct_port_count", 0),
             "machine_dir_ssh_port": -1,
-            "dph_total": offer["dph_total"],
-            "dph_base": offer.get("dph_base"),
+            "dph_total": round(price + storage, 6) if price is not None and is_bid
+            else offer["dph_total"],
+            "dph_base": gpu_price,
             "is_bid": is_bid,
             "min_bid": offer.get("min_bid"),
             "gpu_name": offer["gpu_name"],

@@ -120,6 +120,7 @@ class FakeVast(VastOperations):
         self.scope_violations: list[RecordedRequest] = []
         self._actor = "account"  # whose key the operation running under the lock carries
         self._linger_after_destroy = 0
+        self.silent_on_demand = False  # creates ignore `price` (rent on demand, say nothing)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -220,6 +221,15 @@ class FakeVast(VastOperations):
         with self._lock:
             inst = self._instances[instance_id]
             self._exit_after[inst.offer_id] = max(0, inst.polls - self.loading_polls - 1)
+
+    def outbid(self, instance_id: int) -> None:
+        """A higher bid took the GPU: Vast pauses the interruptible instance (stopped, meant to
+        stay stopped: `cur_state == intended_status == next_state == "stopped"`); it still
+        bills storage until destroyed."""
+        with self._lock:
+            self._instances[instance_id].row.update(
+                intended_status="stopped", cur_state="stopped", next_state="stopped",
+                status_msg="Instance outbid and paused")
 
     def fail_destroy(self, instance_id: int | None, times: int, status: int = 500) -> None:
         """The next `times` destroys of `instance_id` (None = any) fail without destroying."""

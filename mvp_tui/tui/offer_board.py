@@ -22,7 +22,7 @@ from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.outlook import Outlook, outlook_for
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
-from mvp_tui.lease.host_journal import HostMemory, describe, load_memory
+from mvp_tui.lease.host_journal import HostMemory, config_model_key, describe, load_memory
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
@@ -48,12 +48,14 @@ class BoardResult:
     read_at: float = 0.0
     image: str = ""
     image_gb: float = 0.0
+    model: str = ""  # the served model's key in the journal's learned figures
 
     def outlook(self, need: ModelNeed | None) -> Outlook:
-        """Each offer's fit and ~ready, from the model's need (None: unknown), the image and
-        the host journal."""
+        """Each offer's fit, ~ready and decode speed, from the model's need (None: unknown),
+        the image and the host journal (its failures and this user's measured figures)."""
         return outlook_for(need, image=self.image, image_gb=self.image_gb,
-                           has_image=self.memory.has_image)
+                           has_image=self.memory.has_image, learned=self.memory.learned,
+                           model=self.model)
 
     def failure_text(self, offer: Offer) -> str | None:
         """Why `offer`'s host is avoided (`failed 2 h ago at ssh: …`), or None."""
@@ -152,6 +154,7 @@ class OfferBoard:
         result.memory = await asyncio.to_thread(load_memory, self._config, result.read_at)
         result.image = self._config.node_image()[0]
         result.image_gb = self._config.settings.image.size_gb
+        result.model = config_model_key(self._config)
         return result
 
     async def model_need(self) -> tuple[ModelNeed | None, str]:

@@ -22,11 +22,11 @@ from tests.ssh.sshd import free_port
 KEY = "fake-vast-key-0123456789"
 
 
-async def rpc_prompt(port: int, text: str) -> list[dict[str, Any]]:
+async def rpc_prompt(port: int, text: str, max_tokens: int = 6) -> list[dict[str, Any]]:
     """One prompt over the JSON-lines RPC; its lines up to the end."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        request = {"request_id": 1, "prompt_text": text, "max_tokens": 6}
+        request = {"request_id": 1, "prompt_text": text, "max_tokens": max_tokens}
         writer.write(json.dumps(request).encode() + b"\n")
         lines: list[dict[str, Any]] = []
         while not lines or lines[-1]["type"] == "text_delta":

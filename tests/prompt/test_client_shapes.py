@@ -142,3 +142,22 @@ async def test_every_sse_shape_and_odd_chunk_reads_as_the_general_path_does() ->
     done = events[-1]
     assert isinstance(done, PromptDone), done
     assert done.tokens_generated == 9 and done.finish_reason is None
+
+
+async def test_llama_servers_own_timings_reach_the_answers_end() -> None:
+    """The decode rate and prompt time llama-server reports (the host journal's speed line
+    takes them over the client's clock, which counts the network too)."""
+    timings = {"prompt_n": 9, "prompt_ms": 31.5, "predicted_n": 2, "predicted_ms": 16.0,
+               "predicted_per_second": 125.0}
+    body = sse(chunk({"content": "a"}), chunk({"content": "b"}, "length"),
+               {"choices": [], "usage": {"completion_tokens": 2}, "timings": timings}, "[DONE]")
+    async with fake_openai(Canned(200, body)) as fake, PromptClient(fake.base_url, "m") as c:
+        done = (await run(c))[-1]
+    assert isinstance(done, PromptDone)
+    assert done.engine_tokens_per_s == 125.0 and done.engine_prompt_ms == 31.5
+    odd = {**timings, "predicted_per_second": "fast"}  # not a number: the general path
+    body = sse(chunk({"content": "a"}), {"choices": [], "timings": odd}, "[DONE]")
+    async with fake_openai(Canned(200, body)) as fake, PromptClient(fake.base_url, "m") as c:
+        done = (await run(c))[-1]
+    assert isinstance(done, PromptDone)
+    assert done.engine_tokens_per_s is None and done.engine_prompt_ms == 31.5

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mvp_tui.providers.base import CreateRequest, LeaseState, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai import VastAiProvider, bid_mismatch
 from tests.fakes.vastai_server import FakeVast
 from tests.peers import missing_peer
 
@@ -141,3 +141,26 @@ def test_wrong_key_gets_the_real_auth_error(
     out = run_cli(vastai_cli, fake, tmp_path, "show", "instances", key="not-the-key-123456")
     error = json.loads(out["stderr"])
     assert (error["status_code"], error["msg"]) == (401, "Invalid user key")
+
+
+async def test_a_bid_as_the_cli_makes_it_is_one_our_check_accepts(
+    vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
+) -> None:
+    """`create instance --bid_price` sends `price` (what our bids send); the instance it makes
+    reads, through the CLI and our provider alike, as a bid at that price; a bid under the
+    floor answers an error with `new_contract` and leaves that instance stopped."""
+    ask = fake.add_offer(min_bid=0.20, dph_total=0.50, dph_base=0.48)
+    made = run_cli(vastai_cli, fake, tmp_path, "create", "instance", str(ask), "--image",
+                   "img:1", "--disk", "20", "--bid_price", "0.25")
+    (put,) = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
+    assert put.body["price"] == 0.25
+    row = run_cli(vastai_cli, fake, tmp_path, "show", "instance", str(made["new_contract"]))
+    assert row["is_bid"] is True and row["dph_base"] == 0.25
+    assert bid_mismatch(row, 0.25) is None and bid_mismatch(row, 0.20) is not None
+
+    low = fake.add_offer(min_bid=0.20)
+    refused = run_cli(vastai_cli, fake, tmp_path, "create", "instance", str(low), "--image",
+                      "img:1", "--disk", "20", "--bid_price", "0.05")
+    assert refused["success"] is False and refused["new_contract"]
+    status = await provider.get(str(refused["new_contract"]))
+    assert status.state is LeaseState.STOPPED  # it exists and bills storage: destroy it

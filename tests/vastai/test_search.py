@@ -78,6 +78,7 @@ async def test_offer_is_normalised_with_documented_units(
         cpu="AMD EPYC 7543",
         ram_mib=128785,
         download_usd_per_gb=0.003,  # inet_down_cost: image pulls bill per GB, outside $/h
+        mem_bw_gbps=908.1,  # gpu_mem_bw: what decode speed is bounded by
     )
     assert offer.vram_gib_total == pytest.approx(2 * 24564 / 1024)
 

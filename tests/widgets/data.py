@@ -24,6 +24,7 @@ from mvp_tui.datastream.records import encode_record, provision_log_record
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as ev
 from mvp_tui.providers.base import Offer
+from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
 from mvp_tui.ssh.events import AgentStarted, AttemptOutcome, HostKeyPinned, SshAttempt
 
 T0 = 1_764_504_180.0  # 2025-11-30 12:03:00 UTC: every event time is T0 + seconds
@@ -56,6 +57,7 @@ def offer(
         down_mbps=down,
         up_mbps=down * 0.6,
         location=where,
+        mem_bw_gbps=bandwidth_gbps(gpu),  # as RunPod's table gives it (Vast: gpu_mem_bw)
     )
 
 

@@ -47,6 +47,14 @@ class RunpodSection(Section):
         "SECURE", "which cloud to rent from", env="MVP_RUNPOD_CLOUD", flag="--runpod-cloud",
         choices=("SECURE", "COMMUNITY", "ALL"),
     )
+    rental: str = key(
+        "on-demand",
+        (
+            "on-demand only: RunPod no longer offers spot pods (its API answers 500 \"Spot "
+            "pods are no longer offered\"); spot is refused with that reason"
+        ),
+        env="MVP_RUNPOD_RENTAL", flag="--runpod-rental", choices=("on-demand", "spot"),
+    )
     container_disk_gb: int = key(
         50, "container disk in GB", env="MVP_RUNPOD_CONTAINER_DISK_GB",
         flag="--runpod-container-disk-gb", minimum=1,

@@ -105,6 +105,20 @@ class VastaiSection(Section):
         True, "only verified hosts", env="MVP_VASTAI_REQUIRE_VERIFIED",
         flag="--vastai-require-verified",
     )
+    rental: str = key(
+        "on-demand",
+        (
+            "on-demand, or bid: interruptible instances at min_bid × bid_factor, capped by "
+            "max_price_per_hour of [limits]; an outbid pauses the instance and the run moves "
+            "to another host"
+        ),
+        env="MVP_VASTAI_RENTAL", flag="--vastai-rental", choices=("on-demand", "bid"),
+    )
+    bid_factor: float = key(
+        1.0,
+        "the bid as a multiple of each offer's min_bid (higher: outbid less often)",
+        env="MVP_VASTAI_BID_FACTOR", flag="--vastai-bid-factor", minimum=1, maximum=10,
+    )
     poll_interval_secs: int = key(
         5, "seconds between instance status polls", env="MVP_VASTAI_POLL_INTERVAL_SECS",
         flag="--vastai-poll-interval-secs", minimum=1,

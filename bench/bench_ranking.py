@@ -1,0 +1,126 @@
+"""Benchmark: ranking 10,000 offers by $ per million tokens.
+
+Varied offers (GPUs with their bandwidths, prices, places) and a host journal's learned
+figures for a few GPU models and hosts; times, each the median of --runs:
+  - outlooks: each offer's fit, ~ready and decode speed (`outlook_for`, prediction or the
+    learned median) and the board model taking them (`OffersModel.set_outlook`);
+  - ranking: the above, then the board's order by `$/Mtok` (`view()`) and its column widths
+    (what one repaint of a re-sorted board needs beyond the rows on screen).
+Target: ranking < 50 ms at 10,000 offers.
+
+    .venv/bin/python bench/bench_ranking.py [--offers 10000] [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.outlook import outlook_for
+from mvp_tui.lease.host_journal import HostOutcome, SpeedSample, memory_from
+from mvp_tui.providers.base import Offer
+from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
+from mvp_tui.widgets.offers_model import OffersModel, SortKey
+
+GPUS = ["RTX 4090", "RTX 3090", "A100 SXM4", "H100 PCIE", "RTX A6000", "L40S", "RTX 5090"]
+PLACES = ["Texas, US", "Quebec, CA", "Bavaria, DE", "Tokyo, JP", "Ohio, US"]
+MODEL = "llama-3.1-8b-q4_k_m.gguf"
+NOW = 1_780_000_000.0
+
+
+def offers(count: int) -> list[Offer]:
+    rng = random.Random(7)
+    out = []
+    for n in range(count):
+        gpu = rng.choice(GPUS)
+        out.append(Offer(
+            provider="vastai", offer_id=str(100_000 + n), gpu_name=gpu,
+            num_gpus=rng.choice([1, 1, 1, 2, 4]), gpu_ram_mib=24564,
+            price_per_hour=round(rng.uniform(0.1, 4.0), 4), reliability=0.99,
+            down_mbps=rng.uniform(100, 3000), up_mbps=500.0, location=rng.choice(PLACES),
+            machine_id=str(40_000 + n % 3000), mem_bw_gbps=bandwidth_gbps(gpu)))
+    return out
+
+
+def history() -> tuple[list[HostOutcome], list[SpeedSample]]:
+    """A month of this user's runs: 60 served attempts and 600 answers on a few hosts."""
+    rng = random.Random(3)
+    runs, speeds = [], []
+    for n in range(60):
+        gpu, host = GPUS[n % 3], str(40_000 + n)
+        runs.append(HostOutcome(at=NOW - n * 3600, run_id=f"r-{n}", provider="vastai",
+                                host=host, offer_id=str(n), gpu_name=gpu, stage="serving",
+                                ok=True, reason="", image="img", model=MODEL,
+                                stage_secs={"create": 1.0, "running": rng.uniform(20, 200)}))
+        speeds += [SpeedSample(at=NOW - n * 3600 + i, run_id=f"r-{n}", provider="vastai",
+                               host=host, gpu_name=gpu, model=MODEL,
+                               decode_tok_s=rng.uniform(80, 150), ttft_ms=40.0)
+                   for i in range(10)]
+    return runs, speeds
+
+
+def median_ms(run: Callable[[], object], runs: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds: on a shared, loaded machine the wall clock counts
+    the time other processes held the core; this process's CPU time does not."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        start, cpu = time.perf_counter(), time.process_time()
+        run()
+        walls.append((time.perf_counter() - start) * 1000)
+        cpus.append((time.process_time() - cpu) * 1000)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--offers", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    board = offers(args.offers)
+    runs, speeds = history()
+    memory = memory_from(runs, NOW, 7, speeds)
+    need = ModelNeed(model_bytes=4_912_898_304, kv_bytes=536_870_912, context=4096)
+    model = OffersModel()
+    model.set_offers(board)
+
+    def outlooks() -> None:
+        model.set_outlook(outlook_for(need, image="img", image_gb=3.6,
+                                      has_image=memory.has_image, learned=memory.learned,
+                                      model=MODEL))
+
+    def ranking() -> None:
+        outlooks()
+        model.sort_key, model.ascending = SortKey.PER_MTOK, True
+        model.set_filter("")
+        model.view()
+        model.widths()
+
+    outlook_ms, outlook_cpu = median_ms(outlooks, args.runs)
+    ranking_ms, ranking_cpu = median_ms(ranking, args.runs)
+    measured = sum(1 for key in model.view() if model.outlook(key).speed is not None
+                   and model.outlook(key).speed.measured)  # type: ignore[union-attr]
+    print(f"offers: {args.offers:,} ({measured:,} with a measured speed), runs: {args.runs}")
+    print(f"outlooks (fit, ~ready, tok/s, $/Mtok): {outlook_ms:7.1f} ms wall, "
+          f"{outlook_cpu:7.1f} ms CPU ({outlook_cpu * 1000 / args.offers:.2f} us/offer)")
+    print(f"ranking by $/Mtok (outlooks + order + widths): {ranking_ms:7.1f} ms wall, "
+          f"{ranking_cpu:7.1f} ms CPU (target < 50 ms)")
+    print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on "
+          f"{os.cpu_count()} cores")
+    cheapest = model.outlook(model.view()[0])
+    first = dataclasses.asdict(model.offer(model.view()[0]))  # type: ignore[arg-type]
+    print(f"cheapest tokens: {first['gpu_name']} at {first['price_per_hour']} $/h, "
+          f"{cheapest.speed.mtok_cell if cheapest.speed else '?'} $/Mtok")
+
+
+if __name__ == "__main__":
+    main()

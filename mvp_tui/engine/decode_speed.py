@@ -1,0 +1,72 @@
+"""Decode tok/s and $ per million tokens per offer: predicted from the GPU's memory bandwidth
+until this user's own runs measured it.
+
+Each generated token reads every weight once plus the KV cache, so decode is bounded by
+bandwidth ÷ (model bytes + KV bytes at the run's context); llama.cpp reaches a share of that
+bound that depends on the GPU's class (peers-2026-12-02.md §2.2, llama.cpp 8B Q4_K_M at batch
+1: RTX 3090 936 GB/s → 112 tok/s, 4090 1008 → 128, L40S 864 → 114, i.e. 57–80 % on consumer
+and workstation cards; A100 SXM 2039 → 133, H100 PCIe 2000 → 144, i.e. 32–36 % on
+datacenter HBM cards). $/1M tokens = 277.8 × $/h ÷ tok/s (10⁶ tokens ÷ 3600 s). Pure numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mvp_tui.providers.base import Offer
+
+USD_PER_MTOK_FACTOR = 1e6 / 3600  # 277.8: $/h over tok/s gives $ per million tokens
+# Share of the bandwidth bound llama.cpp reaches (the table's medians, rounded).
+EFFICIENCY_CONSUMER = 0.62
+EFFICIENCY_DATACENTER = 0.34
+# HBM datacenter parts: the bound overpredicts them most at batch 1.
+_DATACENTER = ("a100", "a800", "h100", "h800", "h200", "gh200", "b100", "b200", "mi300",
+               "mi250")
+
+
+def efficiency(gpu_name: str) -> float:
+    """The share of the bandwidth bound llama.cpp's decode reaches on this GPU's class."""
+    name = gpu_name.lower()
+    return EFFICIENCY_DATACENTER if any(k in name for k in _DATACENTER) else EFFICIENCY_CONSUMER
+
+
+# Not frozen: the board makes one per offer (10,000 a refresh), and a frozen dataclass sets
+# each field through object.__setattr__, five times slower. Never changed once made.
+@dataclass(slots=True)
+class DecodeSpeed:
+    """One offer's decode rate and what a million tokens cost there."""
+
+    tok_per_s: float
+    usd_per_mtok: float | None
+    measured: bool  # from this user's own runs (the board shows no `~`)
+    runs: int = 0  # how many measured answers the figure is the median of
+    ttft_ms: float | None = None  # measured time to first token (the prompt's processing)
+
+    @property
+    def tok_cell(self) -> str:
+        """`~112` predicted, `112` measured."""
+        return f"{'' if self.measured else '~'}{self.tok_per_s:,.0f}"
+
+    @property
+    def mtok_cell(self) -> str:
+        if self.usd_per_mtok is None:
+            return "?"
+        value = self.usd_per_mtok
+        text = f"{value:.2f}" if value < 100 else f"{value:,.0f}"
+        return f"{'' if self.measured else '~'}{text}"
+
+    def as_json(self) -> dict[str, object]:
+        mtok = self.usd_per_mtok
+        return {"tok_per_s": round(self.tok_per_s, 1),
+                "usd_per_mtok": round(mtok, 4) if mtok is not None else None,
+                "measured": self.measured, "measured_runs": self.runs,
+                "ttft_ms": round(self.ttft_ms, 1) if self.ttft_ms is not None else None}
+
+
+def predict_tok_per_s(offer: Offer, bytes_per_token: int) -> float | None:
+    """bandwidth ÷ bytes read per token × the class's efficiency; None when the offer has no
+    known bandwidth or the model's size is unknown. Layers split over several GPUs are read
+    one GPU after another, so one GPU's bandwidth bounds the whole."""
+    if offer.mem_bw_gbps <= 0 or bytes_per_token <= 0:
+        return None
+    return efficiency(offer.gpu_name) * offer.mem_bw_gbps * 1e9 / bytes_per_token
