@@ -203,7 +203,8 @@ async def down(
             secrets_left.append(event)
         sink(event)
 
-    mine = []
+    mine: list[RunRecord] = []
+    torn_by_run: dict[str, set[str]] = {}
     for record in runs:
         if record.provider != provider.info.name:
             skipped.append(record.run_id)
@@ -225,11 +226,10 @@ async def down(
                 confirmed.append(ref)
             else:
                 unconfirmed.append(_with_reason(ref, lease.detail))
-        # Secrets whose instances went earlier or never existed (torn ones went above).
-        rest = {s.label for s in record.secrets} - torn
-        await attempt_secrets.release(
-            provider, store, record, noting, settings, labels=rest, clock=clock
-        )
+        if not checking:
+            await _release_rest(provider, store, record, torn, noting, settings, clock)
+        else:
+            torn_by_run[record.run_id] = torn
     accounts: list[AccountCheck] = []
     if checking:
         scopes: list[tuple[str, str | None]]
@@ -250,6 +250,11 @@ async def down(
                     LeaseRef(h.run_id, h.provider_id, h.label, h.reason) for h in check.unconfirmed
                 ]
         unconfirmed += _still_unclear(store, mine)
+        for record in mine:  # as the check left them: unclear creates resolved or dropped
+            with contextlib.suppress(RecordError):
+                record = store.load(record.run_id)
+            torn = torn_by_run.get(record.run_id, set())
+            await _release_rest(provider, store, record, torn, noting, settings, clock)
     return DownReport(
         tuple(confirmed),
         tuple(unconfirmed),
@@ -258,6 +263,20 @@ async def down(
         tuple(secrets_left),
         tuple(accounts),
     )
+
+
+async def _release_rest(
+    provider: Provider,
+    store: RecordStore,
+    record: RunRecord,
+    torn: set[str],
+    sink: EventSink,
+    settings: WalkSettings,
+    clock: Clock,
+) -> None:
+    """Secrets whose instances went earlier or never existed (torn ones went with them)."""
+    rest = {s.label for s in record.secrets} - torn
+    await attempt_secrets.release(provider, store, record, sink, settings, labels=rest, clock=clock)
 
 
 _UNCLEAR = "an unclear create that could not be looked up: the provider did not answer"
