@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -199,7 +199,7 @@ def _destroyed_words(destroyed: Sequence[Held], noun: str) -> list[str]:
 
 
 @dataclass(slots=True)
-class _Tally:
+class _Outcome:
     destroyed: list[Held] = field(default_factory=list)
     unconfirmed: list[Held] = field(default_factory=list)
     other_runs: list[Held] = field(default_factory=list)
@@ -213,11 +213,14 @@ async def check_account(
     *,
     label_prefix: str,
     run_id: str | None,
+    failed: Collection[str] = (),
     clock: Clock = time.time,
 ) -> AccountCheck | None:
     """List the account under `label_prefix`; destroy, confirmed, what is in scope (run
     `run_id`, or every run when None), each entered in its run record first; report the
-    rest and the kept volumes. None for a provider that never bills (nothing to prove).
+    rest and the kept volumes. Ids in `failed` (this teardown's destroys that were not
+    confirmed) are not sent again: listed, they are unconfirmed. None for a provider that
+    never bills (nothing to prove).
     The outcome is emitted (`AccountChecked`) and written to the records in scope."""
     if not provider.info.billing:
         return None
@@ -228,7 +231,9 @@ async def check_account(
     except ProviderError as exc:
         check = AccountCheck(name, False, run_id, prefix, error=str(exc))
     else:
-        tally = await _settle(provider, store, sink, settings, listed, prefix, run_id, clock)
+        tally = await _settle(
+            provider, store, sink, settings, listed, prefix, run_id, set(failed), clock
+        )
         check = AccountCheck(
             name, True, run_id, prefix,
             destroyed=tuple(tally.destroyed),
@@ -263,10 +268,11 @@ async def _settle(
     listed: Sequence[LeaseStatus],
     prefix: str,
     run_id: str | None,
+    failed: set[str],
     clock: Clock,
-) -> _Tally:
+) -> _Outcome:
     """Destroy (confirmed) every listed instance of ours in scope; report the others."""
-    tally = _Tally()
+    tally = _Outcome()
     by_run: dict[str, list[LeaseStatus]] = {}
     for status in listed:
         parsed = parse_label(status.label, prefix)  # exact: `mvpx-…` is not `mvp`'s
@@ -285,6 +291,10 @@ async def _settle(
             tally.unconfirmed += [_why(h, why) for h in held]
             continue
         for status, found in zip(statuses, held, strict=True):
+            if status.provider_id in failed:
+                known = record.lease_by_id(status.provider_id)
+                tally.unconfirmed.append(_why(found, known.detail if known else "still listed"))
+                continue
             if await _already_gone(provider, record, status):
                 continue  # a confirmed delete the listing has not caught up with
             lease = track(record, status, clock())

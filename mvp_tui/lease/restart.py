@@ -239,15 +239,19 @@ async def down(
             prefixes = {r.label_prefix for r in mine} | ({label_prefix} if label_prefix else set())
             scopes = [(p, None) for p in sorted(prefixes)]
         for prefix, scope in scopes:
+            failed = {ref.provider_id for ref in unconfirmed if ref.provider_id}
             check = await check_account(
-                provider, store, noting, settings, label_prefix=prefix, run_id=scope, clock=clock
+                provider, store, noting, settings,
+                label_prefix=prefix, run_id=scope, failed=failed, clock=clock,
             )
             if check is not None:
                 accounts.append(check)
                 # Found on the account and ended there: leases of their runs all the same.
                 confirmed += [LeaseRef(h.run_id, h.provider_id, h.label) for h in check.destroyed]
                 unconfirmed += [
-                    LeaseRef(h.run_id, h.provider_id, h.label, h.reason) for h in check.unconfirmed
+                    LeaseRef(h.run_id, h.provider_id, h.label, h.reason)
+                    for h in check.unconfirmed
+                    if h.provider_id not in failed  # named already
                 ]
         unconfirmed += _still_unclear(store, mine)
         for record in mine:  # as the check left them: unclear creates resolved or dropped
