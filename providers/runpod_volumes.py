@@ -89,6 +89,8 @@ async def kept_volumes(
     price)."""
     price = settings.usd_per_gb_month if settings else DEFAULT_USD_PER_GB_MONTH
     wanted = {settings.name} if settings else set()
+    if not wanted and not recorded_ids:
+        return []  # none configured, none recorded: nothing of ours to look for
     return [
         KeptVolume(v.id, v.name, v.size_gb, round(v.usd_per_month(price), 2))
         for v in await list_volumes(provider)

@@ -63,9 +63,8 @@ def lease_state(row: Mapping[str, Any]) -> LeaseState:
 
     null/created/loading/unknown → PENDING, running → RUNNING, stopped/frozen → STOPPED,
     exited/offline → DEAD. A not-yet-running container whose status_msg reports an error
-    is DEAD, and one the user intends stopped, or whose contract Vast has stopped (a lost
-    bid: `intended_status`, `cur_state` and `next_state` all "stopped"), is STOPPED:
-    neither will become ready by waiting.
+    is DEAD, and one the user (or Vast, for a lost bid) intends stopped is STOPPED: neither
+    will become ready by waiting.
     """
     actual = row.get("actual_status")
     status = actual.strip().lower() if isinstance(actual, str) else None
@@ -79,8 +78,7 @@ def lease_state(row: Mapping[str, Any]) -> LeaseState:
         return LeaseState.DEAD
     if _FATAL_MSG.search(_text(row, "status_msg", 2000)):
         return LeaseState.DEAD
-    asked = _text(row, "intended_status").lower()
-    if asked == "stopped" or _contract_states(row) == {"stopped"}:
+    if _text(row, "intended_status").lower() == "stopped":
         return LeaseState.STOPPED
     return LeaseState.PENDING  # null, created, loading, unknown, and states we do not know
 
@@ -91,14 +89,16 @@ def _contract_states(row: Mapping[str, Any]) -> set[str]:
     return {_text(row, key).lower() for key in ("intended_status", "cur_state", "next_state")}
 
 
-def billing_words(row: Mapping[str, Any]) -> str:
-    """The row's state as the account check says it: a bid Vast has stopped (outbid, or
-    created stopped below the minimum bid) is a paused bid; it still bills its storage."""
-    actual = _text(row, "actual_status", 40).lower() or "null"
+def billing_words(row: Mapping[str, Any], redact: Redact | None = None) -> str:
+    """`actual_status` as the account check says it (redacted, then cut): a bid Vast has
+    stopped (outbid, or created stopped below the minimum bid) is a paused bid; it still
+    bills its storage."""
+    raw = row.get("actual_status")
+    actual = clean_line(raw, 40, redact=redact).strip() if isinstance(raw, str) else "null"
     stopped = _contract_states(row) == {"stopped"}
     if row.get("is_bid") is True and stopped:
         return "paused bid (stopped, outbid)"
-    if stopped and actual != "stopped":
+    if stopped and actual.lower() != "stopped":
         return f"{actual}, stopped by Vast"
     return actual
 
@@ -142,7 +142,7 @@ def lease_status(
         provider_id=provider_id or instance_id(row) or "",
         label=clean_line(label, 1024, redact=redact) if isinstance(label, str) else None,
         state=state,
-        raw_state=clean_line(billing_words(row), 60, redact=redact),
+        raw_state=billing_words(row, redact),
         ssh=ssh_endpoint(row, user) if state is LeaseState.RUNNING else None,
         price_per_hour=_number(row.get("dph_total")),
         started_at=_number(row.get("start_date")),
