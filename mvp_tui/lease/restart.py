@@ -240,10 +240,14 @@ async def down(
             scopes = [(p, None) for p in sorted(prefixes)]
         for prefix, scope in scopes:
             failed = {ref.provider_id for ref in unconfirmed if ref.provider_id}
-            check = await check_account(
-                provider, store, noting, settings,
-                label_prefix=prefix, run_id=scope, failed=failed, clock=clock,
-            )
+            try:
+                check = await check_account(
+                    provider, store, noting, settings,
+                    label_prefix=prefix, run_id=scope, failed=failed, clock=clock,
+                )
+            except Exception as exc:  # a check that breaks must not undo confirmed deletes
+                why = f"the account check failed: {type(exc).__name__}: {exc}"
+                check = AccountCheck(provider.info.name, False, scope, prefix, error=why)
             if check is not None:
                 accounts.append(check)
                 # Found on the account and ended there: leases of their runs all the same.
