@@ -214,14 +214,16 @@ async def check_account(
     label_prefix: str,
     run_id: str | None,
     failed: Collection[str] = (),
+    remember_in: Collection[str] = (),
     clock: Clock = time.time,
 ) -> AccountCheck | None:
     """List the account under `label_prefix`; destroy, confirmed, what is in scope (run
     `run_id`, or every run when None), each entered in its run record first; report the
     rest and the kept volumes. Ids in `failed` (this teardown's destroys that were not
     confirmed) are not sent again: listed, they are unconfirmed. None for a provider that
-    never bills (nothing to prove).
-    The outcome is emitted (`AccountChecked`) and written to the records in scope."""
+    never bills (nothing to prove). The outcome is emitted (`AccountChecked`) and written
+    to the records in scope (for every run: those it touched, `remember_in` — the runs
+    this teardown ended — and those still open)."""
     if not provider.info.billing:
         return None
     name = provider.info.name
@@ -256,7 +258,7 @@ async def check_account(
             error=_clean(check.error),
         )
     )
-    _remember(store, check, name)
+    _remember(store, check, name, remember_in)
     return check
 
 
@@ -372,13 +374,15 @@ async def _with_volumes(
     return replace(check, kept=tuple(kept))
 
 
-def _remember(store: RecordStore, check: AccountCheck, provider: str) -> None:
+def _remember(
+    store: RecordStore, check: AccountCheck, provider: str, also: Collection[str]
+) -> None:
     """Write the outcome into the records in scope: the run's, or (for every run) each
-    record of this provider the check touched or that is still open."""
+    record of this provider the check touched, named in `also`, or still open."""
     if check.run_id is not None:
         runs = [check.run_id]
     else:
-        touched = {h.run_id for h in (*check.destroyed, *check.unconfirmed)}
+        touched = {h.run_id for h in (*check.destroyed, *check.unconfirmed)} | set(also)
         scanned = store.scan().runs
         runs = sorted(touched | {r.run_id for r in scanned if r.provider == provider and r.is_open})
     for run in runs:

@@ -243,7 +243,8 @@ async def down(
             try:
                 check = await check_account(
                     provider, store, noting, settings,
-                    label_prefix=prefix, run_id=scope, failed=failed, clock=clock,
+                    label_prefix=prefix, run_id=scope, failed=failed,
+                    remember_in=[r.run_id for r in mine], clock=clock,
                 )
             except Exception as exc:  # a check that breaks must not undo confirmed deletes
                 why = f"the account check failed: {type(exc).__name__}: {exc}"

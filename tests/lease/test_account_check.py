@@ -54,17 +54,22 @@ def test_down_all_destroys_our_stopped_instance_and_paused_bid_and_leaves_foreig
                fake.add_instance(label="mvp-notes")}
     fake.stop_instance(min(foreign))
     state = tmp_path / "state"
+    store = RecordStore(state)  # one run on record too: its lease goes by its id
+    on_record = fake.add_instance(label="mvp-r-0000ffff-1-1")
+    store.create_run("r-0000ffff", provider="vastai", label_prefix="mvp", created_at=1.0)
+    _lease(store, "r-0000ffff", on_record)
     down = cli("down", "--all", "--yes", env=_env(fake, state))
     assert down.returncode == 0, down.stderr
     assert _live(fake) == foreign, "ours destroyed, the rest untouched"
-    assert set(fake.destroyed()) == {stopped, paused}
+    assert set(fake.destroyed()) == {stopped, paused, on_record}
+    assert f"deleted {on_record} (mvp-r-0000ffff-1-1) of run r-0000ffff" in down.stderr
     assert "account checked (vastai): nothing of prefix 'mvp' remains" in down.stderr
     assert f"1 stopped instance {stopped} destroyed, confirmed" in down.stderr
     assert f"1 paused bid (stopped, outbid) instance {paused} destroyed, confirmed" in down.stderr
     for label in ("mvpx", "my-training-job", "mvp-notes"):
         assert label not in down.stderr + down.stdout, f"{label} reported as ours"
-    # On record before the destroy, and the record says what the check found.
-    store = RecordStore(state)
+    # On record before the destroy, and the records say what the check found.
+    assert recorded_check(store.load("r-0000ffff")) is not None
     record = store.load("r-0000aaaa")
     assert record.leases[0].state is LeaseRecordState.DELETED
     check = recorded_check(record)
@@ -83,14 +88,19 @@ def _engine(fake: FakeVast, tmp_path: Path, seen: list[EngineEvent]) -> RunEngin
     return engine
 
 
-def _recorded(engine: RunEngine, provider_id: int) -> None:
-    record = engine.store.load(engine.run_id)
+def _lease(store: RecordStore, run_id: str, provider_id: int) -> None:
+    """A running lease of `run_id` on record (label `mvp-RUN-1-1`)."""
+    record = store.load(run_id)
     record.leases.append(LeaseRecord(
-        provider="vastai", label=f"mvp-{engine.run_id}-1-1", node_id=1, offer_id="1",
+        provider="vastai", label=f"mvp-{run_id}-1-1", node_id=1, offer_id="1",
         gpu_name="RTX 3090", price_per_hour=0.3, state=LeaseRecordState.RUNNING,
         provider_id=str(provider_id), created_at=2.0,
     ))
-    engine.store.save(record)
+    store.save(record)
+
+
+def _recorded(engine: RunEngine, provider_id: int) -> None:
+    _lease(engine.store, engine.run_id, provider_id)
 
 
 async def test_the_final_stop_destroys_a_stopped_instance_the_walk_never_saw(
