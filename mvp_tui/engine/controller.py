@@ -79,6 +79,16 @@ class StopResult:
     # ours found there and not destroyed may bill.
     account: AccountCheck | None = None
 
+    @classmethod
+    def from_down(cls, report: DownReport) -> StopResult:
+        """A teardown's end as `down` reported it (its first account check with it)."""
+        return cls(
+            destroyed=report.confirmed,
+            left=report.unconfirmed,
+            errors=report.errors,
+            account=report.accounts[0] if report.accounts else None,
+        )
+
     @property
     def nothing_bills(self) -> bool:
         return (
@@ -397,12 +407,7 @@ class RunController:
                 left=tuple(LeaseRef(r.run_id, r.provider_id, r.label, reason) for r in left),
                 errors=() if left else (f"teardown failed: {reason}",),
             )
-        return StopResult(
-            destroyed=report.confirmed,
-            left=report.unconfirmed,
-            errors=report.errors,
-            account=report.accounts[0] if report.accounts else None,
-        )
+        return StopResult.from_down(report)
 
 
 async def _first_of(*waits: Awaitable[Any]) -> None:
