@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -245,6 +245,16 @@ class NetworkVolume:
         return self.usd_per_month(usd_per_gb_month) / HOURS_PER_MONTH
 
 
+@dataclass(frozen=True, slots=True)
+class KeptVolume:
+    """A network volume of ours left on the account on purpose (it bills by the month)."""
+
+    volume_id: str
+    name: str
+    size_gb: int
+    usd_per_month: float
+
+
 @runtime_checkable
 class Provider(Protocol):
     """What the run engine needs from any provider. All calls are async and never raise
@@ -270,6 +280,8 @@ class Provider(Protocol):
     async def ensure_ssh_key(self, public_key_openssh: str) -> bool | None: ...
 
     async def prepare_volume(self) -> NetworkVolume | None: ...
+
+    async def kept_volumes(self, recorded_ids: Collection[str]) -> list[KeptVolume]: ...
 
     async def wait_exited(self, provider_id: str) -> int | None: ...
 
@@ -314,6 +326,12 @@ class ProviderBase:
         """The network volume the model cache lives on, found or made before the first
         create; None: none (the default, and every provider but RunPod)."""
         return None
+
+    async def kept_volumes(self, recorded_ids: Collection[str]) -> list[KeptVolume]:
+        """The account's network volumes mvp-tui uses (the configured one, and those
+        `recorded_ids` name), each with its monthly cost, for the account check after a
+        teardown; [] where the provider has none. Raises ProviderError when it cannot ask."""
+        return []
 
     async def wait_exited(self, provider_id: str) -> int | None:
         """The exit code once a node's agent process ends on its own. The default cannot

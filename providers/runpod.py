@@ -32,7 +32,7 @@ import contextlib
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -41,12 +41,13 @@ from urllib.parse import quote
 import httpx
 
 from mvp_tui import __version__
-from mvp_tui.providers import runpod_logs, runpod_secrets
+from mvp_tui.providers import runpod_logs, runpod_secrets, runpod_volumes
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
     DestroyOutcome,
     DestroyResult,
+    KeptVolume,
     LeaseState,
     LeaseStatus,
     NetworkVolume,
@@ -597,6 +598,10 @@ class RunPodProvider(ProviderBase):
         if self.settings.volume is not None and self.volume is None:
             self.volume = await ensure_volume(self, self.settings.volume)
         return self.volume
+
+    async def kept_volumes(self, recorded_ids: Collection[str]) -> list[KeptVolume]:
+        """The network volumes of ours on the account (kept on purpose), with their cost."""
+        return await runpod_volumes.kept_volumes(self, self.settings.volume, recorded_ids)
 
     async def create(self, offer: Offer, request: CreateRequest) -> CreateResult:
         """Create a pod of the offer's GPU type; every answer becomes an `Outcome`."""

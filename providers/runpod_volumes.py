@@ -11,12 +11,12 @@ deleted by `down` or a teardown: only by `mvp-tui volume delete`, which names it
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from mvp_tui.providers.base import NetworkVolume, ProviderError
+from mvp_tui.providers.base import KeptVolume, NetworkVolume, ProviderError
 from mvp_tui.untrusted import clean_line
 
 if TYPE_CHECKING:
@@ -79,6 +79,23 @@ async def list_volumes(provider: RunPodProvider) -> list[NetworkVolume]:
     if answer.status != 200 or not isinstance(rows, list):
         raise provider._error(answer, "listing network volumes")
     return [v for v in (parse_volume(r) for r in rows) if v is not None]
+
+
+async def kept_volumes(
+    provider: RunPodProvider, settings: VolumeSettings | None, recorded_ids: Collection[str]
+) -> list[KeptVolume]:
+    """The account's volumes mvp-tui uses: the configured one (by id or name) and those a run
+    recorded, each priced at `[runpod] network_volume_usd_per_gb_month` (the API answers no
+    price)."""
+    price = settings.usd_per_gb_month if settings else DEFAULT_USD_PER_GB_MONTH
+    wanted = {settings.name} if settings else set()
+    if not wanted and not recorded_ids:
+        return []  # none configured, none recorded: nothing of ours to look for
+    return [
+        KeptVolume(v.id, v.name, v.size_gb, round(v.usd_per_month(price), 2))
+        for v in await list_volumes(provider)
+        if v.id in recorded_ids or v.id in wanted or v.name in wanted
+    ]
 
 
 async def find_volume(provider: RunPodProvider, name_or_id: str) -> NetworkVolume | None:

@@ -88,8 +88,27 @@ def lease_state(row: Mapping[str, Any]) -> LeaseState:
 def outbid(row: Mapping[str, Any]) -> bool:
     """Vast stopped the contract and means it to stay stopped: `cur_state == intended_status
     == next_state == "stopped"` (dstack's check; what an outbid interruptible looks like)."""
-    states = {_text(row, key).lower() for key in ("cur_state", "intended_status", "next_state")}
-    return states == {"stopped"}
+    return _contract_states(row) == {"stopped"}
+
+
+def _contract_states(row: Mapping[str, Any]) -> set[str]:
+    """What was asked for and the contract's state (reference §4: `intended_status`,
+    `cur_state`, `next_state`); all three "stopped" is a bid that lost (dstack)."""
+    return {_text(row, key).lower() for key in ("intended_status", "cur_state", "next_state")}
+
+
+def billing_words(row: Mapping[str, Any], redact: Redact | None = None) -> str:
+    """`actual_status` as the account check says it (redacted, then cut): a bid Vast has
+    stopped (outbid, or created stopped below the minimum bid) is a paused bid; it still
+    bills its storage."""
+    raw = row.get("actual_status")
+    actual = clean_line(raw, 40, redact=redact).strip() if isinstance(raw, str) else "null"
+    stopped = _contract_states(row) == {"stopped"}
+    if row.get("is_bid") is True and stopped:
+        return "paused bid (stopped, outbid)"
+    if stopped and actual.lower() != "stopped":
+        return f"{actual}, stopped by Vast"
+    return actual
 
 
 def ssh_endpoint(row: Mapping[str, Any], user: str) -> SshEndpoint | None:
@@ -126,13 +145,12 @@ def lease_status(
 
     Texts (label, state, status message) are redacted with `redact` before they are cut."""
     state = lease_state(row)
-    actual = row.get("actual_status")
     label = row.get("label")
     return LeaseStatus(
         provider_id=provider_id or instance_id(row) or "",
         label=clean_line(label, 1024, redact=redact) if isinstance(label, str) else None,
         state=state,
-        raw_state=clean_line(actual, 40, redact=redact) if isinstance(actual, str) else "null",
+        raw_state=billing_words(row, redact),
         ssh=ssh_endpoint(row, user) if state is LeaseState.RUNNING else None,
         price_per_hour=_number(row.get("dph_total")),
         started_at=_number(row.get("start_date")),

@@ -31,35 +31,57 @@ def _confirm(what: str) -> bool:
     return answer.strip().lower() in {"y", "yes"}
 
 
+# The providers that bill: `down --all` asks each one a key is configured for, records or not.
+_RENTED = ("vastai", "runpod")
+
+
 async def _down(config: Config, run_id: str | None) -> DownReport:
     """Tear down every open lease of `run_id` (or of every open run), each through the
-    provider its record names — whatever provider this configuration selects."""
+    provider its record names — whatever provider this configuration selects. `--all` then
+    checks the account of every provider that bills and can be asked, records or not."""
     store = RecordStore(config.state_dir)
     runs, errors = runs_to_down(store, run_id)
     by_provider: dict[str, list[RunRecord]] = {}
     for record in runs:
         by_provider.setdefault(record.provider, []).append(record)
+    kinds = list(by_provider)
+    if run_id is None:
+        kinds += [k for k in _RENTED if k not in kinds]
     printer = JsonLines(sys.stdout, Redactor(config.secret_values()))
     reports = [DownReport((), (), (), tuple(errors))]
-    for kind, records in by_provider.items():
-        reports.append(await _down_provider(config, kind, records, store, printer))
+    for kind in kinds:
+        reports.append(
+            await _down_provider(config, kind, by_provider.get(kind, []), store, printer, run_id)
+        )
+    return _merged(reports)
+
+
+def _merged(reports: list[DownReport]) -> DownReport:
     return DownReport(
         tuple(ref for r in reports for ref in r.confirmed),
         tuple(ref for r in reports for ref in r.unconfirmed),
         (),
-        tuple(e for r in reports for e in r.errors),
+        tuple(dict.fromkeys(e for r in reports for e in r.errors)),  # a scan's, said once
         tuple(s for r in reports for s in r.secrets_left),
+        tuple(a for r in reports for a in r.accounts),
     )
 
 
 async def _down_provider(
-    config: Config, kind: str, records: list[RunRecord], store: RecordStore, printer: JsonLines
+    config: Config,
+    kind: str,
+    records: list[RunRecord],
+    store: RecordStore,
+    printer: JsonLines,
+    run_id: str | None,
 ) -> DownReport:
     try:
         own = config.for_provider(kind)
         settings = WalkSettings.from_config(own)  # its delete timeouts, as `up` has them
         provider = build_provider(own)
     except ConfigError as exc:
+        if not records:
+            return DownReport((), (), (), ())  # no key and nothing on record: none to ask
         why = f"cannot reach {kind} to tear it down: {exc}"
         left = tuple(
             LeaseRef(r.run_id, lease.provider_id, lease.label, why)
@@ -69,19 +91,14 @@ async def _down_provider(
         return DownReport((), left, (), ())
     printer.redact = Redactor([*config.secret_values(), *own.secret_values()])
     try:
-        reports = [
-            await down(provider, store, record.run_id, printer.event, settings)
-            for record in records
-        ]
+        if run_id is None:  # every open run of it, then its whole account under our prefix
+            return await down(
+                provider, store, None, printer.event, settings,
+                label_prefix=settings.label_prefix,
+            )
+        return await down(provider, store, run_id, printer.event, settings)
     finally:
         await provider.aclose()
-    return DownReport(
-        tuple(ref for r in reports for ref in r.confirmed),
-        tuple(ref for r in reports for ref in r.unconfirmed),
-        (),
-        tuple(e for r in reports for e in r.errors),
-        tuple(s for r in reports for s in r.secrets_left),
-    )
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
@@ -114,4 +131,6 @@ def run(config: Config, args: argparse.Namespace) -> int:
             f"still on the account: {left.reason}. It does not bill; remove it: {left.fix}",
             file=sys.stderr,
         )
+    for line in report.account_lines():
+        print(line, file=sys.stderr)
     return int(ExitCode.OK if report.ok else ExitCode.MAY_BILL)

@@ -25,6 +25,7 @@ from mvp_tui.engine.failures import AttemptFailed, FailureScope, NodeStoppedItse
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.errors import UserError
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.account_check import AccountCheck
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import one_line_ascii
@@ -73,17 +74,36 @@ class StopResult:
     left: tuple[LeaseRef, ...] = ()  # may still bill: kept on purpose or not confirmed
     kept: bool = False  # the user chose to leave the leases running
     errors: tuple[str, ...] = ()
+    # The provider's account listed under our prefix after the teardown (None: not checked,
+    # the leases kept or a provider that never bills). A listing that failed is a warning;
+    # ours found there and not destroyed may bill.
+    account: AccountCheck | None = None
+
+    @classmethod
+    def from_down(cls, report: DownReport) -> StopResult:
+        """A teardown's end as `down` reported it (its first account check with it)."""
+        return cls(
+            destroyed=report.confirmed,
+            left=report.unconfirmed,
+            errors=report.errors,
+            account=report.accounts[0] if report.accounts else None,
+        )
 
     @property
     def nothing_bills(self) -> bool:
-        return not self.left and not self.errors
+        return (
+            not self.left
+            and not self.errors
+            and not (self.account is not None and self.account.may_bill)
+        )
 
     @property
     def exit_code(self) -> int:
         return int(ExitCode.OK if self.nothing_bills else ExitCode.MAY_BILL)
 
     def left_lines(self) -> list[str]:
-        """One line per lease that may bill, naming it and the command that ends it."""
+        """One line per lease that may bill, naming it and the command that ends it; then
+        the account check's words (what it destroyed, what may bill, kept volumes)."""
         why = "kept running" if self.kept else "teardown NOT confirmed"
         lines = [
             f"lease {ref.provider_id or ref.label} of run {ref.run_id} may still bill ({why}"
@@ -91,7 +111,9 @@ class StopResult:
             + f"); end it with `mvp-tui down {ref.run_id}`"
             for ref in self.left
         ]
-        return lines + [f"error: {error}" for error in self.errors]
+        lines += [f"error: {error}" for error in self.errors]
+        # Its unconfirmed instances are in `left` already (named above).
+        return lines + (self.account.lines(unconfirmed=False) if self.account else [])
 
 
 class RunAborted(RunFailed):
@@ -385,7 +407,7 @@ class RunController:
                 left=tuple(LeaseRef(r.run_id, r.provider_id, r.label, reason) for r in left),
                 errors=() if left else (f"teardown failed: {reason}",),
             )
-        return StopResult(destroyed=report.confirmed, left=report.unconfirmed, errors=report.errors)
+        return StopResult.from_down(report)
 
 
 async def _first_of(*waits: Awaitable[Any]) -> None:

@@ -208,6 +208,24 @@ class Sweep(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class AccountChecked(EngineEvent):
+    """After a teardown: what the provider lists under our label prefix, in every state it
+    bills for (`lease/account_check.py`). Ids as `id:run`; `run_id` "" when every run of the
+    prefix was in scope (`down --all`)."""
+
+    run_id: str
+    provider: str
+    prefix: str
+    listed: bool  # False: the provider could not be asked (`error` says why)
+    destroyed: tuple[str, ...]
+    unconfirmed: tuple[str, ...]  # ours, still there: may bill
+    other_runs: tuple[str, ...]  # ours, of other runs: reported, not touched
+    kept: tuple[str, ...]  # kept network volumes, "name $N/month"
+    nothing_bills: bool
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SecretStored(EngineEvent):
     """An attempt's secret (its host key) is on the provider's account, before the create."""
 

@@ -158,6 +158,9 @@ class RunRecord:
     attempts: list[AttemptRecord] = field(default_factory=list)
     leases: list[LeaseRecord] = field(default_factory=list)
     secrets: list[SecretRecord] = field(default_factory=list)
+    # The last account check after a teardown (`lease/account_check.py` AccountCheck.to_json):
+    # a receipt rebuilt from the record says it too. None in records older than checks.
+    account_check: dict[str, Any] | None = None
 
     def lease_by_id(self, provider_id: str) -> LeaseRecord | None:
         return next((x for x in self.leases if x.provider_id == provider_id), None)
@@ -251,6 +254,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
             }
             for s in record.secrets
         ],
+        "account_check": record.account_check,
     }
 
 
@@ -400,6 +404,8 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
         )
         for s in (top.items("secrets") if "secrets" in top.data else [])
     ]
+    # Absent from records written before account checks; unreadable counts as none.
+    check = top.data.get("account_check")
     return RunRecord(
         run_id=top.text("run_id"),
         provider=top.text("provider"),
@@ -409,6 +415,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
         attempts=attempts,
         leases=leases,
         secrets=secrets,
+        account_check=check if isinstance(check, dict) else None,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import attempt_secrets
+from mvp_tui.lease.account_check import AccountCheck, check_account
 from mvp_tui.lease.events import DeleteReason, SecretLeftOver
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, list_ours, track
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordError, RecordStore, RunRecord
@@ -50,11 +51,24 @@ class DownReport:
     errors: tuple[str, ...]
     # Secrets (RunPod: host keys) still on the account: a warning, since they do not bill.
     secrets_left: tuple[SecretLeftOver, ...] = ()
+    # What the provider listed under our prefix afterwards, one per provider and prefix
+    # checked (none for a provider that never bills).
+    accounts: tuple[AccountCheck, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """True when nothing may still bill (exit 0); else the CLI exits 3."""
-        return not self.unconfirmed and not self.errors
+        """True when nothing may still bill (exit 0); else the CLI exits 3. An account that
+        could not be listed is a warning (each delete was confirmed by id); one that still
+        holds ours is not."""
+        return (
+            not self.unconfirmed
+            and not self.errors
+            and not any(a.may_bill for a in self.accounts)
+        )
+
+    def account_lines(self) -> list[str]:
+        """The account checks' words, less the leases `unconfirmed` names already."""
+        return [line for check in self.accounts for line in check.lines(unconfirmed=False)]
 
 
 async def _refresh(
@@ -165,11 +179,18 @@ async def down(
     sink: EventSink = _ignore,
     settings: WalkSettings | None = None,
     clock: Clock = time.time,
+    *,
+    label_prefix: str | None = None,
+    account: bool = True,
 ) -> DownReport:
     """Tear down, confirmed, every lease of run `run_id`, or of every open run when None
-    (`mvp-tui down RUN|--all`). Untracked instances carrying the run's labels are found by
-    listing and torn down too."""
+    (`mvp-tui down RUN|--all`). Then, for a provider that bills, the account check
+    (`account_check.py`): everything listed under the run's label prefix (or under every
+    prefix on record and `label_prefix`, when None) in scope is destroyed, confirmed, and
+    unclear creates are looked up by label there. Without it (`account=False`, or a provider
+    that never bills) untracked instances of the run are found by listing first."""
     settings = settings or WalkSettings()
+    checking = account and provider.info.billing
     runs, errors = runs_to_down(store, run_id)
     confirmed: list[LeaseRef] = []
     unconfirmed: list[LeaseRef] = []
@@ -182,44 +203,133 @@ async def down(
             secrets_left.append(event)
         sink(event)
 
+    mine: list[RunRecord] = []
+    torn_by_run: dict[str, set[str]] = {}
     for record in runs:
         if record.provider != provider.info.name:
             skipped.append(record.run_id)
             continue
-        await _refresh(provider, store, record, clock)
+        mine.append(record)
+        if not checking:
+            await _refresh(provider, store, record, clock)
         torn: set[str] = set()
         for lease in record.open_leases():
+            if lease.provider_id is None and checking:
+                continue  # an unclear create: looked up by its label in the account check
             torn.add(lease.label)
             ref = LeaseRef(record.run_id, lease.provider_id, lease.label)
             if lease.provider_id is None:
-                why = "an unclear create that could not be looked up: the provider did not answer"
-                unconfirmed.append(_with_reason(ref, why))
+                unconfirmed.append(_with_reason(ref, _UNCLEAR))
                 continue
-            try:
-                ok = await teardown_lease(
-                    provider, store, record, lease, noting, settings,
-                    reason=DeleteReason.REQUESTED, clock=clock,
-                )
-            except OSError as exc:
-                # The record could not be written; the provider's answer still stands (a
-                # later `down` or restart check corrects a stale record).
-                ok = lease.state is LeaseRecordState.DELETED
-                lease.detail = f"{lease.detail}; the record could not be written: {exc}"
-            except Exception as exc:  # never lose the rest of the leases to one failure
-                ok = False
-                lease.detail = f"teardown failed: {type(exc).__name__}: {exc}"
+            ok = await _teardown_one(provider, store, record, lease, noting, settings, clock)
             if ok:
                 confirmed.append(ref)
             else:
                 unconfirmed.append(_with_reason(ref, lease.detail))
-        # Secrets whose instances went earlier or never existed (torn ones went above).
-        rest = {s.label for s in record.secrets} - torn
-        await attempt_secrets.release(
-            provider, store, record, noting, settings, labels=rest, clock=clock
-        )
+        if not checking:
+            await _release_rest(provider, store, record, torn, noting, settings, clock)
+        else:
+            torn_by_run[record.run_id] = torn
+    accounts: list[AccountCheck] = []
+    if checking:
+        scopes: list[tuple[str, str | None]]
+        if run_id is not None:
+            scopes = [(r.label_prefix, run_id) for r in mine[:1]]
+        else:
+            prefixes = {r.label_prefix for r in mine} | ({label_prefix} if label_prefix else set())
+            scopes = [(p, None) for p in sorted(prefixes)]
+        for prefix, scope in scopes:
+            failed = {ref.provider_id for ref in unconfirmed if ref.provider_id}
+            try:
+                check = await check_account(
+                    provider, store, noting, settings,
+                    label_prefix=prefix, run_id=scope, failed=failed,
+                    remember_in=[r.run_id for r in mine], clock=clock,
+                )
+            except Exception as exc:  # a check that breaks must not undo confirmed deletes
+                why = f"the account check failed: {type(exc).__name__}: {exc}"
+                check = AccountCheck(provider.info.name, False, scope, prefix, error=why)
+            if check is not None:
+                accounts.append(check)
+                # Found on the account and ended there: leases of their runs all the same.
+                confirmed += [LeaseRef(h.run_id, h.provider_id, h.label) for h in check.destroyed]
+                unconfirmed += [
+                    LeaseRef(h.run_id, h.provider_id, h.label, h.reason)
+                    for h in check.unconfirmed
+                    if h.provider_id not in failed  # named already
+                ]
+        unconfirmed += _still_unclear(store, mine)
+        for record in mine:  # as the check left them: unclear creates resolved or dropped
+            with contextlib.suppress(RecordError):
+                record = store.load(record.run_id)
+            torn = torn_by_run.get(record.run_id, set())
+            await _release_rest(provider, store, record, torn, noting, settings, clock)
     return DownReport(
-        tuple(confirmed), tuple(unconfirmed), tuple(skipped), tuple(errors), tuple(secrets_left)
+        tuple(confirmed),
+        tuple(unconfirmed),
+        tuple(skipped),
+        tuple(errors),
+        tuple(secrets_left),
+        tuple(accounts),
     )
+
+
+async def _release_rest(
+    provider: Provider,
+    store: RecordStore,
+    record: RunRecord,
+    torn: set[str],
+    sink: EventSink,
+    settings: WalkSettings,
+    clock: Clock,
+) -> None:
+    """Secrets whose instances went earlier or never existed (torn ones went with them)."""
+    rest = {s.label for s in record.secrets} - torn
+    await attempt_secrets.release(provider, store, record, sink, settings, labels=rest, clock=clock)
+
+
+_UNCLEAR = "an unclear create that could not be looked up: the provider did not answer"
+
+
+async def _teardown_one(
+    provider: Provider,
+    store: RecordStore,
+    record: RunRecord,
+    lease: LeaseRecord,
+    sink: EventSink,
+    settings: WalkSettings,
+    clock: Clock,
+) -> bool:
+    try:
+        return await teardown_lease(
+            provider, store, record, lease, sink, settings,
+            reason=DeleteReason.REQUESTED, clock=clock,
+        )
+    except OSError as exc:
+        # The record could not be written; the provider's answer still stands (a later
+        # `down` or restart check corrects a stale record).
+        lease.detail = f"{lease.detail}; the record could not be written: {exc}"
+        return lease.state is LeaseRecordState.DELETED
+    except Exception as exc:  # never lose the rest of the leases to one failure
+        lease.detail = f"teardown failed: {type(exc).__name__}: {exc}"
+        return False
+
+
+def _still_unclear(store: RecordStore, records: list[RunRecord]) -> list[LeaseRef]:
+    """Unclear creates the account check could not resolve (its listing failed): each may
+    bill, named by its label."""
+    left: list[LeaseRef] = []
+    for earlier in records:
+        try:
+            record = store.load(earlier.run_id)  # the check may have resolved or dropped some
+        except RecordError:
+            record = earlier
+        left += [
+            LeaseRef(record.run_id, None, x.label, _UNCLEAR)
+            for x in record.open_leases()
+            if x.provider_id is None
+        ]
+    return left
 
 
 def _with_reason(ref: LeaseRef, reason: str) -> LeaseRef:

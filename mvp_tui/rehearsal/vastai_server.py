@@ -257,6 +257,22 @@ class FakeVast(VastOperations):
             inst.overrides.update(fields)
             return int(inst.row["id"])
 
+    def stop_instance(self, instance_id: int) -> None:
+        """The instance is stopped, as `PUT /instances/{id}/ {"state": "stopped"}` leaves
+        it (reference §4, §5): the container stops; it still bills its storage."""
+        with self._lock:
+            row = self._instances[instance_id].row
+            row.update(intended_status="stopped", cur_state="stopped", next_state="stopped")
+
+    def outbid_instance(self, instance_id: int) -> None:
+        """The instance is an interruptible bid that lost to a higher one: Vast pauses it
+        (`intended_status`, `cur_state`, `next_state` all "stopped", dstack's test for an
+        outbid instance; reference §4); it still bills its storage."""
+        with self._lock:
+            row = self._instances[instance_id].row
+            row.update(is_bid=True, intended_status="stopped", cur_state="stopped",
+                       next_state="stopped")
+
     def instances(self) -> list[dict[str, Any]]:
         """Snapshot of live (not destroyed) instance rows, as the API would show them now
         (without counting as a poll)."""

@@ -148,6 +148,7 @@ class _Pod:
     destroyed_by: str | None = None
     ssh: tuple[str, int] | None = None
     cmd: tuple[str, ...] = ()  # the start command its `args` gave (never shown)
+    exited: bool = False  # stopped: EXITED, still billing its disk (PodStatus)
 
 
 def problem(status: int, detail: str, **extra: Any) -> _Reply:
@@ -372,6 +373,11 @@ class FakeRunPod:
             pod.row.update(fields)
             return str(pod.row["id"])
 
+    def exit_pod(self, pod_id: str) -> None:
+        """The pod's container exits (stopped, not terminated): EXITED from now on."""
+        with self._lock:
+            self._pods[pod_id].exited = True
+
     def add_log_lines(self, pod_id: str, *lines: str, source: str = "container") -> None:
         """Lines in the pod's log (`GET /v2/pods/{id}/logs` streams them)."""
         with self._lock:
@@ -510,6 +516,13 @@ class FakeRunPod:
 
     def _view(self, pod: _Pod) -> dict[str, Any]:
         row = copy.deepcopy(pod.row)
+        if pod.exited:
+            # PodStatus EXITED: "container exited (stopped)"; `runtime` is null when not
+            # RUNNING, `cost` 0.0 when EXITED (the disk still bills), `actions` the
+            # transitions valid from here (PodAction).
+            row.update(status="EXITED", actions=["start", "terminate"], runtime=None, cost=0.0,
+                       ssh={"proxy": None, "direct": None})
+            return row
         if pod.looks < self.provisioning_polls:
             return row
         row["status"] = "RUNNING"

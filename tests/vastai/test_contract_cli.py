@@ -65,7 +65,10 @@ def run_cli(cli: Path, fake: FakeVast, home: Path, *args: str, key: str | None =
     assert done.returncode == 0, done.stderr
     if not done.stdout.strip():
         return {"stderr": done.stderr}
-    return json.loads(done.stdout)
+    try:
+        return json.loads(done.stdout)
+    except ValueError:  # some commands print a sentence even with --raw (`stop instance`)
+        return {"stdout": done.stdout}
 
 
 async def test_search_offers_agrees_with_the_provider(
@@ -164,3 +167,27 @@ async def test_a_bid_as_the_cli_makes_it_is_one_our_check_accepts(
     assert refused["success"] is False and refused["new_contract"]
     status = await provider.get(str(refused["new_contract"]))
     assert status.state is LeaseState.STOPPED  # it exists and bills storage: destroy it
+
+
+async def test_a_stopped_instance_and_a_paused_bid_as_the_cli_and_the_provider_see_them(
+    vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
+) -> None:
+    """The states the account check destroys (issue 28 §3): stopped by the CLI's own
+    `stop instance` (the fake's PUT {"state": "stopped"}), and a bid Vast paused."""
+    stopped = fake.add_instance(label="mvp-r-1-1-1")
+    paused = fake.add_instance(label="mvp-r-1-1-2")
+    fake.outbid_instance(paused)
+
+    said = run_cli(vastai_cli, fake, tmp_path, "stop", "instance", str(stopped))
+    assert said == {"stdout": f"stopping instance {stopped}.\n"}
+    rows = {row["id"]: row for row in run_cli(vastai_cli, fake, tmp_path, "show", "instances")}
+
+    for instance in (stopped, paused):
+        row = rows[instance]
+        assert (row["actual_status"], row["intended_status"], row["cur_state"],
+                row["next_state"]) == ("stopped", "stopped", "stopped", "stopped")
+    assert rows[paused]["is_bid"] is True
+    listed = {s.provider_id: s for s in await provider.list_by_label("mvp-r-1-")}
+    assert {s.state for s in listed.values()} == {LeaseState.STOPPED}
+    assert listed[str(stopped)].raw_state == "stopped"
+    assert listed[str(paused)].raw_state == "paused bid (stopped, outbid)"
