@@ -12,7 +12,7 @@ emits the event that tells of it, so both say the same. Pure data: no Textual, n
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,9 +281,10 @@ class LeaseLedger:
     def volume_usd_per_month(self) -> float:
         return sum(v.usd_per_month for v in self.volumes.values())
 
-    def receipt(self, now: float) -> list[str]:
+    def receipt(self, now: float, unchecked: Collection[str] = ()) -> list[str]:
         """What the shell is told once the dashboard has gone: a line per lease, then each
-        run's total; none when nothing was leased."""
+        run's total; none when nothing was leased. `unchecked`: runs whose account the
+        provider could not list after the teardown (their "nothing bills" is not proven)."""
         lines = self.rows(now)
         if not lines:
             return []
@@ -291,7 +292,7 @@ class LeaseLedger:
         runs: dict[str, list[LeaseLine]] = {}
         for line in lines:
             runs.setdefault(line.run_id, []).append(line)
-        out += [_total(run_id, leases) for run_id, leases in runs.items()]
+        out += [_total(run_id, leases, run_id in unchecked) for run_id, leases in runs.items()]
         return out
 
 
@@ -343,7 +344,7 @@ def _receipt_line(line: LeaseLine) -> str:
     )
 
 
-def _total(run_id: str, leases: list[LeaseLine]) -> str:
+def _total(run_id: str, leases: list[LeaseLine], unchecked: bool = False) -> str:
     spent = sum(x.spend_usd for x in leases)
     billed = [x.billed_usd for x in leases]
     billed_text = (
@@ -351,7 +352,8 @@ def _total(run_id: str, leases: list[LeaseLine]) -> str:
         if all(b is not None for b in billed) else ""
     )
     live = sum(1 for x in leases if x.may_bill)
-    tail = f" · {live} may still bill" if live else " · nothing bills"
+    done = " · every delete confirmed (account not checked)" if unchecked else " · nothing bills"
+    tail = f" · {live} may still bill" if live else done
     count = f"{len(leases)} lease" + ("s" if len(leases) != 1 else "")
     return f"run {clean_line(run_id, 64)}: {count} · {money_text(spent)}{billed_text}{tail}"
 

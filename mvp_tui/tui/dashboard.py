@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config
@@ -62,7 +63,8 @@ def after_app(app: MvpApp, engine: RunEngine) -> int:
     results = [
         settle_run(e.config, e.run_id, current if e is engines[-1] else None) for e in engines
     ]
-    receipt = exit_receipt(engines, results, time.time())
+    runs = [(e.config.state_dir, e.run_id) for e in engines]
+    receipt = exit_receipt(runs, results, time.time())
     keep_receipt(engines[-1], receipt.lines)
     say_receipt(receipt.lines)
     if receipt.may_bill:
@@ -77,25 +79,32 @@ class ExitReceipt:
 
 
 def exit_receipt(
-    engines: Sequence[RunEngine], results: Sequence[StopResult], now: float
+    runs: Sequence[tuple[Path, str]], results: Sequence[StopResult], now: float
 ) -> ExitReceipt:
     """The receipt of settled runs, from their records (the ledger rebuilt from them), and
     what the stops could not settle (a record unreadable, an unclear teardown)."""
     from mvp_tui.engine.ledger import LeaseLedger
+    from mvp_tui.lease.account_check import recorded_check
     from mvp_tui.lease.records import RecordError, RecordStore, RunRecord
 
     records: list[RunRecord] = []
     errors: list[str] = []
-    for engine in engines:
-        store = RecordStore(engine.config.state_dir)
-        if not store.record_path(engine.run_id).exists():
+    for state_dir, run_id in runs:  # (the state dir, the run id) of each run, in order
+        store = RecordStore(state_dir)
+        if not store.record_path(run_id).exists():
             continue
         try:
-            records.append(store.load(engine.run_id))
+            records.append(store.load(run_id))
         except RecordError as exc:
             errors.append(f"mvp-tui: {exc}")
     ledger = LeaseLedger.from_records(records)
-    lines = ledger.receipt(now)
+    checks = [(r.run_id, check) for r in records if (check := recorded_check(r)) is not None]
+    # A run whose account could not be listed is not said to bill nothing: its deletes were
+    # confirmed by id only.
+    unchecked = {run_id for run_id, check in checks if not check.listed}
+    lines = ledger.receipt(now, unchecked=unchecked)
+    for _run_id, check in checks:  # what the provider's account showed after the teardown
+        lines += check.lines(unconfirmed=False)  # the unconfirmed are lease lines above
     named = set(ledger.may_bill)
     for result in results:
         # What the record does not say: a lease it has no row for, and each error.

@@ -92,7 +92,7 @@ async def _down(config: Config, store: RecordStore, run_id: str) -> StopResult:
         report = await down(provider, store, run_id, settings=settings)
     finally:
         await provider.aclose()
-    return StopResult(destroyed=report.confirmed, left=report.unconfirmed, errors=report.errors)
+    return StopResult.from_down(report)
 
 
 def _say(line: str) -> None:
