@@ -117,3 +117,25 @@ def test_ls_shows_each_run_idle_stop(tmp_path: Path) -> None:
     assert "idle stop 30 min" in next(x for x in text if "7301" in x)
     assert "idle stop off" in next(x for x in text if "7302" in x)
     assert "mvp-k" not in "\n".join(text)  # never the key
+
+
+def test_ls_says_per_run_what_may_still_bill_and_its_rate(tmp_path: Path) -> None:
+    """From the ledger rebuilt from each record: a run with a lease left running says how
+    many may bill, at what $/h and what they cost so far; each lease's spend is in JSON."""
+    state = tmp_path / "state"
+    store = RecordStore(state)
+    _write(store, "r-live", {},
+           _lease("r-live", "7001", LeaseRecordState.DELETED, deleted_at=RUNNING_AT + 100,
+                  price_per_hour=0.30),
+           _lease("r-live", "7002", LeaseRecordState.RUNNING))
+    done = _ls(state, "--json")
+    rows = {r["provider_id"]: r for r in map(json.loads, done.stdout.splitlines())
+            if "provider_id" in r}
+    assert set(rows) == {"7002"}  # a closed lease is not listed without --all
+    assert rows["7002"]["may_bill"] is True and rows["7002"]["spent_usd"] > 0
+    text = _ls(state, "--all").stdout
+    assert "run r-live: 1 lease(s) may bill · $0.410/h · $" in text, text
+    line = next(x for x in text.splitlines() if x.startswith("run r-live:"))
+    spent = float(line.rsplit("$", 1)[1].split()[0].replace(",", ""))
+    # The deleted one's spend (141.2 s at $0.30/h) plus the running one's so far.
+    assert spent > 0.30 * 141.2 / 3600
