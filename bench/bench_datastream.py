@@ -34,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.datastream.archive import FrameArchive  # noqa: E402
 from mvp_tui.datastream.bridge import NodeBridge  # noqa: E402
 from mvp_tui.datastream.frame import StreamId  # noqa: E402
@@ -292,7 +293,10 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--lines", type=int, default=100_000, help="lines per ratio round")
     parser.add_argument("--rounds", type=int, default=5)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.frames, args.lines, args.rounds = 20_000, 2_000, 1
     with tempfile.TemporaryDirectory(prefix="bench-datastream-") as tmp_dir:
         tmp = Path(tmp_dir)
         n = args.lines

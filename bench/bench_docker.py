@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 import docker  # type: ignore[import-untyped]  # noqa: E402
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]  # noqa: E402
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy  # noqa: E402
 from mvp_tui.providers.docker import DockerProvider  # noqa: E402
@@ -224,4 +225,6 @@ def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    main(parser.parse_args().runs)
+    add_smoke(parser)
+    args = parser.parse_args()
+    main(1 if args.smoke else args.runs)

@@ -31,6 +31,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.smoke import add_smoke
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.peers import llama_rpc_bin_dir
 
@@ -147,7 +148,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--ready-runs", type=int, default=3)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.tokens, args.ready_runs = 1, 8, 1
     bin_dir = llama_rpc_bin_dir()
     if not os.access(f"{bin_dir}/ggml-rpc-server", os.X_OK):
         sys.exit(f"no ggml-rpc-server in {bin_dir}: run scripts/llama-rpc-build.sh first")
