@@ -27,7 +27,7 @@ ratio, and the serial sum `B + S + size/R + load`. Not in the floor: hashing the
 the floor + 1.5 s, and the model's download began before sshd answered. The scripted delays
 are the only sleeps: they *are* the physical work.
 
-Run: .venv/bin/python bench/bench_bringup.py [--case NAME ...] [--smoke]
+Run: .venv/bin/python bench/bench_bringup.py [--case NAME ...] [--poll S] [--smoke]
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -177,7 +178,9 @@ async def bring_up(case: Case, work: Path) -> dict[str, Any]:
             "download_lead_s": sshd_mono - first_body if first_body is not None else None,
             "ssh_after_sshd_s": _connected_at(run) - sshd_at,
             "model": model.get("detail", {}),
-            "pinned": bool(run.events("host_key_pinned")),
+            # The key pinned before create was the one presented (off: first use trusted).
+            "after_sshd": _timeline(run, sshd_at, float(ready["at"])),
+            "pinned": any(e.get("before_create") for e in run.events("host_key_pinned")),
             "hash_s": _sha256_s(data),
         }
     finally:
@@ -187,6 +190,22 @@ async def bring_up(case: Case, work: Path) -> dict[str, Any]:
         for pid in processes_under(work / "node"):  # the agent and engine --until ready left
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _timeline(run: HeadlessRun, sshd_at: float, ready_at: float) -> str:
+    """When each step after sshd answered was reported, seconds after it: where the time
+    on the critical path goes once SSH is on it."""
+    marks: dict[str, float] = {"login": _connected_at(run)}
+    steps = {"config started": "agent up", "model started": "model check",
+             "model ready": "model verified", "engine_start started": "engine start",
+             "engine_health ready": "engine healthy"}
+    for frame in run.frames("mvp.node.1.agent"):
+        payload = frame.get("payload") or {}
+        step = steps.get(f"{payload.get('phase')} {payload.get('status')}")
+        if step and step not in marks:
+            marks[step] = float(payload.get("at") or "nan")  # the node's clock: this machine's
+    marks["node ready"] = ready_at
+    return ", ".join(f"{name} +{at - sshd_at:.2f}" for name, at in marks.items())
 
 
 def _sha256_s(data: bytes) -> float:
@@ -210,7 +229,8 @@ def show(case: Case, got: dict[str, Any], smoke: bool) -> tuple[bool, float, flo
     poll = "default" if case.poll_s is None else f"{case.poll_s} s"
     print(f"[{case.name}] model {got['size']:,} B at {got['rate']:,.0f} B/s (size/R {d:.1f} s); "
           f"B {b:g} s, S {s:g} s, engine load {load:.2f} s; poll {poll}, pinning "
-          f"{'on' if case.pin else 'off'} (pinned: {got['pinned']}); {load_note()}")
+          f"{'on' if case.pin else 'off'} (the key pinned before create presented: "
+          f"{got['pinned']}); {load_note()}")
     print(f"  Enter → ready  {took:6.2f} s   floor B + max(S, size/R) + load {floor:6.2f} s   "
           f"over it {took - floor:+5.2f} s   ratio {took / floor:.2f}x")
     print(f"  serial sum     {serial:6.2f} s (ratio {took / serial:.2f}x);  target ≤ "
@@ -220,6 +240,7 @@ def show(case: Case, got: dict[str, Any], smoke: bool) -> tuple[bool, float, flo
     print(f"  download began {lead:.2f} s before sshd answered; login {login:.2f} s after "
           f"it; adopted {model.get('prefetch', {}).get('bytes', 0):,} B from the boot fetch, "
           f"verified={model.get('verified')}")
+    print(f"  after sshd answered (s): {got['after_sshd']}")
     ok = got["code"] == 0 and took <= target and got["download_before_sshd"]
     ok = ok and got["pinned"] == case.pin
     print(f"  {verdict(ok, smoke)}")
@@ -230,9 +251,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=[c.name for c in CASES],
                         help="run only these cases (default: all)")
+    parser.add_argument("--poll", type=int, help="poll interval for every case (to see its share)")
     add_smoke(parser)
     args = parser.parse_args()
     cases = [SMOKE] if args.smoke else [c for c in CASES if not args.case or c.name in args.case]
+    if args.poll is not None:
+        cases = [dataclasses.replace(c, poll_s=args.poll) for c in cases]
     results: list[tuple[Case, bool, float, float]] = []
     for case in cases:
         work = Path(tempfile.mkdtemp(prefix="bench-bringup-"))
