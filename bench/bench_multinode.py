@@ -162,7 +162,7 @@ def main() -> None:
         bench_split(bin_dir, model, args.runs, args.tokens)
         print(f"Enter -> ready (`up --headless --until ready`, median of {args.ready_runs}):")
         base = None
-        for nodes in (1, 2, 3):
+        for nodes in (1, 2) if args.smoke else (1, 2, 3):
             times = [
                 enter_to_ready(bin_dir, model, nodes, Path(tmp) / f"state-{nodes}-{i}")
                 for i in range(args.ready_runs)
