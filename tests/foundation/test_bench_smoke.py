@@ -56,7 +56,11 @@ def test_every_bench_is_smoked() -> None:
 def test_the_bench_runs_at_smoke_size(name: str, request: pytest.FixtureRequest) -> None:
     for require in PEERS[name]:
         require()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
+    # No user settings reach a bench; where the peers live does (the RPC build, the image
+    # cache, a worktree's redirect).
+    kept = ("MVP_LLAMA_CACHE", "MVP_TEST_", "MVP_WT")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MVP_", "VAST")) or k.startswith(kept)}
     if name == "bench_docker":
         env["MVP_TEST_DOCKER_HOST"] = request.getfixturevalue("docker_host")
     done = subprocess.run(
