@@ -22,7 +22,7 @@ class KeysFooter(Footer):
     _said = False
     _queued = False
 
-    def bindings_changed(self, screen: Screen) -> None:
+    def bindings_changed(self, screen: Screen[object]) -> None:
         if self._queued:
             return
         super().bindings_changed(screen)  # queues a recompose when these hold:
