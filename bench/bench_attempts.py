@@ -9,7 +9,8 @@ stops ([lease] max_attempts).
 Printed per failed attempt, nothing subtracted from anything:
 - the walk's own CPU: CPU time of the event-loop thread, where all of mvp-tui's work runs
   (records, journal, events, classification, the httpx client and its JSON, SSH session
-  set-up and close); the fake's server threads are not in it, and nor is the wait on disk;
+  set-up and close); the fake's server threads are not in it, nor the wait on disk, nor
+  asyncio's address lookups, which run in its default executor's threads;
 - durable writes: how many fsyncs and the wall time spent in them (disk latency, which is
   the machine's: tmpfs, a quiet SSD and a contended disk differ by 10x);
 - wall time, and the part of it spent in the scripted waits (poll interval, delete polls)
