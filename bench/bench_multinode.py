@@ -132,7 +132,10 @@ def enter_to_ready(bin_dir: str, model: Path, nodes: int, state: Path) -> float:
                PATH=f"{bin_dir}:{env.get('PATH', '')}", PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "mvp_tui", "up", "--headless", "--provider", "local",
             "--nodes", str(nodes), "--gguf-local-path", str(model), "--until", "ready",
-            "--rpc-bind", "127.0.0.1:0"]
+            "--rpc-bind", "127.0.0.1:0", "--down-after",
+            # The workers' RPC servers on this machine's loopback, unauthenticated: the bench
+            # machine is the developer's own (the run refuses without the acknowledgement).
+            "--local-rpc-unauthenticated"]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     events = {}
     for line in proc.stdout.splitlines():
