@@ -161,7 +161,7 @@ def main() -> None:
         row("  the same, CPU time used", dash_cpu, "bare Textual app, CPU", floor_cpu,
             f"target ≤ 1.5x {verdict(dash_cpu / floor_cpu <= 1.5, args.smoke)}")
         python, script = installed_like(tmp)
-        base = str(python)
+        py = str(python)  # both sides: the same clean interpreter
         # Nothing of the dev shell: no PYTHONPATH, no MVP_WT, no sitecustomize (-I drops the
         # PYTHON* variables anyway); the state and config dirs as above.
         clean = {k: v for k, v in os.environ.items()
@@ -169,10 +169,10 @@ def main() -> None:
             k: v for k, v in env.items() if k.startswith(("MVP_STATE", "XDG"))}
         version, nothing, bare_s, argparse_s = medians(
             args.runs,
-            lambda: process_time([str(python), "-I", str(script), "--version"], clean),
-            lambda: process_time([base, "-I", "-c", "pass"], clean),
-            lambda: process_time([base, "-I", "-S", "-c", "pass"], clean),
-            lambda: process_time([base, "-I", "-c", "import argparse"], clean),
+            lambda: process_time([py, "-I", str(script), "--version"], clean),
+            lambda: process_time([py, "-I", "-c", "pass"], clean),
+            lambda: process_time([py, "-I", "-S", "-c", "pass"], clean),
+            lambda: process_time([py, "-I", "-c", "import argparse"], clean),
         )
         print(f"--version, medians of {args.runs}, alternating ({load_note()}):")
         row("mvp-tui --version (installed-like)", version, "python -I -c pass", nothing,
