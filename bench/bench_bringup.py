@@ -178,8 +178,8 @@ async def bring_up(case: Case, work: Path) -> dict[str, Any]:
             "download_lead_s": sshd_mono - first_body if first_body is not None else None,
             "ssh_after_sshd_s": _connected_at(run) - sshd_at,
             "model": model.get("detail", {}),
-            # The key pinned before create was the one presented (off: first use trusted).
             "after_sshd": _timeline(run, sshd_at, float(ready["at"])),
+            # The key pinned before create was the one presented (off: first use trusted).
             "pinned": any(e.get("before_create") for e in run.events("host_key_pinned")),
             "hash_s": _sha256_s(data),
         }
