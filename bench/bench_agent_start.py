@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 
 ENV = {"PATH": os.environ.get("PATH", ""), "MVP_RUN_ID": "r-bench", "MVP_MODEL_ID": "tiny",
@@ -68,5 +69,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--agent", action="append", default=[])
+    add_smoke(parser)
     args = parser.parse_args()
-    main(args.runs, args.agent)
+    main(1 if args.smoke else args.runs, args.agent)

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.datastream.archive import FrameArchive  # noqa: E402
 from mvp_tui.datastream.bridge import NodeBridge  # noqa: E402
 from mvp_tui.datastream.frame import StreamId  # noqa: E402
@@ -245,7 +247,31 @@ def seek(path: Path, frames: int) -> None:
     end, the middle, back to the start and to scattered places: each seek's time from the
     request to the hub ready (what the next repaint shows), and memory after them."""
 
+    async def first_seek(cold: bool) -> float:
+        """A seek to the end issued as soon as the replay opened (before its index), with
+        the archive's pages dropped from the cache first when `cold`."""
+        if cold:
+            with path.open("rb") as handle:
+                os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        source = ReplaySource(path)
+        source.pause()
+        began = time.perf_counter()
+        task = asyncio.create_task(source.feed(ChannelHub(), hold_at_end=True))
+        source.seek(frames)  # before the feed first runs: its first idle is the seek landed
+        await asyncio.wait_for(source.idle.wait(), 120)
+        assert source.index == frames, (source.index, frames)
+        took = time.perf_counter() - began
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return took
+
     async def run() -> None:
+        cold, warm = await first_seek(cold=True), await first_seek(cold=False)
+        print(
+            f"  a seek to the end right after opening (no index yet): {cold * 1000:.0f} ms "
+            f"with the archive's pages dropped from the cache, {warm * 1000:.0f} ms cached"
+        )
         source = ReplaySource(path)
         source.pause()
         hub = ChannelHub()
@@ -292,7 +318,10 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--lines", type=int, default=100_000, help="lines per ratio round")
     parser.add_argument("--rounds", type=int, default=5)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.frames, args.lines, args.rounds = 20_000, 2_000, 1
     with tempfile.TemporaryDirectory(prefix="bench-datastream-") as tmp_dir:
         tmp = Path(tmp_dir)
         n = args.lines

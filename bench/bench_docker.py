@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 import docker  # type: ignore[import-untyped]  # noqa: E402
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]  # noqa: E402
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy  # noqa: E402
 from mvp_tui.providers.docker import DockerProvider  # noqa: E402
@@ -185,14 +186,15 @@ def daemon() -> tuple[str, str | None]:
     return (Path(workdir) / "docker_host").read_text().strip(), workdir
 
 
-def main(runs: int) -> None:
+def main(runs: int, smoke: bool = False) -> None:
     host, private = daemon()
     try:
         client = docker.DockerClient(base_url=host, timeout=60)
         image = ensure_image(client)
         model = write_tiny_gguf(Path(tempfile.mkdtemp(prefix="mvp-bench-")) / "tiny.gguf")
-        bare_first_line(client, image)  # warm the image's files in the page cache
-        asyncio.run(provider_run(host, image, model, until_healthy=False))
+        if not smoke:
+            bare_first_line(client, image)  # warm the image's files in the page cache
+            asyncio.run(provider_run(host, image, model, until_healthy=False))
         bare, raw, ours, direct, healthy, local = [], [], [], [], [], []
         for _ in range(runs):
             bare.append(bare_first_line(client, image))
@@ -224,4 +226,6 @@ def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
-    main(parser.parse_args().runs)
+    add_smoke(parser)
+    args = parser.parse_args()
+    main(1 if args.smoke else args.runs, args.smoke)

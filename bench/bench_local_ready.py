@@ -29,6 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke, load_note  # noqa: E402
 from bench.worktree import worktree_env  # noqa: E402
 from tests.fakes.tiny_gguf import write_tiny_gguf  # noqa: E402
 
@@ -116,20 +117,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--trace", action="store_true")
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     # As installed: bytecode cached (the warm-up runs write it), not compiled per start.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="bench-ready-") as tmp_dir:
         tmp = Path(tmp_dir)
         model = write_tiny_gguf(tmp / "tiny.gguf")
-        engine_floor(model)  # warm-ups: file caches, bytecode
-        ours(model, tmp / "state-warm-up")
+        if not args.smoke:
+            engine_floor(model)  # warm-ups: file caches, bytecode
+            ours(model, tmp / "state-warm-up")
         mine, floor = [], []
-        for run in range(args.runs):
+        for run in range(args.runs):  # the order swapped each run
+            if run % 2:
+                floor.append(engine_floor(model))
             mine.append(ours(model, tmp / f"state-{run}", trace=args.trace and run == 0))
-            floor.append(engine_floor(model))
+            if run % 2 == 0:
+                floor.append(engine_floor(model))
         a, b = statistics.median(mine), statistics.median(floor)
-        print(f"enter → ready → torn down, medians of {args.runs} (local, tiny model):")
+        print(f"enter → ready → torn down, medians of {args.runs}, order alternating (local, "
+              f"tiny model; {load_note()}):")
         print(
             f"  up --headless --until ready --down-after {a:6.2f} s   engine alone (start, "
             f"poll 10 ms, stop) {b:6.2f} s   ratio {a / b:4.2f}x (target ≤ 1.25x)"

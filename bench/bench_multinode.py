@@ -31,6 +31,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.smoke import add_smoke
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.peers import llama_rpc_bin_dir
 
@@ -131,7 +132,10 @@ def enter_to_ready(bin_dir: str, model: Path, nodes: int, state: Path) -> float:
                PATH=f"{bin_dir}:{env.get('PATH', '')}", PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "mvp_tui", "up", "--headless", "--provider", "local",
             "--nodes", str(nodes), "--gguf-local-path", str(model), "--until", "ready",
-            "--rpc-bind", "127.0.0.1:0"]
+            "--rpc-bind", "127.0.0.1:0", "--down-after",
+            # The workers' RPC servers on this machine's loopback, unauthenticated: the bench
+            # machine is the developer's own (the run refuses without the acknowledgement).
+            "--local-rpc-unauthenticated"]
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     events = {}
     for line in proc.stdout.splitlines():
@@ -147,7 +151,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--ready-runs", type=int, default=3)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.tokens, args.ready_runs = 1, 8, 1
     bin_dir = llama_rpc_bin_dir()
     if not os.access(f"{bin_dir}/ggml-rpc-server", os.X_OK):
         sys.exit(f"no ggml-rpc-server in {bin_dir}: run scripts/llama-rpc-build.sh first")
@@ -158,7 +165,7 @@ def main() -> None:
         bench_split(bin_dir, model, args.runs, args.tokens)
         print(f"Enter -> ready (`up --headless --until ready`, median of {args.ready_runs}):")
         base = None
-        for nodes in (1, 2, 3):
+        for nodes in (1, 2) if args.smoke else (1, 2, 3):
             times = [
                 enter_to_ready(bin_dir, model, nodes, Path(tmp) / f"state-{nodes}-{i}")
                 for i in range(args.ready_runs)

@@ -28,6 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.smoke import add_smoke
 from mvp_tui.events import EngineEvent
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.events import PromptDone, TextDelta, is_end
@@ -241,7 +242,10 @@ def main() -> None:
     parser.add_argument(
         "--replay-only", action="store_true", help="only the replayed stream (no engine)"
     )
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.max_tokens, args.replay_tokens = 1, 16, 50
     if args.serve_replay:
         asyncio.run(serve_replay(args.serve_replay))
         return
@@ -254,7 +258,7 @@ def main() -> None:
         )
         status = asyncio.run(bench(args.runs, args.max_tokens, model))
     _replay(args)
-    sys.exit(status)
+    sys.exit(0 if args.smoke else status)
 
 
 def _replay(args: argparse.Namespace) -> None:

@@ -27,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
@@ -118,7 +119,10 @@ async def one_walk(state_dir: Path) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     catalog = bench_catalog(args.runs + 1)[1:]
     print(f"catalog: 100 GPU types x 2 clouds read, normalised, walk-ordered, {args.runs} passes")
     print(f"  median {statistics.median(catalog):7.2f} ms   max {max(catalog):7.2f} ms")

@@ -25,6 +25,7 @@ import asyncssh
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.providers.base import SshEndpoint  # noqa: E402
 from mvp_tui.ssh import (  # noqa: E402
     MemoryPins,
@@ -119,4 +120,6 @@ def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
-    main(parser.parse_args().runs)
+    add_smoke(parser)
+    args = parser.parse_args()
+    main(1 if args.smoke else args.runs)

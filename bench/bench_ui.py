@@ -33,6 +33,7 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Static
 
+from bench.smoke import add_smoke
 from mvp_tui.datastream import ChannelHub
 from mvp_tui.widgets.channel_log import ChannelLogScreen
 from mvp_tui.widgets.offers import OffersPane
@@ -113,7 +114,8 @@ class PaintProbe:
         return took
 
 
-async def bench_offers(count: int) -> None:
+async def bench_offers(count: int, reps: int = 15) -> None:
+    """The Offers pane's figures; `reps` caps each key's repeats (a smoke run: 2)."""
     app = Harness(lambda: [OffersPane(provider="vastai")])
     async with app.run_test(size=SIZE) as pilot:
         pane = app.query_one(OffersPane)
@@ -127,10 +129,10 @@ async def bench_offers(count: int) -> None:
         pane.focus()
         await pilot.pause()
         print("  key→repaint (keystroke to the screen update that shows it)")
-        sort = [await probe.key(pilot, "s") for _ in range(15)]
+        sort = [await probe.key(pilot, "s") for _ in range(reps)]
         print(f"    s (sort cycle)          {ms(sort)}")
         await pilot.press("slash")
-        keys = [*"4090", *["backspace"] * 4, *"texas"]
+        keys = [*"4090", *["backspace"] * 4, *"texas"][: max(2, reps)]
         typing = [await probe.key(pilot, key) for key in keys]
         print(f"    filter keystroke        {ms(typing)}")
         print(f"    Esc (filter cleared)    {ms([await probe.key(pilot, 'escape')])}")
@@ -138,13 +140,13 @@ async def bench_offers(count: int) -> None:
             await pilot.press(key)
         await pilot.press("slash", *"ohio")
         escapes = []
-        for _ in range(4):
+        for _ in range(min(4, reps)):
             escapes.append(await probe.key(pilot, "escape"))
             await pilot.press("slash", *"ohio")
         await pilot.press("escape")
         print(f"    Esc after 'ohio'        {ms(escapes)}")
         refresh = []
-        for step in range(1, 6):
+        for step in range(1, min(6, reps + 1)):
             # A poll's answer: the same offers, every price moved a little.
             fresh = [
                 replace(o, price_per_hour=o.price_per_hour * (1 + step / 1000)) for o in offers
@@ -155,11 +157,12 @@ async def bench_offers(count: int) -> None:
             await pilot.pause()
         print(f"    refresh, prices changed {ms(refresh)}  (set_offers to repaint)")
         print("  pilot (press + pause; sleeps in 20 ms steps until idle)")
-        print(f"    no-op key (baseline)    {ms(await timed_keys(pilot, ['x'] * 10))}")
-        print(f"    cursor down             {ms(await timed_keys(pilot, ['down'] * 10))}")
-        print(f"    s (sort cycle)          {ms(await timed_keys(pilot, ['s'] * 15))}")
+        few = min(10, reps)
+        print(f"    no-op key (baseline)    {ms(await timed_keys(pilot, ['x'] * few))}")
+        print(f"    cursor down             {ms(await timed_keys(pilot, ['down'] * few))}")
+        print(f"    s (sort cycle)          {ms(await timed_keys(pilot, ['s'] * reps))}")
         await pilot.press("slash")
-        typing = await timed_keys(pilot, list("4090") + ["backspace"] * 4 + list("texas"))
+        typing = await timed_keys(pilot, keys)
         print(f"    filter keystroke        {ms(typing)}")
         print(f"    Esc (filter cleared)    {ms(await timed_keys(pilot, ['escape']))}")
 
@@ -226,8 +229,11 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=10_000)
     parser.add_argument("--rate", type=int, default=50_000)
     parser.add_argument("--seconds", type=float, default=3.0)
+    add_smoke(parser)
     args = parser.parse_args()
-    asyncio.run(bench_offers(args.offers))
+    if args.smoke:
+        args.offers, args.rate, args.seconds = 200, 2_000, 0.3
+    asyncio.run(bench_offers(args.offers, 2 if args.smoke else 15))
     asyncio.run(bench_stream(args.rate, args.seconds))
 
 

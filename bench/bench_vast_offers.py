@@ -28,6 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.smoke import add_smoke
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.vastai import VastAiProvider
 from mvp_tui.providers.vastai_offers import read_offers
@@ -90,7 +91,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--offers", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.offers, args.runs = 200, 1
 
     body = answer_body(args.offers)
     decoded = json.loads(body)

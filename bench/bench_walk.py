@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.smoke import add_smoke  # noqa: E402
 from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
@@ -69,7 +70,10 @@ async def one_run(state_dir: Path) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
+    add_smoke(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     walls, overheads, saves = [], [], []
     calls = writes = 0
     with tempfile.TemporaryDirectory() as tmp:
