@@ -118,7 +118,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"base url {values['base_url']}")
         print(f"api key  {values['api_key'] or '(none: unauthenticated)'}")
         print(f"model    {values['model']}")
-        print(f"web UI   {values['webui_url']} (the dashboard opens it with the key: `w`)")
+        print(f"web UI   {values['webui_url']} (the dashboard logs a browser in: `w`)")
         idle = values["idle_stop_mins"]
         print("idle stop " + (f"after {idle:g} min with no request" if idle else "off"))
         if values["rpc_addr"]:
