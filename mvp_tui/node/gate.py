@@ -100,9 +100,6 @@ class Gate:
         name = host_name(header)
         return name in GATE_HOSTS or bool(self.webui_host and name == self.webui_host)
 
-    def admits(self, headers: Any, method: str = "GET") -> bool:
-        return self.bearer_ok(headers) or self.cookie_expiry(headers, method) is not None
-
     def bearer_ok(self, headers: Any) -> bool:
         import hmac
 

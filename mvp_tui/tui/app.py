@@ -633,8 +633,8 @@ class MvpApp(BoardWiring, ExitPath):
         self.web_opener(url)
         run_dir = session.run_dir
         self.set_timer(WEBUI_PAGE_KEPT_S, lambda: remove_login_page(run_dir))
-        self.notify(f"opening the engine's web UI on port {endpoint.port} (the rented host's "
-                    "code, on a name of its own)", title="web UI", markup=False)
+        self.notify(f"opening the engine's web UI on port {endpoint.port} (the node's own "
+                    "pages, on a name of their own)", title="web UI", markup=False)
 
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""
