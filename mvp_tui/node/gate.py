@@ -140,8 +140,8 @@ class Gate:
     def new_cookie(self) -> str:
         expiry = int(time.time()) + WEBUI_COOKIE_TTL_S
         value = webui_cookie_value(self.key, self.webui_host, expiry)
-        # Host-only on the UI's own name; Lax: the browser's first request after the login
-        # page is a top-level navigation.
+        # Host-only on the UI's own name (no Domain). Lax, not Strict: what keeps other sites
+        # out is the Origin / Sec-Fetch-Site check, which no browser lets a page forge.
         return (f"{WEBUI_COOKIE}={value}; Max-Age={WEBUI_COOKIE_TTL_S}; HttpOnly; "
                 "SameSite=Lax; Path=/")
 
@@ -156,7 +156,8 @@ class Gate:
                 del self._spent[old]  # expired codes are refused by their expiry anyway
             if nonce in self._spent:
                 return "this login code was used already (open the web UI again: `w`)"
-            self._spent[nonce] = now + WEBUI_CODE_TTL_S
+            # Kept while the code itself would pass (a node's clock behind this one's).
+            self._spent[nonce] = max(float(code.split(".")[1]), now + WEBUI_CODE_TTL_S)
         return ""
 
     def start(self) -> int:
