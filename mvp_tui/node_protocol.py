@@ -93,3 +93,57 @@ def int_field(record: dict[str, Any], name: str) -> int | None:
     """An integer field (not a bool), or None when absent or of another type."""
     value = record.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# The engine's web UI, opened by the dashboard through the node's gate (mvp_tui/node/gate.py).
+# It is served on a name of its own, `<label>.localhost` (browsers resolve every *.localhost
+# to loopback themselves), so its cookie reaches no other loopback service: a cookie made on
+# 127.0.0.1 would ride to every port of 127.0.0.1. The label is derived from the run's key, so
+# the dashboard and the gate agree on it without a word, and it is no key itself. The
+# dashboard logs the browser in with a one-time code (never the key): HMAC(key, nonce, expiry),
+# spent once by the gate and refused after its expiry.
+WEBUI_LOGIN_PATH = "/mvp/webui"  # POST code=… here: the UI's cookie, then on to /
+WEBUI_CODE_TTL_S = 300  # a login page is good this long (the node's clock decides)
+WEBUI_LABEL_CHARS = 20  # hex digits of the host label: 80 bits nobody can guess
+
+
+def _mac(key: str, *parts: str) -> str:
+    import hashlib
+    import hmac
+
+    return hmac.new(key.encode(), "\n".join(parts).encode(), hashlib.sha256).hexdigest()
+
+
+def webui_host(key: str) -> str:
+    """The web UI's host name for the run with this key: `<label>.localhost`."""
+    return f"mvp-{_mac(key, 'mvp-webui-host')[:WEBUI_LABEL_CHARS]}.localhost"
+
+
+def webui_login_code(key: str, now: float, nonce: str = "") -> str:
+    """A one-time login code, `<nonce>.<expiry>.<mac>`, good for WEBUI_CODE_TTL_S."""
+    import secrets
+
+    nonce = nonce or secrets.token_hex(16)
+    expiry = str(int(now) + WEBUI_CODE_TTL_S)
+    return f"{nonce}.{expiry}.{_mac(key, 'mvp-webui-login', nonce, expiry)}"
+
+
+def webui_code_valid(key: str, code: str, now: float) -> tuple[str, str]:
+    """The code's nonce, and "" when it is good now, else why not (its spending is the
+    gate's: it keeps the nonces it has taken)."""
+    import hmac
+
+    nonce, _, rest = code.partition(".")
+    expiry, _, mac = rest.partition(".")
+    if not (nonce.isalnum() and expiry.isdigit() and len(mac) == 64):
+        return "", "not a login code"
+    if not hmac.compare_digest(mac.encode(), _mac(key, "mvp-webui-login", nonce, expiry).encode()):
+        return "", "not this run's login code"
+    if int(expiry) < now:
+        return nonce, "the login code expired (open the web UI again from the dashboard: `w`)"
+    return nonce, ""
+
+
+def webui_cookie_value(key: str, host: str, expiry: int) -> str:
+    """The web UI's cookie: good on `host` until `expiry` (unix seconds), the key's MAC."""
+    return f"{expiry}.{_mac(key, 'mvp-webui-cookie', host, str(expiry))}"

@@ -2,8 +2,10 @@
 
 From the run's endpoint record (no provider call, no network): the local base URL, the run's
 key and the model. RUN omitted: the newest run whose node serves now through a live mvp-tui.
-`eval "$(mvp-tui endpoint --env)"` sets OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
-The key goes to stdout only (never to a log); mind where that output is kept.
+`eval "$(mvp-tui endpoint --env)"` sets OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL,
+and for the seed's prompt RPC MVP_PROMPT_RPC_ADDR and MVP_PROMPT_RPC_TOKEN (each request
+line's `token`). The key and token go to stdout only (never to a log); mind where that output
+is kept.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process_alive
 from mvp_tui.lease.records import RecordStore
+from mvp_tui.node_protocol import webui_host
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,9 +51,21 @@ def facts(run_id: str, endpoint: EndpointRecord) -> dict[str, Any]:
         "model": endpoint.model,
         "authenticated": endpoint.auth == "key",
         "serving": live(endpoint),
-        "webui_url": f"{endpoint.base_url}/" if endpoint.base_url else "",
+        "webui_url": webui_url(endpoint),
         "idle_stop_mins": endpoint.idle_stop_mins,
+        "rpc_addr": endpoint.rpc_addr,
+        "rpc_token": endpoint.rpc_token if endpoint.rpc_addr else "",
     }
+
+
+def webui_url(endpoint: EndpointRecord) -> str:
+    """Where the web UI is served: a keyed endpoint's on its own `<label>.localhost` name."""
+    port = endpoint.port
+    if not endpoint.base_url or port is None:
+        return ""
+    if endpoint.auth != "key":
+        return f"{endpoint.base_url}/"
+    return f"http://{webui_host(endpoint.api_key)}:{port}/"
 
 
 def env_lines(values: dict[str, Any]) -> list[str]:
@@ -58,6 +73,9 @@ def env_lines(values: dict[str, Any]) -> list[str]:
     key = values["api_key"] or "none"
     pairs = [("OPENAI_BASE_URL", values["base_url"]), ("OPENAI_API_KEY", key),
              ("OPENAI_MODEL", values["model"])]
+    if values["rpc_addr"]:
+        pairs += [("MVP_PROMPT_RPC_ADDR", values["rpc_addr"]),
+                  ("MVP_PROMPT_RPC_TOKEN", values["rpc_token"])]
     return [f"export {name}={shlex.quote(str(value))}" for name, value in pairs]
 
 
@@ -100,7 +118,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"base url {values['base_url']}")
         print(f"api key  {values['api_key'] or '(none: unauthenticated)'}")
         print(f"model    {values['model']}")
-        print(f"web UI   {values['webui_url']} (the dashboard opens it with the key: `w`)")
+        print(f"web UI   {values['webui_url']} (the dashboard logs a browser in: `w`)")
         idle = values["idle_stop_mins"]
         print("idle stop " + (f"after {idle:g} min with no request" if idle else "off"))
+        if values["rpc_addr"]:
+            print(f"prompt RPC {values['rpc_addr']} (JSON lines; each request's \"token\": "
+                  f"{values['rpc_token']})")
     return int(ExitCode.OK)

@@ -309,14 +309,15 @@ def _inert_warnings(values: Mapping[str, object], sources: Mapping[str, Source])
 
 
 def _check_rpc_bind(values: Mapping[str, object], sources: Mapping[str, Source]) -> None:
-    """The prompt RPC has no authentication: a non-loopback address needs the user's
+    """The prompt RPC's token travels in clear text: a non-loopback address needs the user's
     explicit acknowledgement, else exit 2 with the fix."""
     addr = str(values["prompt.rpc_addr"])
     if is_loopback_host(addr.rpartition(":")[0]) or values.get("prompt.rpc_allow_remote"):
         return
     raise ConfigError(
         f"[prompt] rpc_addr = {addr!r} from {sources['prompt.rpc_addr']} is not a loopback "
-        "address, and the prompt RPC has no authentication: anyone who can reach it can "
+        "address, and the prompt RPC has no authentication of the network (its token "
+        "travels in clear text): anyone who can watch that network can take the token and "
         "prompt (and spend) your node. Use a loopback address such as 127.0.0.1:19777 (reach "
         "it from elsewhere through an SSH tunnel), or acknowledge with "
         "--rpc-bind-unauthenticated (env MVP_PROMPT_RPC_ALLOW_REMOTE=true, or "

@@ -137,7 +137,7 @@ class BringUpPhase(RunCore):
         endpoint = self.endpoint or EndpointRecord(
             api_key=self.api_key, idle_stop_mins=self.watchdog.idle_stop_mins
         )  # the idle stop asked for, until the node says what it armed
-        endpoint.api_key = self.api_key
+        endpoint.api_key, endpoint.rpc_token = self.api_key, self.rpc_token
         if loaded is not None:
             endpoint.base_url = self.local_url or ""
             endpoint.model = loaded.model_id or "model"

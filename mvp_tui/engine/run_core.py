@@ -50,6 +50,7 @@ from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     new_api_key,
+    new_rpc_token,
 )
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.records import LeaseRecord, RecordStore
@@ -130,6 +131,9 @@ class RunCore:
         # (mode 600), sent to the node in its env file; never printed (redacted everywhere).
         self.api_key = new_api_key()
         self.redactor.add(self.api_key)
+        # The prompt RPC's token, kept beside the key: a local user without it gets a fault.
+        self.rpc_token = new_rpc_token()
+        self.redactor.add(self.rpc_token)
         self.endpoint: EndpointRecord | None = None
         # Built before anything holds a resource: a bad value stops here (exit 2).
         self.settings = RunSettings.from_config(config)

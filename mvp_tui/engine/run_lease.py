@@ -158,6 +158,8 @@ class LeasePhase(AttemptsPhase):
         if self.endpoint is not None:
             self.api_key = self.endpoint.api_key
             self.redactor.add(self.api_key)
+            self.rpc_token = self.endpoint.rpc_token or self.rpc_token  # the tools' one
+            self.redactor.add(self.rpc_token)
         self.node_env = self._node_env()
         self.lease_record = earlier.lease
         lease, ssh = earlier.lease, earlier.lease.ssh

@@ -59,10 +59,14 @@ class ServePhase(BringUpPhase):
             self._rpc = PromptRpcServer(
                 self.prompts,
                 addr,
+                token=self.rpc_token,
                 default_max_tokens=self.settings.prompt.max_tokens,
                 sink=self._sink,
             )
-            await self._rpc.start()
+            bound = await self._rpc.start()
+            if self.endpoint is not None:  # `mvp-tui endpoint` tells a tool where, and how
+                self.endpoint.rpc_addr = str(bound)
+                self._keep_endpoint(serving=True)
         return self.prompts
 
     def _serving(self) -> Serving | None:

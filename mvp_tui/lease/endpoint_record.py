@@ -1,5 +1,6 @@
-"""The run's endpoint: the local OpenAI address, its key and the model, on disk beside the
-run record (`<state_dir>/runs/<run_id>/endpoint.json`, mode 600 in a 700 directory).
+"""The run's endpoint: the local OpenAI address, its key and the model, and the prompt RPC's
+address and token, on disk beside the run record (`<state_dir>/runs/<run_id>/endpoint.json`,
+mode 600 in a 700 directory).
 
 The key is made once per run (`new_api_key`) and written here before the agent starts, so a
 re-attach finds the key its agent checks, and `mvp-tui endpoint` can hand it to other tools.
@@ -28,6 +29,12 @@ def new_api_key() -> str:
     return "mvp-" + secrets.token_urlsafe(32)
 
 
+def new_rpc_token() -> str:
+    """The prompt RPC's per-run token: 256 random bits, of its own (it opens the RPC only,
+    where the run's key opens the whole endpoint)."""
+    return "mvp-rpc-" + secrets.token_urlsafe(32)
+
+
 @dataclass(slots=True)
 class EndpointRecord:
     """What a tool needs to use the run's model, and what the dashboard shows of it."""
@@ -39,6 +46,8 @@ class EndpointRecord:
     idle_stop_mins: float | None = None  # the node's idle stop; None: off
     serving: bool = False  # the last the run knew: its node serves at base_url
     pid: int = 0  # the mvp-tui process whose forward carries base_url (it ends with it)
+    rpc_token: str = ""  # the prompt RPC's token: each request line's `token` field
+    rpc_addr: str = ""  # where that process serves the prompt RPC; empty: it does not
     updated_at: float = field(default_factory=time.time)
 
     @property
@@ -92,5 +101,7 @@ def load_endpoint(store: RecordStore, run_id: str) -> EndpointRecord | None:
         idle_stop_mins=float(idle) if isinstance(idle, int | float) and idle > 0 else None,
         serving=data.get("serving") is True,
         pid=data["pid"] if isinstance(data.get("pid"), int) else 0,
+        rpc_token=str(data.get("rpc_token") or ""),
+        rpc_addr=str(data.get("rpc_addr") or ""),
         updated_at=float(data.get("updated_at") or 0.0),
     )

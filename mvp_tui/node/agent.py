@@ -264,7 +264,7 @@ class Agent:
         s = self.settings
         watchdog = self.watchdog
         gate = Gate(s.engine_host, s.engine_port, engine.spec.port, s.api_key,
-                    engine_key=self._engine_key,
+                    engine_key=self._engine_key, max_body=s.gate_max_body,
                     on_use=watchdog.note_use if watchdog is not None else None)
         try:
             port = gate.start()

@@ -6,54 +6,72 @@ import contextlib
 import json
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from mvp_tui.node.settings import ENGINE_HOST
+from mvp_tui.node.settings import ENGINE_HOST, GATE_MAX_BODY_BYTES
+from mvp_tui.node_protocol import (
+    WEBUI_CODE_TTL_S,
+    WEBUI_LOGIN_PATH,
+    webui_code_valid,
+    webui_cookie_value,
+    webui_host,
+)
 
 # ---------------------------------------------------------------------------------------
 # The gate: the engine's public port. An HTTP proxy in front of the engine that admits only
 # requests carrying the run's key and counts each use for the idle stop; the engine itself
 # listens on a private loopback port.
 
-GATE_HOSTS = ("127.0.0.1", "localhost", "::1")  # a Host header naming anything else is a
-# DNS-rebinding page reaching the forwarded port: refused
-WEBUI_LOGIN_PATH = "/mvp/webui"  # POST key=… here: a cookie for the engine's web UI, then /
+GATE_HOSTS = ("127.0.0.1", "localhost", "::1")  # a Host header naming anything else (but the
+# web UI's own `<label>.localhost`) is a DNS-rebinding page reaching the forwarded port: refused
 WEBUI_COOKIE = "mvp_webui"
+WEBUI_COOKIE_TTL_S = 8 * 3600  # a web UI login lasts a working day, renewed while it is used
 GATE_COPY_CHUNK = 65536
 GATE_ENGINE_TIMEOUT_S = 600.0  # a model may think this long before its first token
+GATE_CLIENT_TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle) is closed
+GATE_MAX_CONNECTIONS = 64  # beyond: 503 at once (no thread, no read)
+GATE_LOGIN_BODY_BYTES = 4096
+GATE_TURN_AWAY_S = 0.2  # how long a refused connection's request is drained (no RST)
 _HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-authenticate",
                           "proxy-authorization", "te", "trailers", "transfer-encoding",
                           "upgrade", "content-length", "host"})
+_UI_SITES = ("same-origin", "none")  # Sec-Fetch-Site of the UI's own requests, or the user's
 
 GATE_POLL_S = 0.05  # how soon a closing gate's serving loop notices
 
 
-def webui_token(key: str) -> str:
-    """The web UI's cookie value: derived from the key (a cookie store never holds the key)."""
-    import hashlib
-    import hmac
-
-    return hmac.new(key.encode(), b"mvp-webui", hashlib.sha256).hexdigest()
+def host_name(header: str) -> str | None:
+    """The name in a Host header, lower case, without its port; None when malformed."""
+    host = header.strip().lower()
+    if host.startswith("["):
+        end = host.find("]")
+        name, port = (host[1:end], host[end + 1 :]) if end > 0 else ("", "")
+        if port and not port.startswith(":"):
+            return None
+        port = port[1:]
+    elif host.count(":") == 1:
+        name, port = host.split(":")
+    else:
+        name, port = host, ""
+    if not name or (port and not (port.isascii() and port.isdigit())):
+        return None
+    return name
 
 
 def _loopback_host(header: str) -> bool:
-    host = header.strip().lower()
-    if host.startswith("["):
-        if "]" not in host:
-            return False
-        host = host[1 : host.find("]")]
-    else:
-        host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return host in GATE_HOSTS
+    return host_name(header) in GATE_HOSTS
 
 
 class Gate:
     """The engine's public port: admits a request only with `Authorization: Bearer <key>`
-    (or the web UI's cookie, from a loopback page), only for a loopback Host, and tells
-    `on_use` of every POST it passes on (a completion, a chat, an embedding: what the idle
-    stop counts). No key (`key` empty): it admits every request, and still counts."""
+    (or, on the web UI's own name, its cookie from the UI's own pages), only for a loopback
+    Host, and tells `on_use` of every POST it passes on (a completion, a chat, an embedding:
+    what the idle stop counts). No key (`key` empty): it admits every request, and still
+    counts. Bounded: `max_connections` at once (503 beyond), bodies up to `max_body`, a
+    client silent for `timeout` closed."""
 
     def __init__(
         self,
@@ -64,40 +82,89 @@ class Gate:
         *,
         engine_key: str = "",
         on_use: Callable[[], None] | None = None,
+        max_body: int = GATE_MAX_BODY_BYTES,
+        max_connections: int = GATE_MAX_CONNECTIONS,
+        timeout: float = GATE_CLIENT_TIMEOUT_S,
     ) -> None:
         self.host, self.port, self.engine_port = host, port, engine_port
         self.key, self.engine_key = key, engine_key
+        self.webui_host = webui_host(key) if key else ""
         self.on_use = on_use
+        self.max_body, self.max_connections, self.timeout = max_body, max_connections, timeout
         self.uses = 0
         self._server: Any = None
+        self._spent: dict[str, float] = {}  # login codes taken: nonce → expiry
+        self._spent_lock = threading.Lock()
 
-    def admits(self, headers: Any) -> bool:
+    def host_ok(self, header: str) -> bool:
+        name = host_name(header)
+        return name in GATE_HOSTS or bool(self.webui_host and name == self.webui_host)
+
+    def bearer_ok(self, headers: Any) -> bool:
         import hmac
 
         if not self.key:
             return True
         auth = str(headers.get("Authorization") or "")
-        if auth[:7].lower() == "bearer " and hmac.compare_digest(
+        return auth[:7].lower() == "bearer " and hmac.compare_digest(
             auth[7:].strip().encode(), self.key.encode()
-        ):
-            return True
-        origin = str(headers.get("Origin") or "")
-        if origin and not origin.lower().startswith(("http://127.0.0.1:", "http://localhost:")):
-            return False  # a cookie rides only on the UI's own requests
-        token = webui_token(self.key)
+        )
+
+    def cookie_expiry(self, headers: Any, method: str) -> int | None:
+        """The expiry of a good web UI cookie on a request the UI itself made, else None.
+        Only on the UI's own name; a request with an `Origin` must come from that origin
+        (`http://` + Host); one without (a same-origin GET, a navigation) must say it is
+        the UI's own or the user's (`Sec-Fetch-Site`): cross-site pages that make the
+        browser send the cookie are refused."""
+        import hmac
+
+        host = str(headers.get("Host") or "").strip().lower()
+        if not self.key or host_name(host) != self.webui_host:
+            return None
+        origin = str(headers.get("Origin") or "").strip().lower()
+        if origin:
+            if origin != f"http://{host}":
+                return None
+        elif method not in ("GET", "HEAD") or headers.get("Sec-Fetch-Site") not in _UI_SITES:
+            return None
         for part in str(headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
-            if name == WEBUI_COOKIE and hmac.compare_digest(value.encode(), token.encode()):
-                return True
-        return False
+            expiry = value.partition(".")[0]
+            if name != WEBUI_COOKIE or not (expiry.isascii() and expiry.isdigit()):
+                continue
+            good = webui_cookie_value(self.key, self.webui_host, int(expiry))
+            if hmac.compare_digest(value.encode(), good.encode()) and int(expiry) > time.time():
+                return int(expiry)
+        return None
+
+    def new_cookie(self) -> str:
+        expiry = int(time.time()) + WEBUI_COOKIE_TTL_S
+        value = webui_cookie_value(self.key, self.webui_host, expiry)
+        # Host-only on the UI's own name (no Domain). Lax, not Strict: what keeps other sites
+        # out is the Origin / Sec-Fetch-Site check, which no browser lets a page forge.
+        return (f"{WEBUI_COOKIE}={value}; Max-Age={WEBUI_COOKIE_TTL_S}; HttpOnly; "
+                "SameSite=Lax; Path=/")
+
+    def spend_code(self, code: str) -> str:
+        """"" when `code` logs the browser in now (it is then spent), else why not."""
+        now = time.time()
+        nonce, why = webui_code_valid(self.key, code, now)
+        if why:
+            return why
+        with self._spent_lock:
+            for old in [n for n, e in self._spent.items() if e < now]:
+                del self._spent[old]  # expired codes are refused by their expiry anyway
+            if nonce in self._spent:
+                return "this login code was used already (open the web UI again: `w`)"
+            # Kept while the code itself would pass (a node's clock behind this one's).
+            self._spent[nonce] = max(float(code.split(".")[1]), now + WEBUI_CODE_TTL_S)
+        return ""
 
     def start(self) -> int:
         """Bind and serve on a thread; the bound port."""
-        from http.server import ThreadingHTTPServer
-
-        server = ThreadingHTTPServer((self.host, self.port), _gate_handler())
-        server.daemon_threads = True
-        server.gate = self  # type: ignore[attr-defined]
+        server = _gate_server()((self.host, self.port), _gate_handler(self.timeout))
+        server.gate = self
+        server.slots = threading.BoundedSemaphore(self.max_connections)
         self._server = server
         self.port = server.server_address[1]
         # `shutdown()` waits for the loop's next poll: the default 0.5 s was half a second
@@ -118,13 +185,77 @@ class Gate:
             self._server = None
 
 
-def _gate_handler() -> Any:
+def _refusal(status: int, message: str) -> tuple[bytes, list[tuple[str, str]]]:
+    body = json.dumps({"error": {"code": status, "message": message,
+                                 "type": "authentication_error" if status in (401, 403)
+                                 else "invalid_request_error"}}).encode()
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    if status == 401:
+        headers.append(("WWW-Authenticate", 'Bearer realm="mvp-tui"'))
+    return body, headers
+
+
+def _turn_away(sock: socket.socket) -> None:
+    """A 503 written straight from the accepting thread, then the request drained briefly
+    so the close is no reset that would lose the answer."""
+    body, headers = _refusal(503, "the gate is at its connection limit; retry shortly")
+    head = "HTTP/1.1 503 Service Unavailable\r\n" + "".join(
+        f"{k}: {v}\r\n" for k, v in [*headers, ("Retry-After", "1"), ("Connection", "close")]
+    )
+    with contextlib.suppress(OSError):
+        sock.settimeout(GATE_TURN_AWAY_S)
+        sock.sendall(head.encode() + b"\r\n" + body)
+        sock.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + GATE_TURN_AWAY_S
+        while time.monotonic() < deadline and sock.recv(GATE_COPY_CHUNK):
+            pass
+
+
+def _gate_server() -> Any:
+    """The gate's server class: one thread per connection, at most `slots` of them."""
+    from http.server import ThreadingHTTPServer
+
+    class GateServer(ThreadingHTTPServer):
+        daemon_threads = True
+        gate: Gate
+        slots: threading.BoundedSemaphore
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            if not self.slots.acquire(blocking=False):
+                _turn_away(request)
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                self.slots.release()
+                raise
+
+        def process_request_thread(self, request: Any, client_address: Any) -> None:
+            try:
+                super().process_request_thread(request, client_address)
+            finally:
+                self.slots.release()
+
+    return GateServer
+
+
+def _login_page() -> bytes:
+    # A page of the UI's own origin sends the browser on: that request is then same-origin
+    # (a redirect from the login POST would carry the file:// page's cross-site mark).
+    return (b"<!doctype html><meta charset=utf-8><title>mvp-tui: web UI</title>"
+            b'<meta name="referrer" content="no-referrer">'
+            b'<a href="/">open the web UI</a><script>location.replace("/")</script>\n')
+
+
+def _gate_handler(client_timeout: float) -> Any:
     """The gate's request handler class (http.server loads only when a gate opens)."""
     import http.client
     from http.server import BaseHTTPRequestHandler
 
     class GateHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = client_timeout  # each read and write: a silent client is closed
 
         def setup(self) -> None:
             super().setup()
@@ -136,62 +267,84 @@ def _gate_handler() -> Any:
         def log_message(self, format: str, *args: Any) -> None:
             pass  # nothing of a request is logged: its headers hold the key
 
-        def _refuse(self, status: int, message: str) -> None:
-            body = json.dumps({"error": {"code": status, "message": message,
-                                         "type": "authentication_error"}}).encode()
+        def _refuse(self, status: int, message: str, *, unread: bool = False) -> None:
+            """An error answer; `unread`: a body was left unread, so the connection ends."""
+            body, headers = _refusal(status, message)
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            if status == 401:
-                self.send_header("WWW-Authenticate", 'Bearer realm="mvp-tui"')
+            for name, value in headers:
+                self.send_header(name, value)
+            if unread:
+                self.send_header("Connection", "close")
+                self.close_connection = True
             self.end_headers()
             self.wfile.write(body)
 
-        def _body(self) -> bytes | None:
+        def _length(self, cap: int) -> int | None:
+            """The body's length, checked before a byte of it is read; None: refused."""
             if self.headers.get("Transfer-Encoding"):
+                self._refuse(411, "send a Content-Length, not a chunked body", unread=True)
                 return None
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length > 0 else b""
+            values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
+            raw = values.pop() if len(values) == 1 else "0" if not values else "x"
+            if not (raw.isascii() and raw.isdigit()):
+                self._refuse(400, "Content-Length must be one decimal number", unread=True)
+                return None
+            if int(raw) > cap:
+                self._refuse(413, f"request body over {cap} bytes", unread=True)
+                return None
+            return int(raw)
 
         def _login(self, gate: Gate) -> None:
-            import hmac
-
-            body = self._body() or b""
-            fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
-            key = (fields.get("key") or [""])[0]
-            if not gate.key or not hmac.compare_digest(key.encode(), gate.key.encode()):
-                self._refuse(401, "wrong key for the web UI")
+            if not gate.key or gate.webui_host != host_name(str(self.headers.get("Host"))):
+                self._refuse(403, "the web UI opens on its own name: press `w` in the "
+                             "dashboard", unread=True)
                 return
-            self.send_response(303)
-            self.send_header("Location", "/")
-            self.send_header("Set-Cookie", f"{WEBUI_COOKIE}={webui_token(gate.key)}; "
-                             "HttpOnly; SameSite=Lax; Path=/")
-            self.send_header("Content-Length", "0")
+            length = self._length(GATE_LOGIN_BODY_BYTES)
+            if length is None:
+                return
+            body = self.rfile.read(length)
+            fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
+            why = gate.spend_code((fields.get("code") or [""])[0])
+            if why:
+                self._refuse(401, why)
+                return
+            page = _login_page()
+            self.send_response(200)
+            self.send_header("Set-Cookie", gate.new_cookie())
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Length", str(len(page)))
             self.end_headers()
+            self.wfile.write(page)
 
         def _handle(self) -> None:
             gate: Gate = self.server.gate  # type: ignore[attr-defined]
-            if not _loopback_host(str(self.headers.get("Host") or "")):
-                self._refuse(403, "this endpoint answers only to 127.0.0.1 or localhost")
+            body_sent = self.headers.get("Content-Length") not in (None, "0") or bool(
+                self.headers.get("Transfer-Encoding"))
+            if not gate.host_ok(str(self.headers.get("Host") or "")):
+                self._refuse(403, "this endpoint answers only to 127.0.0.1 or localhost",
+                             unread=body_sent)
                 return
             if self.command == "POST" and self.path.split("?", 1)[0] == WEBUI_LOGIN_PATH:
                 self._login(gate)
                 return
-            if not gate.admits(self.headers):
-                self._refuse(401, "missing or wrong API key (Authorization: Bearer <key>; "
-                             "`mvp-tui endpoint` prints it)")
-                self.close_connection = self.headers.get("Content-Length") not in (None, "0")
+            renew = False
+            if not gate.bearer_ok(self.headers):
+                expiry = gate.cookie_expiry(self.headers, self.command)
+                if expiry is None:
+                    self._refuse(401, "missing or wrong API key (Authorization: Bearer <key>; "
+                                 "`mvp-tui endpoint` prints it)", unread=body_sent)
+                    return
+                renew = expiry - time.time() < WEBUI_COOKIE_TTL_S / 2
+            length = self._length(gate.max_body)
+            if length is None:
                 return
-            body = self._body()
-            if body is None:
-                self._refuse(411, "send a Content-Length, not a chunked body")
-                self.close_connection = True
-                return
+            body = self.rfile.read(length) if length else b""
             if self.command == "POST":
                 gate.used()
-            self._forward(gate, body)
+            self._forward(gate, body, gate.new_cookie() if renew else "")
 
-        def _forward(self, gate: Gate, body: bytes) -> None:
+        def _forward(self, gate: Gate, body: bytes, cookie: str) -> None:
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in _HOP_HEADERS and k.lower() not in
                        ("authorization", "cookie")}
@@ -212,18 +365,21 @@ def _gate_handler() -> Any:
                 self._refuse(502, "the engine does not answer")
                 return
             try:
-                self._relay(answer)
+                self._relay(answer, cookie)
             except OSError:
                 self.close_connection = True  # the client went away mid-stream
             finally:
                 conn.close()
 
-        def _relay(self, answer: Any) -> None:
-            """The engine's answer, streamed on as it comes (an SSE stream chunk by chunk)."""
+        def _relay(self, answer: Any, cookie: str) -> None:
+            """The engine's answer, streamed on as it comes (an SSE stream chunk by chunk);
+            `cookie`: the web UI's renewed login, set on the way."""
             self.send_response(answer.status, answer.reason)
             for name, value in answer.getheaders():
-                if name.lower() not in _HOP_HEADERS:
+                if name.lower() not in _HOP_HEADERS and name.lower() != "set-cookie":
                     self.send_header(name, value)
+            if cookie:
+                self.send_header("Set-Cookie", cookie)
             length = answer.getheader("Content-Length")
             bodiless = self.command == "HEAD" or answer.status in (204, 304)
             if length is not None or bodiless:
@@ -251,5 +407,3 @@ def _gate_handler() -> Any:
         do_GET = do_POST = do_PUT = do_DELETE = do_OPTIONS = do_HEAD = do_PATCH = _handle
 
     return GateHandler
-
-

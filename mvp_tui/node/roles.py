@@ -345,17 +345,18 @@ class MainAgent(Agent):
         # behind when /health already answers (the lines come before the port opens).
         self._placement_lock = threading.Condition()
 
-    def _gate_wanted(self) -> bool:
-        return False  # multi-node: llama-server binds the port itself (no key, no idle stop)
-
     def _start_engine(self, model: Path) -> dict[str, Any]:
         role = self.role
         binary = find_engine_binary(LLAMA_SERVER_BIN, role.bin_dir)
         if role.tunnels:
             role.rpc_servers = self.tunnels.open(role)
         s = self.settings
-        port = s.engine_port or pick_free_port()
-        argv = [binary, "-m", str(model), "--host", s.engine_host, "--port", str(port)]
+        # Behind the gate like a single node (the key, the Host check, the idle stop): the
+        # engine on a private loopback port, checking the key itself too.
+        gated = self._gate_wanted()
+        host = ENGINE_HOST if gated else s.engine_host
+        port = pick_free_port() if gated or not s.engine_port else s.engine_port
+        argv = [binary, "-m", str(model), "--host", host, "--port", str(port)]
         argv += ["-a", self._alias(), "--rpc", ",".join(role.rpc_servers)]
         # -lv 4: the load log (the per-device `model buffer size` lines) is info level 4.
         argv += ["-ngl", str(role.gpu_layers), "-lv", "4"]
@@ -373,6 +374,8 @@ class MainAgent(Agent):
         engine = Engine(spec, self.emitter, self.control)
         engine.on_line = self._on_engine_line
         self.engine = engine
+        if s.api_key:  # passed on purpose (the filter below drops *KEY* names)
+            self._engine_key = spec.env["LLAMA_API_KEY"] = s.api_key
         env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
         pid = engine.start(env, model.parent if model.parent.is_dir() else Path.cwd())
         return {"engine": spec.kind, "pid": pid, "port": port, "argv": argv, "role": ROLE_MAIN}

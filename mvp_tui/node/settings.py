@@ -17,6 +17,7 @@ RPC_HOST = "127.0.0.1"
 # (a Docker bridge container's eth0).
 ENGINE_BIND_HOSTS = ("127.0.0.1", "0.0.0.0")
 LAST_LINES_KEPT = 20
+GATE_MAX_BODY_BYTES = 64 << 20  # the gate's cap on a request body: a chat with images fits
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 DOWNLOAD_CHUNK = 1 << 20
 PROGRESS_EVERY_S = 0.5
@@ -89,6 +90,7 @@ class Settings:
         # The run's key for the engine's endpoint (a *KEY* name: redacted, and kept from the
         # engine's environment but for LLAMA_API_KEY, set on purpose); empty: no key.
         self.api_key = env.get("MVP_API_KEY", "").strip()
+        self.gate_max_body = _env_int(env, "MVP_GATE_MAX_BODY_BYTES", GATE_MAX_BODY_BYTES, low=1)
         self.ready_timeout_s = _env_float(env, "MVP_ENGINE_READY_TIMEOUT_S", 600.0)
         self.stop_timeout_s = _env_float(env, "MVP_ENGINE_STOP_TIMEOUT_S", 10.0)
         # Seconds between readiness probes when the engine's log gives no hint; 0: 20 ms

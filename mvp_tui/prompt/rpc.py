@@ -1,19 +1,25 @@
 """The seed's prompt RPC: JSON lines over TCP on loopback, through the pane's own queue.
 
 A client writes one `SubmitPrompt` line, `{"request_id": 1, "prompt_text": "…",
-"max_tokens": 64}` (0 or absent → the configured default), and reads `text_delta` lines then
-one `done` or `fault` line, all tagged with its `request_id`; it may then send the next
-request on the same connection. A line that does not parse gets a `fault` line naming the
-problem and the connection is closed (the orchestrator seed's RPC closes it without a
-line). The RPC has no
-authentication, so it binds to a loopback address unless the user explicitly acknowledges
-that (`--rpc-bind-unauthenticated`, `[prompt] rpc_allow_remote = true`).
+"max_tokens": 64, "token": "…"}` (max_tokens 0 or absent → the configured default), and reads
+`text_delta` lines then one `done` or `fault` line, all tagged with its `request_id`; it may
+then send the next request on the same connection. A line that does not parse gets a `fault`
+line naming the problem and the connection is closed (the orchestrator seed's RPC closes it
+without a line).
+
+`token` is this app's addition to the seed's request: the run's RPC token (in the run's
+endpoint record, mode 600; `mvp-tui endpoint` prints it), compared in constant time. Without
+it every local user could prompt the node through this process, which adds the run's key. A
+line without the right token gets one `fault` line and the connection closes. The token
+travels in clear text, so the RPC binds to a loopback address unless the user explicitly
+acknowledges otherwise (`--rpc-bind-unauthenticated`, `[prompt] rpc_allow_remote = true`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import ipaddress
 import json
 import time
@@ -39,7 +45,13 @@ DEFAULT_MAX_TOKENS = 64
 MAX_LINE_BYTES = 1 << 20
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
-REQUEST_EXAMPLE = '{"request_id": 1, "prompt_text": "hello", "max_tokens": 64}'
+REQUEST_EXAMPLE = (
+    '{"request_id": 1, "prompt_text": "hello", "max_tokens": 64, "token": "<the RPC token>"}'
+)
+TOKEN_FIX = (
+    'add "token": "<the run\'s RPC token>" to each request line; `mvp-tui endpoint --env` '
+    "prints it (MVP_PROMPT_RPC_TOKEN)"
+)
 
 
 class RpcAddrError(ValueError):
@@ -83,7 +95,7 @@ def parse_rpc_addr(
     value: str, source: str = "[prompt] rpc_addr", *, allow_remote: bool = False
 ) -> RpcAddr:
     """`host:port` (IPv6 as `[::1]:port`), or an error naming `source` and the fix. Loopback
-    only, unless the user acknowledged (`allow_remote`) that the RPC has no authentication."""
+    only, unless the user acknowledged (`allow_remote`) that its token travels in clear text."""
     fix = f"set {source} to a loopback address such as {DEFAULT_RPC_ADDR}"
     host, sep, port_text = value.strip().rpartition(":")
     if not sep or not host:
@@ -107,15 +119,17 @@ def parse_rpc_addr(
         ) from None
     if not address.is_loopback and not allow_remote:
         raise RpcAddrError(
-            f"refusing {source} {value!r}: the prompt RPC has no authentication, so it only "
-            f"binds to loopback; fix: {fix} (reach it from elsewhere through an SSH tunnel), "
+            f"refusing {source} {value!r}: the prompt RPC has no authentication of the "
+            "network (its token travels in clear text), so it only binds to loopback; fix: "
+            f"{fix} (reach it from elsewhere through an SSH tunnel), "
             "or acknowledge with --rpc-bind-unauthenticated ([prompt] rpc_allow_remote = true)"
         )
     return RpcAddr(str(address), port)
 
 
-def parse_submit_prompt(line: bytes) -> SubmitPrompt:
-    """Read one request line, or raise `RpcRequestError` saying what is wrong with it."""
+def parse_submit_prompt(line: bytes, token: str | None = None) -> SubmitPrompt:
+    """Read one request line, or raise `RpcRequestError` saying what is wrong with it. With
+    `token`, the line must carry it (checked before anything else of the request is)."""
     expected = f"expected one JSON line like {REQUEST_EXAMPLE}"
     try:
         body = json.loads(line)
@@ -126,6 +140,12 @@ def parse_submit_prompt(line: bytes) -> SubmitPrompt:
         ) from None
     if not isinstance(body, dict):
         raise RpcRequestError(f"parse prompt request: not a JSON object; {expected}")
+    given = body.get("token")
+    if token is not None and not (
+        isinstance(given, str) and hmac.compare_digest(given.encode(), token.encode())
+    ):
+        why = "no token" if given is None else "a wrong token"
+        raise RpcRequestError(f"prompt RPC refused the request: {why}; fix: {TOKEN_FIX}")
     request_id = body.get("request_id")
     if not _is_int(request_id, U64_MAX):
         raise RpcRequestError(
@@ -186,16 +206,21 @@ def encode_line(value: dict[str, Any]) -> bytes:
 
 
 class PromptRpcServer:
-    """Serves the prompt RPC on `addr`, submitting every request to the shared queue."""
+    """Serves the prompt RPC on `addr`, submitting every request that carries `token` to the
+    shared queue."""
 
     def __init__(
         self,
         queue: PromptQueue,
         addr: RpcAddr,
         *,
+        token: str,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         sink: EventSink | None = None,
     ) -> None:
+        if not token:
+            raise ValueError("the prompt RPC needs a token: an empty one would admit anyone")
+        self._token = token
         self._queue = queue
         self._addr = addr
         self._default_max_tokens = default_max_tokens
@@ -284,7 +309,9 @@ class PromptRpcServer:
             if not line.strip():
                 return
             try:
-                request = parse_submit_prompt(line).with_defaults(self._default_max_tokens)
+                request = parse_submit_prompt(line, self._token).with_defaults(
+                    self._default_max_tokens
+                )
             except RpcRequestError as exc:
                 await _write(
                     writer, {"type": "fault", "request_id": exc.request_id, "error": str(exc)}

@@ -43,7 +43,14 @@ from mvp_tui.providers.base import Offer
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.board_wiring import WORK_GROUPS
-from mvp_tui.tui.endpoint_actions import Opener, clipboard_text, default_opener, web_ui_url
+from mvp_tui.tui.endpoint_actions import (
+    WEBUI_PAGE_KEPT_S,
+    Opener,
+    clipboard_text,
+    default_opener,
+    remove_login_page,
+    web_ui_url,
+)
 from mvp_tui.tui.engine_port import PaneRoutes
 from mvp_tui.tui.exit_path import EXIT_SIGNALS, ExitPath
 from mvp_tui.tui.first_paint import KeysFooter
@@ -627,8 +634,10 @@ class MvpApp(ModelPicking, ExitPath):
                         markup=False)
             return
         self.web_opener(url)
-        self.notify(f"opening the engine's web UI at {endpoint.base_url}/", title="web UI",
-                    markup=False)
+        run_dir = session.run_dir
+        self.set_timer(WEBUI_PAGE_KEPT_S, lambda: remove_login_page(run_dir))
+        self.notify(f"opening the engine's web UI on port {endpoint.port} (the node's own "
+                    "pages, on a name of their own)", title="web UI", markup=False)
 
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""

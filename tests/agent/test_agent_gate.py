@@ -8,11 +8,13 @@ import contextlib
 import http.client
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mvp_tui.node_protocol import webui_host, webui_login_code
 from tests.agent.agent_run import AgentRun, agent_env
 from tests.peers import require_llama_rpc
 
@@ -86,18 +88,21 @@ async def _refuses_all_but_the_key(run: AgentRun, loaded: dict[str, Any]) -> Non
         _call, port, "/v1/models", key=KEY, headers={"Host": f"evil.example:{port}"}
     )
     assert status == 403
-    # The web UI's login: the key posted once gives a cookie (not the key) for the UI.
+    # The web UI's login, on its own name: a one-time code (not the key) gives a cookie for
+    # the UI's own requests (tests/agent/test_gate_bounds.py holds every rule of it).
+    ui = f"{webui_host(KEY)}:{port}"
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", "/mvp/webui", f"key={KEY}",
-                 {"Content-Type": "application/x-www-form-urlencoded"})
+    conn.request("POST", "/mvp/webui", f"code={webui_login_code(KEY, time.time())}",
+                 {"Content-Type": "application/x-www-form-urlencoded", "Host": ui})
     login = conn.getresponse()
     login.read()
     cookie = (login.getheader("Set-Cookie") or "").split(";")[0]
-    assert login.status == 303 and login.getheader("Location") == "/"
+    assert login.status == 200, login.status
     assert cookie.startswith("mvp_webui=") and KEY not in cookie
-    status, _, _ = await asyncio.to_thread(_call, port, "/v1/models", headers={"Cookie": cookie})
+    own = {"Cookie": cookie, "Host": ui, "Sec-Fetch-Site": "same-origin"}
+    status, _, _ = await asyncio.to_thread(_call, port, "/v1/models", headers=own)
     assert status == 200
-    foreign = {"Cookie": cookie, "Origin": "http://evil.example"}
+    foreign = {**own, "Origin": "http://evil.example"}
     status, _, _ = await asyncio.to_thread(_call, port, "/v1/models", headers=foreign)
     assert status == 401  # another origin's request riding the cookie
     assert KEY.encode() not in _cmdlines()
@@ -246,7 +251,8 @@ async def test_a_custom_engine_is_served_through_the_gate(tmp_path: Path, tiny_m
     ("host", "admitted"),
     [("127.0.0.1:8642", True), ("localhost:8642", True), ("[::1]:8642", True),
      ("127.0.0.1", True), ("evil.example:8642", False), ("127.0.0.1.evil.example", False),
-     ("", False), ("[::1", False)],
+     ("", False), ("[::1", False), ("localhost:80@evil", False), ("[::1]x", False),
+     ("mvp-0123.localhost:8642", False)],
 )
 def test_the_gate_answers_only_loopback_names(host: str, admitted: bool) -> None:
     from mvp_tui.node.gate import _loopback_host

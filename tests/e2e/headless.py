@@ -91,3 +91,14 @@ def weights(kind: str) -> Callable[[Record], bool]:
         and isinstance(r.get("payload"), dict)
         and r["payload"].get("type") == kind
     )
+
+
+def rpc_token(state_dir: Path) -> str:
+    """The prompt RPC's token of the newest run under `state_dir` (its endpoint record)."""
+    from mvp_tui.lease.endpoint_record import load_endpoint
+    from mvp_tui.lease.records import RecordStore
+
+    store = RecordStore(state_dir)
+    found = [e for e in (load_endpoint(store, r) for r in store.run_ids()) if e is not None]
+    assert found, f"no endpoint record under {state_dir}"
+    return max(found, key=lambda e: e.updated_at).rpc_token

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -130,10 +133,27 @@ async def test_rpc_serves_a_socket_client_and_an_overlong_prompt_faults(
     args = ["--gguf-local-path", str(tiny_gguf), "--rpc-bind", "127.0.0.1:0", "--max-context", "64"]
     async with HeadlessRun(args, tmp_path / "state") as run:
         listening = await run.until(event("prompt_rpc_listening"))
+        # A local user without the run's token is refused (the dashboard would add the key).
+        reader, writer = await asyncio.open_connection("127.0.0.1", listening["port"])
+        writer.write(b'{"request_id": 1, "prompt_text": "hi", "max_tokens": 8}\n')
+        refused = json.loads(await asyncio.wait_for(reader.readline(), 60))
+        assert refused["type"] == "fault" and "token" in refused["error"], refused
+        assert await asyncio.wait_for(reader.read(), 60) == b""
+        writer.close()
+        # `mvp-tui endpoint --env` tells a tool where the RPC is and its token.
+        shown = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "mvp_tui", "endpoint", "--env"],
+            env=run.env, capture_output=True, text=True, timeout=60, check=False)
+        assert shown.returncode == 0, shown.stderr
+        told = dict(shlex.split(line.removeprefix("export "))[0].split("=", 1)
+                    for line in shown.stdout.splitlines())
+        assert told["MVP_PROMPT_RPC_ADDR"] == f"127.0.0.1:{listening['port']}"
+        token = told["MVP_PROMPT_RPC_TOKEN"]
         reader, writer = await asyncio.open_connection("127.0.0.1", listening["port"])
         lines = []
         for request_id, prompt in enumerate(("word " * 400, "hi"), start=1):
-            request = {"request_id": request_id, "prompt_text": prompt, "max_tokens": 8}
+            request = {"request_id": request_id, "prompt_text": prompt, "max_tokens": 8,
+                       "token": token}
             writer.write(json.dumps(request).encode() + b"\n")
             await writer.drain()
             while True:

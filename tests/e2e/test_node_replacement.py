@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agent.procs import alive
-from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.headless import HeadlessRun, event, rpc_token
 from tests.e2e.node import Node, vast_node_env
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
@@ -22,11 +22,14 @@ from tests.ssh.sshd import free_port
 KEY = "fake-vast-key-0123456789"
 
 
-async def rpc_prompt(port: int, text: str, max_tokens: int = 6) -> list[dict[str, Any]]:
-    """One prompt over the JSON-lines RPC; its lines up to the end."""
+async def rpc_prompt(
+    port: int, text: str, token: str, max_tokens: int = 6
+) -> list[dict[str, Any]]:
+    """One prompt over the JSON-lines RPC (with the run's token); its lines up to the end."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
-        request = {"request_id": 1, "prompt_text": text, "max_tokens": max_tokens}
+        request = {"request_id": 1, "prompt_text": text, "max_tokens": max_tokens,
+                   "token": token}
         writer.write(json.dumps(request).encode() + b"\n")
         lines: list[dict[str, Any]] = []
         while not lines or lines[-1]["type"] == "text_delta":
@@ -52,7 +55,7 @@ async def test_a_killed_serving_node_is_replaced_behind_the_same_addresses(
         async with HeadlessRun(["--yes", "--gguf-local-path", str(tiny_gguf)], state, env) as run:
             first = await run.until(event("node_ready"), within=120)
             await run.until(event("prompt_rpc_listening"))
-            answer = await rpc_prompt(rpc_port, "before")
+            answer = await rpc_prompt(rpc_port, "before", rpc_token(state))
             assert answer[-1]["type"] == "done", answer
             # The host dies: its agent and engine killed, then the provider shows it exited.
             (started,) = run.events("agent_started")
@@ -63,7 +66,7 @@ async def test_a_killed_serving_node_is_replaced_behind_the_same_addresses(
             fake.exit_instance(lost_id)
             second = await run.until(lambda _: len(run.events("node_ready")) >= 2, within=120)
             second = run.events("node_ready")[1]
-            answer = await rpc_prompt(rpc_port, "after")
+            answer = await rpc_prompt(rpc_port, "after", rpc_token(state))
             assert answer[-1]["type"] == "done", answer
             listed = cli("ls", "--json", env={**env, "MVP_STATE_DIR": str(state)})
             assert listed.returncode == 0, listed.stderr

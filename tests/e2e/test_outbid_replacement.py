@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from mvp_tui.lease.host_journal import HostJournal
-from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.headless import HeadlessRun, event, rpc_token
 from tests.e2e.node import Node, vast_node_env
 from tests.e2e.test_node_replacement import rpc_prompt
 from tests.e2e.test_vast_headless import cli
@@ -47,7 +47,7 @@ async def test_an_outbid_serving_node_is_replaced_and_its_speed_is_learned(
             first = await run.until(event("node_ready"), within=120)
             (endpoint,) = [json.loads(line) for line in [cli(
                 "endpoint", "--json", env={**env, "MVP_STATE_DIR": str(state)}).stdout]]
-            answer = await rpc_prompt_tokens(rpc_port, "before the outbid")
+            answer = await rpc_prompt_tokens(rpc_port, "before the outbid", rpc_token(state))
             assert answer[-1]["type"] == "done", answer
             (paused,) = [row["id"] for row in fake.instances()]
             creates = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
@@ -55,7 +55,7 @@ async def test_an_outbid_serving_node_is_replaced_and_its_speed_is_learned(
             fake.outbid(paused)  # a higher bid took the GPU: paused, not destroyed
             await run.until(lambda _: len(run.events("node_ready")) >= 2, within=120)
             second = run.events("node_ready")[1]
-            answer = await rpc_prompt_tokens(rpc_port, "after the outbid")
+            answer = await rpc_prompt_tokens(rpc_port, "after the outbid", rpc_token(state))
             assert answer[-1]["type"] == "done", answer
             await openai_answers(second["local_url"], endpoint["api_key"])
             assert paused in fake.destroyed()  # the paused one: it billed storage
@@ -88,6 +88,6 @@ async def test_an_outbid_serving_node_is_replaced_and_its_speed_is_learned(
     assert learned["ready"]["basis"] == "history"  # the 4090 attempt that served
 
 
-async def rpc_prompt_tokens(port: int, text: str) -> list[dict[str, object]]:
+async def rpc_prompt_tokens(port: int, text: str, token: str) -> list[dict[str, object]]:
     """A prompt long enough to be journaled (the speed log skips answers under 8 tokens)."""
-    return await rpc_prompt(port, text, max_tokens=32)
+    return await rpc_prompt(port, text, token, max_tokens=32)

@@ -3,6 +3,8 @@ main node check before they serve, and what they say when they cannot."""
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import socket
 from pathlib import Path
 
@@ -99,3 +101,51 @@ async def test_a_rented_worker_authorizes_the_tunnel_key_for_its_port_only(
     await agent.send("shutdown\n")
     assert await agent.wait_exit() == 0
     assert authorized.read_text() == "ssh-ed25519 AAAAexisting me@laptop\n"
+
+
+def _status(port: int, path: str, headers: dict[str, str]) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", path, headers=headers)
+    answer = conn.getresponse()
+    answer.read()
+    conn.close()
+    return answer.status
+
+
+async def test_the_main_node_serves_behind_the_gate_with_its_key_and_idle_stop(
+    rpc_bin_dir: str, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    key = "mvp-multinode-key-0123456789abcdef"
+    worker = await AgentRun.start(agent_env(
+        tmp_path / "w", MVP_NODE_ROLE="worker", MVP_RPC_BIN_DIR=rpc_bin_dir,
+        MVP_LOGICAL_NODE_ID="2"))
+    main: AgentRun | None = None
+    try:
+        ready = await worker.weights(within=60)
+        assert ready["type"] == "RpcServerReady"
+        main = await AgentRun.start(agent_env(
+            tmp_path / "m", MVP_NODE_ROLE="main", MVP_RPC_SERVERS=ready["endpoint"],
+            MVP_RPC_NODES="2", MVP_RPC_BIN_DIR=rpc_bin_dir, MVP_GGUF_LOCAL_PATH=str(tiny_gguf),
+            MVP_API_KEY=key, MVP_NODE_PROVIDER="local", MVP_IDLE_STOP_MINS="30"))
+        loaded = await main.weights(within=90)
+        assert loaded["type"] == "WeightsLoaded", loaded
+        assert loaded["auth"] == "key" and loaded["idle_stop_mins"] == 30
+        port, private = loaded["port"], main.phase_detail("engine_start", "ready")["port"]
+        assert private != port
+        bearer = {"Authorization": f"Bearer {key}"}
+        assert await asyncio.to_thread(_status, port, "/v1/models", {}) == 401
+        assert await asyncio.to_thread(_status, port, "/v1/models", bearer) == 200
+        rebound = {**bearer, "Host": f"evil.example:{port}"}
+        assert await asyncio.to_thread(_status, port, "/v1/models", rebound) == 403
+        # llama-server checks the key itself: its private port is no way around the gate.
+        assert await asyncio.to_thread(_status, private, "/v1/models", {}) == 401
+        assert main.find(lambda c, p: isinstance(p, dict)
+                         and p.get("state") == "idle_stop_armed") is not None
+        await main.send("shutdown\n")
+        assert await main.wait_exit() == 0
+    finally:
+        if main is not None:
+            await main.kill()
+        await worker.send("shutdown\n")
+        await worker.wait_exit()
+        await worker.kill()

@@ -51,6 +51,7 @@ async def test_two_local_nodes_stream_with_buffers_on_the_worker(
     assert float(on_worker[0].group(2)) > 0
     (loaded,) = weights_of(run, "WeightsLoaded")
     assert loaded["node_id"] == 1 and loaded["placement_mib"][endpoint] > 0  # type: ignore[index]
+    assert loaded["auth"] == "key"  # behind the gate, as one node is: the prompt had the key
     (done,) = run.events("prompt_done")
     assert done["tokens_generated"] >= 1
     assert "".join(e["text"] for e in run.events("text_delta")) == done["final_text"]

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.peer("llama-cpp-python server")
 DELTA_KEYS = {"type", "request_id", "text"}
 DONE_KEYS = {"type", "request_id", "final_text", "tokens_generated", "elapsed_ms"}
 FAULT_KEYS = {"type", "request_id", "error"}
+TOKEN = "mvp-rpc-token-for-these-tests"
 
 
 @pytest.fixture
@@ -34,7 +35,8 @@ async def served(engine: LlamaServer) -> AsyncIterator[tuple[PromptQueue, RpcAdd
     sink = WaitingSink()
     client = PromptClient(engine.base_url, "tiny")
     queue = PromptQueue(lambda: client, sink)
-    rpc = PromptRpcServer(queue, RpcAddr("127.0.0.1", 0), default_max_tokens=6, sink=sink)
+    rpc = PromptRpcServer(queue, RpcAddr("127.0.0.1", 0), token=TOKEN, default_max_tokens=6,
+                          sink=sink)
     addr = await rpc.start()
     yield queue, addr, sink
     await rpc.aclose()
@@ -52,7 +54,8 @@ async def read_lines_until_end(reader: asyncio.StreamReader) -> list[dict[str, A
 
 
 def submit(request_id: int, text: str, max_tokens: int) -> bytes:
-    line = {"request_id": request_id, "prompt_text": text, "max_tokens": max_tokens}
+    line = {"request_id": request_id, "prompt_text": text, "max_tokens": max_tokens,
+            "token": TOKEN}
     return json.dumps(line).encode() + b"\n"
 
 
@@ -123,7 +126,8 @@ async def test_rpc_names_a_bad_field_and_keeps_the_request_id(
 ) -> None:
     _, addr, _ = served
     reader, writer = await asyncio.open_connection(addr.host, addr.port)
-    writer.write(b'{"request_id": 9, "prompt": "x", "max_tokens": 4}\n')
+    line = {"request_id": 9, "prompt": "x", "max_tokens": 4, "token": TOKEN}
+    writer.write(json.dumps(line).encode() + b"\n")
     fault = json.loads(await asyncio.wait_for(reader.readline(), 30))
     writer.close()
     assert fault["type"] == "fault" and fault["request_id"] == 9
@@ -137,7 +141,7 @@ async def test_rpc_client_leaving_mid_stream_cancels_its_prompt(
     sink = WaitingSink()
     async with PromptClient(server.base_url, "tiny") as client:
         queue = PromptQueue(lambda: client, sink)
-        async with PromptRpcServer(queue, RpcAddr("127.0.0.1", 0)) as rpc:
+        async with PromptRpcServer(queue, RpcAddr("127.0.0.1", 0), token=TOKEN) as rpc:
             assert rpc.bound is not None
             reader, writer = await asyncio.open_connection(rpc.bound.host, rpc.bound.port)
             writer.write(submit(1, "long one", 1000))

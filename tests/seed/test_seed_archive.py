@@ -12,6 +12,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from tests.e2e.headless import rpc_token
 from tests.seed.proc import clean_env, start_cli
 from tests.seed.seed_archive import (
     PROVISION_KINDS,
@@ -42,10 +43,10 @@ async def until_frame(proc: asyncio.subprocess.Process, channel: str, phase: str
             return payload
 
 
-async def prompt_over_rpc(addr: str) -> list[dict]:
+async def prompt_over_rpc(addr: str, token: str) -> list[dict]:
     host, _, port = addr.rpartition(":")
     reader, writer = await asyncio.open_connection(host, int(port))
-    request = {"request_id": REQUEST_ID, "prompt_text": PROMPT, "max_tokens": 8}
+    request = {"request_id": REQUEST_ID, "prompt_text": PROMPT, "max_tokens": 8, "token": token}
     writer.write(json.dumps(request).encode() + b"\n")
     await writer.drain()
     replies = []
@@ -81,7 +82,7 @@ async def test_a_seed_config_run_reads_back_as_the_seeds_archive(
     proc = await start_cli(args, env)
     try:
         rpc = await asyncio.wait_for(until_frame(proc, "mvp.orch.bootstrap", "prompt_rpc"), 90)
-        replies = await prompt_over_rpc(rpc["detail"]["addr"])
+        replies = await prompt_over_rpc(rpc["detail"]["addr"], rpc_token(tmp_path / "state"))
         assert proc.stdin is not None
         proc.stdin.write(b"  STOP \n")  # the seed's listener trims and ignores case
         await proc.stdin.drain()

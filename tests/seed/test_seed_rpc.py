@@ -67,18 +67,21 @@ def test_loopback_stays_the_default() -> None:
     assert "rpc_allow_remote = false" in result.stdout
 
 
-def _queue() -> PromptQueue:
+TOKEN = "mvp-rpc-token-for-these-tests"
+
+
+def _queue(seen: list[object] | None = None) -> PromptQueue:
     def no_engine() -> PromptClient:
         raise AssertionError("no prompt may reach the engine")
 
-    return PromptQueue(no_engine, lambda event: None)
+    return PromptQueue(no_engine, (seen if seen is not None else []).append)
 
 
 async def test_the_server_binds_a_non_loopback_address_only_when_acknowledged() -> None:
     with pytest.raises(RpcAddrError, match="rpc-bind-unauthenticated"):
         parse_rpc_addr("0.0.0.0:0")
     queue = _queue()
-    server = PromptRpcServer(queue, parse_rpc_addr("0.0.0.0:0", allow_remote=True))
+    server = PromptRpcServer(queue, parse_rpc_addr("0.0.0.0:0", allow_remote=True), token=TOKEN)
     bound = await server.start()
     try:
         assert bound.host == "0.0.0.0" and bound.port > 0
@@ -93,11 +96,11 @@ async def test_the_server_binds_a_non_loopback_address_only_when_acknowledged() 
 )
 async def test_bad_input_gets_one_fault_line_then_the_connection_closes(line: bytes) -> None:
     queue = _queue()
-    server = PromptRpcServer(queue, parse_rpc_addr("127.0.0.1:0"))
+    server = PromptRpcServer(queue, parse_rpc_addr("127.0.0.1:0"), token=TOKEN)
     bound = await server.start()
     try:
         reader, writer = await asyncio.open_connection(bound.host, bound.port)
-        writer.write(line)
+        writer.write(line.replace(b"}", b', "token": "%s"}' % TOKEN.encode()))
         await writer.drain()
         reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
         assert set(reply) == {"type", "request_id", "error"} and reply["type"] == "fault"
@@ -107,3 +110,35 @@ async def test_bad_input_gets_one_fault_line_then_the_connection_closes(line: by
     finally:
         await server.aclose()
         await queue.aclose()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b'{"request_id": 5, "prompt_text": "x"}\n',
+     b'{"request_id": 5, "prompt_text": "x", "token": "mvp-rpc-guessed"}\n',
+     b'{"request_id": 5, "prompt_text": "x", "token": 7}\n'],
+)
+async def test_a_request_without_the_runs_token_is_refused_and_never_queued(line: bytes) -> None:
+    seen: list[object] = []
+    queue = _queue(seen)
+    server = PromptRpcServer(queue, parse_rpc_addr("127.0.0.1:0"), token=TOKEN, sink=seen.append)
+    bound = await server.start()
+    try:
+        reader, writer = await asyncio.open_connection(bound.host, bound.port)
+        writer.write(line)
+        await writer.drain()
+        reply = json.loads(await asyncio.wait_for(reader.readline(), 10))
+        assert reply["type"] == "fault" and reply["request_id"] == 0
+        assert "prompt RPC refused the request" in reply["error"]
+        assert "mvp-tui endpoint --env" in reply["error"] and TOKEN not in reply["error"]
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # closed
+        writer.close()
+    finally:
+        await server.aclose()
+        await queue.aclose()
+    assert [type(e).__name__ for e in seen] == ["PromptRpcListening"]  # nothing queued
+
+
+def test_a_server_without_a_token_is_refused() -> None:
+    with pytest.raises(ValueError, match="needs a token"):
+        PromptRpcServer(_queue(), parse_rpc_addr("127.0.0.1:0"), token="")

@@ -5,11 +5,18 @@ the idle stop warns tells the node."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from mvp_tui.engine.events import IdleStopNotice
 from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.node_protocol import webui_code_valid, webui_host
 from mvp_tui.tui.app import MvpApp
+from mvp_tui.tui.endpoint_actions import WEBUI_PAGE_KEPT_S
 from tests.tui.test_dashboard_run import dashboard
 from tests.widgets.data import wait_until
 
@@ -31,8 +38,18 @@ def page_facts(url: str) -> tuple[int, str]:
     return page.stat().st_mode & 0o777, page.read_text()
 
 
-async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(tmp_path: Path) -> None:
+async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     app = serving_app(tmp_path)
+    timers: list[tuple[float, Callable[[], object]]] = []
+    set_timer = app.set_timer
+
+    def recording_timer(delay: float, callback: Any = None, **kwargs: Any) -> Any:
+        timers.append((delay, callback))
+        return set_timer(delay, callback, **kwargs)
+
+    monkeypatch.setattr(app, "set_timer", recording_timer)
     opened: list[str] = []
     app.web_opener = opened.append
     async with app.run_test(size=(160, 48)) as pilot:
@@ -48,7 +65,16 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(tmp_path: Path) 
         assert url.startswith("file://") and KEY not in url  # no key in the browser's argv
         mode, text = page_facts(url)
         assert mode == 0o600
-        assert 'action="http://127.0.0.1:8642/mvp/webui"' in text and KEY in text
+        # A one-time code for the UI's own name, never the key itself.
+        assert f'action="http://{webui_host(KEY)}:8642/mvp/webui"' in text and KEY not in text
+        code = text.split('name="code" value="', 1)[1].split('"', 1)[0]
+        assert webui_code_valid(KEY, code, time.time()) == (code.split(".")[0], "")
+        run_dir = app.engine.store.run_dir(app.engine.run_id)
+        assert (run_dir / "webui.html").exists()
+        # Removed a few seconds later, by the app's timer (its callback run here at once).
+        ((_, remove),) = [t for t in timers if t[0] == WEBUI_PAGE_KEPT_S]
+        remove()
+        assert not (run_dir / "webui.html").exists()
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Copy endpoint (y)" in titles and "Open the engine's web UI (w)" in titles
         app._exit_cleared = True

@@ -27,8 +27,8 @@ class PromptSection(Section):
     rpc_allow_remote: bool = key(
         False,
         (
-            "let rpc_addr be a non-loopback address; the prompt RPC has NO authentication, so "
-            "anyone who can reach that address can prompt (and spend) your node"
+            "let rpc_addr be a non-loopback address; the prompt RPC's token travels in CLEAR "
+            "TEXT, so anyone who can watch that network can prompt (and spend) your node"
         ),
         env="MVP_PROMPT_RPC_ALLOW_REMOTE", flag="--rpc-bind-unauthenticated",
     )
