@@ -60,7 +60,10 @@ async def test_destroy_and_quit_prints_the_receipt(
     assert total is not None, text
     assert total.group(2) == line.group(1)
     assert_receipt_matches(text, tmp_path / "state", code)
-    assert kept_receipt(tmp_path / "state").splitlines() == [line.group(0), total.group(0)]
+    kept = kept_receipt(tmp_path / "state").splitlines()
+    assert kept[:2] == [line.group(0), total.group(0)]
+    assert kept[2].startswith("account checked (vastai): nothing of run ")  # provably zero
+    assert all(x in text for x in kept)  # the screen said the same words
 
 
 async def test_keep_running_prints_what_still_bills(fake: FakeVast, tmp_path: Path) -> None:  # noqa: F811

@@ -20,6 +20,7 @@ from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
 from tests.prompt.engine import require_engine
 from tests.tui.test_dashboard_run import KEY, dashboard, is_
+from tests.widgets.data import wait_until
 
 
 def _env(fake: FakeVast, client: Path, tmp_path: Path) -> dict[str, str]:
@@ -48,8 +49,11 @@ async def test_an_earlier_lease_is_offered_for_teardown_on_start(
             await pilot.pause()
             while not isinstance(app.screen, ConfirmScreen):
                 await pilot.pause()
+            # The dialog sets its focus once mounted: wait for it (a loaded machine showed
+            # the first button, or none, for a turn), then it must be on Tear down.
+            await wait_until(pilot, lambda: getattr(app.screen.focused, "id", None)
+                             == "choice-teardown")
             assert isinstance(app.screen.focused, Button)
-            assert app.screen.focused.id == "choice-teardown"
             assert app.screen.query_one("#choice-reattach", Button)
             await pilot.press("enter")
             await seen.first(is_(lease.LeaseDeleted), within=30)
