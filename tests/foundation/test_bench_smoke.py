@@ -39,6 +39,7 @@ PEERS: dict[str, tuple[Callable[[], object], ...]] = {
     "bench_local_ready": (require_engine,),
     "bench_multinode": (require_engine, require_llama_rpc),
     "bench_prompt": (require_engine,),
+    "bench_ranking": (),
     "bench_runpod": (),
     "bench_ssh": (_sshd,),
     "bench_startup": (),

@@ -5,6 +5,7 @@ or, where it cannot reach our loopback, keep the run from ever becoming ready.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import socket
@@ -46,6 +47,10 @@ class CountingProxy:
             conn.close()
 
     def close(self) -> None:
+        # A close alone does not wake a thread blocked in accept() on Linux (the teardown
+        # waited out the join's 5 s); a shutdown does.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         self._thread.join(5)
 

@@ -147,7 +147,10 @@ async def banner_then_bad_kexinit(
     writer.write(BANNER + kexinit_without_common_algorithms())
     await writer.drain()
     with contextlib.suppress(OSError, asyncio.IncompleteReadError):
-        await reader.read(65536)  # until the client gives up
+        # Until the client gives up (EOF): one read returns with the client's own banner,
+        # and closing then let the client see a dropped connection, not the failed kex.
+        while await reader.read(65536):
+            pass
 
 
 async def banner_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
