@@ -8,6 +8,7 @@ stray bad `MVP_VASTAI_*` variable never stops a local run (the seed's rule).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,10 @@ class Config:
                             ("gguf_revision", None), ("gguf_local_path", None)):
             values[f"model.{name}"] = value
             sources[f"model.{name}"] = Source("default", why)
+        if sources.get("model.id", Source("default")).layer == "default":
+            # A served name the user never set follows the model (the OpenAI `model`).
+            values["model.id"] = served_name(file)
+            sources["model.id"] = Source("default", why)
         return dataclasses.replace(self, values=values, sources=sources)
 
     def for_provider(self, kind: str) -> Config:
@@ -323,3 +328,11 @@ def _check_rpc_bind(values: Mapping[str, object], sources: Mapping[str, Source])
         "--rpc-bind-unauthenticated (env MVP_PROMPT_RPC_ALLOW_REMOTE=true, or "
         "[prompt] rpc_allow_remote = true)"
     )
+
+
+def served_name(file: str) -> str:
+    """The model name a hub file is served as: its file name without the directory, the
+    `.gguf` suffix or a split's part number, lower case (`Llama-3.1-8B-Q4_K_M.gguf` →
+    `llama-3.1-8b-q4_k_m`)."""
+    stem = file.rsplit("/", 1)[-1].removesuffix(".gguf")
+    return re.sub(r"-\d{5}-of-\d{5}$", "", stem).lower() or "model"

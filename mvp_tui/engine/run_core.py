@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.loader import served_name
+from mvp_tui.config.values import Source
 from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
@@ -401,8 +403,13 @@ class RunCore:
     def choose_model(self, repo: str, file: str) -> None:
         """Serve hub `repo`'s `file` from the next lease on (the model picker): the node's
         env and the board's need follow. The session allows it only while nothing is leased."""
-        model = dataclasses.replace(self.settings.model, gguf_local_path=None, gguf_repo=repo,
-                                    gguf_file=file, gguf_revision=None)
+        # A served name the user never set follows the model (what OpenAI clients ask for).
+        named = self.config.sources.get("model.id", Source("default")).layer != "default"
+        model = dataclasses.replace(
+            self.settings.model, gguf_local_path=None, gguf_repo=repo, gguf_file=file,
+            gguf_revision=None,
+            model_id=self.settings.model.model_id if named else served_name(file),
+        )
         self.settings = dataclasses.replace(self.settings, model=model)
         self.node_env = self._node_env()
 

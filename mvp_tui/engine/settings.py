@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config import Config
+from mvp_tui.config.defaults import DEFAULT_HF_FILE
+from mvp_tui.config.loader import served_name
 from mvp_tui.config.sections.prompt import PromptSection
+from mvp_tui.config.values import Source
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
@@ -104,8 +107,14 @@ class ModelSettings:
     @classmethod
     def from_config(cls, config: Config) -> ModelSettings:
         model, source = config.settings.model, config.model_source  # the seed's layering
+        model_id = model.id
+        unnamed = config.sources.get("model.id", Source("default")).layer == "default"
+        if unnamed and source.local_path is None and source.file != DEFAULT_HF_FILE:
+            # Another hub file than the default's, and no name set: the default's name would
+            # tell OpenAI clients the wrong model, so it is named after its file.
+            model_id = served_name(source.file)
         return cls(
-            model_id=model.id,
+            model_id=model_id,
             gguf_local_path=source.local_path,
             gguf_repo=source.repo,
             gguf_file=source.file,

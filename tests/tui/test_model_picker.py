@@ -176,6 +176,8 @@ def test_the_engine_serves_the_choice(tmp_path: Path) -> None:
     assert run.node_env["MVP_GGUF_REPO"] == LLAMA  # what the node downloads
     assert run.node_env["MVP_GGUF_FILE"] == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
     assert "MVP_GGUF_LOCAL_PATH" not in run.node_env
+    # The served name follows the choice when the user never set one.
+    assert model.model_id == run.node_env["MVP_MODEL_ID"] == "meta-llama-3.1-8b-instruct-q8_0"
 
 
 async def test_another_providers_engine_gets_the_choice_too(tmp_path: Path) -> None:
@@ -197,3 +199,19 @@ def test_a_lease_in_the_making_keeps_its_model(tmp_path: Path) -> None:
     with pytest.raises(RunFailed, match="choose the model before leasing"):
         session.choose_model(LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf")
     assert session.engine.settings.model == before
+
+
+def test_a_saved_hub_file_is_served_under_its_own_name(tmp_path: Path) -> None:
+    """A config naming another hub file but no `[model] id` (what `models --save` writes):
+    the served name is the file's, not the default model's; a name the user set stays."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[model]\ngguf_repo = "{LLAMA}"\n'
+                    'gguf_file = "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"\n')
+    config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
+                         paths=ConfigPaths(explicit=path, explicit_source="test"))
+    run = RunEngine(config, lambda _event: None, environ={})
+    assert run.settings.model.model_id == "meta-llama-3.1-8b-instruct-q4_k_m"
+    path.write_text(path.read_text() + 'id = "mine"\n')
+    config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
+                         paths=ConfigPaths(explicit=path, explicit_source="test"))
+    assert RunEngine(config, lambda _event: None, environ={}).settings.model.model_id == "mine"
