@@ -36,7 +36,7 @@ def test_a_plain_http_vast_url_with_a_key_exits_2_before_any_request(tmp_path: P
           "MVP_RUNPOD_API_URL": "http://api.example.invalid/v2"}, "MVP_RUNPOD_API_URL"),
         ({"HF_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "http://hub.example.invalid"},
          "MVP_HF_ENDPOINT"),
-        ({"HUGGING_FACE_HUB_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "HTTP://10.0.0.9:8080/"},
+        ({"HUGGING_FACE_HUB_TOKEN": "hf_" + KEY, "MVP_HF_ENDPOINT": "HTTP://mirror.example.invalid:8080/"},
          "MVP_HF_ENDPOINT"),
     ],
 )
