@@ -64,11 +64,6 @@ class LeaseLine:
     def may_bill(self) -> bool:
         return self.state.may_bill
 
-    @property
-    def billing(self) -> bool:
-        """It bills now at `price_per_hour` (created and not confirmed gone)."""
-        return self.may_bill and self.since is not None and self.state is not Billing.NODE_GONE
-
 
 @dataclass(slots=True)
 class _Held:
@@ -309,6 +304,7 @@ def _entry_of(run_id: str, x: LeaseRecord) -> tuple[str, _Held]:
 
 
 def _bills_now(entry: _Held) -> bool:
+    """It bills now at its rate: created, not confirmed gone, not stopped by its node."""
     return (
         entry.state.may_bill and entry.since is not None and entry.state is not Billing.NODE_GONE
     )

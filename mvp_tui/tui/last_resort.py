@@ -3,45 +3,19 @@
 The app stops its run on every way out it sees. This is the net under it: when the app ended
 without a completed stop (an exception in a widget, a terminal that vanished mid-teardown),
 the run's record is read and its open leases destroyed through a fresh provider client, as
-`mvp-tui down RUN` would. Prints go to stderr and never raise (the terminal may be gone).
+`mvp-tui down RUN` would. The dashboard says the outcome (tui/dashboard.py `after_app`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
-import sys
-from collections.abc import Collection
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.engine.controller import RunController, StopResult
 from mvp_tui.engine.provider_factory import build_provider
-from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.restart import LeaseRef, down
 from mvp_tui.lease.settings import WalkSettings
-
-
-def after_dashboard(
-    config: Config,
-    run_id: str,
-    controller: RunController | None,
-    return_code: int | None,
-    *,
-    said: Collection[str] = (),
-) -> int:
-    """The dashboard's exit code, once nothing of its run can bill unnoticed. `said`: the
-    leases the dashboard's receipt already named as billing (not named twice)."""
-    result = settle_run(config, run_id, controller)
-    if not result.nothing_bills:
-        unsaid = dataclasses.replace(
-            result, left=tuple(r for r in result.left if r.provider_id not in said)
-        )
-        for line in unsaid.left_lines():
-            _say(f"mvp-tui: {line}")
-        return int(ExitCode.MAY_BILL)
-    return int(return_code or 0)
 
 
 def settle_run(config: Config, run_id: str, controller: RunController | None) -> StopResult:
@@ -93,8 +67,3 @@ async def _down(config: Config, store: RecordStore, run_id: str) -> StopResult:
     finally:
         await provider.aclose()
     return StopResult.from_down(report)
-
-
-def _say(line: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)

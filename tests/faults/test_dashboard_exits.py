@@ -25,7 +25,8 @@ from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.tui.app import MvpApp
-from mvp_tui.tui.last_resort import after_dashboard
+from mvp_tui.tui.dashboard import after_app
+from mvp_tui.tui.last_resort import settle_run
 from mvp_tui.widgets.confirm import ConfirmScreen
 from tests.fakes.vastai_server import FakeVast
 from tests.prompt.waiting import WaitingSink
@@ -165,7 +166,7 @@ async def test_each_exit_asks_and_destroy_leaves_nothing_billing(
     assert fake.billing() == []
     assert app.return_code == 0
     assert open_in_record(tmp_path) == []
-    assert after_dashboard(app.config, app.engine.run_id, app.controller, app.return_code) == 0  # type: ignore[union-attr]
+    assert after_app(app, app.engine) == 0  # type: ignore[arg-type]  # what the CLI exits with
 
 
 @pytest.mark.parametrize("how", ["ctrl+q", "palette", "app.exit"])
@@ -198,7 +199,7 @@ async def test_keep_exits_3_and_names_the_lease(
     provider_id = running.provider_id  # type: ignore[attr-defined]
     assert [str(i["id"]) for i in fake.billing()] == [provider_id]
     assert open_in_record(tmp_path) == [provider_id]
-    code = after_dashboard(app.config, app.engine.run_id, app.controller, app.return_code)  # type: ignore[union-attr]
+    code = after_app(app, app.engine)  # type: ignore[arg-type]  # what the CLI exits with
     assert code == 3
     assert provider_id in capsys.readouterr().err
 
@@ -248,6 +249,6 @@ def test_after_a_dashboard_that_never_stopped_its_run_the_record_is_torn_down(
     (row,) = [json.loads(line) for line in cli("ls", "--json", env=env).stdout.splitlines()]
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     assert len(fake.billing()) == 1
-    assert after_dashboard(config, row["run"], None, 0) == 0
+    assert settle_run(config, row["run"], None).exit_code == 0
     assert fake.billing() == []
     assert open_in_record(tmp_path) == []
