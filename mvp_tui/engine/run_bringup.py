@@ -428,6 +428,8 @@ class BringUpPhase(RunCore):
 
     async def _local_url(self, node_base_url: str, port: int) -> str:
         if not self.provider.info.ssh:
+            if self._local_port_asked and port != self._local_port_asked:
+                self._port_taken = self._local_port_asked  # taken after the check: said
             return node_base_url
         assert self._session is not None
         # 0: any free port; a replaced node takes the port its predecessor had, so clients

@@ -173,6 +173,7 @@ class RunCore:
         self.provider = provider or build_provider(config, on_line=self._on_node_line)
         self.watchdog = WatchdogSettings.from_config(config, billing=self.provider.info.billing)
         self._port_taken = 0  # [prompt] openai_port, when something else held it
+        self._local_port_asked = 0  # the port a local node was asked to serve on
         self.node_env = self._node_env()
         self._describe_run()
         self._settings_override = settings_override
@@ -281,7 +282,8 @@ class RunCore:
         if not local_port_free(wanted):
             self._port_taken = wanted
             return {}
-        return {"MVP_ENGINE_PORT": str(wanted)}
+        self._local_port_asked = wanted  # free now; another run may take it before the node
+        return {"MVP_ENGINE_PORT": str(wanted), "MVP_ENGINE_PORT_FALLBACK": "1"}
 
     def _on_watchdog_frame(self, frame: Frame) -> None:
         notice = idle_stop_notice(frame, self.run_id, self._clock())

@@ -4,6 +4,7 @@ watch, shutdown (the single-node role; `roles` adds the multi-node ones)."""
 from __future__ import annotations
 
 import copy
+import errno
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -267,7 +268,7 @@ class Agent:
                     engine_key=self._engine_key, max_body=s.gate_max_body,
                     on_use=watchdog.note_use if watchdog is not None else None)
         try:
-            port = gate.start()
+            port = self._start_gate(gate)
         except OSError as exc:
             raise PhaseFailed(
                 f"cannot open the engine's port {s.engine_host}:{s.engine_port}: "
@@ -278,6 +279,18 @@ class Agent:
         if watchdog is not None:
             watchdog.serving()
         return port, f"http://{ENGINE_HOST}:{port}"
+
+    def _start_gate(self, gate: Gate) -> int:
+        """The gate's port: the one asked for, or (when that was only a preference, as a local
+        run's [prompt] openai_port is) any free one once another process holds it — the
+        engine checked it free, but a second run may take it in the meantime."""
+        try:
+            return gate.start()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or not self.settings.engine_port_fallback:
+                raise
+        gate.port = 0
+        return gate.start()
 
     def _wait_healthy(self) -> dict[str, Any]:
         assert self.engine is not None

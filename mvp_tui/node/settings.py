@@ -77,6 +77,8 @@ class Settings:
         cache = env.get("MVP_MODEL_CACHE_DIR", "").strip()
         self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
         self.engine_port = _env_int(env, "MVP_ENGINE_PORT", 0, low=0, high=65535)
+        # "1": MVP_ENGINE_PORT is a preference; taken, the gate serves on a free port instead.
+        self.engine_port_fallback = env.get("MVP_ENGINE_PORT_FALLBACK", "").strip() == "1"
         self.engine_host = env.get("MVP_ENGINE_HOST", "").strip() or ENGINE_HOST
         if self.engine_host not in ENGINE_BIND_HOSTS:
             raise ConfigError(

@@ -134,3 +134,50 @@ async def test_the_engine_saying_it_is_ready_is_probed_at_once(
         assert await run.wait_exit() == 0
     finally:
         await run.kill()
+
+
+async def _behind_a_taken_port(tmp_path: Path, tiny_model: Path, path_with: str,
+                               **extra: str) -> tuple[int, dict[str, object], AgentRun]:
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    taken = holder.getsockname()[1]
+    env = agent_env(tmp_path, PATH=path_with, MVP_GGUF_LOCAL_PATH=str(tiny_model),
+                    FAKE_LOADING_PROBES="0", MVP_API_KEY="mvp-run-key-for-the-gate",
+                    MVP_ENGINE_PORT=str(taken), **extra)
+    run = await AgentRun.start(env)
+    try:
+        loaded = await run.weights()
+    finally:
+        holder.close()
+    return taken, loaded, run
+
+
+async def test_a_preferred_port_taken_after_the_check_serves_on_another(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """A local run's [prompt] openai_port is checked free by the engine, but a second run can
+    take it before this node binds: with the fallback the gate serves on a free port."""
+    taken, loaded, run = await _behind_a_taken_port(tmp_path, tiny_model, path_with,
+                                                    MVP_ENGINE_PORT_FALLBACK="1")
+    try:
+        assert loaded["type"] == "WeightsLoaded", loaded
+        assert loaded["port"] != taken and int(str(loaded["port"])) > 0
+        await run.send("shutdown\n")
+        assert await run.wait_exit() == 0
+    finally:
+        await run.kill()
+
+
+async def test_a_required_port_taken_fails_naming_it(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    taken, fatal, run = await _behind_a_taken_port(tmp_path, tiny_model, path_with)
+    try:
+        assert fatal["type"] == "WorkerFatal", fatal
+        assert f"cannot open the engine's port 127.0.0.1:{taken}" in str(fatal["reason"])
+        assert "MVP_ENGINE_PORT" in str(fatal["fix"])
+    finally:
+        await run.kill()
