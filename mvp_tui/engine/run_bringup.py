@@ -33,8 +33,8 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import RunCore, local_port_free, unless
+from mvp_tui.engine.watchdog import UNPROVEN_WORDS, switch_refusal
 from mvp_tui.engine.watchdog import no_verdict as silent
-from mvp_tui.engine.watchdog import switch_refusal
 from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
@@ -289,9 +289,13 @@ class BringUpPhase(RunCore):
         out, and whether the run stops or walks on (`switch_refusal`)."""
         if not self.watchdog.required:
             return
-        refusal = switch_refusal(self.watchdog_verdict, self.boot_guard_verdict)
+        refuse = self.config.settings.limits.unproven_node_switch == "refuse"
+        verdict = self.watchdog_verdict
+        refusal = switch_refusal(verdict, self.boot_guard_verdict, refuse_unproven=refuse)
         if refusal is not None:
             raise self._attempt_failed(refusal)
+        if verdict is not None and verdict.status == "ready" and verdict.destroy_proven is False:
+            self._sink_line(UNPROVEN_WORDS.format(provider=self.provider.info.name))
 
     async def keep_node_attached(self) -> None:
         """Heartbeats to the node's switch while this run is attached (at least four per

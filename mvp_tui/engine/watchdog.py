@@ -116,6 +116,10 @@ class NodeWatchdog(EngineEvent):
     # A failed verdict's scope: "host" where only this host failed (it cannot reach the
     # provider's API), "run" where every host would fail the same (the key lacks the right).
     scope: str = "run"
+    # Whether the key's write right was proven (Vast's no-op change); False: read only
+    # (RunPod), None: not said (an older agent, or not a ready verdict).
+    destroy_proven: bool | None = None
+    bills: bool = False  # a fired switch that gave up: its instance may still bill
 
 
 def watchdog_record(frame: Frame) -> dict[str, Any] | None:
@@ -157,6 +161,10 @@ def verdict_event(
         armed=detail.get("armed") is True,
         trigger=clean_line(str(detail.get("trigger") or ""), 20),
         scope="host" if detail.get("scope") == "host" else "run",
+        destroy_proven=(
+            detail["destroy_proven"] if isinstance(detail.get("destroy_proven"), bool) else None
+        ),
+        bills=detail.get("bills") is True,
     )
 
 
@@ -172,8 +180,17 @@ REFUSAL_FIX = (
 )
 
 
+UNPROVEN_WORDS = (
+    "the node's dead-man's switch proved only that its key reads the instance: {provider} "
+    "documents no harmless write, and pod keys have been seen refused (HTTP 403) on their own "
+    "delete. If it fires while this dashboard is gone it tries the delete, then podAction "
+    "terminate and stop, and says the pod may still bill; [limits] unproven_node_switch = "
+    '"refuse" refuses such a switch'
+)
+
+
 def switch_refusal(
-    verdict: NodeWatchdog | None, guard: NodeBootGuard | None
+    verdict: NodeWatchdog | None, guard: NodeBootGuard | None, *, refuse_unproven: bool = False
 ) -> AttemptFailure | None:
     """The attempt's failure when the boot guard or the switch failed (the guard first),
     else None. As the seed, a refusal stops the run: an instance key that is missing or lacks
@@ -186,6 +203,13 @@ def switch_refusal(
         host = verdict.scope == "host"
         what, reason, kind = "dead-man's switch", verdict.reason, "switch_failed"
         scope = FailureScope.HOST if host else FailureScope.RUN
+    elif refuse_unproven and verdict is not None and verdict.destroy_proven is False:
+        what, scope, kind = "dead-man's switch", FailureScope.RUN, "switch_unproven"
+        reason = 'its delete right is unproven and [limits] unproven_node_switch = "refuse"'
+        return AttemptFailure(
+            Stage.AGENT, scope, kind, f"the node's {what} cannot protect this lease: {reason}",
+            'set [limits] unproven_node_switch = "warn" to rent with a read-proven switch',
+        )
     else:
         return None
     # The opt-out in our own words: the node's reason is cut at 200 (seed 003).

@@ -7,7 +7,7 @@ import json
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Callable  # noqa: UP035 (3.8 nodes)
 
 from mvp_tui.node.control import exc_name
 from mvp_tui.node.frames import clean_text
@@ -270,6 +270,16 @@ class InstanceApi:
     def delete(self) -> ApiAnswer:
         raise NotImplementedError
 
+    def write_probe(self) -> ApiAnswer | None:
+        """A documented no-op change of our own instance, which needs the key's write right
+        (None: the provider documents none, so the delete right stays unproven)."""
+        return None
+
+    def fallback_calls(self) -> list[tuple[str, Callable[[], ApiAnswer]]]:
+        """(what it does, the call) for each other documented way to end the instance after
+        a refused delete, in order, each tried once."""
+        return []
+
     def shows_self(self, answer: ApiAnswer) -> bool:
         raise NotImplementedError
 
@@ -306,6 +316,11 @@ class VastInstanceApi(InstanceApi):
 
     def delete(self) -> ApiAnswer:
         return api_request("DELETE", self.url, self.creds.key, body={})
+
+    def write_probe(self) -> ApiAnswer | None:
+        # "a no-op since it's already running" (Vast's docker-environment docs): the key
+        # that may start, stop and destroy its instance answers 200 success.
+        return api_request("PUT", self.url, self.creds.key, body={"state": "running"})
 
     def _row(self, answer: ApiAnswer) -> Any:
         return answer.field("instances") if answer.status == 200 else None
@@ -348,6 +363,15 @@ class RunPodInstanceApi(InstanceApi):
 
     def delete(self) -> ApiAnswer:
         return api_request("DELETE", self.url, self.creds.key)
+
+    def fallback_calls(self) -> list[tuple[str, Callable[[], ApiAnswer]]]:
+        # The seed's order after a refused DELETE: podAction terminate ("equivalent to
+        # deletePod"), then stop (the GPU stops billing; the disk still bills).
+        def action(word: str) -> Callable[[], ApiAnswer]:
+            return lambda: api_request("POST", self.url + "/action", self.creds.key,
+                                       body={"action": word})
+
+        return [("terminate", action("terminate")), ("stop", action("stop"))]
 
     def shows_self(self, answer: ApiAnswer) -> bool:
         return answer.status == 200 and str(answer.field("id")) == self.creds.instance_id

@@ -22,6 +22,7 @@ from mvp_tui.node.instance_api import (
     WATCHDOG_RETRY_CAP_S,
     WATCHDOG_WAIT_CAP_S,
     Credentials,
+    InstanceApi,
     WatchdogSettings,
     instance_api,
     resolve_credentials,
@@ -41,6 +42,9 @@ from mvp_tui.secrets import Redactor
 
 BOOT_GUARD_VERDICT_WAIT_S = 5.0  # the guard writes its verdict first thing; a race waits this
 BOOT_GUARD_LINE_MAX = 300
+# Refused destroys (401/403) before the switch tries the other ways once and gives up: one
+# refusal may be a key not yet live; three say the key lacks the right.
+DESTROY_REFUSALS = 3
 
 
 def _guard_verdict_line(directory: Path, wait_s: float) -> str | None:
@@ -312,8 +316,7 @@ class Watchdog:
             answer = api.read()
             tries += 1
         if api.shows_self(answer):
-            detail = {"proof": "read", "credentials": creds.source, "api_url": api.base_url}
-            return None, detail
+            return self._prove_write(api, creds, doing)
         if api.refused(answer):
             return api.refusal_text(answer, doing), {}
         if answer.transient:
@@ -329,6 +332,53 @@ class Watchdog:
                 f"this machine's; {REQUIRE_HINT}"
             ), {}
         return f"unexpected answer {doing}: {answer.describe()}; {REQUIRE_HINT}", {}
+
+    def _last_resorts(self, api: InstanceApi, what: str, refused: str) -> str | None:
+        """The provider's other documented ways to end `what`, each once; None when one
+        ended it, else why the instance may still bill."""
+        tried = []
+        for word, call in api.fallback_calls():
+            answer = call()
+            self.emitter.notice(
+                f"dead-man's switch: {word} of {what} after its refused destroy: "
+                f"{clean_text(answer.describe(), 200, redact=self.emitter.redact)}"
+            )
+            tried.append(f"{word}: {answer.describe()}")
+            ended = api.delete_accepted(answer) or api.is_gone(answer)
+            if word == "stop" and answer.status == 200:
+                tried[-1] = "stop: accepted (its GPU stops billing, its disk does not)"
+            elif ended and api.is_gone(api.read()):
+                return None
+        also = f"; also tried {', '.join(tried)}" if tried else ""
+        return (
+            f"{refused}{also}; {what} may still bill until it is destroyed from the dashboard "
+            "(mvp-tui down --all) or the provider's console"
+        )
+
+    def _prove_write(
+        self, api: InstanceApi, creds: Credentials, doing: str
+    ) -> tuple[str | None, dict[str, Any]]:
+        """After the read: the provider's documented no-op write, where it has one (Vast);
+        without one (RunPod) the delete right is unproven and the verdict says so — RunPod
+        pod keys have been seen refused with HTTP 403 on their own delete."""
+        detail: dict[str, Any] = {"credentials": creds.source, "api_url": api.base_url}
+        answer = api.write_probe()
+        if answer is None:
+            detail.update(proof="read", destroy_proven=False)
+            return None, detail
+        if answer.status == 200 and answer.field("success") is not False:
+            detail.update(proof="write", destroy_proven=True)
+            return None, detail
+        if api.refused(answer):
+            return (
+                f"{api.name} let the instance key read its instance but refused a no-op change "
+                f"of it ({answer.describe()}): this node could not destroy itself; "
+                f"{REQUIRE_HINT}"
+            ), {}
+        # A transient or odd answer to the write: the read proved the key; say what we saw.
+        detail.update(proof="read", destroy_proven=False,
+                      write_probe=clean_text(answer.describe(), 200))
+        return None, detail
 
     def _pause_interruptibly(self, seconds: float) -> None:
         """A retry pause during the verdict that a shutdown ends (no engine runs yet, so
@@ -415,8 +465,8 @@ class Watchdog:
     # -- after the engine stopped (main thread)
 
     def finish(self, trigger: str) -> None:
-        """Destroy our own instance until the provider confirms it is gone (never gives up),
-        or on a local/docker node just record the end."""
+        """Destroy our own instance until the provider confirms it is gone (given up only
+        when its key is refused), or on a local/docker node just record the end."""
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.flush()
         started = time.monotonic()
@@ -425,14 +475,24 @@ class Watchdog:
             detail.update(trigger=trigger, destroyed=False, ended=True)
             self.emitter.phase(WATCHDOG_PHASE, "ready", detail, ms_since(started))
             return
-        attempts = self._destroy_until_gone()
+        attempts, refused = self._destroy_until_gone()
         detail = self._detail()
+        if refused is not None:  # the key lacks the right: retrying cannot help
+            detail.update(trigger=trigger, destroyed=False, attempts=attempts, bills=True,
+                          reason=clean_text(refused, 600, redact=self.emitter.redact))
+            self.emitter.phase(WATCHDOG_PHASE, "failed", detail, ms_since(started))
+            self.emitter.stderr(f"mvp-node: dead-man's switch gave up: {detail['reason']}")
+            return
         detail.update(trigger=trigger, destroyed=True, attempts=attempts)
         self.emitter.phase(WATCHDOG_PHASE, "ready", detail, ms_since(started))
 
-    def _destroy_until_gone(self) -> int:
+    def _destroy_until_gone(self) -> tuple[int, str | None]:
+        """(attempts, None) once the provider confirms the instance gone; retried while
+        there is a chance (network, rate limits, a destroy that lingers). A refused key
+        gets the provider's other documented ways once each, then (attempts, why): a pod
+        that refuses its own key would otherwise be retried, billing, for ever."""
         delay = self.settings.retry_initial_s
-        attempt = 0
+        attempt = refusals = 0
         while True:
             attempt += 1
             floor = 0.0
@@ -447,11 +507,14 @@ class Watchdog:
                 if api.delete_accepted(answer) or api.is_gone(answer):
                     check = api.read()
                     if api.is_gone(check):
-                        return attempt
+                        return attempt, None
                     floor = api.retry_floor(check)
                     problem = f"{what} still shows after its destroy ({check.describe()})"
                 elif api.refused(answer):
                     problem = api.refusal_text(answer, f"destroying {what}")
+                    refusals += 1
+                    if refusals >= DESTROY_REFUSALS:
+                        return attempt, self._last_resorts(api, what, problem)
                 else:
                     problem = f"destroy of {what} failed: {answer.describe()}"
             wait = max(min(delay, WATCHDOG_RETRY_CAP_S), floor)

@@ -41,15 +41,18 @@ class Instance:
     polls: int = 0
     destroyed: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
-    # Its own CONTAINER_API_KEY: valid only for this instance's show and destroy.
+    # Its own CONTAINER_API_KEY: valid only for this instance's show, start/stop and destroy.
     key: str = field(default_factory=lambda: "inst-" + secrets.token_hex(24))
     destroyed_by: str | None = None  # "account" | "instance", once destroyed
     lingering: int = 0  # show/list answers that still show it after its destroy was accepted
 
 
-def in_scope(instance_id: int, op: str | None, path: str) -> bool:
-    """An instance key may only show or destroy its own instance."""
-    return op in ("show", "destroy") and path.rstrip("/").split("/")[-1] == str(instance_id)
+def in_scope(instance_id: int, op: str | None, path: str, body: Any = None) -> bool:
+    """An instance key may only show, start, stop or destroy its own instance (Vast's docs:
+    it "can only start, stop, or destroy that specific instance", and read it)."""
+    own = path.rstrip("/").split("/")[-1] == str(instance_id)
+    state_only = isinstance(body, dict) and set(body) == {"state"}
+    return own and (op in ("show", "destroy") or (op == "manage" and state_only))
 
 
 class VastOperations:

@@ -13,7 +13,8 @@ the operation names are "search", "create", "show", "list", "destroy", "ssh_list
 
 Instance-scoped keys (Vast's CONTAINER_API_KEY): every instance gets its own random key
 (`instance_env`, `write_instance_env` give it to the "node"); it is accepted only on that
-instance's own show and destroy. Any other use answers 401 and lands in `scope_violations`.
+instance's own show, start/stop (`PUT {"state": …}`) and destroy. Any other use answers 401
+and lands in `scope_violations`.
 `destroyed_by` tells whether the account key or the instance's own key destroyed it.
 `onstart_of` and `container_env` give a test what the instance's container starts with (its
 recorded onstart and env), so the real start script runs as Vast would run it; a create whose
@@ -335,7 +336,7 @@ class FakeVast(VastOperations):
         if cut_off:
             handler.drop()  # its host's network never got the request here
             return
-        if owner is not None and not in_scope(owner, op, path):
+        if owner is not None and not in_scope(owner, op, path, body):
             with self._lock:
                 self.scope_violations.append(
                     RecordedRequest(method, parts.path, query, headers, body)

@@ -147,6 +147,8 @@ async def test_deadline_destroys_the_instance_with_its_own_key(
             assert verdict["armed"] is True and verdict["idle_teardown_mins"] is None
             assert verdict["deadline_at"] == pytest.approx(started + 1.8, abs=0.01)
             assert verdict["credentials"] == str(environ)
+            # Proven by Vast's documented no-op write, not only the read.
+            assert (verdict["proof"], verdict["destroy_proven"]) == ("write", True)
 
             fired = await run.wait_phase("watchdog", "started")
             assert fired["detail"]["trigger"] == "deadline"
@@ -159,9 +161,12 @@ async def test_deadline_destroys_the_instance_with_its_own_key(
         assert fake.destroyed_by(iid) == "instance"
         assert fake.destroyed() == [iid] and other not in fake.destroyed()
         assert fake.scope_violations == []
-        # Only its own show and destroy, each with our own User-Agent.
+        # Only its own show, the no-op write and destroy, each with our own User-Agent.
         own = f"/api/v0/instances/{iid}/"
-        assert set(_instance_key_requests(fake, key)) == {("GET", own), ("DELETE", own)}
+        assert set(_instance_key_requests(fake, key)) == {
+            ("GET", own), ("PUT", own), ("DELETE", own)}
+        (put,) = [r for r in fake.requests if r.method == "PUT"]
+        assert put.body == {"state": "running"}
         assert all("mvp-node" in r.headers.get("user-agent", "") for r in fake.requests)
     # The engine stopped (cleanly) before the destroy; the agent ended after the proof.
     phases = run.phases()
@@ -297,6 +302,33 @@ async def test_attach_rearms_the_silence(tmp_path: Path, tiny_model: Path, path_
         finally:
             await run.kill()
         assert fake.destroyed_by(iid) == "instance"
+
+
+async def test_a_key_that_reads_but_may_not_change_its_instance_fails_the_verdict(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """A read alone does not prove the destroy: Vast's documented no-op write refused (403)
+    is a failed verdict for the run (every host would have such a key), naming the fix."""
+    from mvp_tui.rehearsal.vast_replies import Fault
+
+    with FakeVast() as fake:
+        iid = fake.add_instance(label="mvp-r-0000abcd")
+        environ = fake.write_instance_env(iid, tmp_path / "environ")
+        fake.script("manage", Fault(status=403, body={"success": False, "error": "forbidden",
+                                                       "msg": "not allowed"}))
+        env = _env(tmp_path, tiny_model, path_with, **_vast_env(fake, environ, MVP_MAX_HOURS="1"))
+        run = await AgentRun.start(env)
+        try:
+            failed = (await run.wait_phase("watchdog", "failed"))["detail"]
+            await run.send("shutdown\n")
+            assert await run.wait_exit() == 0
+        finally:
+            await run.kill()
+        reason = failed["reason"]
+        assert "refused a no-op change" in reason and "HTTP 403" in reason, reason
+        assert "require_node_watchdog = false" in reason
+        assert failed["scope"] == "run" and failed["armed"] is False
+        assert fake.destroyed() == []
 
 
 async def test_no_credentials_is_a_failed_verdict_and_the_agent_still_serves(
@@ -446,14 +478,16 @@ async def test_unconfigured_agent_reports_no_watchdog_and_accepts_the_words(
 
 
 class _RunPodStub:
-    """GET /pods/{id} → the pod; DELETE → 204; then GET → RunPod's own 404 shape.
-    `refuse_delete` answers 403 to deletes (the recorded open risk)."""
+    """GET /pods/{id} → the pod; DELETE → 204; then GET → RunPod's own 404 shape; POST
+    /pods/{id}/action (podAction: terminate → 204 as deletePod, stop → 200 EXITED).
+    `refuse_delete` answers 403 to deletes and actions (the recorded open risk)."""
 
     def __init__(self, pod_id: str, key: str) -> None:
         self.pod_id = pod_id
         self.key = key
         self.deleted = False
         self.refuse_delete = False
+        self.status = "RUNNING"
         self.requests: list[tuple[str, str, str]] = []
         stub = self
 
@@ -469,14 +503,25 @@ class _RunPodStub:
             def _route(self, method: str) -> None:
                 auth = self.headers.get("Authorization", "")
                 stub.requests.append((method, self.path, auth))
-                if auth != f"Bearer {stub.key}" or self.path != f"/v1/pods/{stub.pod_id}":
+                pod = f"/v1/pods/{stub.pod_id}"
+                if auth != f"Bearer {stub.key}" or self.path not in (pod, pod + "/action"):
                     self._answer(401, {"error": "unauthorized", "status": 401})
                 elif stub.deleted:
                     self._answer(404, {"error": "pod not found", "status": 404})
                 elif method == "GET":
-                    self._answer(200, {"id": stub.pod_id, "desiredStatus": "RUNNING"})
+                    self._answer(200, {"id": stub.pod_id, "desiredStatus": stub.status})
                 elif stub.refuse_delete:
-                    self._answer(403, {"error": "forbidden", "status": 403})
+                    self._answer(403, {"title": "Forbidden", "status": 403,
+                                       "detail": "access denied"})
+                elif method == "POST":
+                    length = int(self.headers.get("Content-Length", "0"))
+                    word = json.loads(self.rfile.read(length) or b"{}").get("action")
+                    if word == "stop":
+                        stub.status = "EXITED"
+                        self._answer(200, {"id": stub.pod_id, "desiredStatus": "EXITED"})
+                    else:
+                        stub.deleted = word == "terminate"
+                        self._answer(204 if stub.deleted else 409)
                 else:
                     stub.deleted = True
                     self._answer(204)
@@ -486,6 +531,9 @@ class _RunPodStub:
 
             def do_DELETE(self) -> None:
                 self._route("DELETE")
+
+            def do_POST(self) -> None:
+                self._route("POST")
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -524,6 +572,8 @@ async def test_runpod_pod_destroys_itself_with_its_pod_key(
         try:
             verdict = (await run.wait_phase("watchdog", "ready"))["detail"]
             assert verdict["provider"] == "runpod" and verdict["instance_id"] == "pod-abc123"
+            # RunPod documents no harmless write: the delete right is said to be unproven.
+            assert (verdict["proof"], verdict["destroy_proven"]) == ("read", False)
             await run.wait_for(_watchdog("ready", destroyed=True, trigger="deadline"))
             assert await run.wait_exit() == 0
         finally:
@@ -533,6 +583,41 @@ async def test_runpod_pod_destroys_itself_with_its_pod_key(
             ("GET", "/v1/pods/pod-abc123"),
             ("DELETE", "/v1/pods/pod-abc123"),
         }
+    assert key.encode() not in bytes(run.stdout + run.stderr)
+
+
+async def test_runpod_refused_self_delete_gives_up_after_the_other_ways(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """The recorded real failure: the pod key reads its pod but gets 403 on its own delete.
+    The switch tries the documented other ways once (podAction terminate, then stop), says
+    the pod may still bill and how to end it, and stops: no retry loop while it bills."""
+    key = "rp-pod-scoped-key-4f1d9c"
+    with _RunPodStub("pod-abc123", key) as stub:
+        stub.refuse_delete = True
+        environ = tmp_path / "environ"
+        environ.write_bytes(f"RUNPOD_POD_ID=pod-abc123\0RUNPOD_API_KEY={key}\0".encode())
+        env = _env(
+            tmp_path, tiny_model, path_with,
+            MVP_NODE_PROVIDER="runpod", MVP_RUNPOD_API_URL=stub.url,
+            MVP_NODE_PROVIDER_ENV_FILE=str(environ), MVP_MAX_HOURS="0.0005",
+            MVP_LEASE_STARTED_AT=repr(time.time()),
+        )
+        run = await AgentRun.start(env)
+        try:
+            gave_up = (await run.wait_for(_watchdog("failed", destroyed=False), within=60))
+            assert await run.wait_exit() == 0
+        finally:
+            await run.kill()
+        reason = gave_up["detail"]["reason"]
+        assert gave_up["detail"]["bills"] is True and gave_up["detail"]["trigger"] == "deadline"
+        assert "HTTP 403" in reason and "may still bill" in reason and "down --all" in reason
+        assert "terminate: HTTP 403" in reason and "stop: HTTP 403" in reason
+        calls = [(m, p) for m, p, _ in stub.requests]
+        pod = "/v1/pods/pod-abc123"
+        assert calls.count(("DELETE", pod)) == 3  # refused three times, then the other ways
+        assert calls.count(("POST", pod + "/action")) == 2
+        assert not stub.deleted
     assert key.encode() not in bytes(run.stdout + run.stderr)
 
 

@@ -33,7 +33,9 @@ python-requests/…), gets a plain-text 403 `error code: 1010`; `cloudflare_bloc
 
 Pod-scoped keys: every pod gets its own `RUNPOD_API_KEY`, valid only on GET and DELETE of
 that pod (`instance_env`, `write_instance_env`, `node_env_file` give it to the "node"); any
-other use answers 403 and lands in `scope_violations`. `destroyed_by` says whose key
+other use answers 403 and lands in `scope_violations`. `refuse_self_delete` plays the recorded
+real failure: every change by a pod key (its own DELETE too) answers 403 `access denied`,
+kept in `refused_self`. `destroyed_by` says whose key
 deleted a pod ("account" or "instance").
 """
 
@@ -203,6 +205,11 @@ class FakeRunPod:
         self.on_create: Callable[[dict[str, Any]], None] | None = None
         # Set whenever a pod is deleted (tests wait on it instead of polling).
         self.deleted_event = threading.Event()
+        # The recorded real failure: a pod key reads its pod but gets 403 on its own delete
+        # (and on any other change). Each refused request is kept; `refused_cond` wakes waiters.
+        self.refuse_self_delete = False
+        self.refused_self: list[RecordedRequest] = []
+        self.refused_cond = threading.Condition()
         # None: the whole list in one answer (the document); N: pages of N (recorded live).
         self.page_size: int | None = None
         self._lock = threading.RLock()
@@ -439,6 +446,11 @@ class FakeRunPod:
         with self._lock:
             return [pid for pid, p in self._pods.items() if p.deleted]
 
+    def wait_refused(self, count: int, timeout: float) -> bool:
+        """Until `count` pod-key changes were refused (`refuse_self_delete`), or the timeout."""
+        with self.refused_cond:
+            return self.refused_cond.wait_for(lambda: len(self.refused_self) >= count, timeout)
+
     def destroyed_by(self, pod_id: str) -> str | None:
         with self._lock:
             return self._pods[pod_id].destroyed_by
@@ -610,6 +622,11 @@ class FakeRunPod:
                 self.cloudflare_blocks += 1
             return _Reply(403, "error code: 1010", "text/plain; charset=UTF-8")
         owner = self._pod_key_owner(request.headers)
+        if owner is not None and self.refuse_self_delete and request.method != "GET":
+            with self.refused_cond:
+                self.refused_self.append(request)
+                self.refused_cond.notify_all()
+            return problem(403, "access denied")
         if owner is not None:
             own = op in ("get", "delete") and unquote(request.path.rsplit("/", 1)[-1]) == owner
             if not own:

@@ -283,3 +283,39 @@ async def test_a_run_killed_before_ssh_answers_leaves_a_pod_that_deletes_itself(
         await asyncio.to_thread(wait_until, lambda: "gone" in log.read_text(), 30, "gone")
         assert "destroy: HTTP 204" in log.read_text()
     assert took <= grace_s + 60
+
+
+async def test_a_pod_whose_key_may_not_delete_it_gives_up_and_down_ends_it(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    """The recorded real failure (HTTP 403 on a pod key's own DELETE), end to end: the verdict
+    says the delete right is unproven and the run warns; at the deadline the switch is
+    refused three times, tries podAction terminate and stop once each, then stops asking
+    (the pod bills, said) instead of retrying for ever; `down --all` ends it with the
+    account key."""
+    with FakeRunPod() as fake:
+        catalog(fake)
+        fake.running_without_ssh(10**6)
+        fake.refuse_self_delete = True
+        env = {**runpod_env(fake, node, tmp_path), "MVP_MAX_HOURS": "0.003",  # 10.8 s
+               "MVP_WATCHDOG_RETRY_INITIAL_S": "0.05"}
+        args = ["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)]
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            await boot_pod(run, fake, node)
+            assert await run.finish(within=180) == 0, run.stderr
+        (verdict,) = [e for e in run.events("node_watchdog") if e["status"] == "ready"]
+        assert verdict["destroy_proven"] is False
+        assert "proved only that its key reads the instance" in run.stderr + json.dumps(
+            run.records)
+        assert await asyncio.to_thread(fake.wait_refused, 5, 120), fake.refused_self
+        (pod,) = fake.billing()
+        refused = [(r.method, r.path) for r in fake.refused_self]
+        assert refused.count(("DELETE", f"/v2/pods/{pod['id']}")) == 3
+        assert refused.count(("POST", f"/v2/pods/{pod['id']}/action")) == 2
+        state = {**env, "MVP_STATE_DIR": str(tmp_path / "state")}
+        down = await asyncio.to_thread(cli, "down", "--all", "--yes", env=state)
+        assert down.returncode == 0, down.stderr
+        assert fake.billing() == [] and fake.destroyed_by(pod["id"]) == "account"
+        assert len(fake.refused_self) == 5, "the switch kept asking after it gave up"
+    logs = "".join(p.read_text(errors="replace") for p in node.node_dir.rglob("*.log"))
+    assert "dead-man's switch gave up" in logs and "may still bill" in logs

@@ -64,8 +64,17 @@ class LimitsSection(Section):
     require_node_watchdog: bool = key(
         True,
         (
-            "stop the run and destroy the lease when the node's dead-man's switch cannot prove it"
-            " can destroy its own instance"
+            "stop the run and destroy the lease when the node's dead-man's switch cannot reach "
+            "its own instance with its key (a read, and on Vast a documented no-op change)"
         ),
         env="MVP_REQUIRE_NODE_WATCHDOG", flag="--require-node-watchdog",
+    )
+    unproven_node_switch: str = key(
+        "warn",
+        (
+            "a switch whose delete right cannot be proven without deleting (RunPod documents no "
+            "harmless write; pod keys have been seen refused with 403 on their own delete): "
+            "warn and rent, or refuse the run"
+        ),
+        env="MVP_UNPROVEN_NODE_SWITCH", flag="--unproven-node-switch", choices=("warn", "refuse"),
     )
