@@ -53,7 +53,7 @@ ANSWER = [
 
 def panes() -> list[Widget]:
     return [
-        OffersPane(provider="vastai"),
+        OffersPane(provider="vastai", clock=fixed_clock(T0 + 95)),
         BootstrapPane(clock=fixed_clock(T0 + 95)),
         LeasesPane(clock=fixed_clock(T0 + 95), tz=UTC),
         ChannelsPane(clock=fixed_clock(0.0)),
@@ -127,7 +127,7 @@ def archive(tmp_path: Path) -> Path:
 
 
 def test_offers_table_with_picks_sort_and_filter(snap_compare) -> None:  # type: ignore[no-untyped-def]
-    app = Harness(lambda: [OffersPane(provider="vastai")])
+    app = Harness(lambda: [OffersPane(provider="vastai", clock=fixed_clock(T0 + 95))])
     assert snap_compare(app, terminal_size=BIG, run_before=offers_with_picks_sort_filter())
 
 
