@@ -7,7 +7,9 @@ with the part they configure: `SshSettings` (mvp_tui/ssh/settings.py), `WalkSett
 (mvp_tui/lease/settings.py), `Limits` (mvp_tui/engine/limits.py), `WatchdogSettings`
 (mvp_tui/engine/watchdog.py), and the offer policy (`selection_policy`). `RunSettings` holds
 them all for one run. What a 0, an empty list or empty text means is settled by the key table
-when the config loads, so no reader here has a default of its own.
+when the config loads, so no reader here has a default of its own: each class names the keys
+it copies (`KEYS`), and a field's default is its key's declared default
+(tests/foundation/test_settings_from_sections.py holds every such class to it).
 """
 
 from __future__ import annotations

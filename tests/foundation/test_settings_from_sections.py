@@ -30,6 +30,7 @@ from mvp_tui.providers.docker import settings_from_config
 from mvp_tui.providers.docker_spec import DockerSettings
 from mvp_tui.providers.runpod import RunPodSettings
 from mvp_tui.providers.runpod_volumes import VolumeSettings
+from mvp_tui.ssh.public_key import DEFAULT_IDENTITY
 from mvp_tui.ssh.settings import SshSettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +157,9 @@ def test_ssh_timeouts_default_to_the_ssh_keys() -> None:
     assert settings.connect_timeout == connect.default == 15.0
     assert settings.backoff_initial == BY_DOTTED["ssh.retry_initial_secs"].default
     assert settings.backoff_cap == BY_DOTTED["ssh.retry_max_secs"].default
+    # No identity named (None): the providers' ssh_identity default, not a copy of it.
+    assert BY_DOTTED["vastai.ssh_identity"].default == DEFAULT_IDENTITY
+    assert BY_DOTTED["runpod.ssh_identity"].default == DEFAULT_IDENTITY
 
 
 def test_every_settings_class_is_held_here() -> None:
