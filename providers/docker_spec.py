@@ -9,8 +9,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from mvp_tui.config.sections.docker import DockerSection
+from mvp_tui.config.sections.runtime import ImageSection
+from mvp_tui.config.values import Source
 from mvp_tui.lease.naming import parse_label
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
 from mvp_tui.secrets import is_secret_name
@@ -152,16 +155,25 @@ class Mount:
 @dataclass(frozen=True, slots=True)
 class DockerSettings:
     """The `[docker]` keys as the provider uses them, each with where its value came from
-    (so an error can name the key and the source)."""
+    (so an error can name the key and the source); built by `settings_from_config`
+    (providers/docker.py). A field copied from a key (`KEYS`) defaults to its declared default,
+    the image to [image] node's (as an unset [docker] image); the rest are fixed here."""
 
-    image: str = ""
-    image_source: str = "built-in default"
-    gpus: str = "all"
-    gpus_source: str = "built-in default"
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "gpus": "docker.gpus",
+        "network": "docker.network",
+        "cached_model_host_path": "docker.cached_model_host_path",
+    }
+
+    image: str = ImageSection.node  # [docker] image, else [image] node
+    image_source: str = f"[image] node, from {Source('default')}"
+    gpus: str = DockerSection.gpus
+    gpus_source: str = str(Source("default"))
     gpus_explicit: bool = False  # the default "all" means "all there are": none on a CPU box
-    network: str = "bridge"
-    cached_model_host_path: Path | None = None
-    cached_model_source: str = ""
+    network: str = DockerSection.network
+    cached_model_host_path: Path | None = DockerSection.cached_model_host_path
+    cached_model_source: str = str(Source("default"))
     container_prefix: str = CONTAINER_PREFIX
     stop_grace_s: float = 2.0  # `docker stop -t 2`, as the seed's local Docker node
     shutdown_wait_s: float = 5.0  # after "shutdown" on stdin, before the stop

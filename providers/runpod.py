@@ -35,12 +35,13 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import httpx
 
 from mvp_tui import __version__
+from mvp_tui.config.sections.runpod import DEFAULT_MIN_CUDA_VERSION, RunpodSection
 from mvp_tui.providers import runpod_logs, runpod_secrets, runpod_volumes
 from mvp_tui.providers.base import (
     CreateRequest,
@@ -121,26 +122,46 @@ CLOUDFLARE_FIX = (
     "User-Agent); a proxy between here and RunPod may be rewriting it"
 )
 
-# The host driver's CUDA floor sent on every create (and catalog read) unless the user sets
-# one: the default image is a CUDA 12 build, and a pod placed on an older driver cannot run
-# it (it fails only once the engine starts). 12.8 as dstack sends it (runpod.md §5).
-DEFAULT_MIN_CUDA_VERSION = "12.8"
 
 
 @dataclass(frozen=True, slots=True)
 class RunPodSettings:
-    """[runpod] as the provider takes it."""
+    """[runpod] as the provider takes it (`from_section`); a field copied from a key (`KEYS`)
+    defaults to the key's declared default, the others are fixed here."""
 
-    gpu_types: tuple[str, ...] = ()  # in the user's order; empty = auto
-    cloud: str = "SECURE"  # SECURE | COMMUNITY | ALL
-    gpu_count: int = 1
-    min_vram_gb: int = 16
-    container_disk_gb: int = 50
-    min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION  # None: any host
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "gpu_types": "runpod.gpu_types",
+        "cloud": "runpod.cloud",
+        "gpu_count": "runpod.gpu_count",
+        "min_vram_gb": "runpod.min_vram_gb",
+        "container_disk_gb": "runpod.container_disk_gb",
+    }
+
+    gpu_types: tuple[str, ...] = RunpodSection.gpu_types  # in the user's order; empty = auto
+    cloud: str = RunpodSection.cloud  # SECURE | COMMUNITY | ALL
+    gpu_count: int = RunpodSection.gpu_count
+    min_vram_gb: int = RunpodSection.min_vram_gb
+    container_disk_gb: int = RunpodSection.container_disk_gb
+    # [runpod] min_cuda_version (unset: DEFAULT_MIN_CUDA_VERSION); None: any host.
+    min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION
     max_out_of_stock: int = 3
     probe_ssh_banner: bool = True
     ssh_user: str = "root"
     volume: VolumeSettings | None = None  # [runpod] network_volume: the model cache
+
+    @classmethod
+    def from_section(cls, runpod: RunpodSection) -> RunPodSettings:
+        """[runpod] as loaded (`config.settings.runpod`; min_cuda_version checked there)."""
+        return cls(
+            gpu_types=tuple(t for t in runpod.gpu_types if t.strip()),
+            cloud=runpod.cloud,
+            gpu_count=runpod.gpu_count,
+            min_vram_gb=runpod.min_vram_gb,
+            container_disk_gb=runpod.container_disk_gb,
+            min_cuda_version=runpod.min_cuda_version or DEFAULT_MIN_CUDA_VERSION,
+            volume=VolumeSettings.from_section(runpod),
+        )
 
     @property
     def clouds(self) -> tuple[str, ...]:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
+from mvp_tui.config.sections.runpod import RunpodSection
 from mvp_tui.providers.base import KeptVolume, NetworkVolume, ProviderError
 from mvp_tui.untrusted import clean_line
 
@@ -24,19 +25,40 @@ if TYPE_CHECKING:
 
 VOLUME_MOUNT = "/runpod-volume"  # NetworkMount.path has no default: RunPod's own example
 VOLUME_CACHE_DIR = f"{VOLUME_MOUNT}/mvp-models"
-# RunPod's published price for network storage under 1 TB (runpod.io/pricing); the API
-# answers no price, so `[runpod] network_volume_usd_per_gb_month` may correct it.
-DEFAULT_USD_PER_GB_MONTH = 0.07
+# RunPod's published price for network storage under 1 TB (runpod.io/pricing; the API
+# answers none): `[runpod] network_volume_usd_per_gb_month`'s declared default.
+DEFAULT_USD_PER_GB_MONTH = RunpodSection.network_volume_usd_per_gb_month
 
 
 @dataclass(frozen=True, slots=True)
 class VolumeSettings:
-    """[runpod] network_volume*: which volume, and how to make it when it is missing."""
+    """[runpod] network_volume*: which volume, and how to make it when it is missing; a
+    field's default is its key's declared default."""
+
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "name": "runpod.network_volume",
+        "size_gb": "runpod.network_volume_gb",
+        "data_center": "runpod.network_volume_data_center",
+        "usd_per_gb_month": "runpod.network_volume_usd_per_gb_month",
+    }
 
     name: str
-    size_gb: int = 50
-    data_center: str | None = None  # needed only to create one
-    usd_per_gb_month: float = DEFAULT_USD_PER_GB_MONTH
+    size_gb: int = RunpodSection.network_volume_gb
+    data_center: str | None = RunpodSection.network_volume_data_center  # needed to create one
+    usd_per_gb_month: float = RunpodSection.network_volume_usd_per_gb_month
+
+    @classmethod
+    def from_section(cls, runpod: RunpodSection) -> VolumeSettings | None:
+        """[runpod] network_volume and its keys as loaded; None when it names no volume."""
+        if not runpod.network_volume:
+            return None
+        return cls(
+            name=runpod.network_volume,
+            size_gb=runpod.network_volume_gb,
+            data_center=runpod.network_volume_data_center,
+            usd_per_gb_month=runpod.network_volume_usd_per_gb_month,
+        )
 
 
 def parse_volume(row: object) -> NetworkVolume | None:

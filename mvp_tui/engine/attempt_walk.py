@@ -8,10 +8,12 @@ the same failure came from `[lease] same_failure_limit` hosts in a row, or none 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from mvp_tui.config import Config
+from mvp_tui.config.sections.lease import LeaseSection
 from mvp_tui.engine.failures import AttemptFailure, RepeatGuard
 from mvp_tui.lease.records import AttemptRecord
 from mvp_tui.providers.base import Offer
@@ -19,11 +21,17 @@ from mvp_tui.providers.base import Offer
 
 @dataclass(frozen=True, slots=True)
 class AttemptSettings:
-    """[lease] as the walk across hosts takes it."""
+    """[lease] as the walk across hosts takes it; the defaults are the keys' declared ones."""
 
-    max_attempts: int = 5  # hosts brought up (and failed) at most
-    same_failure_limit: int = 3
-    replace_lost: bool = True  # [lease] on_node_loss = "replace"
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "max_attempts": "lease.max_attempts",
+        "same_failure_limit": "lease.same_failure_limit",
+    }
+
+    max_attempts: int = LeaseSection.max_attempts  # hosts brought up (and failed) at most
+    same_failure_limit: int = LeaseSection.same_failure_limit
+    replace_lost: bool = LeaseSection.on_node_loss == "replace"  # [lease] on_node_loss
 
     @classmethod
     def from_config(cls, config: Config) -> AttemptSettings:

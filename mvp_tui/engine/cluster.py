@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.datastream.frame import Frame, StreamId
@@ -139,6 +139,14 @@ def rpc_split(stages: Sequence[Stage], workers: int) -> Split:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
+    """[runtime] nodes and node_stages, and how long a worker may take to come up."""
+
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "nodes": "runtime.nodes",
+        "ready_timeout": "ssh.ready_timeout_secs",
+    }
+
     nodes: int
     stages: tuple[Stage, ...]
     ready_timeout: float

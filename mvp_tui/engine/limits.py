@@ -5,11 +5,12 @@ before create). Unset or 0 means no limit, for each of them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from mvp_tui.config import Config
+from mvp_tui.config.sections.limits import LimitsSection
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.records import LeaseRecord
 
@@ -32,9 +33,16 @@ class LimitReached(EngineEvent):
 class Limits:
     """[limits] as typed settings; None means no limit (the key unset, or set to 0)."""
 
-    max_spend_usd: float | None = None
-    max_hours: float | None = None
-    max_price_per_hour: float | None = None  # the offer policy's and the walk's cap
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "max_spend_usd": "limits.max_spend_usd",
+        "max_hours": "limits.max_hours",
+        "max_price_per_hour": "limits.max_price_per_hour",
+    }
+
+    max_spend_usd: float | None = LimitsSection.max_spend_usd
+    max_hours: float | None = LimitsSection.max_hours
+    max_price_per_hour: float | None = LimitsSection.max_price_per_hour  # policy's and walk's cap
 
     @classmethod
     def from_config(cls, config: Config) -> Limits:

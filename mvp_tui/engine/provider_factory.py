@@ -50,8 +50,6 @@ def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Pro
 
 
 def _runpod(config: Config) -> Provider:
-    from mvp_tui.engine.settings import volume_settings
-
     runpod = config.settings.runpod
     api_key = runpod.api_key if runpod else None
     if runpod is None or not api_key:
@@ -69,11 +67,7 @@ def _runpod(config: Config) -> Provider:
         )
     # httpx loads with the provider, only once there is a key to use it with.
     from mvp_tui.providers.base import ProviderError
-    from mvp_tui.providers.runpod import (
-        DEFAULT_MIN_CUDA_VERSION,
-        RunPodProvider,
-        RunPodSettings,
-    )
+    from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
 
     cuda = runpod.min_cuda_version
     if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
@@ -82,20 +76,11 @@ def _runpod(config: Config) -> Provider:
             f"{config.sources.get('runpod.min_cuda_version')}) is not valid: expected "
             "major.minor, e.g. 12.4"
         )
-    settings = RunPodSettings(
-        gpu_types=tuple(t for t in runpod.gpu_types if t.strip()),
-        cloud=runpod.cloud,
-        gpu_count=runpod.gpu_count,
-        min_vram_gb=runpod.min_vram_gb,
-        container_disk_gb=runpod.container_disk_gb,
-        min_cuda_version=cuda or DEFAULT_MIN_CUDA_VERSION,
-        volume=volume_settings(config),
-    )
     try:
         return RunPodProvider(
             api_key=api_key,
             api_url=runpod.api_url,
-            settings=settings,
+            settings=RunPodSettings.from_section(runpod),
         )
     except ProviderError as exc:
         raise ConfigError(str(exc)) from None

@@ -7,7 +7,9 @@ with the part they configure: `SshSettings` (mvp_tui/ssh/settings.py), `WalkSett
 (mvp_tui/lease/settings.py), `Limits` (mvp_tui/engine/limits.py), `WatchdogSettings`
 (mvp_tui/engine/watchdog.py), and the offer policy (`selection_policy`). `RunSettings` holds
 them all for one run. What a 0, an empty list or empty text means is settled by the key table
-when the config loads, so no reader here has a default of its own.
+when the config loads, so no reader here has a default of its own: each class names the keys
+it copies (`KEYS`), and a field's default is its key's declared default
+(tests/foundation/test_settings_from_sections.py holds every such class to it).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from mvp_tui.config import Config
 from mvp_tui.config.defaults import DEFAULT_HF_FILE
 from mvp_tui.config.loader import served_name
+from mvp_tui.config.sections.model import ModelSection
 from mvp_tui.config.sections.prompt import PromptSection
 from mvp_tui.config.values import Source
 from mvp_tui.engine.attempt_walk import AttemptSettings
@@ -61,6 +65,18 @@ PASS_THROUGH_ENV = (
 class RuntimeSettings:
     """[runtime] and [observability]: who this run and node are, where their parts live."""
 
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "run_id": "runtime.run_id",
+        "node_id": "runtime.node_id",
+        "stage_index": "runtime.stage_index",
+        "layer_end_exclusive": "runtime.layer_end_exclusive",
+        "node_python": "runtime.node_python",
+        "node_dir": "runtime.node_dir",
+        "frame_log": "observability.datastream_frame_log",
+        "bootstrap_command": "vastai.bootstrap_command",
+    }
+
     run_id: str | None  # None: a new unique id per run
     node_id: int
     stage_index: int
@@ -69,9 +85,9 @@ class RuntimeSettings:
     node_dir: str
     frame_log: Path | None  # archive every datastream frame here
     # [vastai] bootstrap_command: run on the node after the agent is set up and started.
-    bootstrap_command: str | None = None
+    bootstrap_command: str | None
     # The node's model cache when the provider mounts one ([runpod] network_volume).
-    model_cache_dir: str | None = None
+    model_cache_dir: str | None
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
@@ -91,7 +107,20 @@ class RuntimeSettings:
 
 @dataclass(frozen=True, slots=True)
 class ModelSettings:
-    """[model]: what the node serves."""
+    """[model]: what the node serves (the file and repo as `config.model_source` settles them)."""
+
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "model_id": "model.id",
+        "gguf_local_path": "model.gguf_local_path",
+        "gguf_repo": "model.gguf_repo",
+        "gguf_file": "model.gguf_file",
+        "gguf_revision": "model.gguf_revision",
+        "tokenizer_local_path": "model.tokenizer_local_path",
+        "max_context": "model.max_context",
+        "download_floor_mbps": "model.download_floor_mbps",
+        "download_floor_window_s": "model.download_floor_window_secs",
+    }
 
     model_id: str
     gguf_local_path: Path | None  # set: served instead of the hub (config's model_source)
@@ -101,8 +130,8 @@ class ModelSettings:
     tokenizer_local_path: Path | None
     max_context: int | None  # None: the engine's default
     # A download under this rate (Mbit/s) for a whole window is the host's failure.
-    download_floor_mbps: float = 0.0
-    download_floor_window_s: float = 90.0
+    download_floor_mbps: float = ModelSection.download_floor_mbps
+    download_floor_window_s: float = ModelSection.download_floor_window_secs
 
     @classmethod
     def from_config(cls, config: Config) -> ModelSettings:
@@ -131,6 +160,8 @@ class RunSettings:
     """Every area's settings for one run, built once from the config (`RunEngine` does, in
     its constructor); the run reads only these. The walk's node env and SSH key are added
     when a lease is made (they depend on the run id and the loaded key)."""
+
+    KEYS: ClassVar[Mapping[str, str]] = {}  # each part takes its own (and [prompt] is its section)
 
     runtime: RuntimeSettings
     model: ModelSettings
@@ -220,14 +251,7 @@ SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
 def volume_settings(config: Config) -> VolumeSettings | None:
     """[runpod] network_volume and its keys, on a RunPod run that names one."""
     runpod = config.settings.runpod
-    if runpod is None or not runpod.network_volume:
-        return None
-    return VolumeSettings(
-        name=runpod.network_volume,
-        size_gb=runpod.network_volume_gb,
-        data_center=runpod.network_volume_data_center,
-        usd_per_gb_month=runpod.network_volume_usd_per_gb_month,
-    )
+    return None if runpod is None else VolumeSettings.from_section(runpod)
 
 
 def create_env(node: Mapping[str, str]) -> dict[str, str]:

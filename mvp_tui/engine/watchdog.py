@@ -9,11 +9,12 @@ reaches the node.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from mvp_tui.config import Config
+from mvp_tui.config.sections.limits import BILLING_IDLE_STOP_MINS, BILLING_IDLE_TEARDOWN_MINS
 from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.boot_guard import NodeBootGuard
 from mvp_tui.engine.events import IdleStopNotice
@@ -32,8 +33,6 @@ from mvp_tui.node_protocol import (
 from mvp_tui.providers.boot_guard import GRACE_ENV
 from mvp_tui.untrusted import clean_line
 
-DEFAULT_IDLE_MINS = 20.0  # on billing providers, when [limits] idle_teardown_mins is unset
-DEFAULT_IDLE_STOP_MINS = 30.0  # on billing providers, when [limits] idle_stop_mins is unset
 # The env name that gives the node's switch its provider's API URL ([vastai] / [runpod]
 # api_url, read from the typed settings).
 API_URL_ENV = {"vastai": "MVP_VASTAI_API_URL", "runpod": "MVP_RUNPOD_API_URL"}
@@ -41,7 +40,11 @@ API_URL_ENV = {"vastai": "MVP_VASTAI_API_URL", "runpod": "MVP_RUNPOD_API_URL"}
 
 @dataclass(frozen=True, slots=True)
 class WatchdogSettings:
-    """[limits] as the node's switch takes them; built once from the config."""
+    """[limits] as the node's switch takes them; built once from the config (no field has a
+    default of its own: what an unset key means is [limits]'s, BILLING_IDLE_*_MINS)."""
+
+    # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
+    KEYS: ClassVar[Mapping[str, str]] = {"max_hours": "limits.max_hours"}
 
     provider: str
     max_hours: float | None  # None: no deadline
@@ -50,23 +53,23 @@ class WatchdogSettings:
     api_env: tuple[str, str] | None  # (env name, URL) of the provider's API for the node
     # The boot guard's grace in whole seconds (providers/boot_guard.py; 0 = off); None where
     # no guard runs (local and Docker nodes do not bill).
-    boot_grace_s: int | None = None
+    boot_grace_s: int | None
     # The idle stop: no request reached the engine for this long (counted on the node, kept
     # by a lease kept on purpose); None: off.
-    idle_stop_mins: float | None = None
+    idle_stop_mins: float | None
 
     @classmethod
     def from_config(cls, config: Config, *, billing: bool) -> WatchdogSettings:
         limits = config.settings.limits
         idle = limits.idle_teardown_mins
         if idle is None:
-            idle = DEFAULT_IDLE_MINS if billing else None
+            idle = BILLING_IDLE_TEARDOWN_MINS if billing else None
         account = config.settings.vastai or config.settings.runpod
         api_env = (API_URL_ENV[config.provider], account.api_url) if account else None
         grace = limits.boot_grace_mins
         idle_stop = limits.idle_stop_mins
         if idle_stop is None:
-            idle_stop = DEFAULT_IDLE_STOP_MINS if billing else None
+            idle_stop = BILLING_IDLE_STOP_MINS if billing else None
         return cls(
             provider=config.provider,
             max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline

@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.sections.lease import LeaseSection
+from mvp_tui.config.sections.limits import LimitsSection
+from mvp_tui.config.sections.runpod import RunpodSection
+from mvp_tui.config.sections.runtime import RuntimeSection
 from mvp_tui.lease.naming import check_prefix
 from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 
@@ -15,32 +19,49 @@ Sleep = Callable[[float], Awaitable[None]]
 
 LOCAL_POLL_S = 0.5  # a local node answers at once: look often
 LOCAL_DISK_GB = 20  # what a local lease reports; it rents no disk
+DELETE_POLL_MAX_S = 2.0  # a delete is looked for at least this often (the provider's poll)
+DESTROY_BACKOFF_GROWTH = 16  # a refused destroy's back-off doubles up to 16x its first
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WalkSettings:
     """Timing (seconds), limits and the create request's contents.
 
-    The defaults of the keyed figures are the declared defaults of their [lease] keys
-    (mvp_tui/config/sections/lease.py: the RunPod seed's walk timings, but a longer wait for
-    a delete to show); a run takes them from its config (`from_config`). Tests pass
-    milliseconds; every wait goes through `sleep`, so nothing sleeps longer than it is told.
+    A run takes them from its config (`from_config`). A field copied from a key (`KEYS`)
+    defaults to the key's declared default, and those computed from keys default to what a
+    RunPod run's default config gives (the seed's walk timings; [lease]'s defaults in
+    mvp_tui/config/sections/lease.py), as tests/foundation/test_settings_from_sections.py
+    holds. Tests pass milliseconds; every wait goes through `sleep`, so nothing sleeps longer
+    than it is told.
     """
 
+    # field -> the key it is copied from
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "reconcile_waits_s": "lease.reconcile_waits_secs",
+        "ready_timeout_s": "lease.ready_timeout_secs",
+        "delete_timeout_s": "lease.delete_timeout_secs",
+        "destroy_backoff_s": "lease.destroy_backoff_secs",
+        "max_price_per_hour": "limits.max_price_per_hour",
+        "label_prefix": "lease.label_prefix",
+        "node_id": "runtime.node_id",
+    }
+
     reconcile_waits_s: tuple[float, ...] = LeaseSection.reconcile_waits_secs
-    poll_interval_s: float = 5.0
+    # The provider's poll ([vastai]/[runpod] poll_interval_secs; a local node: LOCAL_POLL_S).
+    poll_interval_s: float = RunpodSection.poll_interval_secs
     ready_timeout_s: float = LeaseSection.ready_timeout_secs
     delete_timeout_s: float = LeaseSection.delete_timeout_secs
-    delete_poll_s: float = 2.0
+    delete_poll_s: float = min(DELETE_POLL_MAX_S, RunpodSection.poll_interval_secs)
     destroy_attempts: int = 6  # destroy calls answered FAILED before giving up
-    destroy_backoff_s: float = 1.0  # first back-off after a FAILED destroy; doubles
-    destroy_backoff_max_s: float = 16.0
-    max_price_per_hour: float | None = None
+    # The first back-off after a FAILED destroy; doubles, up to the max.
+    destroy_backoff_s: float = LeaseSection.destroy_backoff_secs
+    destroy_backoff_max_s: float = LeaseSection.destroy_backoff_secs * DESTROY_BACKOFF_GROWTH
+    max_price_per_hour: float | None = LimitsSection.max_price_per_hour
     max_ambiguous_per_offer: int = 2
     label_prefix: str = LeaseSection.label_prefix
-    node_id: int = 1
-    image: str = ""
-    disk_gb: int = 20
+    node_id: int = RuntimeSection.node_id
+    image: str = ""  # a run's is always its config's (`from_config`); "" in tests
+    disk_gb: int = LOCAL_DISK_GB  # [vastai] disk_gb on Vast.ai
     env: Mapping[str, str] = field(default_factory=dict)
     onstart: str | None = None
     ssh_public_key: str | None = None
@@ -124,9 +145,9 @@ class WalkSettings:
             poll_interval_s=poll,
             ready_timeout_s=lease.ready_timeout_secs,
             delete_timeout_s=lease.delete_timeout_secs,
-            delete_poll_s=min(2.0, poll),
+            delete_poll_s=min(DELETE_POLL_MAX_S, poll),
             destroy_backoff_s=backoff,
-            destroy_backoff_max_s=backoff * 16,  # the default's 1 s doubling to 16 s
+            destroy_backoff_max_s=backoff * DESTROY_BACKOFF_GROWTH,
             max_price_per_hour=config.settings.limits.max_price_per_hour,
             label_prefix=prefix,
             node_id=config.settings.runtime.node_id,

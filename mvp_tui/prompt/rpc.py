@@ -22,11 +22,16 @@ import contextlib
 import hmac
 import ipaddress
 import json
+import os
 import time
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from mvp_tui.config.defaults import DEFAULT_RPC_ADDR as DEFAULT_RPC_ADDR  # the key's default
+from mvp_tui.config.schema import BY_DOTTED
+from mvp_tui.config.sections.prompt import PromptSection
+from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.prompt.events import (
     PromptCancelled,
@@ -40,8 +45,7 @@ from mvp_tui.prompt.events import (
 )
 from mvp_tui.prompt.queue import PromptQueue
 
-DEFAULT_RPC_ADDR = "127.0.0.1:19777"
-DEFAULT_MAX_TOKENS = 64
+DEFAULT_MAX_TOKENS = PromptSection.max_tokens
 MAX_LINE_BYTES = 1 << 20
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
@@ -54,8 +58,9 @@ TOKEN_FIX = (
 )
 
 
-class RpcAddrError(ValueError):
-    """`[prompt] rpc_addr` is malformed or not a loopback address."""
+class RpcAddrError(UserError, ValueError):
+    """`[prompt] rpc_addr` is malformed, not a loopback address, or taken: worded for the
+    user, with the fix (never an "unexpected" error)."""
 
 
 class RpcRequestError(ValueError):
@@ -99,32 +104,44 @@ def parse_rpc_addr(
     fix = f"set {source} to a loopback address such as {DEFAULT_RPC_ADDR}"
     host, sep, port_text = value.strip().rpartition(":")
     if not sep or not host:
-        raise RpcAddrError(f"invalid {source} {value!r}: expected host:port; fix: {fix}")
+        raise RpcAddrError(f"invalid {source} {value!r}: expected host:port", fix=fix)
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         port = int(port_text)
     except ValueError:
         raise RpcAddrError(
-            f"invalid {source} {value!r}: port {port_text!r} is not a number; fix: {fix}"
+            f"invalid {source} {value!r}: port {port_text!r} is not a number", fix=fix
         ) from None
     if not 0 <= port <= 65535:
-        raise RpcAddrError(f"invalid {source} {value!r}: port {port} is out of range; fix: {fix}")
+        raise RpcAddrError(f"invalid {source} {value!r}: port {port} is out of range", fix=fix)
     if host == "localhost":
         host = "127.0.0.1"
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
         raise RpcAddrError(
-            f"invalid {source} {value!r}: {host!r} is not an IP address; fix: {fix}"
+            f"invalid {source} {value!r}: {host!r} is not an IP address", fix=fix
         ) from None
     if not address.is_loopback and not allow_remote:
         raise RpcAddrError(
             f"refusing {source} {value!r}: the prompt RPC has no authentication of the "
-            "network (its token travels in clear text), so it only binds to loopback; fix: "
-            f"{fix} (reach it from elsewhere through an SSH tunnel), "
-            "or acknowledge with --rpc-bind-unauthenticated ([prompt] rpc_allow_remote = true)"
+            "network (its token travels in clear text), so it only binds to loopback",
+            fix=f"{fix} (reach it from elsewhere through an SSH tunnel), or acknowledge with "
+            "--rpc-bind-unauthenticated ([prompt] rpc_allow_remote = true)",
         )
     return RpcAddr(str(address), port)
+
+
+def bind_failed(addr: RpcAddr, error: OSError) -> RpcAddrError:
+    """The RPC cannot listen on `addr` (a port another process holds): what, and the fix."""
+    spec = BY_DOTTED["prompt.rpc_addr"]
+    why = os.strerror(error.errno) if error.errno else str(error)  # not asyncio's long wording
+    return RpcAddrError(
+        f"cannot bind the prompt RPC to {addr}: {why}",
+        fix=f"free the port (another run may serve there: `mvp-tui endpoint` says), or choose "
+        f"another loopback port with {spec.flag} 127.0.0.1:PORT (env {spec.env[0]}, "
+        f"{spec.label} in the config file)",
+    )
 
 
 def parse_submit_prompt(line: bytes, token: str | None = None) -> SubmitPrompt:
@@ -236,10 +253,7 @@ class PromptRpcServer:
                 self._on_connection, self._addr.host, self._addr.port, limit=MAX_LINE_BYTES
             )
         except OSError as exc:
-            error = RpcAddrError(
-                f"cannot bind the prompt RPC to {self._addr}: {exc.strerror or exc}; fix: free "
-                f"the port or set [prompt] rpc_addr to another loopback port"
-            )
+            error = bind_failed(self._addr, exc)
             if self._sink is not None:  # the seed's `prompt_rpc` failed record, then the error
                 self._sink(PromptRpcFailed(at=time.time(), addr=str(self._addr), error=str(error)))
             raise error from exc

@@ -13,7 +13,11 @@ import hashlib
 import struct
 from pathlib import Path
 
-DEFAULT_IDENTITY = "~/.ssh/id_ed25519"
+from mvp_tui.config.sections.vastai import VastaiSection
+
+# The nodes' key when none is named: [vastai] ssh_identity's declared default (and
+# [runpod]'s, the same; tests/foundation/test_settings_from_sections.py holds both).
+DEFAULT_IDENTITY = str(VastaiSection.ssh_identity)
 _OPENSSH_LABEL = "OPENSSH PRIVATE KEY"  # the PEM label of an OpenSSH key file
 _OPENSSH_BEGIN = f"-----BEGIN {_OPENSSH_LABEL}-----"
 _OPENSSH_END = f"-----END {_OPENSSH_LABEL}-----"

@@ -1,33 +1,53 @@
-"""How patient and how careful the SSH session is; every figure comes from config."""
+"""How patient and how careful the SSH session is: the [ssh] keys' figures come from config
+(their defaults are the keys' declared defaults, not copies); the rest are fixed here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from mvp_tui.config.schema import BY_DOTTED
+from mvp_tui.config.sections.ssh import SshSection
 
 if TYPE_CHECKING:
     from mvp_tui.config import Config
+
+
+def _key_label(dotted: str) -> str:
+    """A key as errors name it: `[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)`."""
+    spec = BY_DOTTED[dotted]
+    return f"{spec.label} (env {spec.env[0]})"
 
 
 @dataclass(frozen=True, slots=True)
 class SshSettings:
     """Timing and limits of one node session. Seconds unless named otherwise.
 
-    `from_config` takes [ssh] (and the node key, [vastai]/[runpod] ssh_identity); the other figures
-    are fixed here."""
+    `from_config` takes [ssh] (and the node key, [vastai]/[runpod] ssh_identity); a field
+    copied from a key (`KEYS`) defaults to that key's declared default
+    (tests/foundation/test_settings_from_sections.py holds it); the other figures are fixed
+    here."""
 
-    backoff_initial: float = 1.0
+    # field -> the key it is copied from
+    KEYS: ClassVar[Mapping[str, str]] = {
+        "backoff_initial": "ssh.retry_initial_secs",
+        "backoff_cap": "ssh.retry_max_secs",
+        "ready_timeout": "ssh.ready_timeout_secs",
+        "connect_timeout": "ssh.connect_timeout_secs",
+    }
+
+    backoff_initial: float = SshSection.retry_initial_secs
     backoff_factor: float = 2.0
-    backoff_cap: float = 30.0
-    ready_timeout: float = 900.0  # from the first attempt to the agent reporting ready
+    backoff_cap: float = SshSection.retry_max_secs
+    # From the first attempt to the agent reporting ready.
+    ready_timeout: float = SshSection.ready_timeout_secs
     # From the first attempt to a first working connection: a host whose sshd never answers
     # in this time is given up (the boot budget; None: only ready_timeout bounds it).
     reach_timeout: float | None = None
     reconnect_timeout: float = 300.0  # after ready: from a drop to a working connection again
-    connect_timeout: float = 20.0  # one TCP connect + handshake + login
+    connect_timeout: float = SshSection.connect_timeout_secs  # one TCP connect + login
     banner_timeout: float = 5.0  # the raw banner probe after a failed handshake
     # While sshd is not up yet, its banner is probed this often and the login follows the
     # first answer: the back-off is for failed logins, not for waiting on a port.
@@ -40,27 +60,42 @@ class SshSettings:
     poll_interval: float = 0.02  # how often the node-side reader looks for new log bytes
     shutdown_grace: float = 10.0  # after `shutdown`, before SIGTERM (and as long again: SIGKILL)
     max_line_bytes: int = 65536  # a longer line is delivered in pieces of this size
-    identity_path: Path | None = None  # the nodes' private key; None = ~/.ssh/id_ed25519
-    # The user's OpenSSH client config ([ssh] config_file); None: none is read.
+    # The nodes' private key ([vastai]/[runpod] ssh_identity); None: that key's default.
+    identity_path: Path | None = None
+    # The user's OpenSSH client config ([ssh] config_file); None: none is read (a session
+    # made without a config, as tests and benches make one, reads none; a run's is set).
     config_file: Path | None = None
     # The setting identity_path comes from, as its errors name it (the provider's own key).
-    identity_key: str = "[vastai] ssh_identity (env MVP_VASTAI_SSH_IDENTITY)"
+    identity_key: str = _key_label("vastai.ssh_identity")
 
     @classmethod
     def from_config(cls, config: Config) -> SshSettings:
         """[ssh] as the config has it (a 0 back-off is refused when the config loads)."""
-        ssh, node = config.settings.ssh, config.settings.runpod or config.settings.vastai
-        key = BY_DOTTED[
-            "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
-        ]
+        node = config.settings.runpod or config.settings.vastai
+        dotted = "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
+        return cls.from_section(
+            config.settings.ssh,
+            identity_path=node.ssh_identity if node else None,
+            identity_key=_key_label(dotted),
+        )
+
+    @classmethod
+    def from_section(
+        cls,
+        ssh: SshSection,
+        *,
+        identity_path: Path | None = None,
+        identity_key: str | None = None,
+    ) -> SshSettings:
+        """[ssh] as loaded (`config.settings.ssh`), and the node key of the running provider."""
         return cls(
             backoff_initial=ssh.retry_initial_secs,
             backoff_cap=ssh.retry_max_secs,
             ready_timeout=ssh.ready_timeout_secs,
             connect_timeout=ssh.connect_timeout_secs,
-            identity_path=node.ssh_identity if node else None,
+            identity_path=identity_path,
             config_file=ssh.config_file,
-            identity_key=f"{key.label} (env {key.env[0]})",
+            identity_key=identity_key or _key_label("vastai.ssh_identity"),
         )
 
     def __post_init__(self) -> None:

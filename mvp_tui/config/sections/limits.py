@@ -7,6 +7,11 @@ from typing import ClassVar
 
 from mvp_tui.config.spec import Section, key
 
+# What an unset idle_teardown_mins / idle_stop_mins means on a billing provider (the keys'
+# docs say it; the engine's WatchdogSettings applies it).
+BILLING_IDLE_TEARDOWN_MINS = 20.0
+BILLING_IDLE_STOP_MINS = 30.0
+
 
 @dataclass(frozen=True)
 class LimitsSection(Section):
@@ -36,7 +41,7 @@ class LimitsSection(Section):
         None,
         (
             "the node destroys its own lease after this many minutes without a heartbeat from an "
-            "attached run (unset = 20 on billing providers; 0 = off)"
+            f"attached run (unset = {BILLING_IDLE_TEARDOWN_MINS:g} on billing providers; 0 = off)"
         ),
         env="MVP_IDLE_TEARDOWN_MINS", flag="--idle-teardown-mins", minimum=0, example=20.0,
         note="The node also enforces max_hours itself, dashboard or not (see the README's "
@@ -46,8 +51,8 @@ class LimitsSection(Section):
         None,
         (
             "the node destroys its own lease after this many minutes with no request to its model"
-            " (counted on the node; a kept lease keeps it; unset = 30 on billing providers; 0 = "
-            "off)"
+            " (counted on the node; a kept lease keeps it; unset = "
+            f"{BILLING_IDLE_STOP_MINS:g} on billing providers; 0 = off)"
         ),
         env="MVP_IDLE_STOP_MINS", flag="--idle-stop-mins", minimum=0, example=30.0,
         note="A warning comes two minutes before; a prompt or a key in the dashboard postpones it.",

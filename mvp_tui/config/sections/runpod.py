@@ -9,6 +9,11 @@ from typing import ClassVar
 
 from mvp_tui.config.spec import Scope, Section, key
 
+# The host driver's CUDA floor sent on every create (and catalog read) when min_cuda_version
+# is unset: the default image is a CUDA 12 build, and a pod placed on an older driver cannot
+# run it (it fails only once the engine starts). 12.8 as dstack sends it (runpod.md §5).
+DEFAULT_MIN_CUDA_VERSION = "12.8"
+
 
 @dataclass(frozen=True)
 class RunpodSection(Section):
@@ -69,8 +74,8 @@ class RunpodSection(Section):
     min_cuda_version: str | None = key(
         None,
         (
-            "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = 12.8, so the "
-            "CUDA image does not land on an older driver"
+            "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = "
+            f"{DEFAULT_MIN_CUDA_VERSION}, so the CUDA image does not land on an older driver"
         ),
         env="MVP_RUNPOD_MIN_CUDA_VERSION", flag="--runpod-min-cuda-version", example="12.4",
     )
