@@ -29,8 +29,8 @@ from types import TracebackType
 from typing import Any
 
 from mvp_tui.config.defaults import DEFAULT_RPC_ADDR as DEFAULT_RPC_ADDR  # the key's default
-from mvp_tui.config.schema import BY_DOTTED
 from mvp_tui.config.sections.prompt import PromptSection
+from mvp_tui.config.spec import specs_of
 from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.prompt.events import (
@@ -134,7 +134,7 @@ def parse_rpc_addr(
 
 def bind_failed(addr: RpcAddr, error: OSError) -> RpcAddrError:
     """The RPC cannot listen on `addr` (a port another process holds): what, and the fix."""
-    spec = BY_DOTTED["prompt.rpc_addr"]
+    (spec,) = [k for k in specs_of(PromptSection) if k.name == "rpc_addr"]
     why = os.strerror(error.errno) if error.errno else str(error)  # not asyncio's long wording
     return RpcAddrError(
         f"cannot bind the prompt RPC to {addr}: {why}",
