@@ -2,7 +2,8 @@
 
 This module is the one place that does it. Terminal escape sequences (CSI, OSC, DCS, SOS, PM,
 APC, their 8-bit C1 forms, two-byte escapes, a lone ESC), control characters (C0 but tab,
-DEL, C1) and invisible format characters (bidi overrides and isolates, zero-width) are
+DEL, C1), every format character by its category (Cf: bidi overrides and isolates,
+zero-width, tags), the line and paragraph separators and the blank Hangul fillers are
 removed; known secrets are redacted; and only then is overlong text cut, with a visible
 marker, so a secret straddling the limit never keeps a visible prefix. Invalid UTF-8 is
 replaced for display.
@@ -16,6 +17,7 @@ property that parses a plain `str` as markup (a border title or subtitle, a toas
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Callable  # noqa: UP035 (collections.abc's is not subscriptable on 3.8)
 
 Redact = Callable[[str], str]
@@ -39,8 +41,14 @@ _ESCAPES = re.compile(
 # from the redactor.
 _CONTROLS = re.compile(
     "[\x00-\x08\x0a-\x1f\x7f\x80-\x9f"
-    "\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+    "\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+    # Blank letters (Hangul fillers: category Lo, shown as nothing) and the tag characters.
+    "\u115f\u1160\u3164\uffa0\U000e0000-\U000e007f]"
 )
+# And by category, for what the list above does not name: every format character (Cf: soft
+# hyphen, interlinear annotations, the Arabic and Syriac marks, musical formatting…) and the
+# line and paragraph separators (Zl, Zp). Looked at only when the text is not all printable.
+_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
 
 DEFAULT_MAX_CHARS = 4096
 CUT_MARKER = " … [cut {n} chars]"
@@ -51,7 +59,12 @@ SECRET_MARGIN_CHARS = 256
 
 def strip_escapes(text: str) -> str:
     """`text` without escape sequences and control characters (tab kept); not cut."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+    text = _CONTROLS.sub("", _ESCAPES.sub("", text))
+    if text.isprintable() or text.replace("\t", "").isprintable():
+        return text  # the common case: no character left that could hide
+    return "".join(
+        ch for ch in text if ch == "\t" or unicodedata.category(ch) not in _HIDDEN_CATEGORIES
+    )
 
 
 def cut(text: str, max_chars: int, *, more: int = 0) -> str:

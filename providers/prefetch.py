@@ -31,7 +31,7 @@ _SCRIPT = """mvp_prefetch() {
 [ "${@ENV@:-}" = 1 ] && command -v curl >/dev/null || return 0
 o=${MVP_GGUF_REPO:-} r=${MVP_GGUF_REVISION:-main} f=${MVP_GGUF_FILE:-}
 case "$o/$f" in *[!A-Za-z0-9._/-]*|*..*|/*|*/|*//*) return 0;; esac
-case $r in *[!A-Za-z0-9._-]*|'') return 0;; esac
+case $r in *[!A-Za-z0-9._-]*|''|.|..) return 0;; esac
 d=${MVP_MODEL_CACHE_DIR:-${HOME:-/root}/.cache/mvp-node}/$(echo "$o" | sed 's#/#--#g')/$r/$f
 u=${MVP_HF_ENDPOINT:-https://huggingface.co}
 [ -e "$d" ] && return 0

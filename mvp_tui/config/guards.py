@@ -163,3 +163,23 @@ def _readable_by_others(path: Path, what: str) -> list[str]:
     if not mode & 0o077:
         return []
     return [f"{what} is readable by others (mode {mode:o}); fix: chmod 600 {path}"]
+
+
+def check_hub_paths(values: Mapping[str, object], sources: Mapping[str, Source]) -> None:
+    """Refuse a `[model]` hub repo, file or revision with an empty, `.` or `..` part: each
+    becomes a directory of the node's model cache and a segment of the hub URL, so `..`
+    would put the model (or read a cached one) outside its repo's directory."""
+    for name in ("gguf_repo", "gguf_file", "gguf_revision"):
+        dotted = f"model.{name}"
+        value = values.get(dotted)
+        if not isinstance(value, str):
+            continue
+        parts = value.split("/")
+        if value.strip() and all(p not in ("", ".", "..") for p in parts):
+            continue
+        raise ConfigError(
+            f"[model] {name} = {value!r} from {sources[dotted]} has an empty, '.' or '..' part: "
+            "it names a place outside the repo (the node's cache and the hub URL use it)",
+            fix=f"give the repo's own {name.removeprefix('gguf_')} name"
+            + (' (a branch, tag or commit, e.g. "main")' if name == "gguf_revision" else ""),
+        )

@@ -16,6 +16,7 @@ from pathlib import Path
 import platformdirs
 
 from mvp_tui.config.guards import (
+    check_hub_paths,
     check_key_urls,
     check_multinode_rpc,
     config_file_warnings,
@@ -252,6 +253,7 @@ def load_config(
     check_multinode_rpc(provider, values, sources)
     cautions = read_key_files(values, sources)
     check_key_urls(values, sources, env)
+    check_hub_paths(values, sources)
     cautions += config_file_warnings(toml, [spec.dotted for spec in KEYS if spec.secret])
 
     def reload_for(kind: str) -> Config:

@@ -77,6 +77,12 @@ def model_cache_path(settings: Settings) -> Path:
             f"[model] gguf_file (MVP_GGUF_FILE)={settings.gguf_file!r} is not a file path "
             "inside the repo"
         )
+    revision = settings.gguf_revision.split("/")
+    if any(p in ("", ".", "..") for p in revision):
+        raise ConfigError(
+            f"[model] gguf_revision (MVP_GGUF_REVISION)={settings.gguf_revision!r} is not a "
+            "revision name (a branch, tag or commit)"
+        )
     repo_dir = settings.gguf_repo.replace("/", "--")
     revision_dir = settings.gguf_revision.replace("/", "--")
     return settings.cache_dir.joinpath(repo_dir, revision_dir, *parts)

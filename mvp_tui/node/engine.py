@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mvp_tui.node.control import SCOPE_RUN, Control, PhaseFailed
+from mvp_tui.node.engine_lines import PrivateLines
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.settings import ENGINE_HOST, LAST_LINES_KEPT, Settings
 
@@ -245,8 +246,11 @@ class Engine:
 
     def _forward_log(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
+        private = PrivateLines()
         for raw in iter(self.proc.stdout.readline, b""):
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not private.keep(line):  # a prompt or an answer, in a debug log line
+                continue
             text = clean_text(line, redact=self.emitter.redact)  # redacted before it is cut
             self.last_lines.append(text)
             if self.on_line is not None:

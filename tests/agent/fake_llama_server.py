@@ -5,6 +5,7 @@ FAKE_LOADING_PROBES: how many /health probes get 503 first (-1: never ready).
 FAKE_READY_HINT_AFTER_S: instead, loading ends by itself that long after the server listens,
 and the server then says so on its log ("main: model loaded", as llama-server does).
 At start it prints one JSON line: its argv and the names of secret-looking env variables.
+FAKE_LOG_FILE: a file whose lines it prints next, as its own log (e.g. `-lv 4` debug lines).
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class Handler(BaseHTTPRequestHandler):
 def main() -> None:
     secret_names = [k for k in os.environ if any(p in k.upper() for p in ("KEY", "TOKEN"))]
     print(json.dumps({"argv": sys.argv[1:], "secret_env": secret_names}), flush=True)
+    log_file = os.environ.get("FAKE_LOG_FILE")
+    if log_file:
+        with open(log_file, encoding="utf-8") as lines:
+            sys.stdout.write(lines.read())
+        sys.stdout.flush()
     server = ThreadingHTTPServer((_arg("--host"), int(_arg("--port"))), Handler)
     hint_after = os.environ.get("FAKE_READY_HINT_AFTER_S")
     if hint_after is not None:

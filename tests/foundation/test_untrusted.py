@@ -43,6 +43,13 @@ def assert_no_prefix(text: str) -> None:
         ("file\u202etxt.exe\u202c \u2066iso\u2069 \u202aemb\u202b\u061c", "filetxt.exe iso emb"),
         # Zero-width characters and the BOM hide in text unseen.
         ("zero\u200bwidth\u200c\u200d\u200e\u200f\u2060\ufeff\u180e", "zerowidth"),
+        # Every Cf by category (soft hyphen, Arabic number sign, interlinear annotation,
+        # musical formatting), the tag characters, line/paragraph separators, Hangul fillers.
+        ("so\u00adft \u0600n \ufff9a\ufffb \U0001d173m", "soft n a m"),
+        ("ta\U000e0041\U000e0067\U000e007fgs", "tags"),
+        ("li\u2028ne pa\u2029ra", "line para"),
+        ("ha\u3164ng\u115f\u1160u\uffa0l", "hangul"),
+        ("tab\tkept, nbsp\u00a0kept", "tab\tkept, nbsp\u00a0kept"),
     ],
 )
 def test_escapes_and_controls_are_removed(raw: str, shown: str) -> None:
