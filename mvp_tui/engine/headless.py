@@ -224,9 +224,9 @@ async def run_up(
 
     def stop_by(name: str, reason: str, source: str) -> None:
         if not signalled:
-            waited.append(session.engine.waiting_for)
+            waited.append(session.waiting_for)
         signalled.append(name)
-        engine.shutdown_requested(source)
+        session.shutdown_requested(source)
         controller = session.controller
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
@@ -237,7 +237,7 @@ async def run_up(
         # node's stderr channel (and the archive). stdout is the JSON mirror: not again.
         # (The config's warnings the engine writes there itself, in either mode.)
         with contextlib.suppress(Exception):
-            session.engine.say(line)
+            session.say(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
     for sig in SIGNALS:

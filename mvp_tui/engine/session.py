@@ -205,7 +205,20 @@ class RunSession:
     def run_dir(self) -> Path:
         return self.engine.store.run_dir(self.engine.run_id)
 
+    @property
+    def waiting_for(self) -> str | None:
+        """`node ready` / `weights loaded` while the run waits for one, else None."""
+        return self.engine.ctx.sink.waiting_for
+
     # -- what the dashboard asks ----------------------------------------------------------
+    def say(self, line: str) -> None:
+        """A line this process tells its user on stderr, also on the node's stderr channel."""
+        self.engine.ctx.sink.stderr(line)
+
+    def shutdown_requested(self, source: str) -> None:
+        """Record who asked the run to end (the seed's `shutdown` phase; first caller wins)."""
+        self.engine.ctx.sink.shutdown(source)
+
     def started(self) -> None:
         self.engine.started()
 
@@ -253,7 +266,7 @@ class RunSession:
             self.engine.prompts.cancel()
 
     async def postpone_idle_stop(self) -> bool:
-        return await self.engine.postpone_idle_stop()
+        return await self.engine.serving.postpone_idle_stop()
 
     async def stop(
         self, *, destroy: bool = True, final: bool = False, reason: str = ""
