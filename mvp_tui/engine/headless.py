@@ -25,6 +25,7 @@ from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.schema import PROVIDERS
 from mvp_tui.datastream.display import display_text
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.controller import (
     Plan,
     PlanEnd,
@@ -203,12 +204,12 @@ async def run_up(
     printer.redact = engine.redactor  # the run's redactor knows every secret it holds
     engine.hub.listeners.append(printer.frame)
 
-    def engine_for(kind: str) -> RunEngine:  # `--offer PROVIDER:ID` of another provider
-        return RunEngine(config.for_provider(kind), printer.event, ledger=engine.ledger)
+    def engine_for(kind: str, hub: ChannelHub) -> RunEngine:  # `--offer PROVIDER:ID`
+        return RunEngine(config.for_provider(kind), printer.event, hub=hub,
+                         ledger=engine.ledger)
 
-    def on_engine(fresh: RunEngine) -> None:
+    def on_engine(fresh: RunEngine) -> None:  # the session's hub: printed already
         printer.redact = fresh.redactor
-        fresh.hub.listeners.append(printer.frame)
 
     session = RunSession(engine, engine_for, on_engine)
     loop = asyncio.get_running_loop()
