@@ -225,9 +225,9 @@ async def run_up(
 
     def stop_by(name: str, reason: str, source: str) -> None:
         if not signalled:
-            waited.append(session.waiting_for)
+            waited.append(session.engine.ctx.sink.waiting_for)
         signalled.append(name)
-        session.shutdown_requested(source)
+        session.engine.ctx.sink.shutdown(source)  # the seed's `shutdown` phase: who asked
         controller = session.controller
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
@@ -238,7 +238,7 @@ async def run_up(
         # node's stderr channel (and the archive). stdout is the JSON mirror: not again.
         # (The config's warnings the engine writes there itself, in either mode.)
         with contextlib.suppress(Exception):
-            session.say(line)
+            session.engine.ctx.sink.stderr(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
     for sig in SIGNALS:

@@ -75,13 +75,10 @@ class RunSession:
         self.hub: ChannelHub = engine.hub
         self.retired: list[RunEngine] = []
         self._engine_for = engine_for
+        # Offers of another provider can be walked (an engine can be made for it).
+        self.can_switch = engine_for is not None
         self._on_engine = on_engine  # a fresh engine is in place (headless: its redactor)
         self._model: tuple[str, str] | None = None  # the picker's (repo, file), for every engine
-
-    @property
-    def can_switch(self) -> bool:
-        """Offers of another provider can be walked (an engine can be made for it)."""
-        return self._engine_for is not None
 
     async def use(self, kind: str) -> RunEngine:
         """The engine of provider `kind`: the current one, or a fresh one when nothing of
@@ -207,20 +204,7 @@ class RunSession:
     def run_dir(self) -> Path:
         return self.engine.store.run_dir(self.engine.run_id)
 
-    @property
-    def waiting_for(self) -> str | None:
-        """`node ready` / `weights loaded` while the run waits for one, else None."""
-        return self.engine.ctx.sink.waiting_for
-
     # -- what the dashboard asks ----------------------------------------------------------
-    def say(self, line: str) -> None:
-        """A line this process tells its user on stderr, also on the node's stderr channel."""
-        self.engine.ctx.sink.stderr(line)
-
-    def shutdown_requested(self, source: str) -> None:
-        """Record who asked the run to end (the seed's `shutdown` phase; first caller wins)."""
-        self.engine.ctx.sink.shutdown(source)
-
     def started(self) -> None:
         self.engine.started()
 
