@@ -184,6 +184,9 @@ class ProviderInfo:
     billing: bool  # False for local nodes: nothing ever bills
     notes: tuple[str, ...] = field(default_factory=tuple)
     ssh: bool = True  # False: leases are reached without SSH (the node runs as a child process)
+    # The key pinned before create stays readable at the provider (Vast's `extra_env`): once
+    # it answered, the node's host key is rotated over that session (ssh/host_key_rotation).
+    rotates_host_key: bool = False
 
 
 class SecretOutcome(enum.Enum):

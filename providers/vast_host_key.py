@@ -31,6 +31,12 @@ PIECE_CHARS = 250  # Vast: 256 characters per env variable at most
 # Where the script writes the key and finds sshd; tests point them at a loopback sshd.
 SSH_DIR_ENV = "MVP_BOOT_SSH_DIR"  # default /etc/ssh
 SSHD_PIDFILE_ENV = "MVP_BOOT_SSHD_PIDFILE"  # default /var/run/sshd.pid
+SSH_DIR_DEFAULT = "/etc/ssh"
+SSHD_PIDFILE_DEFAULT = "/var/run/sshd.pid"
+KEY_NAME = "ssh_host_ed25519_key"
+# Left beside the key by a rotation: a restarted instance's onstart (which runs again, with
+# the create's env) must not put the pinned key, whose private half Vast keeps, back.
+ROTATED_MARK = ".mvp-rotated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +73,39 @@ def install_script() -> str:
 x=;case $- in *x*)set +x;x=1;esac 2>/dev/null
 k= n=1
 while q={PIECE_PREFIX}$n;eval "p=\\${{$q:-}}";[ "$p" ];do k=$k$p;unset $q;n=$((n+1));done
-if [ "$k" ];then
-d=${{{SSH_DIR_ENV}:-/etc/ssh}};f=$d/ssh_host_ed25519_key
+d=${{{SSH_DIR_ENV}:-{SSH_DIR_DEFAULT}}};f=$d/{KEY_NAME}
+if [ "$k" ]&&[ ! -e "$f{ROTATED_MARK}" ];then
 if (umask 077;printf %s "$k"|base64 -d >"$f.mvp")&&mv -f "$f.mvp" "$f";then
-for t in rsa ecdsa dsa;do rm -f "$d/ssh_host_${{t}}_key";done
-s=$(cat "${{{SSHD_PIDFILE_ENV}:-/var/run/sshd.pid}}" 2>/dev/null||pgrep -o -x sshd)
+rm -f "$d"/ssh_host_*sa_key
+s=$(cat "${{{SSHD_PIDFILE_ENV}:-{SSHD_PIDFILE_DEFAULT}}}" 2>/dev/null||pgrep -o -x sshd)
 [ "$s" ]&&kill -HUP "$s"
 echo "mvp: pinned ssh host key installed" >&2
-else echo "mvp: pinned ssh host key not installed in $d" >&2;fi
+else echo "mvp: host key not installed in $d" >&2;fi
 fi
-unset k p n q t
+unset k p n q d f
 [ -z "$x" ]||set -x
+"""
+
+
+# Rotation, over the first verified session (the pinned key's private half stays readable in
+# Vast's `extra_env` for the instance's life): the node makes a new key itself, so its
+# private half never travels; the engine pins it as pending, then the swap puts it in place
+# and reloads sshd. Both first check that the key file holds the key this session verified
+# (so they never touch a key sshd does not serve). Arguments: the key dir, the verified key
+# (`ssh-ed25519 <base64>`), then (swap) sshd's pid file.
+_SERVED = f"""\
+f=$1/{KEY_NAME};n=$f.mvp-next
+command -v ssh-keygen >/dev/null||{{ echo "ssh-keygen is not installed" >&2;exit 3;}}
+[ "$(ssh-keygen -y -f "$f" 2>/dev/null|cut -d' ' -f1,2)" = "$2" ]||{{
+echo "$f does not hold the key this session verified" >&2;exit 4;}}
+"""
+ROTATE_MAKE = _SERVED + """\
+rm -f "$n" "$n.pub"
+(umask 077;ssh-keygen -q -t ed25519 -N '' -C mvp-rotated -f "$n" </dev/null)>/dev/null||exit 5
+cat "$n.pub"
+"""
+ROTATE_SWAP = _SERVED + f"""\
+mv -f "$n" "$f"&&mv -f "$n.pub" "$f.pub"&&: >"$f{ROTATED_MARK}"||exit 6
+s=$(cat "$3" 2>/dev/null||pgrep -o -x sshd)
+[ "$s" ]&&kill -HUP $s||{{ echo "no sshd to reload ($3)" >&2;exit 7;}}
 """

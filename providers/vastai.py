@@ -220,6 +220,7 @@ class VastAiProvider(ProviderBase):
             "storage, USD/h)",
             "SSH direct when the host maps port 22, else the Vast SSH proxy",
         ),
+        rotates_host_key=True,
     )
 
     def __init__(

@@ -12,6 +12,9 @@ os.environ["VASTAI_NO_UPDATE_CHECK"] = "1"
 # Tests run side by side: each run's OpenAI endpoint on a free port, not the fixed default
 # (a test of the default sets the port itself).
 os.environ.setdefault("MVP_PROMPT_OPENAI_PORT", "0")
+# A Vast run rotates its node's host key where MVP_BOOT_SSH_DIR says (default /etc/ssh): a
+# test that does not name its sshd's must never reach this machine's own.
+os.environ.setdefault("MVP_BOOT_SSH_DIR", "/nonexistent/mvp-tests-name-their-sshd-dir")
 
 # The "rented node" (a real sshd on loopback) used by the end-to-end and dashboard tests.
 # A fake Vast instance's start command installs the host key pinned before create: the test

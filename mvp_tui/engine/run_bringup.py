@@ -43,6 +43,12 @@ from mvp_tui.lease.endpoint_record import (
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.providers.base import LeaseState, ProviderError
+from mvp_tui.providers.vast_host_key import (
+    SSH_DIR_DEFAULT,
+    SSH_DIR_ENV,
+    SSHD_PIDFILE_DEFAULT,
+    SSHD_PIDFILE_ENV,
+)
 from mvp_tui.ssh.errors import PINNED_KEY_FIX, SshError
 from mvp_tui.ssh.events import AgentExited, AttemptOutcome
 from mvp_tui.ssh.logtail import LogPositions
@@ -50,6 +56,7 @@ from mvp_tui.ssh.settings import SshSettings
 from mvp_tui.untrusted import one_line_ascii
 
 if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
+    from mvp_tui.ssh.host_key_rotation import RotationPlace
     from mvp_tui.ssh.session import NodeSession
 
 
@@ -415,6 +422,18 @@ class NodeLink:
             redactor=self.ctx.redactor,
             # Pinned before create (Vast, RunPod): until it answers, another key is "not yet".
             awaiting_pin=lease.host_key is not None and self._resume is None,
+            rotate=self._rotation_place() if self.ctx.provider.info.rotates_host_key else None,
+        )
+
+    def _rotation_place(self) -> RotationPlace:
+        """Where the node keeps sshd's key and pid: the onstart's own env names and defaults
+        (a test's loopback sshd is named in the engine's environment, as in the create's)."""
+        from mvp_tui.ssh.host_key_rotation import RotationPlace
+
+        env = self.ctx.environ
+        return RotationPlace(
+            ssh_dir=env.get(SSH_DIR_ENV, "") or SSH_DIR_DEFAULT,
+            sshd_pidfile=env.get(SSHD_PIDFILE_ENV, "") or SSHD_PIDFILE_DEFAULT,
         )
 
     def start_ssh_debug_log(self) -> None:

@@ -27,3 +27,12 @@ class RecordPins:
 
     def pin(self, lease_key: str, key_openssh: str) -> None:
         self.store.pin_host_key(self.run_id, self.provider_id(lease_key), key_openssh)
+
+    def pending(self, lease_key: str) -> str | None:
+        return self.store.pending_host_key(self.run_id, self.provider_id(lease_key))
+
+    def propose(self, lease_key: str, key_openssh: str | None) -> None:
+        self.store.propose_host_key(self.run_id, self.provider_id(lease_key), key_openssh)
+
+    def settle(self, lease_key: str, key_openssh: str) -> None:
+        self.store.settle_host_key(self.run_id, self.provider_id(lease_key), key_openssh)

@@ -108,6 +108,9 @@ class LeaseRecord:
     deleted_at: float | None = None
     ssh: SshEndpoint | None = None
     host_key: str | None = None  # OpenSSH public key pinned on first connect
+    # A rotation's new key, installed over a verified session and not yet seen answering:
+    # a connection that shows it settles it (a crash mid-rotation strands no re-attach).
+    host_key_pending: str | None = None
     detail: str = ""
     # Where a run that left the agent running stopped reading its stdout/stderr logs (bytes),
     # and the agent's engine verdict it had seen: a re-attach resumes there, not from 0.
@@ -231,6 +234,7 @@ def record_to_json(record: RunRecord) -> dict[str, Any]:
                 "deleted_at": x.deleted_at,
                 "ssh": _ssh_to_json(x.ssh),
                 "host_key": x.host_key,
+                "host_key_pending": x.host_key_pending,
                 "detail": x.detail,
                 "log_positions": (
                     None
@@ -384,6 +388,7 @@ def record_from_json(path: Path, data: Any) -> RunRecord:
             deleted_at=x.opt_number("deleted_at"),
             ssh=_ssh_from_json(x.obj("ssh")),
             host_key=x.opt_text("host_key"),
+            host_key_pending=x.opt_text("host_key_pending"),
             detail=x.text("detail"),
             log_positions=_positions_from_json(x.obj("log_positions")),
             ready_record=x.opt_text("ready_record"),
@@ -536,6 +541,24 @@ class RecordStore:
         lease = self._lease(record, provider_id)
         lease.host_key = key_openssh.strip()
         self.save(record)
+
+    def propose_host_key(self, run_id: str, provider_id: str, key_openssh: str | None) -> None:
+        """Note (None: forget) the key a rotation is about to install on a lease's node."""
+        record = self.load(run_id)
+        lease = self._lease(record, provider_id)
+        lease.host_key_pending = None if key_openssh is None else key_openssh.strip()
+        self.save(record)
+
+    def settle_host_key(self, run_id: str, provider_id: str, key_openssh: str) -> None:
+        """A rotation's key answered: pinned, and no longer pending (one atomic write)."""
+        record = self.load(run_id)
+        lease = self._lease(record, provider_id)
+        lease.host_key, lease.host_key_pending = key_openssh.strip(), None
+        self.save(record)
+
+    def pending_host_key(self, run_id: str, provider_id: str) -> str | None:
+        """A rotation's key not yet seen answering, or None."""
+        return self._lease(self.load(run_id), provider_id).host_key_pending
 
     def mark_agent_log(
         self, run_id: str, provider_id: str, positions: tuple[int, int], ready_record: str | None

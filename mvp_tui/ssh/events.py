@@ -81,6 +81,7 @@ class HostKeyPinned(EngineEvent):
     lease_key: str
     fingerprint: str
     before_create: bool = False
+    rotated_from: str = ""  # a rotation's new key replaced the pin with this fingerprint
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

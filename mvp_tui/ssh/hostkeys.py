@@ -31,18 +31,48 @@ class HostKeyPins(Protocol):
         """Record the key seen first; must be durable before it returns."""
         ...
 
+    def pending(self, lease_key: str) -> str | None:
+        """The key a rotation installed on the node and has not yet seen answer, or None."""
+        ...
+
+    def propose(self, lease_key: str, key_openssh: str | None) -> None:
+        """Note (None: forget) the key a rotation is about to install; durable on return, so
+        a crash before the rotation is confirmed leaves both keys known."""
+        ...
+
+    def settle(self, lease_key: str, key_openssh: str) -> None:
+        """The pending key answered: pin it and forget the pending one, in one write."""
+        ...
+
 
 class MemoryPins:
     """Pins held in a dict: for tests and one-process runs."""
 
     def __init__(self) -> None:
         self._pins: dict[str, str] = {}
+        self._pending: dict[str, str] = {}
 
     def get(self, lease_key: str) -> str | None:
         return self._pins.get(lease_key)
 
     def pin(self, lease_key: str, key_openssh: str) -> None:
         self._pins[lease_key] = key_openssh
+
+    def pending(self, lease_key: str) -> str | None:
+        return self._pending.get(lease_key)
+
+    def propose(self, lease_key: str, key_openssh: str | None) -> None:
+        if key_openssh is None:
+            self._pending.pop(lease_key, None)
+        else:
+            self._pending[lease_key] = key_openssh
+
+    def settle(self, lease_key: str, key_openssh: str) -> None:
+        self._pins[lease_key] = key_openssh
+        self._pending.pop(lease_key, None)
+
+
+_PENDING = "pending:"  # FilePins: a rotation's key beside the pin, under this prefix
 
 
 class FilePins:
@@ -57,6 +87,25 @@ class FilePins:
     def pin(self, lease_key: str, key_openssh: str) -> None:
         pins = self._load()
         pins[lease_key] = key_openssh
+        self._write(pins)
+
+    def pending(self, lease_key: str) -> str | None:
+        return self._load().get(_PENDING + lease_key)
+
+    def propose(self, lease_key: str, key_openssh: str | None) -> None:
+        pins = self._load()
+        pins.pop(_PENDING + lease_key, None)
+        if key_openssh is not None:
+            pins[_PENDING + lease_key] = key_openssh
+        self._write(pins)
+
+    def settle(self, lease_key: str, key_openssh: str) -> None:
+        pins = self._load()
+        pins[lease_key] = key_openssh
+        pins.pop(_PENDING + lease_key, None)
+        self._write(pins)
+
+    def _write(self, pins: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".pins-", dir=self.path.parent)
         try:
@@ -101,6 +150,7 @@ class PinCheck:
     # node's own, before its start command installed ours — "not yet", never trusted.
     awaiting: bool = False
     not_yet: str | None = None  # what the node showed instead, while awaiting
+    settled_now: bool = False  # a rotation's pending key answered and is pinned now
 
 
 class PinningClient(asyncssh.SSHClient):
@@ -125,6 +175,13 @@ class PinningClient(asyncssh.SSHClient):
             self._check.pinned_now = True
             return True
         if _same_key(pinned, seen):
+            return True
+        pending = self._pins.pending(self._check.lease_key)
+        if pending is not None and _same_key(pending, seen):
+            # Installed over a verified session by a rotation that was not confirmed yet
+            # (the process stopped in between): the node had the key from us.
+            self._pins.settle(self._check.lease_key, seen)
+            self._check.settled_now = True
             return True
         if self._check.awaiting:
             self._check.not_yet = (

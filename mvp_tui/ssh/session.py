@@ -66,6 +66,7 @@ from mvp_tui.ssh.events import (
     StopReason,
 )
 from mvp_tui.ssh.forward import Forward, PortForwards
+from mvp_tui.ssh.host_key_rotation import RotationPlace, rotate_host_key
 from mvp_tui.ssh.hostkeys import HostKeyPins, fingerprint_of
 from mvp_tui.ssh.identity import SshIdentity
 from mvp_tui.ssh.logtail import (
@@ -129,6 +130,7 @@ class NodeSession:
         ready: asyncio.Event | None = None,
         redactor: Redactor | None = None,
         awaiting_pin: bool = False,
+        rotate: RotationPlace | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -145,6 +147,8 @@ class NodeSession:
         # The host key was pinned before create: until a connection shows it, another key is
         # "not yet" (retried within the boot budget), never trusted and never sent anything.
         self._awaiting_pin = awaiting_pin
+        # Where to rotate that key once it answered (its private half was sent to make it).
+        self._rotate = rotate if awaiting_pin else None
         self.last_outcome: AttemptOutcome | None = None  # of the latest attempt
         # Reached through a jump host or proxy (the user's ~/.ssh/config): its port cannot be
         # probed from here, so failed logins back off instead (as the seed's ssh did).
@@ -448,6 +452,8 @@ class NodeSession:
                                      before_create=verified))
             how = "pinned before create, presented by the node" if verified else "pinned"
             self._line(f"host key {fingerprint} {how} for lease {self.lease_key}")
+        if verified and self._rotate is not None:
+            await self._rotate_host_key(conn, self._rotate)
         connected = AttemptResult(AttemptOutcome.CONNECTED, "", connected=True)
         self._attempt_event(connected, None, phase)
         self._line(f"ssh attempt {self._attempts}: connected to {self.target}")
@@ -460,6 +466,36 @@ class NodeSession:
             self._connected.clear()
             if not self._closing:
                 await self._drop_connection()
+
+    async def _rotate_host_key(
+        self, conn: asyncssh.SSHClientConnection, place: RotationPlace
+    ) -> None:
+        """Once per session, over the connection that just verified the pinned key."""
+        self._rotate = None
+        before = self.pins.get(self.lease_key)
+        rotated = await rotate_host_key(
+            conn, place, self.pins, self.lease_key, self._confirm_key,
+            run_timeout_s=self.settings.connect_timeout,
+        )
+        self._line(f"{rotated.detail} for lease {self.lease_key}")
+        if rotated.new is not None:
+            self._emit(HostKeyPinned(
+                lease_key=self.lease_key, fingerprint=fingerprint_of(rotated.new),
+                rotated_from=fingerprint_of(before) if before else "",
+            ))
+
+    async def _confirm_key(self) -> str | None:
+        """The key a fresh connection (the session's own path) was accepted with, or None."""
+        try:
+            conn, check = await open_connection(
+                self.endpoint, self.identity, self.pins, self.lease_key, self.settings
+            )
+        except ConnectFailed:
+            return None
+        conn.close()
+        with contextlib.suppress(OSError, asyncssh.Error):
+            await conn.wait_closed()
+        return check.seen
 
     async def _run_node(self, conn: asyncssh.SSHClientConnection, deadline: float) -> AttemptResult:
         plan = self._plan

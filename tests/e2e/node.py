@@ -72,4 +72,5 @@ def vast_node_env(fake: FakeVast, node: Node, key: str, directory: Path) -> dict
         "MVP_VASTAI_SSH_IDENTITY": str(node.client_key), "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
         "MVP_NODE_PYTHON": sys.executable, "MVP_NODE_DIR": str(node.node_dir),
         "MVP_SSH_RETRY_INITIAL_SECS": "0.2", **container_env(fake, directory),
+        **node.sshd.rotation_env(),
     }

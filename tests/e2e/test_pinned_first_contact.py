@@ -71,3 +71,50 @@ async def test_a_node_that_never_presents_the_pinned_key_is_given_up(
     assert "pinned" in abandoned["reason"], abandoned
     assert not run.events("agent_started") and not list(node.node_dir.rglob("agent.env"))
     assert not [r for r in run.events("ssh_attempt") if r["outcome"] == "connected"]
+
+
+async def test_the_pinned_key_is_rotated_over_the_verified_session(
+    node: Node, tiny_gguf: Path, tmp_path: Path
+) -> None:
+    """The pinned key's private half stays readable at Vast for the instance's life: once it
+    answered, the node makes a new key (ssh-keygen there), the record pins it, sshd serves it,
+    a restarted instance's onstart does not put the old one back, and `down` still works."""
+    import json
+
+    import asyncssh
+
+    from mvp_tui.providers.vast_host_key import ROTATED_MARK, install_script
+
+    with FakeVast(api_key=KEY) as fake:
+        fake.add_offer(dph_total=0.40)
+        fake.ssh_endpoint = ("127.0.0.1", node.sshd.port, True)
+        env = vast_node_env(fake, node, KEY, tmp_path)
+        args = ["--yes", "--until", "ready", "--gguf-local-path", str(tiny_gguf)]
+        async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+            code = await asyncio.wait_for(run.finish(within=120), 130)
+        assert code == 0, run.stderr
+        first, rotated = run.events("host_key_pinned")
+        assert first["before_create"] is True
+        assert rotated["rotated_from"] == first["fingerprint"] != rotated["fingerprint"]
+        served = node.sshd.served_key()
+        assert served.get_fingerprint() == rotated["fingerprint"]
+        seen = await asyncssh.get_server_host_key("127.0.0.1", node.sshd.port)
+        assert seen is not None and seen.get_fingerprint() == rotated["fingerprint"]
+        (record,) = (tmp_path / "state" / "runs").glob("*/record.json")
+        (lease,) = json.loads(record.read_text())["leases"]
+        assert lease["host_key"].split()[:2] == served.export_public_key().decode().split()[:2]
+        assert lease["host_key_pending"] is None
+        assert (node.sshd.dir / f"ssh_host_ed25519_key{ROTATED_MARK}").exists()
+        # The instance restarts: its onstart runs again with the create's env (the pieces).
+        (put,) = [r for r in fake.requests if r.method == "PUT"]
+        import os
+
+        again = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", install_script(), stderr=asyncio.subprocess.PIPE,
+            env={"PATH": os.environ["PATH"], **node.sshd.rotation_env(), **put.body["env"]},
+        )
+        _, err = await asyncio.wait_for(again.communicate(), 30)
+        assert again.returncode == 0, err
+        assert node.sshd.served_key().get_fingerprint() == rotated["fingerprint"]
+        down = cli("down", "--all", "--yes", env={**env, "MVP_STATE_DIR": str(tmp_path / "state")})
+        assert down.returncode == 0 and fake.billing() == [], down.stderr

@@ -193,6 +193,27 @@ def test_record_pins_adapt_the_ssh_layers_protocol(store: RecordStore) -> None:
     assert RecordStore(store.state_dir).pinned_host_key("r-0a1b", "7002") == "ssh-ed25519 AAAAC3Nza"
 
 
+def test_a_rotations_pending_key_is_durable_and_settles_in_one_write(store: RecordStore) -> None:
+    """A rotation notes its new key before the node swaps it in: a new process (a crash in
+    between) still knows both, and settling pins the new one and forgets the pending."""
+    from mvp_tui.lease import RecordPins
+
+    _filled(store)
+    pins = RecordPins(store, "r-0a1b")
+    pins.pin("vastai:7002", "ssh-ed25519 AAAAold")
+    pins.propose("vastai:7002", "ssh-ed25519 AAAAnew\n")
+    reread = RecordPins(RecordStore(store.state_dir), "r-0a1b")
+    assert (reread.get("7002"), reread.pending("7002")) == ("ssh-ed25519 AAAAold",
+                                                           "ssh-ed25519 AAAAnew")
+    doc = json.loads(store.record_path("r-0a1b").read_text())
+    assert doc["leases"][0]["host_key_pending"] == "ssh-ed25519 AAAAnew"
+    reread.settle("7002", "ssh-ed25519 AAAAnew")
+    assert (pins.get("7002"), pins.pending("7002")) == ("ssh-ed25519 AAAAnew", None)
+    pins.propose("7002", "ssh-ed25519 AAAAnext")
+    pins.propose("7002", None)
+    assert pins.pending("7002") is None
+
+
 def test_agent_log_mark_round_trips_and_older_records_have_none(tmp_path: Path) -> None:
     store = RecordStore(tmp_path)
     _filled(store)

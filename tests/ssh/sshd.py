@@ -18,6 +18,7 @@ from pathlib import Path
 
 import asyncssh
 
+from mvp_tui.providers.vast_host_key import SSH_DIR_ENV, SSHD_PIDFILE_ENV
 from tests.peers import require_executable
 
 # The test sshds running now, by port: a fake provider's "container" finds its node here.
@@ -124,7 +125,9 @@ class Sshd:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.host_key = asyncssh.generate_private_key("ssh-ed25519")
-        self.host_key_path = write_key(self.dir / "hostkey", self.host_key)
+        # Named as on a node, so a rotation over SSH finds it (MVP_BOOT_SSH_DIR = self.dir).
+        self.host_key_path = write_key(self.dir / "ssh_host_ed25519_key", self.host_key)
+        self.pidfile = self.dir / "sshd.pid"  # written at start, as sshd's own PidFile would
         self.authorized = self.dir / "authorized_keys"
         self.authorized.write_text("")
         self.process: asyncio.subprocess.Process | None = None
@@ -168,6 +171,14 @@ class Sshd:
     def fingerprint(self) -> str:
         return self.host_key.get_fingerprint("sha256")
 
+    def served_key(self) -> asyncssh.SSHKey:
+        """The key in sshd's key file now (a rotation over SSH replaces it on disk)."""
+        return asyncssh.read_private_key(str(self.host_key_path))
+
+    def rotation_env(self) -> dict[str, str]:
+        """The engine's pointers to this sshd's key and pid, for a Vast host key rotation."""
+        return {SSH_DIR_ENV: str(self.dir), SSHD_PIDFILE_ENV: str(self.pidfile)}
+
     async def start(
         self, boot: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     ) -> None:
@@ -188,6 +199,7 @@ class Sshd:
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )
+        self.pidfile.write_text(f"{self.process.pid}\n")
         listening = asyncio.get_running_loop().create_future()
         self._drain = asyncio.create_task(self._read_log(self.process, listening))
         RUNNING[self.port] = self

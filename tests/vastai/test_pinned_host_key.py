@@ -74,7 +74,8 @@ async def test_pin_host_key_off_sends_no_key(fake: FakeVast) -> None:
 async def test_the_onstart_lines_install_the_key_into_a_running_sshd(tmp_path: Path) -> None:
     sshd = Sshd(sshd_executable(), tmp_path / "sshd")
     sshd.host_key_path = write_key(sshd.dir / "ssh_host_ed25519_key", sshd.host_key)
-    (sshd.dir / "ssh_host_rsa_key").write_text("a key type sshd would also offer\n")
+    for other in ("rsa", "ecdsa", "dsa"):
+        (sshd.dir / f"ssh_host_{other}_key").write_text("a key type sshd would also offer\n")
     await sshd.start()
     try:
         before = await asyncssh.get_server_host_key("127.0.0.1", sshd.port)
@@ -90,7 +91,8 @@ async def test_the_onstart_lines_install_the_key_into_a_running_sshd(tmp_path: P
         )
         _, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0 and b"pinned ssh host key installed" in err, err
-        assert not (sshd.dir / "ssh_host_rsa_key").exists()
+        assert not list(sshd.dir.glob("ssh_host_*sa_key"))
+        assert (sshd.dir / "ssh_host_ed25519_key").exists()
         mode = (sshd.dir / "ssh_host_ed25519_key").stat().st_mode & 0o777
         assert mode == 0o600
         expected = asyncssh.import_public_key(plan.public).get_fingerprint()
