@@ -114,10 +114,7 @@ class MvpApp(ModelPicking, ExitPath):
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
         # The run across providers (a pick from another provider's offers gets a fresh engine
         # of that provider from `engine_for`; None: only the run's own provider's offers).
-        self.session = (
-            RunSession(engine, engine_for) if engine is not None
-            else None
-        )
+        self.session = RunSession(engine, engine_for) if engine is not None else None
         self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
         # The engine's sink (the run's events come through it); the bare shell and a replay
