@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -42,9 +42,19 @@ if TYPE_CHECKING:  # asyncssh loads only when a rented node needs the tunnel key
 
 STAGES_KEY = "[runtime] node_stages"
 
-Walk = Callable[[Sequence[Offer], WalkSettings], Awaitable[WalkResult]]
-# Starts a rented worker's agent over SSH (its role env; the event set once it listens).
-StartNode = Callable[[LeaseRecord, Mapping[str, str], asyncio.Event], Awaitable[None]]
+class Walker(Protocol):
+    """Walks offers to a running lease (the run's `Leasing`)."""
+
+    async def walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult: ...
+
+
+class WorkerStarter(Protocol):
+    """Starts a rented worker's agent over SSH (its role env; the event set once it
+    listens): the run's `NodeLink`."""
+
+    async def start_worker(
+        self, lease: LeaseRecord, role_env: Mapping[str, str], ready: asyncio.Event
+    ) -> None: ...
 
 
 # Writes one of the seed's bootstrap steps on `mvp.orch.bootstrap`: (phase, status, detail).
@@ -271,12 +281,13 @@ class Cluster:
         self,
         offers: Sequence[Offer],
         base: WalkSettings,
-        walk: Walk,
-        start_node: StartNode | None = None,
+        leasing: Walker,
+        start_node: WorkerStarter | None = None,
     ) -> WalkResult:
         """Every worker leased and listening, then the main node leased with `--rpc` over
-        them: the main's result (its lease is the run's serving one). `start_node` starts a
-        rented worker's agent over SSH (a local node's agent starts with its lease)."""
+        them, each through `leasing`'s walk: the main's result (its lease is the run's
+        serving one). `start_node` starts a rented worker's agent over SSH (a local node's
+        agent starts with its lease)."""
         stages = self.settings.stages
         for position, node_id in enumerate(self.worker_ids):
             role = {"MVP_NODE_ROLE": "worker", "MVP_LOGICAL_NODE_ID": str(node_id)}
@@ -284,7 +295,8 @@ class Cluster:
             if start_node is not None:
                 role["MVP_RPC_TUNNEL_PUBKEY"] = self.tunnel_public_key()
             self._phase("stage_provision", "started", {"node_id": node_id, "role": "worker"})
-            result = await walk(offers, replace(base, node_id=node_id, env={**base.env, **role}))
+            worker = replace(base, node_id=node_id, env={**base.env, **role})
+            result = await leasing.walk(offers, worker)
             if not result.ok or result.lease is None:
                 reason = f"worker node {node_id} could not be leased: {result.reason}"
                 self._phase("stage_provision", "failed", {"node_id": node_id, "reason": reason})
@@ -304,21 +316,21 @@ class Cluster:
         self._phase(
             "node_route", "ready", {**route, "tensor_split": main.get("MVP_TENSOR_SPLIT", "")}
         )
-        return await walk(offers, replace(base, env={**base.env, **main}))
+        return await leasing.walk(offers, replace(base, env={**base.env, **main}))
 
     async def _join(
         self,
         node_id: int,
         lease: LeaseRecord,
         role: Mapping[str, str],
-        start_node: StartNode | None,
+        start_node: WorkerStarter | None,
     ) -> WorkerReady:
         """The worker's agent started (rented) and its RPC server listening."""
         self._phase("node_join", "started", {"node_id": node_id})
         try:
             async with asyncio.timeout(self.settings.ready_timeout):
                 if start_node is not None:
-                    await start_node(lease, role, self.watch.ready_event(node_id))
+                    await start_node.start_worker(lease, role, self.watch.ready_event(node_id))
                 ready = await self.watch.until_ready(node_id)
         except TimeoutError:
             reason = (

@@ -241,9 +241,9 @@ class RunController:
         engine.check_state_dir()
         await engine.prepare_ssh_identity()
         walk = AttemptWalk(offers, engine.settings.attempts)
-        engine.announce_order(walk.remaining, "as picked")
+        engine.attempts.announce_order(walk.remaining, "as picked")
         while True:
-            engine.begin_attempt()
+            engine.attempts.begin_attempt()
             self._set_state(RunState.LEASING)
             result = await engine.lease(walk.remaining)
             if not result.ok:
@@ -273,9 +273,9 @@ class RunController:
                     replacement=self.replacements,
                 )
             )
-            engine.pause_prompts()  # queued prompts wait for the next node
+            engine.serving.pause_prompts()  # queued prompts wait for the next node
         self._set_state(RunState.BRINGING_UP)
-        if not await engine.discard_attempt(failure):
+        if not await engine.attempts.discard_attempt(failure):
             raise RunFailed(
                 f"the failed host's lease could not be confirmed deleted and may still bill; "
                 f"no other lease is made ({failure.reason})",
@@ -283,10 +283,10 @@ class RunController:
             )
         if failure.scope is FailureScope.RUN:
             raise RunFailed(failure.reason, failure.fix)
-        stop = walk.failed(failure) or engine.limit_reached()
+        stop = walk.failed(failure) or engine.serving.limit_reached()
         if stop is not None:
             raise RunFailed(*stop)
-        engine.announce_order(walk.remaining, f"after {failure.kind}")
+        engine.attempts.announce_order(walk.remaining, f"after {failure.kind}")
 
     async def _attach_then_serve(self, plan: Plan) -> PlanEnd:
         self._set_state(RunState.BRINGING_UP)
@@ -301,8 +301,8 @@ class RunController:
             return PlanEnd.LEASED if can_keep else PlanEnd.DONE
         if not self._guards:  # once per run: they outlive a replaced node
             self._guards = [
-                self._spawn(engine.guard_limits()),
-                self._spawn(engine.keep_node_attached()),  # heartbeats: the switch stays quiet
+                self._spawn(engine.serving.guard_limits()),
+                self._spawn(engine.link.keep_node_attached()),  # heartbeats: the switch stays quiet
             ]
         limits = self._guards[0]
         self._set_state(RunState.BRINGING_UP)
@@ -310,7 +310,7 @@ class RunController:
         if plan.until == "ready" and not plan.prompts:
             return PlanEnd.READY if can_keep else PlanEnd.DONE
         self._set_state(RunState.SERVING)
-        watch = self._spawn(engine.watch_node())
+        watch = self._spawn(engine.serving.watch_node())
         try:
             return await self._serving(plan, watch, limits)
         except NodeStoppedItself:
@@ -327,7 +327,7 @@ class RunController:
                 for text in plan.prompts:
                     queue.submit(text, plan.max_tokens)
             await _first_of(queue.drained(), watch, limits)
-            await engine.after_prompts()  # an answer cut off by a dying node fails the run
+            await engine.serving.after_prompts()  # an answer cut off by a dying node fails the run
             return PlanEnd.DONE
         if plan.until is not None or not plan.serve:
             return PlanEnd.DONE
@@ -363,8 +363,8 @@ class RunController:
             engine.log(f"stopping the run: {reason}")
         await self._cancel_all()
         keep = not destroy and engine.provider.info.ssh  # a local node never outlives us
-        await self._isolated("closing the prompt RPC", engine.close_rpc())
-        await self._isolated("closing the prompts", engine.close_prompts())
+        await self._isolated("closing the prompt RPC", engine.serving.close_rpc())
+        await self._isolated("closing the prompts", engine.serving.close_prompts())
         await self._isolated("closing the SSH session", engine.close_session(not keep))
         if keep:
             result = self._kept()
@@ -390,7 +390,7 @@ class RunController:
 
     def _kept(self) -> StopResult:
         try:
-            open_leases = self.engine.open_leases()
+            open_leases = self.engine.teardown.open_leases()
         except Exception as exc:
             return StopResult(kept=True, errors=(self._describe(exc),))
         return StopResult(left=tuple(open_leases), kept=True)
@@ -401,7 +401,7 @@ class RunController:
         except Exception as exc:
             left: tuple[LeaseRef, ...] = ()
             with contextlib.suppress(Exception):
-                left = tuple(self.engine.open_leases())
+                left = tuple(self.engine.teardown.open_leases())
             reason = self._describe(exc)
             return StopResult(
                 left=tuple(LeaseRef(r.run_id, r.provider_id, r.label, reason) for r in left),

@@ -25,6 +25,7 @@ from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.schema import PROVIDERS
 from mvp_tui.datastream.display import display_text
 from mvp_tui.datastream.frame import Frame
+from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.controller import (
     Plan,
     PlanEnd,
@@ -203,12 +204,12 @@ async def run_up(
     printer.redact = engine.redactor  # the run's redactor knows every secret it holds
     engine.hub.listeners.append(printer.frame)
 
-    def engine_for(kind: str) -> RunEngine:  # `--offer PROVIDER:ID` of another provider
-        return RunEngine(config.for_provider(kind), printer.event, ledger=engine.ledger)
+    def engine_for(kind: str, hub: ChannelHub) -> RunEngine:  # `--offer PROVIDER:ID`
+        return RunEngine(config.for_provider(kind), printer.event, hub=hub,
+                         ledger=engine.ledger)
 
-    def on_engine(fresh: RunEngine) -> None:
+    def on_engine(fresh: RunEngine) -> None:  # the session's hub: printed already
         printer.redact = fresh.redactor
-        fresh.hub.listeners.append(printer.frame)
 
     session = RunSession(engine, engine_for, on_engine)
     loop = asyncio.get_running_loop()
@@ -224,9 +225,9 @@ async def run_up(
 
     def stop_by(name: str, reason: str, source: str) -> None:
         if not signalled:
-            waited.append(session.engine.waiting_for)
+            waited.append(session.engine.ctx.sink.waiting_for)
         signalled.append(name)
-        engine.shutdown_requested(source)
+        session.engine.ctx.sink.shutdown(source)  # the seed's `shutdown` phase: who asked
         controller = session.controller
         if controller.state is RunState.IDLE and main is not None and len(signalled) == 1:
             main.cancel()  # still choosing offers: nothing to tear down, stop asking
@@ -237,7 +238,7 @@ async def run_up(
         # node's stderr channel (and the archive). stdout is the JSON mirror: not again.
         # (The config's warnings the engine writes there itself, in either mode.)
         with contextlib.suppress(Exception):
-            session.engine.say(line)
+            session.engine.ctx.sink.stderr(line)
         print(f"mvp-tui: {line}", file=sys.stderr)
 
     for sig in SIGNALS:

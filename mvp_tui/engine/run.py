@@ -1,25 +1,292 @@
 """One run, top to bottom: offers → lease walk → node up → prompts → confirmed teardown.
 
-`RunEngine` owns every resource a run holds (provider client, SSH session, prompt queue,
-RPC server, datastream archive) and releases them in `aclose`. It reports through its
-event sink and the channel hub only; the dashboard and headless mode both drive it.
+`RunEngine` composes the run's collaborators over one `RunContext` (engine/context.py: ids,
+settings, sink, hub, redactor, store, clock, configuration), each owning its own state:
+
+- `Leasing` (run_lease): the SSH identity, volume, walk (one node or a `Cluster`), earlier
+  runs' leases and adopting one;
+- `NodeLink` (run_bringup): the SSH session or child process, bring-up, the lease watch,
+  heartbeats, the endpoint record and the agent's log mark;
+- `Serving` (run_serve): the prompt queue and RPC server, the serving node's watch, limits;
+- `Teardown` (run_teardown): the run's leases destroyed, confirmed;
+- `Attempts`, `AttemptStage` (run_attempts): between one host and the next, stage times;
+- `NodeVerdicts` (run_core): what the nodes say about themselves.
+
+The engine owns every resource a run holds and releases it in `aclose`. It reports through
+its event sink and the channel hub only; the dashboard and headless mode both drive it (the
+run controller, engine/controller.py, through these collaborators).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.loader import served_name
+from mvp_tui.config.values import Source
+from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.cluster import Cluster, ClusterSettings
+from mvp_tui.engine.context import RunLeases
+from mvp_tui.engine.events import NodeReady, OffersListed, RunStarted
 from mvp_tui.engine.failures import RunFailed
-from mvp_tui.engine.run_core import NODE_CLUSTER_SOURCE, local_port_free
-from mvp_tui.engine.run_lease import LeasePhase
-from mvp_tui.providers.base import ProviderError
+from mvp_tui.engine.ledger import LeaseLedger
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.run_attempts import Attempts, AttemptStage
+from mvp_tui.engine.run_bringup import NodeLink
+from mvp_tui.engine.run_core import (
+    NODE_CLUSTER_SOURCE,
+    NodeVerdicts,
+    describe_run,
+    local_port_free,
+    node_env_for,
+    open_context,
+)
+from mvp_tui.engine.run_lease import Leasing
+from mvp_tui.engine.run_serve import Serving
+from mvp_tui.engine.run_teardown import Teardown
+from mvp_tui.engine.settings import RunSettings
+from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.lease.records import LeaseRecord
+from mvp_tui.lease.restart import DownReport, OpenLease
+from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.walk import WalkResult
+from mvp_tui.prompt.queue import PromptQueue
+from mvp_tui.providers.base import Offer, Provider, ProviderError
 
 
-class RunEngine(LeasePhase):
+class RunEngine:
     """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
     always the teardown steps (tears down what was leased, confirmed) then `aclose`.
 
-    The phases live in their own modules, each building on the ones below it: the shared
-    state and checks (run_core), bring-up (run_bringup), serving (run_serve), teardown
-    (run_teardown), attempts (run_attempts) and leasing (run_lease)."""
+    A thin facade: the run's steps are its collaborators' (`leasing`, `link`, `serving`,
+    `teardown`, `attempts`); the engine composes them and keeps the run's own checks and
+    offer search. `hub`: a session's hub (its panes attach once); the engine then leaves
+    it open at `aclose(keep_hub=True)`."""
+
+    def __init__(
+        self,
+        config: Config,
+        sink: EventSink,
+        *,
+        hub: ChannelHub | None = None,
+        clock: Callable[[], float] = time.time,
+        environ: Mapping[str, str] | None = None,
+        provider: Provider | None = None,
+        settings_override: Callable[[WalkSettings], WalkSettings] | None = None,
+        ledger: LeaseLedger | None = None,
+    ) -> None:
+        ctx = open_context(
+            config, sink, hub=hub, clock=clock, environ=environ, provider=provider,
+            settings_override=settings_override, ledger=ledger,
+        )
+        self.ctx = ctx
+        # The run's shared pieces, never rebound (what changes is read through `ctx`).
+        self.config, self.ledger, self.hub, self.bridge = config, ctx.ledger, ctx.hub, ctx.bridge
+        self.redactor, self.store, self.provider = ctx.redactor, ctx.store, ctx.provider
+        self.watchdog, self.node_id = ctx.watchdog, ctx.node_id
+        self.verdicts = NodeVerdicts(ctx)
+        self.watch, self.verdict_wait, self.stall = (
+            self.verdicts.watch, self.verdicts.verdict_wait, self.verdicts.stall
+        )
+        self.leases = RunLeases()
+        self.cluster = Cluster(
+            ClusterSettings.from_config(config),
+            ctx.node_id,
+            self.verdicts.workers,
+            phase=ctx.sink.emitter.emit_bootstrap,  # the seed's stage_provision/node_* steps
+        )
+        self.attempt = AttemptStage(ctx, self.leases)
+        self.link = NodeLink(ctx, self.leases, self.verdicts, self.attempt, self.cluster)
+        self.serving = Serving(ctx, self.leases, self.link, self.verdicts, self.cluster)
+        self.teardown = Teardown(ctx, self.leases)
+        self.attempts = Attempts(ctx, self.leases, self.link, self.verdicts, self.attempt)
+        self.leasing = Leasing(ctx, self.leases, self.cluster, self.link)
+        self._flusher: asyncio.Task[None] | None = None
+        describe_run(ctx)
+
+    # -- what changes over a run, read from its owner -------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self.ctx.run_id
+
+    @property
+    def settings(self) -> RunSettings:
+        return self.ctx.settings
+
+    @property
+    def node_env(self) -> dict[str, str]:
+        return self.ctx.node_env
+
+    @property
+    def lease_record(self) -> LeaseRecord | None:
+        return self.leases.lease_record
+
+    @property
+    def prompts(self) -> PromptQueue | None:
+        return self.serving.prompts
+
+    @property
+    def endpoint(self) -> EndpointRecord | None:
+        return self.link.endpoint
+
+    # -- the run's own steps ---------------------------------------------------------------
+    def emit(self, event: EngineEvent) -> None:
+        self.ctx.emit(event)
+
+    def now(self) -> float:
+        return self.ctx.clock()
+
+    def log(self, line: str) -> None:
+        """One of the engine's own lines on the node's provider channel (redacted)."""
+        self.ctx.log(line)
+
+    async def _flush_archive(self) -> None:
+        # The archive buffers; a quiet run must still reach the disk about once a second.
+        while True:
+            await asyncio.sleep(1.0)
+            self.hub.flush()
+
+    def started(self) -> None:
+        if self.hub.archive is not None and self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_archive())
+        self.emit(
+            RunStarted(
+                at=self.ctx.clock(),
+                run_id=self.run_id,
+                provider=self.config.provider,
+                profile=self.config.profile,
+                state_dir=str(self.store.run_dir(self.run_id)),
+            )
+        )
+
+    def check_model(self) -> None:
+        """A local node reads the model from this machine: a wrong path fails here, before
+        any process starts, naming the key and where its value came from."""
+        if self.provider.info.ssh:
+            return
+        path = self.settings.model.gguf_local_path
+        if path is None:
+            return
+        source = self.config.sources.get("model.gguf_local_path")
+        if not path.is_file():
+            raise ConfigError(
+                f"[model] gguf_local_path = {str(path)!r} (from {source}) does not exist or is "
+                "not a file; point it at a .gguf model file"
+            )
+        with path.open("rb") as handle:
+            if handle.read(4) != b"GGUF":
+                raise ConfigError(
+                    f"[model] gguf_local_path = {str(path)!r} (from {source}) is not a GGUF "
+                    "file; llama.cpp serves .gguf models only"
+                )
+
+    def check_state_dir(self) -> None:
+        """Run records are written before every create: a state dir that cannot take them
+        stops the run here, before anything is rented (exit 2)."""
+        runs = self.store.runs_dir
+        try:
+            runs.mkdir(parents=True, exist_ok=True, mode=0o700)
+            probe = runs / f".write-check-{os.getpid()}"  # per process: runs share the dir
+            write_atomic(probe, b"ok\n")
+            probe.unlink()
+        except OSError as exc:
+            source = self.config.sources.get("state.dir") or "default"
+            raise ConfigError(
+                f"[state] dir = {str(self.config.state_dir)!r} (from {source}) cannot take run "
+                f"records ({exc.strerror or exc}: {exc.filename or runs}); every lease is "
+                "recorded before it is created, so nothing was rented. Fix its permissions or "
+                "free space, or point [state] dir / MVP_STATE_DIR / --state-dir elsewhere"
+            ) from None
+
+    def choose_model(self, repo: str, file: str) -> None:
+        """Serve hub `repo`'s `file` from the next lease on (the model picker): the node's
+        env and the board's need follow. The session allows it only while nothing is leased."""
+        # A served name the user never set follows the model (what OpenAI clients ask for).
+        named = self.config.sources.get("model.id", Source("default")).layer != "default"
+        model = dataclasses.replace(
+            self.settings.model, gguf_local_path=None, gguf_repo=repo, gguf_file=file,
+            gguf_revision=None,
+            model_id=self.settings.model.model_id if named else served_name(file),
+        )
+        self.ctx.use_settings(dataclasses.replace(self.settings, model=model))
+        self.ctx.use_node_env(node_env_for(self.ctx))
+
+    async def model_need(self) -> ModelNeed:
+        """The model's VRAM need per node (the board's `fit`), from the local file or the
+        hub this run's nodes download from; `ModelNeedError` says why it cannot be read."""
+        from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
+
+        nodes = self.config.settings.runtime.nodes
+        return await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
+
+    async def search_offers(self, limit: int = 64) -> list[Offer]:
+        policy = dataclasses.replace(self.settings.policy, limit=limit)
+        offers = await self.provider.search_offers(policy)
+        skipped = len(self.provider.last_skipped)
+        self.emit(
+            OffersListed(
+                at=self.ctx.clock(), provider=self.config.provider, count=len(offers),
+                skipped=skipped,
+            )
+        )
+        return offers
+
+    def walk_settings(self) -> WalkSettings:
+        return self.ctx.walk_settings()
+
+    # -- the collaborators' steps callers drive directly -----------------------------------
+    async def prepare_ssh_identity(self) -> None:
+        await self.leasing.prepare_ssh_identity()
+
+    async def lease(self, offers: Sequence[Offer]) -> WalkResult:
+        return await self.leasing.lease(offers)
+
+    async def earlier_leases(self) -> list[OpenLease]:
+        return await self.leasing.earlier_leases()
+
+    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
+        return await self.leasing.down_earlier(run_ids)
+
+    def adopt(self, earlier: OpenLease) -> None:
+        self.leasing.adopt(earlier)
+
+    async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
+        return await self.link.bring_up(timeout_s)
+
+    async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
+        return await self.serving.start_prompts(rpc=rpc)
+
+    async def close_session(self, shutdown_agent: bool = True) -> None:
+        await self.link.close_session(shutdown_agent)
+
+    async def destroy_leases(self) -> DownReport:
+        return await self.teardown.destroy_leases()
+
+    async def aclose(self, *, keep_hub: bool = False) -> None:
+        """Release what the run holds. `keep_hub`: the hub is a session's, which outlives
+        this engine (a provider switch): the engine's listeners come off it, it stays open."""
+        self.link.stop_ssh_debug_log()
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        self.hub.flush()
+        if keep_hub:
+            self.verdicts.detach()
+            self.attempt.detach()
+        elif self.hub.archive is not None:
+            self.hub.archive.close()
+        await self.provider.aclose()
+
+    @property
+    def state_path(self) -> Path:
+        return self.ctx.state_path
 
 
 __all__ = ["NODE_CLUSTER_SOURCE", "ProviderError", "RunEngine", "RunFailed", "local_port_free"]

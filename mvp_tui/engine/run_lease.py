@@ -1,4 +1,4 @@
-"""The lease phase of a run: the SSH identity and account key, a provider's network volume,
+"""Leasing (`Leasing`): the SSH identity and account key, a provider's network volume,
 the walk (one node or a cluster), and earlier runs' leases (reconcile, down, adopt).
 """
 
@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mvp_tui.engine.cluster import Cluster
+from mvp_tui.engine.context import RunContext, RunLeases
 from mvp_tui.engine.events import AccountKeyReady
 from mvp_tui.engine.failures import RunFailed
-from mvp_tui.engine.run_attempts import AttemptsPhase
+from mvp_tui.engine.run_bringup import NodeLink
+from mvp_tui.engine.run_core import node_env_for
 from mvp_tui.engine.settings import volume_settings
 from mvp_tui.lease.endpoint_record import load_endpoint
 from mvp_tui.lease.events import LeaseRunning, VolumeMounted
@@ -17,44 +20,49 @@ from mvp_tui.lease.restart import DownReport, OpenLease, down, reconcile_open_ru
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.volumes import VolumeRecord, record_volume
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.providers.base import Offer
-from mvp_tui.ssh.logtail import LogPositions
 
 # How the seed names a marketplace in its account-key line.
 _SEED_NAMES = {"vastai": "VastAI", "runpod": "RunPod"}
 
 
-class LeasePhase(AttemptsPhase):
-    """Leasing: the identity, volume, walk and earlier-run steps."""
+class Leasing:
+    """Leasing: the identity, volume, walk (one node or a cluster) and earlier-run steps."""
+
+    def __init__(
+        self, ctx: RunContext, leases: RunLeases, cluster: Cluster, link: NodeLink
+    ) -> None:
+        self.ctx = ctx
+        self.leases = leases
+        self.cluster = cluster
+        self.link = link
 
     async def prepare_ssh_identity(self) -> None:
         """Load the SSH key and register its public half with the provider (before create)."""
-        if not self.provider.info.ssh:
+        if not self.ctx.provider.info.ssh:
             return
         from mvp_tui.ssh.identity import load_identity
 
-        ssh = self.settings.ssh
+        ssh = self.ctx.settings.ssh
         identity = await load_identity(ssh.identity_path, config_key=ssh.identity_key)
-        self._identity = identity
-        self._ssh_public_key = identity.public_openssh
-        registered_now = await self.provider.ensure_ssh_key(identity.public_openssh)
+        self.ctx.use_identity(identity)
+        registered_now = await self.ctx.provider.ensure_ssh_key(identity.public_openssh)
         if registered_now is not None:
             self._account_key_ready(str(identity.path), identity.fingerprint, registered_now)
         await self._prepare_volume()
 
     def _account_key_ready(self, path: str, fingerprint: str, registered_now: bool) -> None:
         """Say the seed's line: which identity the account holds, by its fingerprint."""
-        name = self.provider.info.name
+        name = self.ctx.provider.info.name
         line = (
             f"{_SEED_NAMES.get(name, name)} SSH identity {path} fingerprint {fingerprint} "
             "registered for account"
         )
-        self._sink_line(line)
-        self.emit(
+        self.ctx.log(line)
+        self.ctx.emit(
             AccountKeyReady(
-                at=self._clock(),
-                run_id=self.run_id,
+                at=self.ctx.clock(),
+                run_id=self.ctx.run_id,
                 provider=name,
                 identity=path,
                 fingerprint=fingerprint,
@@ -67,69 +75,70 @@ class LeasePhase(AttemptsPhase):
         """A provider's network volume for the model cache ([runpod] network_volume), found
         or created before the first create, recorded for `ls` (it bills by the month) and
         said as an event."""
-        volume = await self.provider.prepare_volume()
-        settings = volume_settings(self.config)
+        volume = await self.ctx.provider.prepare_volume()
+        settings = volume_settings(self.ctx.config)
         if volume is None or settings is None:
             return
         record = VolumeRecord(
-            provider=self.config.provider, volume_id=volume.id, name=volume.name,
+            provider=self.ctx.config.provider, volume_id=volume.id, name=volume.name,
             size_gb=volume.size_gb, data_center=volume.data_center,
-            usd_per_gb_month=settings.usd_per_gb_month, last_run=self.run_id,
+            usd_per_gb_month=settings.usd_per_gb_month, last_run=self.ctx.run_id,
         )
-        record_volume(self.config.state_dir, record)
-        self.emit(
+        record_volume(self.ctx.config.state_dir, record)
+        self.ctx.emit(
             VolumeMounted(
-                at=self._clock(), run_id=self.run_id, provider=self.config.provider,
+                at=self.ctx.clock(), run_id=self.ctx.run_id, provider=self.ctx.config.provider,
                 volume_id=volume.id, name=volume.name, size_gb=volume.size_gb,
                 data_center=volume.data_center, usd_per_month=round(record.usd_per_month, 4),
             )
         )
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
-        self._offers = {o.offer_id: o for o in offers}
+        self.leases.use_offers({o.offer_id: o for o in offers})
         if self.cluster.settings.multi:
-            ssh = self.provider.info.ssh
+            ssh = self.ctx.provider.info.ssh
             result = await self.cluster.lease(
-                offers, self.walk_settings(), self._walk, self._start_worker if ssh else None
+                offers, self.ctx.walk_settings(), self, self.link if ssh else None
             )
         else:
-            result = await self._walk(offers, self.walk_settings())
-        self.lease_record = result.lease
+            result = await self.walk(offers, self.ctx.walk_settings())
+        self.leases.hold(result.lease)
         return result
 
-    async def _walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
+    async def walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
         walk = LeaseWalk(
-            self.provider,
-            self.store,
-            self._sink,
+            self.ctx.provider,
+            self.ctx.store,
+            self.ctx.sink,
             settings,
-            self._clock,
-            run_id=self.run_id,
+            self.ctx.clock,
+            run_id=self.ctx.run_id,
             config=self._redacted_config(),
-            redact=self.redactor,
+            redact=self.ctx.redactor,
         )
         return await walk.run(offers)
 
     def _redacted_config(self) -> dict[str, object]:
-        secret = {k for k in self.config.values if k.endswith("api_key")}
+        secret = {k for k in self.ctx.config.values if k.endswith("api_key")}
         return {
             key: ("<redacted>" if key in secret and value else _plain(value))
-            for key, value in self.config.values.items()
+            for key, value in self.ctx.config.values.items()
         }
 
     async def earlier_leases(self) -> list[OpenLease]:
         """Leases of earlier runs of this provider that may still exist (the provider is
         asked; those it confirms gone are closed in their records)."""
         found = await reconcile_open_runs(
-            self.provider, self.store, self._clock, self.walk_settings(), self._sink
+            self.ctx.provider, self.ctx.store, self.ctx.clock, self.ctx.walk_settings(),
+            self.ctx.sink,
         )
-        return [o for o in found if o.exists is not False and o.run_id != self.run_id]
+        return [o for o in found if o.exists is not False and o.run_id != self.ctx.run_id]
 
     async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
         """Tear down, confirmed, every lease of these earlier runs."""
         reports = [
-            await down(self.provider, self.store, run_id, self._sink, self.walk_settings(),
-                       self._clock)
+            await down(self.ctx.provider, self.ctx.store, run_id, self.ctx.sink,
+                       self.ctx.walk_settings(), self.ctx.clock)
             for run_id in dict.fromkeys(run_ids)
         ]
         return DownReport(
@@ -144,38 +153,30 @@ class LeasePhase(AttemptsPhase):
         """Continue an earlier run's running lease: this engine takes over its run id and
         record, so bring-up re-attaches to the agent already on the node (host key pinned
         in that record) instead of renting anew."""
-        if self.lease_record is not None:
+        if self.leases.lease_record is not None:
             raise RunFailed("this run already holds a lease; tear it down before re-attaching")
-        nodes = {x.node_id for x in self.store.load(earlier.run_id).open_leases()}
+        nodes = {x.node_id for x in self.ctx.store.load(earlier.run_id).open_leases()}
         if len(nodes) > 1:  # its workers' sessions would not be re-made
             raise RunFailed(
                 f"run {earlier.run_id} holds leases of {len(nodes)} nodes: a multi-node run "
                 f"cannot be re-attached; end it with `mvp-tui down {earlier.run_id}`"
             )
-        self.run_id = earlier.run_id
+        self.ctx.adopt_run(earlier.run_id)
         # The agent on the node checks the key it was started with: the earlier run's.
-        self.endpoint = load_endpoint(self.store, earlier.run_id)
-        if self.endpoint is not None:
-            self.api_key = self.endpoint.api_key
-            self.redactor.add(self.api_key)
-            self.rpc_token = self.endpoint.rpc_token or self.rpc_token  # the tools' one
-            self.redactor.add(self.rpc_token)
-        self.node_env = self._node_env()
-        self.lease_record = earlier.lease
+        endpoint = load_endpoint(self.ctx.store, earlier.run_id)
+        if endpoint is not None:
+            # the tools' RPC token too
+            self.ctx.use_keys(endpoint.api_key, endpoint.rpc_token or self.ctx.rpc_token)
+        self.ctx.use_node_env(node_env_for(self.ctx))
+        self.leases.hold(earlier.lease)
         lease, ssh = earlier.lease, earlier.lease.ssh
-        # Resume the agent's logs where the earlier run stopped reading them; the engine
-        # verdict it had seen is replayed, as the lines before that point are not re-read.
-        self._resume = LogPositions(*(lease.log_positions or (0, 0)))
-        if lease.log_positions is not None and lease.ready_record is not None:
-            self.hub.publish(
-                WEIGHTS_CHANNEL, lease.ready_record.encode(), stream=self.bridge.stream
-            )
+        self.link.adopt(endpoint, lease)
         # Announced like a fresh lease, dated from when it first ran, so spend and the
         # quit guard count it from the start.
-        self.emit(
+        self.ctx.emit(
             LeaseRunning(
-                at=lease.running_at or self._clock(),
-                run_id=self.run_id,
+                at=lease.running_at or self.ctx.clock(),
+                run_id=self.ctx.run_id,
                 provider_id=lease.provider_id or "",
                 label=lease.label,
                 host=ssh.host if ssh else "",

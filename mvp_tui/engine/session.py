@@ -36,7 +36,8 @@ from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.providers.base import Offer
 from mvp_tui.secrets import Redactor
 
-EngineFactory = Callable[[str], RunEngine]
+# (provider, the session's hub): an engine of that provider, on the session's hub and ledger.
+EngineFactory = Callable[[str, ChannelHub], RunEngine]
 # (provider that gave nothing, the provider tried next, why): said to the user.
 FallbackNote = Callable[[str, str, str], None]
 
@@ -69,15 +70,15 @@ class RunSession:
         # The session's one lease ledger: its engines share it (`engine_for` is given the
         # first engine's), so the money of every provider walked is in one place.
         self.ledger = engine.ledger
+        # The session's one channel hub: the first engine's, given to every engine it makes,
+        # so the panes (and headless's frame printer) attach once, for every provider walked.
+        self.hub: ChannelHub = engine.hub
         self.retired: list[RunEngine] = []
         self._engine_for = engine_for
-        self._on_engine = on_engine  # a fresh engine is in place (the app re-attaches panes)
+        # Offers of another provider can be walked (an engine can be made for it).
+        self.can_switch = engine_for is not None
+        self._on_engine = on_engine  # a fresh engine is in place (headless: its redactor)
         self._model: tuple[str, str] | None = None  # the picker's (repo, file), for every engine
-
-    @property
-    def can_switch(self) -> bool:
-        """Offers of another provider can be walked (an engine can be made for it)."""
-        return self._engine_for is not None
 
     async def use(self, kind: str) -> RunEngine:
         """The engine of provider `kind`: the current one, or a fresh one when nothing of
@@ -95,9 +96,11 @@ class RunSession:
                 f"the {engine.provider.info.name} run still holds a lease: tear it down "
                 f"before leasing on {kind}"
             )
-        fresh = self._engine_for(kind)  # ConfigError: that provider is not configured
+        fresh = self._engine_for(kind, self.hub)  # ConfigError: that provider is not configured
         if fresh.ledger is not self.ledger:
             raise RuntimeError("an engine factory must give its engines the session's ledger")
+        if fresh.hub is not self.hub:
+            raise RuntimeError("an engine factory must give its engines the session's hub")
         if self._model is not None:
             fresh.choose_model(*self._model)
         self.retired.append(engine)
@@ -105,7 +108,7 @@ class RunSession:
         if self._on_engine is not None:
             self._on_engine(fresh)
         fresh.started()
-        await engine.aclose()
+        await engine.aclose(keep_hub=True)  # the hub is the session's: it stays open
         return fresh
 
     async def lease_and_serve(
@@ -155,10 +158,6 @@ class RunSession:
     @property
     def run_id(self) -> str:
         return self.engine.run_id
-
-    @property
-    def hub(self) -> ChannelHub:
-        return self.engine.hub
 
     @property
     def redactor(self) -> Redactor:
@@ -253,7 +252,7 @@ class RunSession:
             self.engine.prompts.cancel()
 
     async def postpone_idle_stop(self) -> bool:
-        return await self.engine.postpone_idle_stop()
+        return await self.engine.serving.postpone_idle_stop()
 
     async def stop(
         self, *, destroy: bool = True, final: bool = False, reason: str = ""

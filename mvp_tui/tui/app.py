@@ -32,7 +32,7 @@ from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
 from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine
-from mvp_tui.engine.session import RunSession
+from mvp_tui.engine.session import EngineFactory, RunSession
 from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.errors import UserError
 from mvp_tui.events import EngineEvent
@@ -104,7 +104,7 @@ class MvpApp(ModelPicking, ExitPath):
         replay: ReplayControl | None = None,
         wall: Callable[[], float] = time.time,
         tz: tzinfo | None = None,
-        engine_for: Callable[[str], RunEngine] | None = None,
+        engine_for: EngineFactory | None = None,
         label: str = "",
         board_kinds: Sequence[str] = BOARD_PROVIDERS,
     ) -> None:
@@ -114,11 +114,7 @@ class MvpApp(ModelPicking, ExitPath):
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
         # The run across providers (a pick from another provider's offers gets a fresh engine
         # of that provider from `engine_for`; None: only the run's own provider's offers).
-        self.session = (
-            RunSession(engine, engine_for, on_engine=self._engine_changed)
-            if engine is not None
-            else None
-        )
+        self.session = RunSession(engine, engine_for) if engine is not None else None
         self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
         self.replay = replay
         # The engine's sink (the run's events come through it); the bare shell and a replay
@@ -130,7 +126,7 @@ class MvpApp(ModelPicking, ExitPath):
             self.register_theme(theme)
         # The run's typed settings: the engine's (built once from this config), else these.
         session = self.session
-        self._limits = session.limits if session is not None else Limits.from_config(config)
+        self._limits = Limits.from_config(config)  # without a run (the engine's: `limits`)
         self._prompt_settings = (
             session.prompt_settings if session is not None else config.settings.prompt
         )
@@ -177,6 +173,12 @@ class MvpApp(ModelPicking, ExitPath):
     @property
     def controller(self) -> RunController | None:
         return self.session.controller if self.session is not None else None
+
+    @property
+    def limits(self) -> Limits:
+        """The run's limits: those of the engine of the moment (a provider switch reads its
+        own), else the configuration's."""
+        return self.session.limits if self.session is not None else self._limits
 
     @property
     def hub(self) -> ChannelHub | None:
@@ -317,7 +319,7 @@ class MvpApp(ModelPicking, ExitPath):
             live_leases=self.live_leases,
             price_per_hour=self.ledger.rate(),
             spent_usd=self.ledger.spent(now),
-            cap_usd=self._limits.max_spend_usd,
+            cap_usd=self.limits.max_spend_usd,
             label=self.label,
             rate_trend=self._rate_trend(),
             volume_usd_per_month=self.ledger.volume_usd_per_month,
@@ -457,7 +459,7 @@ class MvpApp(ModelPicking, ExitPath):
         return Plan(max_tokens=self._prompt_settings.max_tokens, rpc=True)
 
     def _lease_limits(self) -> LeaseLimits:
-        limits = self._limits  # unset or 0: not set
+        limits = self.limits  # unset or 0: not set
         return LeaseLimits(
             max_price_per_hour=limits.max_price_per_hour,
             max_spend_usd=limits.max_spend_usd,
@@ -480,14 +482,6 @@ class MvpApp(ModelPicking, ExitPath):
     def _fallback(self, kind: str, following: str, reason: str) -> None:
         self.notify(clean_line(reason, 600), title=f"no lease on {kind}; trying {following}",
                     severity="warning", timeout=15, markup=False)
-
-    def _engine_changed(self, fresh: RunEngine) -> None:
-        """A fresh engine of another provider: its channels shown, its limits read."""
-        session = self._session()
-        self._limits = session.limits
-        for pane in (self.query_one(BootstrapPane), self.query_one(ChannelsPane)):
-            pane.attach_hub(session.hub)
-        self._update_summary()
 
     async def _serve(self, lifecycle: Callable[[], Awaitable[PlanEnd]]) -> None:
         """A lease (new or re-attached) from the walk to serving, owned by the session:

@@ -16,6 +16,7 @@ from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
 
 if TYPE_CHECKING:
+    from mvp_tui.datastream.hub import ChannelHub
     from mvp_tui.engine.controller import StopResult
     from mvp_tui.engine.run import RunEngine
     from mvp_tui.tui.app import MvpApp
@@ -37,8 +38,8 @@ def run_dashboard(
     sink = UiPort()
     engine = RunEngine(config, sink, environ=environ)
 
-    def engine_for(kind: str) -> RunEngine:
-        return RunEngine(wrap(config.for_provider(kind)), sink, environ=environ,
+    def engine_for(kind: str, hub: ChannelHub) -> RunEngine:  # on the session's hub
+        return RunEngine(wrap(config.for_provider(kind)), sink, environ=environ, hub=hub,
                          ledger=engine.ledger)
 
     app = MvpApp(config, engine=engine, sink=sink, engine_for=engine_for, label=header)

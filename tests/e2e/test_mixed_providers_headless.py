@@ -38,3 +38,8 @@ async def test_a_vast_pick_that_fails_hands_over_to_the_local_pick(
     assert started == ["vastai", "local"], started
     (done,) = run.events("prompt_done")
     assert done["tokens_generated"] >= 1
+    # One hub for the session: its channels' positions run on across the providers walked,
+    # and each frame is printed once (the printer was attached once, to the session's hub).
+    printed = [(r["channel"], r["position"]) for r in run.records if r.get("event") == "frame"]
+    assert len(printed) == len(set(printed)), "a frame printed twice, or a hub begun anew"
+    assert run.frames("mvp.worker.weights"), "the local node's frames reach the printer"

@@ -149,7 +149,7 @@ def test_every_import_keeps_to_the_layers() -> None:
         modules
     )
     assert "mvp_tui.node_protocol" in {
-        t for _, t in _imports("", modules["mvp_tui.engine.run_core"])
+        t for _, t in _imports("", modules["mvp_tui.engine.run_attempts"])
     }
     assert _violations() == []
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from mvp_tui.engine.events import NodeReady, OffersListed
 from mvp_tui.lease import events as lease
 from mvp_tui.tui.app import MvpApp
+from mvp_tui.widgets.bootstrap import BootstrapPane
+from mvp_tui.widgets.channels import ChannelsPane
 from mvp_tui.widgets.offers import OffersPane
 from tests.agent.procs import alive
 from tests.fakes.tiny_gguf import write_tiny_gguf
@@ -75,6 +77,13 @@ async def test_picks_across_providers_walk_to_the_next_provider(tmp_path: Path) 
             answered = [e for e in seen.events if isinstance(e, lease.AttemptAnswered)]
             assert [e.outcome for e in answered] == ["unavailable", "created"]
             assert app.engine is not None and app.engine.config.provider == "local"
+            # One hub for the session: the panes attached at mount show the local node's
+            # channels, with nothing re-attached by hand at the provider switch.
+            session = app.session
+            assert session is not None and session.retired
+            assert session.retired[0].hub is app.engine.hub is session.hub
+            assert app.query_one(ChannelsPane).hub is session.hub
+            assert app.query_one(BootstrapPane).hub is session.hub
             running = await seen.first(is_(lease.LeaseRunning))
             pid = int(running.provider_id.removeprefix("local-"))  # type: ignore[attr-defined]
             await pilot.pause()

@@ -10,6 +10,7 @@ import pytest
 from textual.widgets import Button, Static
 
 from mvp_tui.config import ConfigPaths, load_config
+from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.events import NodeReady, OffersListed
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.ui_port import UiPort
@@ -52,8 +53,9 @@ def dashboard(
     environ = {k: v for k, v in env.items() if k == "MVP_NODE_PROVIDER_ENV_FILE"}
     engine = RunEngine(config, tee, environ=environ)
 
-    def engine_for(kind: str) -> RunEngine:
-        return RunEngine(config.for_provider(kind), tee, environ=environ, ledger=engine.ledger)
+    def engine_for(kind: str, hub: ChannelHub) -> RunEngine:
+        return RunEngine(config.for_provider(kind), tee, environ=environ, hub=hub,
+                         ledger=engine.ledger)
 
     app = MvpApp(config, engine=engine, sink=sink, clock=lambda: FIXED_NOW,
                  engine_for=engine_for if other_providers else None)

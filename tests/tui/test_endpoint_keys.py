@@ -28,8 +28,8 @@ def serving_app(tmp_path: Path, base_url: str = "http://127.0.0.1:8642") -> MvpA
     engine = app.engine
     assert engine is not None
     engine.store.run_dir(engine.run_id).mkdir(parents=True)
-    engine.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
-                                     serving=True)
+    engine.link.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
+                                          serving=True)
     return app
 
 
@@ -116,7 +116,7 @@ async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> N
         told.append("use")
         return True
 
-    engine.postpone_idle_stop = postpone  # type: ignore[method-assign]
+    engine.serving.postpone_idle_stop = postpone  # type: ignore[method-assign]
     async with app.run_test(size=(160, 48)) as pilot:
         app.screen.set_focus(None)
         warning = IdleStopNotice(at=0.0, run_id=engine.run_id, state="warning",

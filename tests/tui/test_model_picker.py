@@ -15,6 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from mvp_tui.config import ConfigPaths, load_config
+from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.controller import RunState
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.ledger import LeaseLedger
@@ -160,10 +161,12 @@ async def test_search_quants_split_gated_and_choose_by_keys(
     assert again.model_source.file == "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf"
 
 
-def engine(tmp_path: Path, ledger: LeaseLedger | None = None) -> RunEngine:
+def engine(
+    tmp_path: Path, ledger: LeaseLedger | None = None, hub: ChannelHub | None = None
+) -> RunEngine:
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
                          paths=ConfigPaths(default=tmp_path / "none.toml"))
-    return RunEngine(config, lambda _event: None, environ={}, ledger=ledger)
+    return RunEngine(config, lambda _event: None, environ={}, ledger=ledger, hub=hub)
 
 
 def test_the_engine_serves_the_choice(tmp_path: Path) -> None:
@@ -182,8 +185,8 @@ def test_the_engine_serves_the_choice(tmp_path: Path) -> None:
 
 async def test_another_providers_engine_gets_the_choice_too(tmp_path: Path) -> None:
     first = engine(tmp_path)
-    fresh = engine(tmp_path, first.ledger)  # a session's engines share its ledger
-    session = RunSession(first, lambda kind: fresh)
+    fresh = engine(tmp_path, first.ledger, first.hub)  # a session's ledger and hub
+    session = RunSession(first, lambda kind, hub: fresh)
     session.choose_model(LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf")
     assert fresh.settings.model.gguf_file != "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
     await session.use("vastai")  # a pick on another provider: a fresh engine for it

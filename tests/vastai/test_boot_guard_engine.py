@@ -59,18 +59,19 @@ def test_a_guard_that_cannot_run_stops_a_required_run(tmp_path: Path) -> None:
     assert (first.status, first.reason) == ("failed", "the boot guard cannot run: no curl")
     assert (second.status, second.grace_s, second.tool) == ("armed", 60, "curl")
     with pytest.raises(RunFailed, match="the node's boot guard cannot protect this lease"):
-        run.check_watchdog()
+        run.link.check_watchdog()
 
 
 def test_opting_out_rents_without_the_guard(tmp_path: Path) -> None:
     run = engine(tmp_path, {"MVP_REQUIRE_NODE_WATCHDOG": "false"}, [])
     verdict(run, 1, "failed", state="failed", reason="the boot guard cannot run: no curl")
-    run.check_watchdog()  # no refusal
+    run.link.check_watchdog()  # no refusal
 
 
 @pytest.mark.parametrize("state", ["armed", "none", "off"])
 def test_a_guard_that_ran_or_none_is_not_refused(tmp_path: Path, state: str) -> None:
     run = engine(tmp_path, {}, [])
     verdict(run, 1, "ready", state=state)
-    run.check_watchdog()
-    assert run.boot_guard_verdict is not None and run.boot_guard_verdict.status == state
+    run.link.check_watchdog()
+    held = run.verdicts.boot_guard_verdict
+    assert held is not None and held.status == state
