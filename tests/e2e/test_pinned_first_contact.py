@@ -36,7 +36,7 @@ async def test_an_unpinned_key_is_not_yet_until_the_pinned_one_answers(
             assert own in str(refused["detail"]) and "nothing is sent" in str(refused["detail"])
             # Nothing reached the node: no agent.env (HF_TOKEN and the like) was sent.
             assert not list(node.node_dir.rglob("agent.env"))
-            (put,) = [r for r in fake.requests if r.method == "PUT"]
+            (put,) = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
             key = pinned_key(put.body["env"])
             assert key is not None
             node.sshd.adopt_host_key(key)  # the start command gets there
@@ -106,7 +106,7 @@ async def test_the_pinned_key_is_rotated_over_the_verified_session(
         assert lease["host_key_pending"] is None
         assert (node.sshd.dir / f"ssh_host_ed25519_key{ROTATED_MARK}").exists()
         # The instance restarts: its onstart runs again with the create's env (the pieces).
-        (put,) = [r for r in fake.requests if r.method == "PUT"]
+        (put,) = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
         import os
 
         again = await asyncio.create_subprocess_exec(
