@@ -21,8 +21,7 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.limits import LimitReached, watch_limits
 from mvp_tui.engine.run_bringup import NodeLink
 from mvp_tui.engine.run_core import NodeVerdicts, unless
-from mvp_tui.engine.speed_log import Serving as ServedOn
-from mvp_tui.engine.speed_log import SpeedLog
+from mvp_tui.engine.speed_log import ServedOn, SpeedLog
 from mvp_tui.engine.stall import StallDetected
 from mvp_tui.lease.host_journal import HostJournal, config_model_key
 from mvp_tui.prompt.queue import PromptQueue

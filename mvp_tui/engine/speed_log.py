@@ -20,7 +20,7 @@ MIN_TOKENS = 8  # shorter answers time the first token more than the decode
 
 
 @dataclass(frozen=True, slots=True)
-class Serving:
+class ServedOn:
     """What the node of the moment serves, on which offer."""
 
     run_id: str
@@ -29,7 +29,7 @@ class Serving:
     context: int
 
 
-def sample_of(done: PromptDone, serving: Serving, now: float) -> SpeedSample | None:
+def sample_of(done: PromptDone, serving: ServedOn, now: float) -> SpeedSample | None:
     """The answer's speed sample, or None when it is too short to tell."""
     if done.tokens_generated < MIN_TOKENS:
         return None
@@ -47,7 +47,7 @@ def sample_of(done: PromptDone, serving: Serving, now: float) -> SpeedSample | N
 class SpeedLog:
     """Writes answers' speeds for the node `serving()` names (None: not known, nothing)."""
 
-    def __init__(self, journal: HostJournal, serving: Callable[[], Serving | None],
+    def __init__(self, journal: HostJournal, serving: Callable[[], ServedOn | None],
                  clock: Callable[[], float], say: Callable[[str], None]) -> None:
         self._journal = journal
         self._serving = serving

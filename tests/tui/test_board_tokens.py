@@ -18,7 +18,7 @@ from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR, predict_tok_per_s
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.outlook import outlook_for
-from mvp_tui.engine.speed_log import Serving, SpeedLog
+from mvp_tui.engine.speed_log import ServedOn, SpeedLog
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, memory_from, model_key
 from mvp_tui.prompt.events import PromptDone
 from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
@@ -97,7 +97,7 @@ def test_offers_json_predicts_then_shows_what_this_user_measured(
         # One served answer's speed, written as the serving engine's tap writes it.
         served = dataclasses.replace(offer("2001", 0.35, "RTX 4090"), machine_id="5555")
         log = SpeedLog(HostJournal(tmp_path / "state"),
-                       lambda: Serving("r-1", served, model_key(model.name), 4096),
+                       lambda: ServedOn("r-1", served, model_key(model.name), 4096),
                        lambda: time.time(), print)
         for rate in (90.0, 97.5, 120.0):
             log.observe(PromptDone(at=0, prompt_id=1, final_text="", tokens_generated=64,
@@ -187,7 +187,7 @@ def test_the_lease_confirm_says_what_an_outbid_does() -> None:
 
 def test_speed_lines_are_journal_lines_not_corruption(tmp_path: Path) -> None:
     journal = HostJournal(tmp_path)
-    log = SpeedLog(journal, lambda: Serving("r-1", offer("1", 0.3), "m.gguf", 0), time.time,
+    log = SpeedLog(journal, lambda: ServedOn("r-1", offer("1", 0.3), "m.gguf", 0), time.time,
                    print)
     short = PromptDone(at=0, prompt_id=1, final_text="", tokens_generated=3, elapsed_ms=10,
                        ttft_ms=5, tokens_per_s=300.0)
