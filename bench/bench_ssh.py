@@ -2,8 +2,9 @@
 
 Against a real OpenSSH sshd on 127.0.0.1, in the same run and alternating:
 - raw: asyncssh connect + exec `python3 agent.py` in a prepared directory, first stdout line;
-- session: NodeSession.start_agent (pinned host key, SFTP upload of agent, helper and env
-  file, detached launch, log reader) until its first `on_node_line` call.
+- session: NodeSession.start_agent (pinned host key, SFTP upload of the agent's zipapp and
+  its launcher with the env, detached launch, the zip's log reader) until its first
+  `on_node_line` call.
 Prints the medians of N runs each and their ratio (target < 1.2x).
 
 Run: .venv/bin/python bench/bench_ssh.py [--runs 15]
@@ -35,6 +36,7 @@ from mvp_tui.ssh import (  # noqa: E402
     load_identity,
 )
 from tests.ssh.sshd import Sshd, write_key  # noqa: E402
+from tests.ssh.standin_zip import standin_zip  # noqa: E402
 
 AGENT = """\
 import sys
@@ -83,7 +85,8 @@ async def measure(tmp: Path, runs: int) -> tuple[list[float], list[float]]:
     identity = await load_identity(write_key(tmp / "id_ed25519", key), use_env_agent=False)
     sshd = Sshd(shutil.which("sshd") or "/usr/sbin/sshd", tmp / "sshd")
     sshd.authorize(identity.public_openssh)
-    agent, raw_dir = tmp / "agent.py", tmp / "raw"
+    # The agent zipped as a node gets it: its reader (`agent.pyz follow`) in the same file.
+    agent, raw_dir = standin_zip(tmp / "agent.py"), tmp / "raw"
     await sshd.start()
     raw: list[float] = []
     ours: list[float] = []

@@ -1,7 +1,9 @@
 """The node agent as one file: a zipapp of `mvp_tui/node/` and the shared modules it imports.
 
 Every route to a node (SFTP into the run directory, a Docker container's stdin, the local
-provider's child) ships this one file and runs `python3 agent.pyz`. Its bytes depend only on
+provider's child) ships this one file and runs `python3 agent.pyz`; over SSH the same file
+also follows and stops the agent (`python3 -S agent.pyz follow|stop ...`,
+mvp_tui/node/follow.py). Its bytes depend only on
 the sources: members in a fixed order, each with a fixed date and mode, so one tree always
 builds the same file. It is named by the sha256 of its inputs and kept under the user's cache
 (`$XDG_CACHE_HOME/mvp-tui/agent/<sha>.pyz`, else `~/.cache/...`), written atomically, so a
@@ -72,9 +74,9 @@ class ZipSource:
 
 
 sys.meta_path.insert(0, ZipSource())
-from mvp_tui.node.main import main
+from mvp_tui.node.__main__ import run
 
-sys.exit(main())
+sys.exit(run())
 """
 BUILD_FORMAT = b"mvp-agent-zipapp 1\n"  # bump when the layout below changes
 FIXED_DATE = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date

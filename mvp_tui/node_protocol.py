@@ -1,5 +1,6 @@
-"""The node protocol's one home: the agent's channel names, its record types, and the parsers
-the app reads its records with.
+"""The node protocol's one home: the agent's channel names, its record types, the parsers
+the app reads its records with, and the node's environment (every variable the engine sets
+for the node, declared once: `AgentEnv`, `RoleEnv`, `SwitchEnv`, below).
 
 The node agent (mvp_tui/node/) writes frame lines (see datastream/frame_line.py) on
 these channels; the engine (engine/node_watch.py, engine/cluster.py, engine/watchdog.py),
@@ -7,7 +8,7 @@ the Docker provider and the dashboard's panes (widgets/bootstrap_model.py, widge
 read them. Everything here is standard library only.
 
 The agent (the package `mvp_tui/node/`) imports this module: it ships to a node in the
-agent's zipapp (`mvp_tui/node/build.py`) with the few other standard-library-only modules it
+agent's zipapp (`mvp_tui/agent_bundle.py`) with the few other standard-library-only modules it
 shares with the app, so there is one copy of every name and of the frame line's wire form.
 tests/foundation/test_node_protocol.py fails when any other module types an
 `"mvp.node.`/`"mvp.worker.` name or a record type's name itself.
@@ -16,7 +17,9 @@ tests/foundation/test_node_protocol.py fails when any other module types an
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 WEIGHTS_CHANNEL = "mvp.worker.weights"  # the node's verdict: WeightsLoaded | WorkerFatal | ...
 NODE_CHANNEL_PREFIX = "mvp.node."
@@ -34,17 +37,15 @@ WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgen
 
 # The boot guard (armed by the instance's own start command, before any agent exists) and the
 # agent meet in one directory on the node: the guard writes its verdict there, the agent
-# reads it and stands the guard down with the marker file. Env MVP_BOOT_GUARD_DIR moves it.
+# reads it and stands the guard down with the marker file. SwitchEnv.boot_guard_dir moves it.
 BOOT_GUARD_PHASE = "boot_guard"  # the agent's NodeAgentPhase reporting the guard's verdict
-BOOT_GUARD_DIR_ENV = "MVP_BOOT_GUARD_DIR"
 BOOT_GUARD_DIR = "/run/mvp-boot-guard"  # off /workspace: a network volume outlives a pod
 BOOT_GUARD_VERDICT_FILE = "verdict"  # one line: armed <tool> <secs> | off | failed <why>
 BOOT_GUARD_STAND_DOWN_FILE = "attached"  # written by the agent: the guard never fires
 
 # The model prefetch (the instance's start command, before any agent exists) leaves the
 # bytes in the cache file's `.part` and one line `<pid> <unix start> <tool>` beside it; the
-# agent stops it and adopts the file. It runs only when the create env holds MVP_PREFETCH=1.
-PREFETCH_ENV = "MVP_PREFETCH"
+# agent stops it and adopts the file. It runs only when the create env holds SwitchEnv.prefetch.
 PREFETCH_STATE_SUFFIX = ".prefetch"
 
 
@@ -147,3 +148,336 @@ def webui_code_valid(key: str, code: str, now: float) -> tuple[str, str]:
 def webui_cookie_value(key: str, host: str, expiry: int) -> str:
     """The web UI's cookie: good on `host` until `expiry` (unix seconds), the key's MAC."""
     return f"{expiry}.{_mac(key, 'mvp-webui-cookie', host, str(expiry))}"
+
+
+# ---------------------------------------------------------------------------------------
+# The node's environment: every variable the engine sets for the node (the agent, its
+# roles, its dead-man's switch, the boot guard and the model prefetch), each declared once
+# with its name, parser and default. The engine builds these and writes `to_env()`; the
+# agent reads `from_env(os.environ)`. tests/foundation/test_node_env.py fails when another
+# module of mvp_tui spells one of these names itself.
+
+DEFAULT_HF_ENDPOINT = "https://huggingface.co"
+DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
+DEFAULT_RUNPOD_API_URL = "https://api.runpod.io/v2"  # REST v1 was retired on 2026-11-15
+DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
+ENGINE_BIND_HOSTS = ("127.0.0.1", "0.0.0.0")  # loopback, or every interface (a Docker bridge)
+NODE_ROLES = ("single", "main", "worker")
+SWITCH_PROVIDERS = ("vastai", "runpod", "local", "docker")
+
+
+class NodeEnvError(Exception):
+    """A node env value that cannot be used: names the variable, the value and the fix."""
+
+    def __init__(self, message: str, name: str = "") -> None:
+        super().__init__(message)
+        self.name = name
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+def _verbatim(raw: str) -> str:  # key material: its own line breaks and spaces stay
+    return raw
+
+
+def _lower(raw: str) -> str:
+    return raw.strip().lower()
+
+
+def _url(raw: str) -> str:
+    return raw.strip().rstrip("/")
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _flag(raw: str) -> bool:
+    word = raw.strip().lower()
+    if word in ("1", "true"):
+        return True
+    if word in ("0", "false"):
+        return False
+    raise ValueError("is not a flag")
+
+
+def _integer(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError("is not an integer") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise ValueError(f"is out of range [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def _number(raw: str) -> float:
+    """A finite number ≥ 0."""
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ValueError("is not a number") from None
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        raise ValueError("is not a number ≥ 0")
+    return value
+
+
+def _choice(*options: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip().lower()
+        if value not in options:
+            raise ValueError(f"is not one of {', '.join(options)}")
+        return value
+
+    return parse
+
+
+def _env(
+    name: str, parse: Callable[[str], Any], default: Any, fix: str, *, passthrough: bool = False
+) -> Any:
+    """One variable: `passthrough` ones the engine copies from its own environment when set
+    (tests and images point them elsewhere); the others it sets from the config."""
+    return field(
+        default=default,
+        metadata={"env": name, "parse": parse, "fix": fix, "passthrough": passthrough},
+    )
+
+
+def _formatted(value: Any) -> str:
+    if value is None:  # unset: read back as the default
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return ",".join(value)
+    return str(value)
+
+
+class _EnvGroup:
+    """What every group below shares: read from an environment, written as one."""
+
+    @classmethod
+    def from_env(cls: type[_G], env: Mapping[str, str]) -> _G:
+        """The group from `env`; an unset or blank variable is its default. A bad value
+        raises NodeEnvError naming the variable, the value and the fix."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):  # type: ignore[arg-type]
+            meta = item.metadata
+            raw = env.get(meta["env"])
+            if raw is None or not raw.strip():
+                continue
+            try:
+                values[item.name] = meta["parse"](raw)
+            except ValueError as exc:
+                shown = raw if len(raw) <= 60 else raw[:60] + "…"
+                raise NodeEnvError(
+                    f"{meta['env']}={shown!r} {exc}; fix: {meta['fix']}", meta["env"]
+                ) from None
+        return cls(**values)
+
+    def to_env(self, always: tuple[str, ...] = ()) -> dict[str, str]:
+        """Every variable whose value is not its default (the node reads those as unset), and
+        the fields named in `always` whatever their value."""
+        env: dict[str, str] = {}
+        for item in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            if value != item.default or item.name in always:
+                env[item.metadata["env"]] = _formatted(value)
+        return env
+
+    @classmethod
+    def env_name(cls, name: str) -> str:
+        """The variable that carries field `name`."""
+        for item in fields(cls):  # type: ignore[arg-type]
+            if item.name == name:
+                return str(item.metadata["env"])
+        raise KeyError(name)
+
+    @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        return tuple(str(item.metadata["env"]) for item in fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def passthrough_names(cls) -> tuple[str, ...]:
+        return tuple(
+            str(item.metadata["env"])
+            for item in fields(cls)  # type: ignore[arg-type]
+            if item.metadata["passthrough"]
+        )
+
+
+_G = TypeVar("_G", bound=_EnvGroup)
+
+_SECONDS = "set seconds, e.g. 30"
+
+
+@dataclass(frozen=True)
+class AgentEnv(_EnvGroup):
+    """The agent's own settings (mvp_tui/node/settings.py derives the rest from these)."""
+
+    run_id: str = _env("MVP_RUN_ID", _text, "", "let the dashboard set the run id")
+    node_id: int = _env("MVP_LOGICAL_NODE_ID", _integer(0), 0, "set a node number, e.g. 0")
+    stage_index: int = _env("MVP_STAGE_INDEX", _integer(0), 0, "set a stage number, e.g. 0")
+    layer_end_exclusive: int = _env(
+        "MVP_LAYER_END_EXCLUSIVE", _integer(0), 0, "set a layer number, e.g. 32"
+    )
+    # The Python that runs the agent (run.sh and the Docker launcher read it).
+    node_python: str = _env("MVP_NODE_PYTHON", _text, "python3", "name a python3 on the node")
+    model_id: str = _env("MVP_MODEL_ID", _text, "", "set [model] id")
+    gguf_local_path: str = _env("MVP_GGUF_LOCAL_PATH", _text, "", "set a .gguf file's path")
+    gguf_repo: str = _env("MVP_GGUF_REPO", _text, "", "set a hub repo, e.g. org/model-GGUF")
+    gguf_file: str = _env("MVP_GGUF_FILE", _text, "", "name the .gguf file inside the repo")
+    gguf_revision: str = _env("MVP_GGUF_REVISION", _text, "main", "set a branch or commit")
+    tokenizer_local_path: str = _env(
+        "MVP_TOKENIZER_LOCAL_PATH", _text, "", "set a tokenizer file's path"
+    )
+    hf_endpoint: str = _env(
+        "MVP_HF_ENDPOINT", _url, DEFAULT_HF_ENDPOINT, "set the hub's https URL", passthrough=True
+    )
+    # Empty: ~/.cache/mvp-node on the node.
+    model_cache_dir: str = _env(
+        "MVP_MODEL_CACHE_DIR", _text, "", "set a writable directory", passthrough=True
+    )
+    engine_port: int = _env("MVP_ENGINE_PORT", _integer(0, 65535), 0, "set a port, or unset it")
+    # True: engine_port is a preference; taken, the gate serves on a free port instead.
+    engine_port_fallback: bool = _env(
+        "MVP_ENGINE_PORT_FALLBACK", _flag, False, "set 1 (or unset it)"
+    )
+    engine_host: str = _env(
+        "MVP_ENGINE_HOST", _choice(*ENGINE_BIND_HOSTS), ENGINE_BIND_HOSTS[0],
+        "leave it unset (loopback)",
+    )
+    max_context: int = _env("MVP_MAX_CONTEXT", _integer(0), 0, "set a whole number ≥ 0")
+    engine_threads: int = _env("MVP_ENGINE_THREADS", _integer(0), 0, "set a whole number ≥ 0")
+    engine_cmd: str = _env("MVP_ENGINE_CMD", _text, "", "set the engine's command line")
+    engine_kind: str = _env("MVP_ENGINE_KIND", _text, "", "leave it unset")
+    # The run's key for the engine's endpoint (a *KEY* name: redacted); empty: no key.
+    api_key: str = _env("MVP_API_KEY", _text, "", "let the dashboard set the run's key")
+    gate_max_body: int = _env(
+        "MVP_GATE_MAX_BODY_BYTES", _integer(1), 64 << 20, "set a byte count ≥ 1"
+    )
+    ready_timeout_s: float = _env("MVP_ENGINE_READY_TIMEOUT_S", _number, 600.0, _SECONDS)
+    stop_timeout_s: float = _env("MVP_ENGINE_STOP_TIMEOUT_S", _number, 10.0, _SECONDS)
+    # Seconds between readiness probes when the engine's log gives no hint; 0: 20 ms growing
+    # to 250 ms.
+    health_poll_s: float = _env("MVP_ENGINE_POLL_S", _number, 0.0, _SECONDS)
+    download_retries: int = _env("MVP_DOWNLOAD_RETRIES", _integer(0), 5, "set a count ≥ 0")
+    download_retry_delay_s: float = _env("MVP_DOWNLOAD_RETRY_DELAY_S", _number, 1.0, _SECONDS)
+    # A download slower than the floor (Mbit/s) over a whole window is the host's fault.
+    download_floor_mbps: float = _env(
+        "MVP_DOWNLOAD_FLOOR_MBPS", _number, 0.0, "set Mbit/s, e.g. 100"
+    )
+    download_floor_window_s: float = _env("MVP_DOWNLOAD_FLOOR_WINDOW_S", _number, 90.0, _SECONDS)
+    control_fifo: str = _env("MVP_CONTROL_FIFO", _text, "", "set a fifo's path")
+    stdin_eof_shutdown: bool = _env("MVP_STDIN_EOF_SHUTDOWN", _flag, False, "set 1 or unset it")
+    # Read by the engine builds that know them (the seed's node spec passes them on).
+    token_progress_every: str = _env(
+        "MVP_TOKEN_PROGRESS_EVERY", _text, "", "set a count", passthrough=True
+    )
+    cpu_line_profile: str = _env("MVP_CPU_LINE_PROFILE", _text, "", "set 1", passthrough=True)
+    cpu_line_profile_interval_ms: str = _env(
+        "MVP_CPU_LINE_PROFILE_INTERVAL_MS", _text, "", "set milliseconds", passthrough=True
+    )
+
+
+@dataclass(frozen=True)
+class RoleEnv(_EnvGroup):
+    """A multi-node run's role (llama.cpp's RPC backend); unset on a single node."""
+
+    role: str = _env("MVP_NODE_ROLE", _choice(*NODE_ROLES), NODE_ROLES[0], "main, worker or unset")
+    # Where the node finds llama.cpp's RPC binaries (tests point it at their build).
+    rpc_bin_dir: str = _env(
+        "MVP_RPC_BIN_DIR", _text, "", "set llama.cpp's bin directory", passthrough=True
+    )
+    rpc_port: int = _env("MVP_RPC_PORT", _integer(0, 65535), 0, "set a port, or unset it")
+    rpc_servers: tuple[str, ...] = _env(
+        "MVP_RPC_SERVERS", _csv, (), "host:port of each worker, comma-separated"
+    )
+    rpc_nodes: tuple[str, ...] = _env("MVP_RPC_NODES", _csv, (), "one node id per server")
+    tensor_split: str = _env(
+        "MVP_TENSOR_SPLIT", _text, "", "comma-separated numbers, e.g. 3,1"
+    )
+    gpu_layers: int = _env("MVP_GPU_LAYERS", _integer(0), 99, "set a layer count ≥ 0")
+    # Rented nodes: the worker authorizes the run's tunnel key for its RPC port only; the
+    # main node reaches each worker through `ssh -L` with the private half.
+    tunnel_pubkey: str = _env("MVP_RPC_TUNNEL_PUBKEY", _text, "", "let the dashboard set it")
+    # Empty: ~/.ssh/authorized_keys (tests point it at their sshd's).
+    authorized_file: str = _env(
+        "MVP_RPC_AUTHORIZED_FILE", _text, "", "set a writable file", passthrough=True
+    )
+    tunnels: tuple[str, ...] = _env(
+        "MVP_RPC_TUNNELS", _csv, (), "let the dashboard start the main node"
+    )
+    tunnel_key: str = _env("MVP_RPC_TUNNEL_KEY", _verbatim, "", "let the dashboard set it")
+    known_hosts: str = _env("MVP_RPC_KNOWN_HOSTS", _verbatim, "", "let the dashboard set it")
+
+
+@dataclass(frozen=True)
+class SwitchEnv(_EnvGroup):
+    """The dead-man's switch's inputs (mvp_tui/node/switch.py), and the boot guard's and the
+    prefetch's, which run from the instance's start command before any agent."""
+
+    watchdog_provider: str = _env(
+        "MVP_WATCHDOG_PROVIDER", _lower, "", "vastai, runpod, local or docker"
+    )
+    node_provider: str = _env("MVP_NODE_PROVIDER", _lower, "", "vastai, runpod, local or docker")
+    max_hours: float = _env("MVP_MAX_HOURS", _number, 0.0, "set hours, e.g. 0.5")
+    idle_teardown_mins: float = _env(
+        "MVP_IDLE_TEARDOWN_MINS", _number, 0.0, "set minutes, e.g. 20"
+    )
+    # The idle stop: no request reached the engine (through the gate) for this long.
+    idle_stop_mins: float = _env("MVP_IDLE_STOP_MINS", _number, 0.0, "set minutes, e.g. 30")
+    lease_started_at: float = _env("MVP_LEASE_STARTED_AT", _number, 0.0, "set unix seconds")
+    # The first retry pause when the provider's API does not answer (tests shorten it).
+    retry_initial_s: float = _env(
+        "MVP_WATCHDOG_RETRY_INITIAL_S", _number, 1.0, _SECONDS, passthrough=True
+    )
+    vastai_api_url: str = _env(
+        "MVP_VASTAI_API_URL", _url, DEFAULT_VASTAI_API_URL, "set [vastai] api_url"
+    )
+    runpod_api_url: str = _env(
+        "MVP_RUNPOD_API_URL", _url, DEFAULT_RUNPOD_API_URL, "set [runpod] api_url"
+    )
+    # Where the instance's own credentials are when not in the agent's environment.
+    provider_env_file: str = _env(
+        "MVP_NODE_PROVIDER_ENV_FILE", _text, DEFAULT_PROVIDER_ENV_FILE, "set a readable file",
+        passthrough=True,
+    )
+    # Where the boot guard and the agent meet on the node (tests move it under a tmp dir).
+    boot_guard_dir: str = _env(
+        "MVP_BOOT_GUARD_DIR", _text, BOOT_GUARD_DIR, "set a writable directory", passthrough=True
+    )
+    # The boot guard's grace in whole seconds (providers/boot_guard.py; 0: off, unset: its
+    # default).
+    boot_grace_s: int | None = _env("MVP_BOOT_GRACE_S", _integer(0), None, "set whole seconds")
+    # The start command fetches a hub model before any agent (providers/prefetch.py).
+    prefetch: bool = _env("MVP_PREFETCH", _flag, False, "set 1 or unset it")
+
+    def api_url(self, provider: str) -> str:
+        return self.runpod_api_url if provider == "runpod" else self.vastai_api_url
+
+
+NODE_ENV_GROUPS: tuple[type[_EnvGroup], ...] = (AgentEnv, RoleEnv, SwitchEnv)
+# The names the start command's shell scripts (providers/boot_guard.py, providers/prefetch.py)
+# are written with.
+BOOT_GUARD_DIR_ENV = SwitchEnv.env_name("boot_guard_dir")
+BOOT_GRACE_ENV = SwitchEnv.env_name("boot_grace_s")
+PREFETCH_ENV = SwitchEnv.env_name("prefetch")
+
+
+def api_url_env(provider: str) -> str:
+    """The variable that gives the node its provider's API URL."""
+    return SwitchEnv.env_name("runpod_api_url" if provider == "runpod" else "vastai_api_url")
+
+
+def passed_through(environ: Mapping[str, str]) -> dict[str, str]:
+    """The passthrough variables set in `environ` (the engine's own), as they are."""
+    names = [name for group in NODE_ENV_GROUPS for name in group.passthrough_names()]
+    return {name: environ[name] for name in names if environ.get(name)}

@@ -27,16 +27,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mvp_tui.node_protocol import (
+    BOOT_GRACE_ENV,
     BOOT_GUARD_DIR,
     BOOT_GUARD_DIR_ENV,
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
+    DEFAULT_RUNPOD_API_URL,
+    DEFAULT_VASTAI_API_URL,
+    api_url_env,
 )
 from mvp_tui.providers.prefetch import prefetch_script
 from mvp_tui.providers.vast_host_key import install_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
-GRACE_ENV = "MVP_BOOT_GRACE_S"  # whole seconds; the engine converts [limits] boot_grace_mins
+GRACE_ENV = BOOT_GRACE_ENV  # whole seconds; the engine converts [limits] boot_grace_mins
 DEFAULT_GRACE_S = 1200
 USER_AGENT = "mvp-boot-guard/1"  # our own: RunPod's Cloudflare blocks generic agents
 
@@ -59,8 +63,8 @@ class GuardTarget:
 VAST = GuardTarget(
     id_name="CONTAINER_ID",
     key_name="CONTAINER_API_KEY",
-    url_env="MVP_VASTAI_API_URL",
-    default_url="https://console.vast.ai",
+    url_env=api_url_env("vastai"),
+    default_url=DEFAULT_VASTAI_API_URL,
     path="/api/v0/instances/$i/",
     body="{}",
     gone='no_such_instance|"not_found"',  # a 404 auth_error is a bad key, not gone
@@ -71,8 +75,8 @@ VAST = GuardTarget(
 RUNPOD = GuardTarget(
     id_name="RUNPOD_POD_ID",
     key_name="RUNPOD_API_KEY",
-    url_env="MVP_RUNPOD_API_URL",
-    default_url="https://api.runpod.io/v2",
+    url_env=api_url_env("runpod"),
+    default_url=DEFAULT_RUNPOD_API_URL,
     path="/pods/$i",
     body="",
     gone='"(title|error)"',  # v2 problem+json or v1 {error, status}

@@ -15,7 +15,7 @@ from mvp_tui.config.sections.docker import DockerSection
 from mvp_tui.config.sections.runtime import ImageSection
 from mvp_tui.config.values import Source
 from mvp_tui.lease.naming import parse_label
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED, AgentEnv
 from mvp_tui.secrets import is_secret_name
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
@@ -223,6 +223,10 @@ def cached_model_target(host_path: Path) -> str:
     return f"{CACHED_MODEL_DIR}/{host_path.expanduser().resolve().name}"
 
 
+def _name(field: str) -> str:
+    return AgentEnv.env_name(field)
+
+
 def model_mounts(
     settings: DockerSettings, env: Mapping[str, str]
 ) -> tuple[dict[str, str], list[Mount]]:
@@ -235,19 +239,19 @@ def model_mounts(
         host = settings.cached_model_host_path.expanduser().resolve()
         target = cached_model_target(settings.cached_model_host_path)
         mounts.append(Mount(str(host), target))
-        for key in ("MVP_GGUF_REPO", "MVP_GGUF_FILE", "MVP_GGUF_REVISION"):
-            out.pop(key, None)
-        out["MVP_GGUF_LOCAL_PATH"] = target
-    elif local := out.get("MVP_GGUF_LOCAL_PATH", "").strip():
+        for key in ("gguf_repo", "gguf_file", "gguf_revision"):
+            out.pop(_name(key), None)
+        out[_name("gguf_local_path")] = target
+    elif local := out.get(_name("gguf_local_path"), "").strip():
         host = Path(local).expanduser().resolve()
         target = f"{LOCAL_MODEL_DIR}/{host.name}"
         mounts.append(Mount(str(host), target))
-        out["MVP_GGUF_LOCAL_PATH"] = target
-    if tokenizer := out.get("MVP_TOKENIZER_LOCAL_PATH", "").strip():
+        out[_name("gguf_local_path")] = target
+    if tokenizer := out.get(_name("tokenizer_local_path"), "").strip():
         host = Path(tokenizer).expanduser().resolve()
         target = f"{LOCAL_MODEL_DIR}/tokenizer/{host.name}"
         mounts.append(Mount(str(host), target))
-        out["MVP_TOKENIZER_LOCAL_PATH"] = target
+        out[_name("tokenizer_local_path")] = target
     return out, mounts
 
 
@@ -264,15 +268,15 @@ def container_env(settings: DockerSettings, request_env: Mapping[str, str]) -> d
     env.update(settings.extra_env)
     # Our end of the attach stream closing (we exited, crashed, were killed) closes the
     # container's stdin (StdinOnce): the agent then shuts down and the container goes.
-    env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
+    env.update(AgentEnv(stdin_eof_shutdown=True).to_env())
     env[DOCKER_GPUS_ENV] = settings.gpus  # the seed's Docker node spec carries it
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env.pop("MVP_CONTROL_FIFO", None)
+    env.pop(_name("control_fifo"), None)
     for name in [k for k in env if is_secret_name(k)]:
         del env[name]
     if settings.network == "bridge":
-        env["MVP_ENGINE_PORT"] = str(BRIDGE_ENGINE_PORT)
-        env["MVP_ENGINE_HOST"] = BRIDGE_ENGINE_HOST
+        bridge = AgentEnv(engine_port=BRIDGE_ENGINE_PORT, engine_host=BRIDGE_ENGINE_HOST)
+        env.update(bridge.to_env())
     return env
 
 
@@ -302,7 +306,7 @@ def create_config(
     if stdin_env_length:
         env[STDIN_ENV_BYTES_ENV] = str(stdin_env_length)
     _, mounts = model_mounts(settings, request_env)
-    python = request_env.get("MVP_NODE_PYTHON", "").strip() or "python3"
+    python = request_env.get(_name("node_python"), "").strip() or AgentEnv.node_python
     host_config: dict[str, Any] = {
         "AutoRemove": True,  # --rm
         "NetworkMode": settings.network,

@@ -20,6 +20,7 @@ from typing import Any
 from mvp_tui.agent_bundle import agent_zip
 from mvp_tui.node.download import gguf_problem
 from mvp_tui.node.probe import cpu_model, parse_nvidia_smi, ram_mib
+from mvp_tui.node_protocol import AgentEnv
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -40,7 +41,7 @@ from mvp_tui.untrusted import one_line_ascii
 PROVIDER_NAME = "local"
 OFFER_ID = "local"
 NVIDIA_SMI_TIMEOUT_S = 10.0
-MODEL_KEY = "[model] gguf_local_path (MVP_GGUF_LOCAL_PATH)"
+MODEL_KEY = f"[model] gguf_local_path ({AgentEnv.env_name('gguf_local_path')})"
 
 
 @dataclass(slots=True)
@@ -177,7 +178,7 @@ def _status(lease: _Lease) -> LeaseStatus:
 def model_problem(env: Mapping[str, str]) -> str | None:
     """Why the agent could not get a model with this env, or None. Checked before any
     process starts so a typo costs nothing."""
-    local = env.get("MVP_GGUF_LOCAL_PATH", "").strip()
+    local = env.get(AgentEnv.env_name("gguf_local_path"), "").strip()
     if local:
         path = Path(local).expanduser()
         problem = gguf_problem(path)
@@ -187,7 +188,7 @@ def model_problem(env: Mapping[str, str]) -> str | None:
                 ".gguf file on this machine"
             )
         return None
-    if not env.get("MVP_GGUF_REPO", "").strip():
+    if not env.get(AgentEnv.env_name("gguf_repo"), "").strip():
         return (
             f"no model: {MODEL_KEY} is empty and no [model] gguf_repo / gguf_file is set; "
             "fix: set [model] gguf_local_path to a .gguf file"
@@ -202,7 +203,7 @@ def agent_environment(
     instruction to stop when our end of its stdin closes (we crashed or exited)."""
     env = {k: v for k, v in inherited.items() if not is_secret_name(k)}
     env.update(request_env)
-    env["MVP_STDIN_EOF_SHUTDOWN"] = "1"
+    env.update(AgentEnv(stdin_eof_shutdown=True).to_env())
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

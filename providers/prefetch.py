@@ -25,7 +25,7 @@ an image without curl gets no prefetch, and the agent downloads as before.
 
 from __future__ import annotations
 
-from mvp_tui.node_protocol import PREFETCH_ENV, PREFETCH_STATE_SUFFIX
+from mvp_tui.node_protocol import PREFETCH_ENV, PREFETCH_STATE_SUFFIX, AgentEnv
 
 _SCRIPT = """mvp_prefetch() {
 [ "${@ENV@:-}" = 1 ] && command -v curl >/dev/null || return 0
@@ -53,4 +53,5 @@ def wants_prefetch(node_env: dict[str, str]) -> bool:
     token stays out of create requests, so a private repo would be refused anyway)."""
     if node_env.get("HF_TOKEN") or node_env.get("HUGGING_FACE_HUB_TOKEN"):
         return False
-    return bool(node_env.get("MVP_GGUF_REPO")) and not node_env.get("MVP_GGUF_LOCAL_PATH")
+    repo, local = AgentEnv.env_name("gguf_repo"), AgentEnv.env_name("gguf_local_path")
+    return bool(node_env.get(repo)) and not node_env.get(local)

@@ -42,6 +42,7 @@ import httpx
 
 from mvp_tui import __version__
 from mvp_tui.config.sections.runpod import DEFAULT_MIN_CUDA_VERSION, RunpodSection
+from mvp_tui.node_protocol import api_url_env
 from mvp_tui.providers import runpod_logs, runpod_secrets, runpod_volumes
 from mvp_tui.providers.base import (
     CreateRequest,
@@ -108,7 +109,8 @@ RATE_LIMIT_FIX = "wait a minute and retry; another tool using the same key may c
 MARKET = Marketplace(
     name="RunPod",
     section="runpod",
-    url_env="MVP_RUNPOD_API_URL",
+    # [runpod] api_url's env name, the one the node reads it by too
+    url_env=api_url_env("runpod"),
     url_example=DEFAULT_API_URL,
     auth_fix=AUTH_FIX,
     rate_limit_fix=RATE_LIMIT_FIX,

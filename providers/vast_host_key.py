@@ -1,8 +1,8 @@
 """Pinned first contact on Vast.ai: the instance's sshd host key is made here, before create.
 
 Without it the first SSH connection to a Vast lease trusts whatever key answers, and that
-connection receives the run's secrets (`agent.env`: HF_TOKEN; on a multi-node main, the key
-to every worker's RPC port). So, as on RunPod:
+connection receives the run's secrets (`run.sh`, the agent's launcher and env: HF_TOKEN; on
+a multi-node main, the key to every worker's RPC port). So, as on RunPod:
 
 1. `HostKeyPlan.new()` generates an ed25519 host key; its public half is pinned in the run
    record's placeholder lease before the create is sent (`VastAiProvider.host_key_for`);

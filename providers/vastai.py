@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from mvp_tui.node_protocol import api_url_env
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -96,7 +97,8 @@ RATE_LIMIT_FIX = (
 MARKET = Marketplace(
     name="Vast.ai",
     section="vastai",
-    url_env="MVP_VASTAI_API_URL",
+    # [vastai] api_url's env name, the one the node reads it by too
+    url_env=api_url_env("vastai"),
     url_example=DEFAULT_API_URL,
     auth_fix=AUTH_FIX,
     rate_limit_fix=RATE_LIMIT_FIX,

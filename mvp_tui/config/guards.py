@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mvp_tui.config.toml_file import TomlLayer
 from mvp_tui.config.values import LAYER_RANK, ConfigError, Source, plain_http_off_loopback
+from mvp_tui.node_protocol import AgentEnv
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
 # write the server's memory, so where it listens decides who owns that process.
@@ -100,7 +101,7 @@ KEY_URLS = (
     ("vastai.api_url", "https://console.vast.ai"),
     ("runpod.api_url", "https://api.runpod.io/v2"),
 )
-HUB_URL_ENV = "MVP_HF_ENDPOINT"
+HUB_URL_ENV = AgentEnv.env_name("hf_endpoint")  # the node's hub, read here too
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
 

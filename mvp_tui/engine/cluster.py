@@ -31,6 +31,8 @@ from mvp_tui.node_protocol import (
     RPC_SERVER_READY,
     WEIGHTS_CHANNEL,
     WORKER_FATAL,
+    AgentEnv,
+    RoleEnv,
     parse_record,
     record_type,
 )
@@ -290,10 +292,12 @@ class Cluster:
         agent starts with its lease)."""
         stages = self.settings.stages
         for position, node_id in enumerate(self.worker_ids):
-            role = {"MVP_NODE_ROLE": "worker", "MVP_LOGICAL_NODE_ID": str(node_id)}
-            role.update(_stage_env(stages, position + 1))
-            if start_node is not None:
-                role["MVP_RPC_TUNNEL_PUBKEY"] = self.tunnel_public_key()
+            pubkey = self.tunnel_public_key() if start_node is not None else ""
+            role = {
+                **RoleEnv(role="worker", tunnel_pubkey=pubkey).to_env(("role",)),
+                **AgentEnv(node_id=node_id).to_env(("node_id",)),
+                **_stage_env(stages, position + 1),
+            }
             self._phase("stage_provision", "started", {"node_id": node_id, "role": "worker"})
             worker = replace(base, node_id=node_id, env={**base.env, **role})
             result = await leasing.walk(offers, worker)
@@ -308,15 +312,13 @@ class Cluster:
                 {"node_id": node_id, "provider_id": result.lease.provider_id},
             )
             self.workers.append(await self._join(node_id, result.lease, role, start_node))
-        main = self.main_env()
+        main = self.main_role()
         route: dict[str, object] = {
-            "rpc": main["MVP_RPC_SERVERS"],
-            "gpu_layers": int(main["MVP_GPU_LAYERS"]),
+            "rpc": ",".join(main.rpc_servers),
+            "gpu_layers": main.gpu_layers,
         }
-        self._phase(
-            "node_route", "ready", {**route, "tensor_split": main.get("MVP_TENSOR_SPLIT", "")}
-        )
-        return await leasing.walk(offers, replace(base, env={**base.env, **main}))
+        self._phase("node_route", "ready", {**route, "tensor_split": main.tensor_split})
+        return await leasing.walk(offers, replace(base, env={**base.env, **self.main_env()}))
 
     async def _join(
         self,
@@ -345,22 +347,26 @@ class Cluster:
         self._phase("node_join", "ready", {"node_id": node_id, "endpoint": ready.endpoint})
         return ready
 
-    def main_env(self) -> dict[str, str]:
+    def main_role(self) -> RoleEnv:
+        """The main node's role: `--rpc` over the workers, in the split's order."""
         split = rpc_split(self.settings.stages, len(self.workers))
         ordered = [self.workers[i] for i in split.worker_order]
-        env = {
-            "MVP_NODE_ROLE": "main",
-            "MVP_RPC_SERVERS": ",".join(w.endpoint for w in ordered),
-            "MVP_RPC_NODES": ",".join(str(w.node_id) for w in ordered),
-            "MVP_GPU_LAYERS": str(split.gpu_layers),
-            **_stage_env(self.settings.stages, 0),
-        }
-        if split.tensor_split:
-            env["MVP_TENSOR_SPLIT"] = split.tensor_split
+        tunnels: tuple[str, ...] = ()
         if self._tunnel_key is not None:  # rented: each worker's RPC port through its sshd
             by_node = {x.node_id: x for x in self.worker_leases}
-            env["MVP_RPC_TUNNELS"] = ",".join(_ssh_target(by_node[w.node_id]) for w in ordered)
-        return env
+            tunnels = tuple(_ssh_target(by_node[w.node_id]) for w in ordered)
+        return RoleEnv(
+            role="main",
+            rpc_servers=tuple(w.endpoint for w in ordered),
+            rpc_nodes=tuple(str(w.node_id) for w in ordered),
+            gpu_layers=split.gpu_layers,
+            tensor_split=split.tensor_split or "",
+            tunnels=tunnels,
+        )
+
+    def main_env(self) -> dict[str, str]:
+        always = ("role", "rpc_servers", "rpc_nodes", "gpu_layers")
+        return {**self.main_role().to_env(always), **_stage_env(self.settings.stages, 0)}
 
     def tunnel_public_key(self) -> str:
         """The run's tunnel key (made on first use; its private half stays in memory and
@@ -383,10 +389,11 @@ class Cluster:
                 ssh = lease.ssh
                 host = ssh.host if ssh.port == 22 else f"[{ssh.host}]:{ssh.port}"
                 known.append(f"{host} {key.strip()}")
-        return {
-            "MVP_RPC_TUNNEL_KEY": self._tunnel_key.export_private_key().decode(),
-            "MVP_RPC_KNOWN_HOSTS": "\n".join(known),
-        }
+        secrets = RoleEnv(
+            tunnel_key=self._tunnel_key.export_private_key().decode(),
+            known_hosts="\n".join(known),
+        )
+        return secrets.to_env(("tunnel_key", "known_hosts"))
 
     def describe_stall(self, base: str) -> str:
         frozen = self.watch.frozen()
@@ -403,7 +410,5 @@ def _stage_env(stages: Sequence[Stage], position: int) -> Mapping[str, str]:
     if not stages:
         return {}
     stage = stages[position]
-    return {
-        "MVP_STAGE_INDEX": str(stage.stage_index),
-        "MVP_LAYER_END_EXCLUSIVE": str(stage.layer_end_exclusive),
-    }
+    env = AgentEnv(stage_index=stage.stage_index, layer_end_exclusive=stage.layer_end_exclusive)
+    return env.to_env(("stage_index", "layer_end_exclusive"))

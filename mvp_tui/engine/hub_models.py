@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from mvp_tui.engine.gguf_quants import HubFile, QuantModel, RepoHit, group_quants, valid_repo
 from mvp_tui.engine.gguf_shape import GgufShape, NotGguf, ShortRead, parse_shape
 from mvp_tui.engine.model_need import (
-    DEFAULT_HF_ENDPOINT,
     HubRefused,
     ModelNeedError,
     hub_endpoint,
@@ -30,6 +29,7 @@ from mvp_tui.engine.model_need import (
 )
 from mvp_tui.engine.quant_fit import RepoFit, repo_fit
 from mvp_tui.errors import UserError
+from mvp_tui.node_protocol import DEFAULT_HF_ENDPOINT, AgentEnv
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
@@ -97,7 +97,7 @@ class HubModels:
                 answer = await client.get(f"{self.endpoint}{path}", params=params,
                                           headers=headers)
         except httpx.InvalidURL:
-            raise HubError(f"MVP_HF_ENDPOINT = {self.endpoint!r} is not a URL",
+            raise HubError(f"{AgentEnv.env_name('hf_endpoint')} = {self.endpoint!r} is not a URL",
                            fix="set it to the hub's base URL, e.g. https://huggingface.co, "
                            "or unset it") from None
         except httpx.HTTPError as exc:

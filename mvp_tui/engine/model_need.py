@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from mvp_tui.engine.gguf_shape import NotGguf, ShortRead, parse_shape
 from mvp_tui.engine.model_fit import ModelNeed, need_from
 from mvp_tui.engine.settings import ModelSettings
+from mvp_tui.node_protocol import AgentEnv
 
 if TYPE_CHECKING:  # httpx loads only when the hub is asked (the dashboard paints first)
     import httpx
 
-DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 FIRST_READ = 64 * 1024
 MAX_HEADER_BYTES = 32 * 1024 * 1024  # past this the header's facts are not coming
 TIMEOUT_S = 15.0
@@ -42,8 +42,10 @@ class HubRefused(ModelNeedError):
 
 
 def hub_endpoint(environ: Mapping[str, str]) -> str:
-    """The hub this run's nodes download from (`MVP_HF_ENDPOINT`, as the agent reads it)."""
-    return (environ.get("MVP_HF_ENDPOINT", "").strip() or DEFAULT_HF_ENDPOINT).rstrip("/")
+    """The hub this run's nodes download from (`AgentEnv.hf_endpoint`, as the agent reads
+    it)."""
+    raw = environ.get(AgentEnv.env_name("hf_endpoint"), "")
+    return AgentEnv.from_env({AgentEnv.env_name("hf_endpoint"): raw}).hf_endpoint
 
 
 def hub_url(model: ModelSettings, environ: Mapping[str, str]) -> str:

@@ -41,7 +41,7 @@ from mvp_tui.lease.endpoint_record import (
     save_endpoint,
 )
 from mvp_tui.lease.records import LeaseRecord
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
 from mvp_tui.providers.base import LeaseState, ProviderError
 from mvp_tui.providers.vast_host_key import (
     SSH_DIR_DEFAULT,
@@ -367,7 +367,8 @@ class NodeLink:
                **self.ctx.watchdog.node_env(lease.running_at or self.ctx.clock())}
         if self.cluster.settings.multi:  # the main node of several: --rpc over tunnels
             secrets = self.cluster.tunnel_secrets(self.ctx.pins())
-            self.ctx.redactor.add(secrets.get("MVP_RPC_TUNNEL_KEY"))  # never echoed back either
+            # Never echoed back either.
+            self.ctx.redactor.add(secrets.get(RoleEnv.env_name("tunnel_key")))
             env.update(self.cluster.main_env(), **secrets)
         await session.start_agent(agent_zip(), env, remote_dir, resume=self._resume)
         command = self.ctx.settings.runtime.bootstrap_command
@@ -392,7 +393,7 @@ class NodeLink:
         """A worker node of a multi-node run: its own session, agent and directory."""
         from mvp_tui.agent_bundle import agent_zip
 
-        node = role_env.get("MVP_LOGICAL_NODE_ID", "")
+        node = role_env.get(AgentEnv.env_name("node_id"), "")
         # Its own bridge: its frames carry its stream, and it writes no other node's channels.
         bridge = NodeBridge(self.ctx.hub, int(node),
                             node_stream(run_number(self.ctx.run_id), int(node)),

@@ -43,6 +43,7 @@ from mvp_tui.lease.endpoint_record import (
 from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.node_protocol import AgentEnv
 from mvp_tui.providers.base import Provider
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.public_key import public_fingerprint
@@ -184,7 +185,7 @@ def node_env_for(ctx: RunContext) -> dict[str, str]:
         run_id=ctx.run_id,
         environ=ctx.environ,
     )
-    env = {**env, **ctx.watchdog.node_env(), "MVP_API_KEY": ctx.api_key}
+    env = {**env, **ctx.watchdog.node_env(), **AgentEnv(api_key=ctx.api_key).to_env(("api_key",))}
     return {**env, **_local_engine_port(ctx)}
 
 
@@ -200,7 +201,7 @@ def _local_engine_port(ctx: RunContext) -> dict[str, str]:
         ctx.note_port_taken(wanted)
         return {}
     ctx.note_port_asked(wanted)  # free now; another run may take it before the node
-    return {"MVP_ENGINE_PORT": str(wanted), "MVP_ENGINE_PORT_FALLBACK": "1"}
+    return AgentEnv(engine_port=wanted, engine_port_fallback=True).to_env()
 
 
 class NodeVerdicts:

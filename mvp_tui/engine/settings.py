@@ -29,36 +29,17 @@ from mvp_tui.config.values import Source
 from mvp_tui.engine.attempt_walk import AttemptSettings
 from mvp_tui.engine.limits import Limits
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.node_protocol import BOOT_GUARD_DIR_ENV, PREFETCH_ENV
+from mvp_tui.node_protocol import PREFETCH_ENV, AgentEnv, SwitchEnv, passed_through
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.prefetch import wants_prefetch
 from mvp_tui.providers.runpod_volumes import VOLUME_CACHE_DIR, VolumeSettings
 from mvp_tui.ssh.settings import SshSettings
 
-# Env names from the caller's environment that the node needs when present (never logged).
-# MVP_NODE_PROVIDER_ENV_FILE tells the node's switch where the instance's own credentials are
-# when not in PID 1's environment (images that start the agent's shell differently; tests).
-PASS_THROUGH_ENV = (
-    "MVP_MODEL_CACHE_DIR",
-    "HF_TOKEN",
-    "MVP_HF_ENDPOINT",
-    "MVP_NODE_PROVIDER_ENV_FILE",
-    # The switch's first retry pause when the provider's API does not answer (tests shorten it).
-    "MVP_WATCHDOG_RETRY_INITIAL_S",
-    # Multi-node runs: where the node finds llama.cpp's RPC binaries, and the authorized_keys
-    # file a rented worker adds the run's tunnel key to (tests point it at their sshd's).
-    "MVP_RPC_BIN_DIR",
-    "MVP_RPC_AUTHORIZED_FILE",
-    # Where the boot guard and the agent meet on the node (node_protocol.BOOT_GUARD_DIR_ENV);
-    # in the create env too, so both sides agree (tests move it under a tmp dir).
-    BOOT_GUARD_DIR_ENV,
-    # The seed's node spec passes these through when set (002: `node_spec`); the agent and
-    # llama.cpp ignore what they do not use.
-    "CUDA_DEVICE_SCHEDULE",
-    "MVP_TOKEN_PROGRESS_EVERY",
-    "MVP_CPU_LINE_PROFILE",
-    "MVP_CPU_LINE_PROFILE_INTERVAL_MS",
-)
+# Env names from the caller's environment that the node needs when present (never logged),
+# besides the node env's own passthrough variables (`node_protocol.passed_through`): the
+# hub's token, and what the seed's node spec passes on (002: `node_spec`; llama.cpp ignores
+# what it does not use).
+PASS_THROUGH_ENV = ("HF_TOKEN", "CUDA_DEVICE_SCHEDULE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,42 +191,42 @@ def node_env(
     run_id: str,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The node agent's environment: the seed's MVP_* keys for this run and model."""
+    """The node agent's environment for this run and model (`AgentEnv`, and the provider the
+    switch falls back on), with what the caller's environment passes through."""
     environ = os.environ if environ is None else environ
-    env = {
-        "MVP_RUN_ID": run_id,
-        "MVP_LOGICAL_NODE_ID": str(runtime.node_id),
-        "MVP_STAGE_INDEX": str(runtime.stage_index),
-        "MVP_LAYER_END_EXCLUSIVE": str(runtime.layer_end_exclusive),
-        "MVP_NODE_PROVIDER": provider,
-        "MVP_MODEL_ID": model.model_id,
-    }
-    if model.gguf_local_path is not None:
-        env["MVP_GGUF_LOCAL_PATH"] = str(model.gguf_local_path)
-    else:
-        env["MVP_GGUF_REPO"] = model.gguf_repo
-        env["MVP_GGUF_FILE"] = model.gguf_file
-        if model.gguf_revision:
-            env["MVP_GGUF_REVISION"] = model.gguf_revision
-    if runtime.node_python != "python3":
-        env["MVP_NODE_PYTHON"] = runtime.node_python
-    if model.tokenizer_local_path:
-        env["MVP_TOKENIZER_LOCAL_PATH"] = str(model.tokenizer_local_path)
-    if model.max_context is not None:
-        env["MVP_MAX_CONTEXT"] = str(model.max_context)
-    if model.download_floor_mbps > 0:
-        env["MVP_DOWNLOAD_FLOOR_MBPS"] = repr(model.download_floor_mbps)
-        env["MVP_DOWNLOAD_FLOOR_WINDOW_S"] = repr(model.download_floor_window_s)
-    for name in PASS_THROUGH_ENV:
-        if environ.get(name):
-            env[name] = environ[name]
+    local = model.gguf_local_path
+    agent = AgentEnv(
+        run_id=run_id,
+        node_id=runtime.node_id,
+        stage_index=runtime.stage_index,
+        layer_end_exclusive=runtime.layer_end_exclusive,
+        model_id=model.model_id,
+        gguf_local_path=str(local) if local is not None else "",
+        gguf_repo=model.gguf_repo if local is None else "",
+        gguf_file=model.gguf_file if local is None else "",
+        gguf_revision=(model.gguf_revision if local is None else None) or AgentEnv.gguf_revision,
+        node_python=runtime.node_python,
+        tokenizer_local_path=str(model.tokenizer_local_path or ""),
+        max_context=model.max_context or 0,
+        download_floor_mbps=model.download_floor_mbps,
+        download_floor_window_s=(
+            model.download_floor_window_s
+            if model.download_floor_mbps > 0
+            else AgentEnv.download_floor_window_s
+        ),
+    )
+    always = ("run_id", "node_id", "stage_index", "layer_end_exclusive", "model_id")
+    env = agent.to_env(always + (() if local is not None else ("gguf_repo", "gguf_file")))
+    env.update(SwitchEnv(node_provider=provider).to_env(("node_provider",)))
+    env.update(passed_through(environ))
+    env.update({name: environ[name] for name in PASS_THROUGH_ENV if environ.get(name)})
     if runtime.model_cache_dir:  # on the network volume: it outlives the pod
-        env["MVP_MODEL_CACHE_DIR"] = runtime.model_cache_dir
+        env[AgentEnv.env_name("model_cache_dir")] = runtime.model_cache_dir
     return env
 
 
 # Secrets of the node env that reach a rented node only in its SSH env file (mode 600).
-SSH_ONLY_ENV = frozenset({"HF_TOKEN", "MVP_API_KEY"})
+SSH_ONLY_ENV = frozenset({"HF_TOKEN", AgentEnv.env_name("api_key")})
 
 
 def volume_settings(config: Config) -> VolumeSettings | None:

@@ -27,15 +27,11 @@ from mvp_tui.node_protocol import (
     NODE_AGENT_PHASE,
     NODE_AGENT_PROGRESS,
     WATCHDOG_PHASE,
+    SwitchEnv,
     parse_record,
     record_type,
 )
-from mvp_tui.providers.boot_guard import GRACE_ENV
 from mvp_tui.untrusted import clean_line
-
-# The env name that gives the node's switch its provider's API URL ([vastai] / [runpod]
-# api_url, read from the typed settings).
-API_URL_ENV = {"vastai": "MVP_VASTAI_API_URL", "runpod": "MVP_RUNPOD_API_URL"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +46,9 @@ class WatchdogSettings:
     max_hours: float | None  # None: no deadline
     idle_mins: float | None  # None: no silence switch
     required: bool  # a failed verdict stops the run
-    api_env: tuple[str, str] | None  # (env name, URL) of the provider's API for the node
+    # The provider's API URL for the node ([vastai] / [runpod] api_url); None: the node's
+    # default.
+    api_url: str | None
     # The boot guard's grace in whole seconds (providers/boot_guard.py; 0 = off); None where
     # no guard runs (local and Docker nodes do not bill).
     boot_grace_s: int | None
@@ -65,7 +63,6 @@ class WatchdogSettings:
         if idle is None:
             idle = BILLING_IDLE_TEARDOWN_MINS if billing else None
         account = config.settings.vastai or config.settings.runpod
-        api_env = (API_URL_ENV[config.provider], account.api_url) if account else None
         grace = limits.boot_grace_mins
         idle_stop = limits.idle_stop_mins
         if idle_stop is None:
@@ -75,7 +72,7 @@ class WatchdogSettings:
             max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and limits.require_node_watchdog,
-            api_env=api_env,
+            api_url=account.api_url if account else None,
             # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
             # is never shorter than asked.
             boot_grace_s=math.ceil(grace * 60.0) if billing else None,
@@ -88,19 +85,19 @@ class WatchdogSettings:
         return self.idle_mins * 60.0 / 4.0 if self.idle_mins else None
 
     def node_env(self, lease_started_at: float | None = None) -> dict[str, str]:
-        env = {"MVP_WATCHDOG_PROVIDER": self.provider}
-        if self.api_env is not None:
-            env[self.api_env[0]] = self.api_env[1]
-        if self.max_hours is not None:
-            env["MVP_MAX_HOURS"] = repr(self.max_hours)
-        if self.idle_mins is not None:
-            env["MVP_IDLE_TEARDOWN_MINS"] = repr(self.idle_mins)
-        if lease_started_at is not None:
-            env["MVP_LEASE_STARTED_AT"] = f"{lease_started_at:.3f}"
-        if self.boot_grace_s is not None:
-            env[GRACE_ENV] = str(self.boot_grace_s)
-        if self.idle_stop_mins is not None:
-            env["MVP_IDLE_STOP_MINS"] = repr(self.idle_stop_mins)
+        """The switch's and the boot guard's part of the node env (`SwitchEnv`)."""
+        url = self.api_url or ""
+        env = SwitchEnv(
+            max_hours=self.max_hours or 0.0,
+            idle_teardown_mins=self.idle_mins or 0.0,
+            idle_stop_mins=self.idle_stop_mins or 0.0,
+            lease_started_at=round(lease_started_at, 3) if lease_started_at is not None else 0.0,
+            boot_grace_s=self.boot_grace_s,
+            vastai_api_url=url if url and self.provider != "runpod" else SwitchEnv.vastai_api_url,
+            runpod_api_url=url if url and self.provider == "runpod" else SwitchEnv.runpod_api_url,
+        ).to_env()
+        # Always named, so a node started over SSH (PID 1 with none) arms the right switch.
+        env[SwitchEnv.env_name("watchdog_provider")] = self.provider
         return env
 
 

@@ -1,18 +1,19 @@
 """mvp-node: the node agent. It fetches the model, serves it with llama.cpp, and reports.
 
 Standard library only; it runs on the node's own `python3` (3.8 or later). It ships as one
-file, the zipapp `mvp_tui/node/build.py` makes of this package and the few stdlib-only modules
+file, the zipapp `mvp_tui/agent_bundle.py` makes of this package and the few stdlib-only modules
 it shares with the app (`mvp_tui.node_protocol`, `mvp_tui.untrusted`, `mvp_tui.secrets`):
 over SFTP into the run directory, down a Docker container's stdin, or as the local
 provider's child process; all run `python3 agent.pyz`. Configuration comes from the
-environment (the seed's `MVP_*` keys).
+environment (the seed's `MVP_*` keys, each declared once in `mvp_tui.node_protocol`:
+`AgentEnv`, `RoleEnv`, `SwitchEnv`).
 
 Modules, one job each: settings (the env, parsed once), frames (stdout frames, redacted),
 control (stdin/fifo control lines and the agent's inbox), probe (environment and GPUs), hub
 (the hub's word on a file), download (the model, resumable), prefetch (adopting the start
 command's fetch), engine (llama.cpp's server as a child), gate (the key-checking proxy),
 instance_api and switch (the dead-man's switch), agent and roles (the phases, per role), main
-(the entry point).
+(the entry point), follow (the log reader and stopper over SSH: `agent.pyz follow|stop`).
 
 Everything it reports goes to stdout as frame lines, one JSON object per line:
     {"mvp_frame": 1, "channel": "<name>", "payload": <JSON value>}

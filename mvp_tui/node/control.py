@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.settings import EXIT_CONFIG, EXIT_FATAL, ConfigError
+from mvp_tui.node_protocol import AgentEnv
 
 if TYPE_CHECKING:
     from mvp_tui.node.switch import Watchdog
@@ -133,8 +134,8 @@ def open_control_fifo(path: str) -> tuple[int, bool]:
         mode = os.stat(path).st_mode
         if not stat.S_ISFIFO(mode):
             raise ConfigError(
-                f"MVP_CONTROL_FIFO={path} exists and is not a fifo; fix: remove it or pick another "
-                "path"
+                f"{AgentEnv.env_name('control_fifo')}={path} exists and is not a fifo; fix: "
+                "remove it or pick another path"
             )
     except FileNotFoundError:
         os.mkfifo(path, 0o600)

@@ -22,6 +22,7 @@ from mvp_tui.node.control import SCOPE_RUN, Control, PhaseFailed
 from mvp_tui.node.engine_lines import PrivateLines
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.settings import ENGINE_HOST, LAST_LINES_KEPT, Settings
+from mvp_tui.node_protocol import AgentEnv
 
 if TYPE_CHECKING:
     pass
@@ -108,7 +109,7 @@ def no_engine() -> PhaseFailed:
         f"{sys.executable}",
         fix=f"use an image that holds llama.cpp's server (the default for rented nodes is "
         f"{RENTED_IMAGE_HINT}), install it (pip install 'llama-cpp-python[server]'), or set "
-        "MVP_ENGINE_CMD",
+        f"{AgentEnv.env_name('engine_cmd')}",
         scope=SCOPE_RUN,
     )
 

@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable  # noqa: UP035 (3.8 nodes)
 
 from mvp_tui.node.control import exc_name
 from mvp_tui.node.frames import clean_text
+from mvp_tui.node_protocol import NodeEnvError, SwitchEnv
 
 if TYPE_CHECKING:
     import urllib.error
@@ -23,9 +24,6 @@ IDLE_STOP_WARN_S = 120.0  # the warning comes this long before an idle stop (or 
 # a shorter window)
 API_PROVIDERS = ("vastai", "runpod")
 LOCAL_PROVIDERS = ("local", "docker")
-DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
-DEFAULT_RUNPOD_API_URL = "https://api.runpod.io/v2"  # REST v1 was retired on 2026-11-15
-DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
 WATCHDOG_USER_AGENT = "mvp-node/1 (dead-man switch)"
 WATCHDOG_HTTP_TIMEOUT_S = 10.0
 WATCHDOG_RETRY_CAP_S = 30.0
@@ -43,56 +41,46 @@ _MISSING_KEY_HINTS = {
 }
 
 
-class WatchdogSettings:
-    """The switch's inputs. Never raises: a bad value becomes `problem`, which the verdict
-    reports as `failed` (the agent keeps serving; the dashboard decides)."""
+class SwitchSettings:
+    """The switch's inputs (`SwitchEnv`). Never raises: a bad value becomes `problem`, which
+    the verdict reports as `failed` (the agent keeps serving; the dashboard decides)."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.problem: str | None = None
-        explicit = env.get("MVP_WATCHDOG_PROVIDER", "").strip().lower()
-        provider = explicit or env.get("MVP_NODE_PROVIDER", "").strip().lower()
-        self.max_hours = self._number(env, "MVP_MAX_HOURS", "hours, e.g. 0.5")
-        self.idle_mins = self._number(env, "MVP_IDLE_TEARDOWN_MINS", "minutes, e.g. 20")
-        # The idle stop: no request reached the engine (through the gate) for this long.
-        self.idle_stop_mins = self._number(env, "MVP_IDLE_STOP_MINS", "minutes, e.g. 30")
-        self.lease_started_at = self._number(env, "MVP_LEASE_STARTED_AT", "unix seconds")
-        self.retry_initial_s = self._number(env, "MVP_WATCHDOG_RETRY_INITIAL_S", "seconds") or 1.0
+        read = self._read(env)
+        explicit = read.watchdog_provider
+        provider = explicit or read.node_provider
+        self.max_hours = read.max_hours
+        self.idle_mins = read.idle_teardown_mins
+        self.idle_stop_mins = read.idle_stop_mins
+        self.lease_started_at = read.lease_started_at
+        self.retry_initial_s = read.retry_initial_s or 1.0
         self.enabled = bool(provider) or self.max_hours > 0 or self.idle_mins > 0
         self.enabled = self.enabled or self.idle_stop_mins > 0
         self.enabled = self.enabled or self.problem is not None
         if self.enabled and not provider:
             provider = "local"
         if provider and provider not in API_PROVIDERS + LOCAL_PROVIDERS and not self.problem:
-            name = "MVP_WATCHDOG_PROVIDER" if explicit else "MVP_NODE_PROVIDER"
+            name = SwitchEnv.env_name("watchdog_provider" if explicit else "node_provider")
             self.problem = (
                 f"{name}={clean_text(provider, 40)!r} is not a provider the node switch knows; "
                 "expected vastai, runpod, local or docker"
             )
         self.provider = provider
-        if provider == "runpod":
-            raw_url = env.get("MVP_RUNPOD_API_URL", "").strip() or DEFAULT_RUNPOD_API_URL
-        else:
-            raw_url = env.get("MVP_VASTAI_API_URL", "").strip() or DEFAULT_VASTAI_API_URL
-        self.api_url = raw_url.rstrip("/")
-        self.env_file = env.get("MVP_NODE_PROVIDER_ENV_FILE", "").strip()
-        self.env_file = self.env_file or DEFAULT_PROVIDER_ENV_FILE
+        self.api_url = read.api_url(provider)
+        self.env_file = read.provider_env_file
+        self.boot_guard_dir = read.boot_guard_dir
 
-    def _number(self, env: Mapping[str, str], key: str, unit: str) -> float:
-        raw = env.get(key, "").strip()
-        if not raw:
-            return 0.0
-        try:
-            value = float(raw)
-        except ValueError:
-            value = -1.0
-        if value != value or value in (float("inf"), float("-inf")) or value < 0:
-            if self.problem is None:
-                self.problem = (
-                    f"{key}={clean_text(raw, 40)!r} is not a number ≥ 0 ({unit}); the node "
-                    "switch cannot enforce it"
-                )
-            return 0.0
-        return value
+    def _read(self, env: Mapping[str, str]) -> SwitchEnv:
+        """The inputs, a bad one read as unset (the first becomes `problem`)."""
+        usable = dict(env)
+        while True:
+            try:
+                return SwitchEnv.from_env(usable)
+            except NodeEnvError as exc:
+                if self.problem is None:
+                    self.problem = f"{clean_text(str(exc), 300)}; the node switch cannot enforce it"
+                usable.pop(exc.name, None)
 
 
 class Credentials:
@@ -402,7 +390,7 @@ class RunPodInstanceApi(InstanceApi):
         return 0.0
 
 
-def instance_api(settings: WatchdogSettings, creds: Credentials) -> InstanceApi:
+def instance_api(settings: SwitchSettings, creds: Credentials) -> InstanceApi:
     if creds.provider == "runpod":
         return RunPodInstanceApi(settings.api_url, creds)
     return VastInstanceApi(settings.api_url, creds)

@@ -13,10 +13,10 @@ from typing import Any
 from mvp_tui.node.agent import Agent
 from mvp_tui.node.control import Control, PhaseFailed, exc_name, open_control_fifo, read_commands
 from mvp_tui.node.frames import Emitter, clean_text
-from mvp_tui.node.instance_api import WatchdogSettings
+from mvp_tui.node.instance_api import SwitchSettings
 from mvp_tui.node.settings import EXIT_CONFIG, ConfigError, Settings
 from mvp_tui.node.switch import Watchdog
-from mvp_tui.node_protocol import WORKER_FATAL
+from mvp_tui.node_protocol import WORKER_FATAL, AgentEnv, RoleEnv
 from mvp_tui.secrets import Redactor, secret_values
 
 
@@ -42,8 +42,9 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
     try:
         settings = Settings(env)
     except ConfigError as exc:
-        run_id = clean_text(env.get("MVP_RUN_ID", "").strip(), 64)
-        emitter = Emitter(out_fd, redactor, run_id, _lenient_int(env.get("MVP_LOGICAL_NODE_ID")))
+        run_id = clean_text(env.get(AgentEnv.env_name("run_id"), "").strip(), 64)
+        node_id = _lenient_int(env.get(AgentEnv.env_name("node_id")))
+        emitter = Emitter(out_fd, redactor, run_id, node_id)
         emitter.phase("config", "failed", {"reason": str(exc)})
         emitter.weights(WORKER_FATAL, reason=str(exc), fix="", phase="config")
         emitter.phase("agent_exit", "failed", {"exit_code": EXIT_CONFIG, "reason": str(exc)})
@@ -52,7 +53,7 @@ def run_agent(env: Mapping[str, str], out_fd: int) -> int:
     control = Control()
     if threading.current_thread() is threading.main_thread():
         _install_signal_handlers(control)
-    watchdog = Watchdog(env, WatchdogSettings(env), emitter, control, redactor)
+    watchdog = Watchdog(env, SwitchSettings(env), emitter, control, redactor)
     watchdog.start()  # the deadline and the silence count from the agent's start
     _start_thread(
         read_commands, 0, "stdin", control, emitter, settings.stdin_eof_shutdown, watchdog
@@ -94,7 +95,6 @@ def main() -> int:
     return run_agent(os.environ, sys.stdout.fileno())
 
 
-_ROLE_KEYS = ("MVP_NODE_ROLE", "MVP_RPC_", "MVP_TENSOR_SPLIT", "MVP_GPU_LAYERS")  # roles.py's
 
 
 def _agent(
@@ -107,7 +107,7 @@ def _agent(
     """The agent for MVP_NODE_ROLE. The roles of a multi-node run load only where one of
     their keys is set: a single node (nearly every run) does not compile their ~500 lines at
     each start."""
-    if not any(key.startswith(_ROLE_KEYS) for key in env):
+    if not any(name in env for name in RoleEnv.env_names()):
         return Agent(env, settings, emitter, control, watchdog)
     from mvp_tui.node.roles import agent_for_role
 

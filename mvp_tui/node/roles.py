@@ -26,10 +26,9 @@ from mvp_tui.node.settings import (
     RPC_HOST,
     ConfigError,
     Settings,
-    _env_int,
 )
 from mvp_tui.node.switch import Watchdog
-from mvp_tui.node_protocol import RPC_SERVER_READY
+from mvp_tui.node_protocol import RPC_SERVER_READY, RoleEnv
 from mvp_tui.secrets import is_secret_name
 
 # ---------------------------------------------------------------------------------------
@@ -60,51 +59,47 @@ _BUFFER_LINE = re.compile(r"(\S+?)(?:\[([^\]\s]+)\])? model buffer size =\s*([0-
 
 
 class RoleSettings:
-    """The MVP_* keys of a multi-node role, parsed once (ConfigError names key and fix)."""
+    """A multi-node role (`RoleEnv`), parsed once, with what follows from it (ConfigError
+    names the key and the fix)."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.role = env.get("MVP_NODE_ROLE", "").strip().lower() or ROLE_SINGLE
-        if self.role not in (ROLE_SINGLE, ROLE_MAIN, ROLE_WORKER):
-            raise ConfigError(
-                f"MVP_NODE_ROLE={self.role!r} is not a node role; fix: main, worker or unset"
-            )
-        self.bin_dir = env.get("MVP_RPC_BIN_DIR", "").strip()
-        self.rpc_port = _env_int(env, "MVP_RPC_PORT", 0, low=0, high=65535)
-        self.rpc_servers = _csv(env.get("MVP_RPC_SERVERS", ""))
-        self.rpc_nodes = _csv(env.get("MVP_RPC_NODES", ""))
-        self.tensor_split = env.get("MVP_TENSOR_SPLIT", "").strip()
-        self.gpu_layers = _env_int(env, "MVP_GPU_LAYERS", 99, low=0)
-        # Rented nodes: the worker authorizes the run's tunnel key for its RPC port only; the
-        # main node reaches each worker through `ssh -L` with the private half.
-        self.tunnel_pubkey = env.get("MVP_RPC_TUNNEL_PUBKEY", "").strip()
-        self.authorized_keys = env.get("MVP_RPC_AUTHORIZED_FILE", "").strip() or os.path.join(
+        read = RoleEnv.from_env(env)
+        self.role = read.role
+        self.bin_dir = read.rpc_bin_dir
+        self.rpc_port = read.rpc_port
+        self.rpc_servers = list(read.rpc_servers)
+        self.rpc_nodes = list(read.rpc_nodes)
+        self.tensor_split = read.tensor_split
+        self.gpu_layers = read.gpu_layers
+        self.tunnel_pubkey = read.tunnel_pubkey
+        self.authorized_keys = read.authorized_file or os.path.join(
             os.path.expanduser("~"), ".ssh", "authorized_keys"
         )
-        self.tunnels = _csv(env.get("MVP_RPC_TUNNELS", ""))
-        self.tunnel_key = env.get("MVP_RPC_TUNNEL_KEY", "")
-        self.known_hosts = env.get("MVP_RPC_KNOWN_HOSTS", "")
+        self.tunnels = list(read.tunnels)
+        self.tunnel_key = read.tunnel_key
+        self.known_hosts = read.known_hosts
         for tunnel in self.tunnels:
             _split_tunnel(tunnel)
         if self.tunnels and (len(self.tunnels) != len(self.rpc_servers) or not self.tunnel_key):
             raise ConfigError(
-                "MVP_RPC_TUNNELS needs one entry per MVP_RPC_SERVERS entry and "
-                "MVP_RPC_TUNNEL_KEY; fix: let the dashboard start the main node"
+                f"{_name('tunnels')} needs one entry per {_name('rpc_servers')} entry and "
+                f"{_name('tunnel_key')}; fix: let the dashboard start the main node"
             )
         for endpoint in self.rpc_servers:
             _split_endpoint(endpoint)
         if self.role == ROLE_MAIN and not self.rpc_servers:
             raise ConfigError(
-                "MVP_NODE_ROLE=main needs MVP_RPC_SERVERS (host:port of each worker, "
+                f"{_name('role')}=main needs {_name('rpc_servers')} (host:port of each worker, "
                 "comma-separated); fix: start the main node after its workers"
             )
         if self.rpc_nodes and len(self.rpc_nodes) != len(self.rpc_servers):
             raise ConfigError(
-                f"MVP_RPC_NODES names {len(self.rpc_nodes)} nodes for "
-                f"{len(self.rpc_servers)} MVP_RPC_SERVERS; fix: one node id per server"
+                f"{_name('rpc_nodes')} names {len(self.rpc_nodes)} nodes for "
+                f"{len(self.rpc_servers)} {_name('rpc_servers')}; fix: one node id per server"
             )
         if self.tensor_split and not re.fullmatch(r"[0-9.]+(,[0-9.]+)*", self.tensor_split):
             raise ConfigError(
-                f"MVP_TENSOR_SPLIT={self.tensor_split!r} is not a list of proportions; "
+                f"{_name('tensor_split')}={self.tensor_split!r} is not a list of proportions; "
                 "fix: comma-separated numbers, e.g. 3,1"
             )
 
@@ -116,15 +111,16 @@ class RoleSettings:
         return f"worker RPC {endpoint}"
 
 
-def _csv(raw: str) -> list[str]:
-    return [part.strip() for part in raw.split(",") if part.strip()]
+def _name(field: str) -> str:
+    return RoleEnv.env_name(field)
 
 
 def _split_endpoint(endpoint: str) -> tuple[str, int]:
     host, sep, port = endpoint.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(
-            f"MVP_RPC_SERVERS entry {endpoint!r} is not host:port; fix: e.g. 127.0.0.1:50052"
+            f"{_name('rpc_servers')} entry {endpoint!r} is not host:port; fix: e.g. "
+            "127.0.0.1:50052"
         )
     return host, int(port)
 
@@ -135,7 +131,8 @@ def _split_tunnel(tunnel: str) -> tuple[str, str, int]:
     host, sep, port = rest.rpartition(":")
     if not at or not user or not sep or not host or not port.isdigit():
         raise ConfigError(
-            f"MVP_RPC_TUNNELS entry {tunnel!r} is not user@host:port; fix: e.g. root@1.2.3.4:22"
+            f"{_name('tunnels')} entry {tunnel!r} is not user@host:port; fix: e.g. "
+            "root@1.2.3.4:22"
         )
     return user, host, int(port)
 
@@ -166,7 +163,7 @@ def find_engine_binary(
     found = shutil.which(name)
     if found:
         return found
-    where = f"MVP_RPC_BIN_DIR={bin_dir}, " if bin_dir else ""
+    where = f"{_name('rpc_bin_dir')}={bin_dir}, " if bin_dir else ""
     cache = env.get(RPC_BUILD_CACHE_ENV, "").strip() or RPC_BUILD_CACHE
     raise PhaseFailed(
         f"this node cannot take its role: {name} is not in {where}the build cache "
@@ -288,7 +285,7 @@ class WorkerAgent(Agent):
             raise PhaseFailed(
                 f"cannot authorize the run's tunnel key in {path}: {exc.strerror or exc}",
                 fix="make ~/.ssh/authorized_keys writable on the worker, or set "
-                "MVP_RPC_AUTHORIZED_FILE",
+                f"{_name('authorized_file')}",
             ) from None
         return {"authorized_keys": str(path), "permitopen": self.endpoint}
 

@@ -23,17 +23,17 @@ from mvp_tui.node.instance_api import (
     WATCHDOG_WAIT_CAP_S,
     Credentials,
     InstanceApi,
-    WatchdogSettings,
+    SwitchSettings,
     instance_api,
     resolve_credentials,
 )
 from mvp_tui.node_protocol import (
     BOOT_GUARD_DIR,
-    BOOT_GUARD_DIR_ENV,
     BOOT_GUARD_PHASE,
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
     WATCHDOG_PHASE,
+    SwitchEnv,
 )
 from mvp_tui.secrets import Redactor
 
@@ -74,7 +74,7 @@ def boot_guard_report(
     if provider in LOCAL_PROVIDERS:
         why = "a local or Docker node does not bill: no boot guard runs"
         return "ready", {"state": "not_needed", "armed": False, "reason": why}
-    directory = Path(env.get(BOOT_GUARD_DIR_ENV, "").strip() or BOOT_GUARD_DIR)
+    directory = Path(env.get(SwitchEnv.env_name("boot_guard_dir"), "").strip() or BOOT_GUARD_DIR)
     detail: dict[str, Any] = {"dir": str(directory), "armed": False}
     if not directory.is_dir():
         why = (
@@ -121,7 +121,7 @@ class Watchdog:
     def __init__(
         self,
         env: Mapping[str, str],
-        settings: WatchdogSettings,
+        settings: SwitchSettings,
         emitter: Emitter,
         control: Control,
         redactor: Redactor,

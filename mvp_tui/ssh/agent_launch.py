@@ -1,17 +1,19 @@
 """Put the node agent on the node and build the commands that start, follow and stop it.
 
-Over SFTP the run directory receives the agent (its zipapp, `mvp_tui/agent_bundle.py`, as
-`agent.pyz`), the node helper, `run.sh` and the agent's env as a shell file with mode 600, so
-env values never appear on a command line
-(sshd drops `env=` by default, and a command line is visible to every user of the node).
+Over SFTP the run directory receives two files, both mode 600: the agent (its zipapp,
+`mvp_tui/agent_bundle.py`, as `agent.pyz`), which also holds the node's log reader and
+stopper (`agent.pyz follow|stop`, mvp_tui/node/follow.py), and its launcher `run.sh`, which
+carries the agent's env, so env values never appear on a command line (sshd drops `env=` by
+default, and a command line is visible to every user of the node).
 The commands only name the directory, positions and timings, each shell-quoted, and run
 under `sh -c` whatever the user's login shell is.
 
 `run.sh` is the agent's parent on the node: started detached (setsid, SIGHUP ignored), it
-sources the env, runs `python3 agent.pyz` with stdin on the control fifo (opened read-write, so
-the agent never sees EOF between writers) and stdout/stderr appended to log files, records
-the agent's pid, waits, and records its exit code. The reader (`node_helper.py follow`)
-starts at the same time, so the two Python start-ups overlap.
+exports the env, runs `python3 agent.pyz` with stdin on the control fifo (opened read-write,
+so the agent never sees EOF between writers) and stdout/stderr appended to log files, records
+the agent's pid, waits, and records its exit code. The reader (`agent.pyz follow`) starts at
+the same time, so the two Python start-ups overlap. `sh run.sh --exec CMD` runs CMD with the
+agent's env instead (`[vastai] bootstrap_command`).
 """
 
 from __future__ import annotations
@@ -27,32 +29,36 @@ from pathlib import Path, PurePosixPath
 
 import asyncssh
 
-from mvp_tui.ssh import node_helper
+from mvp_tui.node import follow
+from mvp_tui.node_protocol import AgentEnv
 from mvp_tui.ssh.errors import AgentFileError
 from mvp_tui.ssh.logtail import LogPositions
 from mvp_tui.ssh.settings import SshSettings
 
 AGENT_NAME = "agent.pyz"  # the same name whatever build: a re-attach finds the running one
-HELPER_NAME = "mvp_node_helper.py"
 RUN_NAME = "run.sh"
-ENV_NAME = "agent.env"
+EXEC_FLAG = "--exec"  # `sh run.sh --exec CMD`: CMD with the agent's env
+_PYTHON_ENV = AgentEnv.env_name("node_python")
 
+_ENV_MARK = "@ENV@\n"  # where the agent's env goes, one `KEY='value'` line each
 RUN_SH = f"""\
 #!/bin/sh
-# mvp-tui: the node agent's parent. Usage (in the run directory): sh run.sh AGENT
+# mvp-tui: the node agent's parent and its env (mode 600). Usage (in the run directory):
+#   sh run.sh AGENT          start the agent, recording its pid and exit code
+#   sh run.sh {EXEC_FLAG} CMD      run CMD with the agent's env
+set -a
+{_ENV_MARK}set +a
+if [ "$1" = {EXEC_FLAG} ]; then exec sh -c "$2"; fi
 record() {{ echo "$2" > "$1.tmp" && mv -f "$1.tmp" "$1"; }}
 trap '' HUP
-record {node_helper.WRAPPER_PID} $$
-[ -p {node_helper.CONTROL} ] || mkfifo -m 600 {node_helper.CONTROL}
-set -a
-. ./{ENV_NAME}
-set +a
-"${{MVP_NODE_PYTHON:-python3}}" "$1" <> {node_helper.CONTROL} \\
-    >> {node_helper.STDOUT_LOG} 2>> {node_helper.STDERR_LOG} &
+record {follow.WRAPPER_PID} $$
+[ -p {follow.CONTROL} ] || mkfifo -m 600 {follow.CONTROL}
+"${{{_PYTHON_ENV}:-python3}}" "$1" <> {follow.CONTROL} \\
+    >> {follow.STDOUT_LOG} 2>> {follow.STDERR_LOG} &
 agent=$!
-record {node_helper.AGENT_PID} $agent
+record {follow.AGENT_PID} $agent
 wait $agent
-record {node_helper.EXIT_CODE} $?
+record {follow.EXIT_CODE} $?
 """
 
 # $1 run dir, $2 agent file name, then the reader's arguments. The channel opens while the
@@ -67,18 +73,19 @@ read go && [ "$go" = go ] || exit 4
 cd "$1" || exit 3
 command -v python3 >/dev/null 2>&1 || {{
   echo "this image lacks python3 (the node agent needs Python 3.8 or later)" >&2
-  exit {node_helper.EXIT_NO_PYTHON}; }}
-rm -f {node_helper.AGENT_PID} {node_helper.WRAPPER_PID} {node_helper.EXIT_CODE}
+  exit {follow.EXIT_NO_PYTHON}; }}
+rm -f {follow.AGENT_PID} {follow.WRAPPER_PID} {follow.EXIT_CODE}
 agent=$2
 shift 2
 (command -v setsid >/dev/null 2>&1 && exec setsid sh {RUN_NAME} "$agent"
  exec sh {RUN_NAME} "$agent") </dev/null >/dev/null 2>&1 &
-exec python3 -S {HELPER_NAME} follow . "$@"
+exec python3 -S "$agent" follow . "$@"
 """
-_FOLLOW = f"""\
+_FOLLOW = """\
 cd "$1" || exit 3
+agent=$2
 shift 2
-exec python3 -S {HELPER_NAME} follow . "$@"
+exec python3 -S "$agent" follow . "$@"
 """
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -132,7 +139,7 @@ class UploadMethod(enum.Enum):
 
 
 async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadMethod:
-    """Create the run directory and put the agent, the helper and the env file in it.
+    """Create the run directory and put the agent and its launcher (with the env) in it.
 
     SFTP first; a node whose sshd offers no sftp subsystem gets the same files through a
     plain command reading stdin (with umask 077), so no image is left out.
@@ -151,16 +158,20 @@ async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadM
 
 
 def _files(plan: AgentPlan) -> dict[str, bytes]:
+    """What one node receives: the agent's zipapp and its launcher, nothing else."""
     return {
         plan.agent_name: plan.agent_path.read_bytes(),
-        HELPER_NAME: Path(node_helper.__file__).read_bytes(),
-        RUN_NAME: RUN_SH.encode("ascii"),
-        ENV_NAME: env_file(plan.env).encode("utf-8"),
+        RUN_NAME: run_script(plan.env).encode("utf-8"),
     }
 
 
-def env_file(env: Mapping[str, str]) -> str:
-    """The env as `KEY='value'` lines for `set -a; . ./agent.env` (keys checked by make_plan)."""
+def run_script(env: Mapping[str, str]) -> str:
+    """`run.sh` for this env."""
+    return RUN_SH.replace(_ENV_MARK, env_lines(env), 1)
+
+
+def env_lines(env: Mapping[str, str]) -> str:
+    """The env as `KEY='value'` lines for a shell under `set -a` (keys checked by make_plan)."""
     return "".join(f"{key}={_sh_quote(value)}\n" for key, value in sorted(env.items()))
 
 
@@ -225,7 +236,7 @@ def stop_command(plan: AgentPlan, settings: SshSettings) -> str:
         [
             "python3",
             "-S",
-            plan.remote(HELPER_NAME),
+            plan.remote(plan.agent_name),
             "stop",
             plan.remote_dir,
             str(settings.shutdown_grace),

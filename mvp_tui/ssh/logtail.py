@@ -1,6 +1,6 @@
 """The node agent's output as complete lines, with byte positions that survive reconnects.
 
-The node-side reader (`node_helper.py follow`) sends the agent's log bytes as frames from a
+The node-side reader (`follow.py follow`) sends the agent's log bytes as frames from a
 byte position. Here they become complete lines for `on_node_line`; each stream's position is
 the byte just after the last line delivered, so a reconnect resumes exactly there: partial
 lines are held (and re-read after a drop), nothing is lost or delivered twice.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from mvp_tui.ssh import node_helper
+from mvp_tui.node import follow
 
 if TYPE_CHECKING:  # types only: the engine imports `LogPositions` before any SSH is used
     import asyncssh
@@ -35,10 +35,10 @@ class LogPositions:
 
 
 class FrameKind(enum.Enum):
-    PID = node_helper.FRAME_PID
-    STDOUT = node_helper.FRAME_STDOUT
-    STDERR = node_helper.FRAME_STDERR
-    EXIT = node_helper.FRAME_EXIT
+    PID = follow.FRAME_PID
+    STDOUT = follow.FRAME_STDOUT
+    STDERR = follow.FRAME_STDERR
+    EXIT = follow.FRAME_EXIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,12 @@ class FrameError(Exception):
 async def read_frame(reader: asyncssh.SSHReader[bytes]) -> HelperFrame | None:
     """The next frame, or None when the stream ended (possibly mid-frame: a drop)."""
     try:
-        header = await reader.readexactly(node_helper.HEADER.size)
-        kind, length = node_helper.HEADER.unpack(header)
-        if length > node_helper.MAX_FRAME_BYTES:
+        header = await reader.readexactly(follow.HEADER.size)
+        kind, length = follow.HEADER.unpack(header)
+        if length > follow.MAX_FRAME_BYTES:
             raise FrameError(
                 f"the node reader sent a frame of {length} bytes, more than the "
-                f"{node_helper.MAX_FRAME_BYTES} it may"
+                f"{follow.MAX_FRAME_BYTES} it may"
             )
         payload = await reader.readexactly(length) if length else b""
     except asyncio.IncompleteReadError:

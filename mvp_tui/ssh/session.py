@@ -25,12 +25,13 @@ from typing import Any
 import asyncssh
 
 from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.node import follow
 from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
-from mvp_tui.ssh import node_helper
 from mvp_tui.ssh.agent_launch import (
-    ENV_NAME,
+    EXEC_FLAG,
     GO_LINE,
+    RUN_NAME,
     AgentPlan,
     UploadMethod,
     follow_command,
@@ -97,9 +98,9 @@ _PORT_OUTCOMES = frozenset(
 # $1 run dir, $2 word: written to the agent's control fifo (its stdin) only while the agent
 # runs; `1<>` opens the fifo read-write, so the open never blocks even with no reader.
 _SEND_CONTROL = (
-    f'cd "$1" && [ -p {node_helper.CONTROL} ] && [ ! -e {node_helper.EXIT_CODE} ] && '
-    f'pid=$(cat {node_helper.AGENT_PID}) && kill -0 "$pid" && '
-    f"printf '%s\\n' \"$2\" 1<> {node_helper.CONTROL}"
+    f'cd "$1" && [ -p {follow.CONTROL} ] && [ ! -e {follow.EXIT_CODE} ] && '
+    f'pid=$(cat {follow.AGENT_PID}) && kill -0 "$pid" && '
+    f"printf '%s\\n' \"$2\" 1<> {follow.CONTROL}"
 )
 
 
@@ -262,7 +263,7 @@ class NodeSession:
         if plan is None:
             raise RuntimeError("start_agent first: the session has no run directory")
         conn = await self._wait_connection()
-        script = f'cd "$1" && set -a && . ./{ENV_NAME} && set +a && exec sh -c "$2"'
+        script = f'cd "$1" && exec sh ./{RUN_NAME} {EXEC_FLAG} "$2"'
         full = shlex.join(["sh", "-c", script, "sh", plan.remote_dir, command])
         try:
             done = await conn.run(full, check=False, timeout=within_s)
@@ -643,15 +644,15 @@ class NodeSession:
             async with asyncio.timeout(self.settings.connect_timeout):
                 await process.wait_closed()
         status = process.exit_status
-        if status is None or status == node_helper.EXIT_OK:
+        if status is None or status == follow.EXIT_OK:
             return AttemptResult(AttemptOutcome.DROPPED, "the connection to the node was lost")
         with contextlib.suppress(asyncssh.Error, OSError, TimeoutError):
             async with asyncio.timeout(1.0):
                 err = await process.stderr.read(4096)
         text = self._one_line(err.decode("utf-8", "replace")) if err else ""
-        if status == node_helper.EXIT_NO_PYTHON:
+        if status == follow.EXIT_NO_PYTHON:
             return AttemptResult(AttemptOutcome.IMAGE_UNFIT, text or "this image lacks python3")
-        if status == node_helper.EXIT_NO_AGENT:
+        if status == follow.EXIT_NO_AGENT:
             self._need_launch = True
             return AttemptResult(AttemptOutcome.COMMAND_FAILED, f"no agent running: {text}")
         return AttemptResult(

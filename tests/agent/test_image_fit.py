@@ -12,7 +12,7 @@ import pytest
 from mvp_tui.config.schema import RENTED_IMAGE
 from mvp_tui.node import engine
 from mvp_tui.node.engine import engine_spec, image_lacks
-from mvp_tui.node.instance_api import WatchdogSettings
+from mvp_tui.node.instance_api import SwitchSettings
 from mvp_tui.node.settings import Settings
 from tests.agent.agent_run import AgentRun, agent_env
 
@@ -60,5 +60,5 @@ def test_llama_server_off_path_is_found_where_llama_cpp_images_keep_it(
 
 
 def test_the_switch_talks_to_runpod_v2_by_default() -> None:
-    settings = WatchdogSettings({"MVP_NODE_PROVIDER": "runpod"})
+    settings = SwitchSettings({"MVP_NODE_PROVIDER": "runpod"})
     assert settings.api_url == "https://api.runpod.io/v2"  # REST v1 was retired 2026-11-15

@@ -119,9 +119,9 @@ async def test_the_rented_endpoint_answers_only_the_run_key(
     assert endpoint.stat().st_mode & 0o777 == 0o600
     assert api_key not in run.stderr and api_key not in json.dumps(run.records)
     assert (tmp_path / "frames.jsonl").stat().st_size > 0
-    # Only its two stores hold it: the run's endpoint record and the node's env file.
+    # Only its two stores hold it: the run's endpoint record and the node's launcher (its env).
     assert files_without(api_key, state, node.node_dir, tmp_path / "frames.jsonl",
-                         but=(ENDPOINT_FILE, "agent.env")) == []
+                         but=(ENDPOINT_FILE, "run.sh")) == []
     assert "OpenAI endpoint http://127.0.0.1:" in run.stderr
 
 

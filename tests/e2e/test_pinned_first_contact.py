@@ -1,6 +1,6 @@
 """Pinned first contact on Vast, end to end (fake Vast API, real sshd, headless): a node that
 presents another key than the one pinned before create is "not yet" — no login, no
-`agent.env` — until its start command installs the pinned key; a node that never does is
+`run.sh` (the env) — until its start command installs the pinned key; a node that never does is
 given up within its budget, destroyed, and the next host tried."""
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ async def test_an_unpinned_key_is_not_yet_until_the_pinned_one_answers(
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             refused = await run.until(_not_yet, within=60)
             assert own in str(refused["detail"]) and "nothing is sent" in str(refused["detail"])
-            # Nothing reached the node: no agent.env (HF_TOKEN and the like) was sent.
-            assert not list(node.node_dir.rglob("agent.env"))
+            # Nothing reached the node: no run.sh (the env: HF_TOKEN and the like) was sent.
+            assert not list(node.node_dir.rglob("run.sh"))
             (put,) = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
             key = pinned_key(put.body["env"])
             assert key is not None
@@ -69,7 +69,7 @@ async def test_a_node_that_never_presents_the_pinned_key_is_given_up(
     (abandoned,) = run.events("attempt_abandoned")
     assert abandoned["failure_kind"] == "host_key_not_pinned", abandoned
     assert "pinned" in abandoned["reason"], abandoned
-    assert not run.events("agent_started") and not list(node.node_dir.rglob("agent.env"))
+    assert not run.events("agent_started") and not list(node.node_dir.rglob("run.sh"))
     assert not [r for r in run.events("ssh_attempt") if r["outcome"] == "connected"]
 
 

@@ -59,7 +59,7 @@ def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
     for init in REPO.glob("mvp_tui/**/__init__.py"):
         rel = init.relative_to(REPO).as_posix()
         assert rel in names, f"{rel} missing from the wheel: add it to [tool.setuptools] packages"
-    assert "mvp_tui/ssh/node_helper.py" in names
+    assert "mvp_tui/node/follow.py" in names
     assert "mvp_tui/node/main.py" in names and "mvp_tui/agent_bundle.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -79,7 +79,7 @@ def test_the_installed_wheel_imports_its_subpackages(tmp_path: Path) -> None:
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import mvp_tui, mvp_tui.providers.base, mvp_tui.widgets.pane, mvp_tui.themes\n"
-        "import mvp_tui.ssh.node_helper, mvp_tui.tui.app, mvp_tui.agent_bundle as bundle\n"
+        "import mvp_tui.node.follow, mvp_tui.tui.app, mvp_tui.agent_bundle as bundle\n"
         "assert bundle.agent_members()[-1][0] == 'mvp_tui/node/switch.py'\n"
         "print(mvp_tui.__file__); print(mvp_tui.themes.APP_CSS_PATH.is_file())\n"
     )

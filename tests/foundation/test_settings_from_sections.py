@@ -76,7 +76,7 @@ OWN_DEFAULTS = {
 # Classes named *Settings that no config section feeds (the node reads its env).
 NOT_FROM_CONFIG = {
     "mvp_tui/config/schema.py:Settings",  # the sections themselves
-    "mvp_tui/node/instance_api.py:WatchdogSettings",
+    "mvp_tui/node/instance_api.py:SwitchSettings",
     "mvp_tui/node/roles.py:RoleSettings",
     "mvp_tui/node/settings.py:Settings",
 }

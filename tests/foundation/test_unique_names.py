@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 # The node agent runs alone on a node (standard library only), so its package keeps its own
-# twins of the app's classes where it cannot import them (ConfigError, WatchdogSettings).
+# twins of the app's classes where it cannot import them (ConfigError).
 ALONE = ROOT / "mvp_tui" / "node"
 # Twins that remain, each private to its module or a small local record; shrink this list.
 KNOWN_TWINS = frozenset({"Tail", "_Live", "Stage", "_Lease", "Answer"})

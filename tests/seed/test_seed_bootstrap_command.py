@@ -15,7 +15,7 @@ from tests.fakes.vastai_server import FakeVast
 KEY = "fake-vast-key-0123456789"
 # Proves the order: the agent's files, env and pid are in place when the command runs.
 COMMAND = (
-    "test -s agent.pid && test -f mvp_node_helper.py && "
+    "test -s agent.pid && test -f agent.pyz && test -f run.sh && "
     'echo "boot $MVP_RUN_ID node $MVP_LOGICAL_NODE_ID" > bootstrap.out && echo hello-from-boot'
 )
 

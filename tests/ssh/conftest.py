@@ -21,8 +21,9 @@ from mvp_tui.ssh import (
     load_identity,
 )
 from tests.ssh.sshd import Sshd, sshd_executable, write_key
+from tests.ssh.standin_zip import standin_zip
 
-STANDIN = Path(__file__).with_name("standin_agent.py")
+STANDIN = standin_zip()  # the stand-in agent, zipped as the real one is (+ follow/stop)
 
 FAST = SshSettings(
     backoff_initial=0.05,

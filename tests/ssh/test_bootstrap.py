@@ -75,7 +75,7 @@ async def test_env_reaches_the_agent_through_a_private_file_never_the_command_li
     pid = await session.start_agent(STANDIN, standin_env(STANDIN_HOLD="1"), str(harness.remote_dir))
     await harness.wait_for(lambda: "ready" in harness.stdout())
     assert "token-ok" in harness.stdout()
-    env_file = harness.remote_dir / "agent.env"
+    env_file = harness.remote_dir / "run.sh"  # the launcher carries the env
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert cmdline(pid).endswith(b"\x00agent.pyz\x00")  # the agent, by its file
     assert processes_mentioning(TOKEN) == []  # on no command line of the node

@@ -1,4 +1,5 @@
-"""The session's parts on their own: back-off, settings, line assembly, env file, plans."""
+"""The session's parts on their own: back-off, settings, line assembly, the launcher's env,
+plans."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.ssh import AgentFileError, AttemptOutcome, Phase, SshAttempt, SshSettings
-from mvp_tui.ssh.agent_launch import env_file, follow_command, make_plan, upload
+from mvp_tui.ssh.agent_launch import follow_command, make_plan, run_script, upload
 from mvp_tui.ssh.backoff import Backoff
 from mvp_tui.ssh.logtail import LineAssembler, LogPositions
 from tests.ssh.conftest import STANDIN, SshHarness
@@ -77,7 +78,7 @@ def test_a_failing_callback_leaves_the_line_undelivered() -> None:
     assert lines == [("stdout", b"one")] and out.position == 4
 
 
-def test_the_env_file_survives_any_value_through_a_real_shell(tmp_path: Path) -> None:
+def test_the_launchers_env_survives_any_value_through_a_real_shell(tmp_path: Path) -> None:
     env = {
         "MVP_PLAIN": "abc",
         "MVP_QUOTES": "it's \"quoted\" and 'twice'",
@@ -85,9 +86,9 @@ def test_the_env_file_survives_any_value_through_a_real_shell(tmp_path: Path) ->
         "MVP_NEWLINE": "two\nlines",
         "MVP_EMPTY": "",
     }
-    (tmp_path / "agent.env").write_text(env_file(env))
+    (tmp_path / "run.sh").write_text(run_script(env))
     out = subprocess.run(
-        ["sh", "-c", "set -a; . ./agent.env; set +a; env -0"],
+        ["sh", "run.sh", "--exec", "env -0"],
         cwd=tmp_path,
         capture_output=True,
         check=True,
@@ -147,7 +148,7 @@ async def test_a_node_without_sftp_gets_the_files_through_a_command(
         pid = await session.start_agent(STANDIN, env, str(harness.remote_dir))
         assert pid > 0
         await harness.wait_for(lambda: "line 3" in harness.stdout())
-        assert (harness.remote_dir / "agent.env").stat().st_mode & 0o777 == 0o600
+        assert (harness.remote_dir / "run.sh").stat().st_mode & 0o777 == 0o600
         assert (harness.remote_dir / "agent.pyz").read_bytes() == STANDIN.read_bytes()
         assert any("no sftp subsystem" in line for line in harness.provider_lines)
         await session.close()
@@ -176,17 +177,3 @@ def test_the_ssh_package_never_imports_textual() -> None:
     code = "import sys, mvp_tui.ssh; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
-
-def test_the_node_helper_is_standard_library_only() -> None:
-    """It runs on the node with `python3 -S`: nothing but the standard library to import."""
-    import sys
-
-    from mvp_tui.ssh import node_helper
-
-    out = subprocess.run(
-        [sys.executable, "-S", "-I", node_helper.__file__, "nonsense"],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 2 and "usage" in out.stderr

@@ -1,8 +1,11 @@
-"""Runs ON THE NODE (uploaded next to the agent, run with python3): follow and stop the agent.
+"""Runs ON THE NODE, from the agent's zipapp (`python3 -S agent.pyz follow|stop ...`, the
+zip's `__main__` dispatches on the first argument): follow and stop the agent.
 
-Standard library only and Python 3.8-compatible, since the node image owes us nothing but
-`python3`. The agent itself is started by `run.sh` (see agent_launch.py), which records the
-files named below. Two modes:
+Standard library only, and nothing of mvp_tui (it starts with `-S`, beside the agent's own
+start-up, and a reader that starts fast loses no line); Python 3.8-compatible, since the node
+image owes us nothing but `python3`. The agent itself is started by `run.sh`
+(mvp_tui/ssh/agent_launch.py), which records the files named below; mvp_tui/ssh/logtail.py
+reads the frames. Two modes:
 
 - `follow DIR OUT_POS ERR_POS POLL LAUNCH_TIMEOUT`: streams both logs from the given byte
   positions as frames on stdout (kind byte, 4-byte big-endian length, payload): `p` agent
@@ -216,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) == 3 and args[0] == "stop":
         sys.stdout.write(stop(args[1], float(args[2])) + "\n")
         return EXIT_OK
-    sys.stderr.write("usage: node_helper.py follow|stop ...\n")
+    sys.stderr.write("usage: agent.pyz follow|stop ...\n")
     return EXIT_USAGE
 
 
