@@ -72,7 +72,7 @@ class Marketplace:
 
     name: str  # "Vast.ai"
     section: str  # "vastai": the config section holding api_key / api_url
-    url_env: str  # "MVP_VASTAI_API_URL"
+    url_env: str  # [section] api_url's env name (node_protocol.api_url_env)
     url_example: str  # shown in the fix for a bad api_url
     auth_fix: str
     rate_limit_fix: str

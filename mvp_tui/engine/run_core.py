@@ -102,7 +102,7 @@ def open_context(
     environ = dict(os.environ if environ is None else environ)
     redactor = Redactor([*config.secret_values(), environ.get("HF_TOKEN", "")])
     # The run's key for its OpenAI endpoint: made here, kept in the run's endpoint record
-    # (mode 600), sent to the node in its env file; never printed (redacted everywhere).
+    # (mode 600), sent to the node in its launcher run.sh; never printed (redacted everywhere).
     api_key = new_api_key()
     redactor.add(api_key)
     # The prompt RPC's token, kept beside the key: a local user without it gets a fault.

@@ -225,7 +225,7 @@ def node_env(
     return env
 
 
-# Secrets of the node env that reach a rented node only in its SSH env file (mode 600).
+# Secrets of the node env that reach a rented node only in its launcher run.sh (mode 600).
 SSH_ONLY_ENV = frozenset({"HF_TOKEN", AgentEnv.env_name("api_key")})
 
 
