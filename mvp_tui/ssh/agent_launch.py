@@ -81,11 +81,20 @@ shift 2
  exec sh {RUN_NAME} "$agent") </dev/null >/dev/null 2>&1 &
 exec python3 -S "$agent" follow . "$@"
 """
-_FOLLOW = """\
+# A node an older mvp-tui set up holds the reader beside an agent.pyz that knows no `follow`
+# (it would start a second agent): a re-attach or a stop uses that reader there.
+LEGACY_READER = "mvp_node_helper.py"
+_FOLLOW = f"""\
 cd "$1" || exit 3
 agent=$2
 shift 2
+[ -f {LEGACY_READER} ] && exec python3 -S {LEGACY_READER} follow . "$@"
 exec python3 -S "$agent" follow . "$@"
+"""
+_STOP = f"""\
+agent=$1/$2
+[ -f "$1/{LEGACY_READER}" ] && agent=$1/{LEGACY_READER}
+exec python3 -S "$agent" stop "$1" "$3"
 """
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -232,13 +241,7 @@ def follow_command(
 
 
 def stop_command(plan: AgentPlan, settings: SshSettings) -> str:
+    """The node-side stopper (`agent.pyz stop`); it prints one word (see node/follow.py)."""
     return shlex.join(
-        [
-            "python3",
-            "-S",
-            plan.remote(plan.agent_name),
-            "stop",
-            plan.remote_dir,
-            str(settings.shutdown_grace),
-        ]
+        ["sh", "-c", _STOP, "sh", plan.remote_dir, plan.agent_name, str(settings.shutdown_grace)]
     )

@@ -1,6 +1,6 @@
 """Stand-in for the node agent in the SSH tests (uploaded over SFTP, run with python3).
 
-Behaviour from its env (which arrives through the env file, never the command line):
+Behaviour from its env (which arrives in run.sh, never on the command line):
 - STANDIN_LINES: print `line 1` .. `line N` on stdout, each written in two pieces so the
   reader sees partial lines; STANDIN_DELAY seconds between lines; `err K` on stderr every
   10th line. Before the lines it prints `ready` and `token-ok` when STANDIN_TOKEN matches

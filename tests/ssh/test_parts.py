@@ -177,3 +177,24 @@ def test_the_ssh_package_never_imports_textual() -> None:
     code = "import sys, mvp_tui.ssh; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "older-node"])
+def test_the_stopper_is_the_zips_or_an_older_nodes_reader(tmp_path: Path, legacy: bool) -> None:
+    """`agent.pyz stop`; on a node an older mvp-tui set up (its reader beside an agent.pyz
+    that knows no `stop`) that reader, never a second agent."""
+    from mvp_tui.agent_bundle import agent_zip
+    from mvp_tui.node import follow
+    from mvp_tui.ssh.agent_launch import LEGACY_READER, stop_command
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    if legacy:
+        (run_dir / "agent.pyz").write_text("import sys; print('a second agent'); sys.exit(9)\n")
+        (run_dir / LEGACY_READER).write_bytes(Path(follow.__file__).read_bytes())
+    else:
+        (run_dir / "agent.pyz").write_bytes(agent_zip().read_bytes())
+    plan = make_plan(run_dir / "agent.pyz", {}, str(run_dir))
+    done = subprocess.run(stop_command(plan, SshSettings()), shell=True, capture_output=True,
+                          text=True, timeout=30, check=False)
+    assert (done.returncode, done.stdout) == (0, "not_started\n"), done.stderr
