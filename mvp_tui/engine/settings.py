@@ -215,8 +215,10 @@ def node_env(
             else AgentEnv.download_floor_window_s
         ),
     )
-    always = ("run_id", "node_id", "stage_index", "layer_end_exclusive", "model_id")
-    env = agent.to_env(always + (() if local is not None else ("gguf_repo", "gguf_file")))
+    always = ["run_id", "node_id", "stage_index", "layer_end_exclusive", "model_id"]
+    if local is None:  # the hub's keys as the seed writes them, a revision when one is set
+        always += ["gguf_repo", "gguf_file"] + (["gguf_revision"] if model.gguf_revision else [])
+    env = agent.to_env(tuple(always))
     env.update(SwitchEnv(node_provider=provider).to_env(("node_provider",)))
     env.update(passed_through(environ))
     env.update({name: environ[name] for name in PASS_THROUGH_ENV if environ.get(name)})
