@@ -254,7 +254,16 @@ async def test_a_taken_port_is_said_and_another_serves(tiny_gguf: Path, tmp_path
                 "--down-after"]
         async with HeadlessRun(args, tmp_path / "state", env=env) as run:
             assert await run.finish(within=120) == 0, run.stderr
-    (ready,) = run.events("endpoint_ready")
+        # `mvp-tui endpoint` says the address moved, and who holds the usual one.
+        state = {"MVP_STATE_DIR": str(tmp_path / "state"), **env}
+        (ready,) = run.events("endpoint_ready")
+        told = await asyncio.to_thread(mvp, "endpoint", "--json", ready["run_id"],
+                                       env=state)
     assert ready["port_taken"] == taken and not ready["base_url"].endswith(f":{taken}")
-    assert f"local port {taken} ([prompt] openai_port) is taken" in run.stderr
+    holder_words = f"pid {os.getpid()} ("  # this test holds it
+    assert ready["port_owner"].startswith(holder_words), ready
+    assert f"local port {taken} ([prompt] openai_port) is taken by {holder_words}" in run.stderr
+    assert told.returncode == 0, told.stderr
+    assert "the address moved" in told.stderr and holder_words in told.stderr
+    assert ready["base_url"] in told.stderr
     assert run.events("prompt_done")  # the run's own prompt went to the other port, keyed
