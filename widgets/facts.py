@@ -12,18 +12,20 @@ replaced by the next, and the pane takes every delta pending at once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from mvp_tui.engine.events import NodeReady
-from mvp_tui.events import EngineEvent
-from mvp_tui.prompt.events import TextDelta
+if TYPE_CHECKING:  # the unions are the port's; typing them costs no import at start-up
+    from mvp_tui.engine.events import NodeReady
+    from mvp_tui.engine.ui_port import BootstrapEvent, LeaseEvent, PromptEvent, RunEvent
+    from mvp_tui.prompt.events import TextDelta
 
 
 class BootstrapStep(Message, bubble=False):
     """A step of bringing the node up (for the Bootstrap pane)."""
 
-    def __init__(self, event: EngineEvent) -> None:
+    def __init__(self, event: BootstrapEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -31,7 +33,7 @@ class BootstrapStep(Message, bubble=False):
 class LeaseChanged(Message, bubble=False):
     """A step of the walk or of a lease's life (for the Leases pane)."""
 
-    def __init__(self, event: EngineEvent) -> None:
+    def __init__(self, event: LeaseEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -55,7 +57,7 @@ class OfferGone(Message):
 class PromptStep(Message, bubble=False):
     """A prompt's life, or where prompts are served (for the Prompt pane)."""
 
-    def __init__(self, event: EngineEvent) -> None:
+    def __init__(self, event: PromptEvent) -> None:
         super().__init__()
         self.event = event
 
@@ -83,6 +85,6 @@ class TokensPending(Message, bubble=False):
 class RunChanged(Message):
     """The run's own facts: its state, the endpoint, the idle stop (for the app)."""
 
-    def __init__(self, event: EngineEvent) -> None:
+    def __init__(self, event: RunEvent) -> None:
         super().__init__()
         self.event = event

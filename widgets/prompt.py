@@ -17,7 +17,7 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, assert_never
 
 from rich.text import Text
 from textual import on
@@ -29,7 +29,6 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from mvp_tui.engine.events import EndpointReady, NodeReady
-from mvp_tui.events import EngineEvent
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
     PromptCancelled,
@@ -51,6 +50,8 @@ from mvp_tui.widgets.sparkline import sparkline
 if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
     from textual.widgets import Markdown
     from textual.widgets.markdown import MarkdownStream
+
+    from mvp_tui.engine.ui_port import PromptEvent
 
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
@@ -202,7 +203,7 @@ class PromptPane(Pane):
         for delta in message.take(message.prompt_id):
             self._delta(delta)
 
-    def handle_event(self, event: EngineEvent) -> None:
+    def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):
             self._delta(event)
         elif isinstance(event, PromptQueued):
@@ -224,6 +225,8 @@ class PromptPane(Pane):
         elif isinstance(event, PromptRpcListening):
             self.rpc_endpoint = f"{clean_line(event.host, 64)}:{event.port}"
             self._update_subtitle()
+        else:  # the port's union for this pane, every kind handled (mypy holds it)
+            assert_never(event)
 
     # -- prompt life ---------------------------------------------------------------------
     def _queued(self, event: PromptQueued) -> None:

@@ -14,6 +14,7 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 from mvp_tui.config import Config
@@ -21,6 +22,7 @@ from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process_alive
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.node_protocol import webui_host
+from mvp_tui.port_owner import port_owner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +70,21 @@ def webui_url(endpoint: EndpointRecord) -> str:
     return f"http://{webui_host(endpoint.api_key)}:{port}/"
 
 
+def address_moved(wanted: int, endpoint: EndpointRecord, state_dir: Path) -> str:
+    """When the run serves elsewhere than the one fixed address ([prompt] openai_port, taken
+    when it started), where it is and who holds the usual port now; else ""."""
+    port = endpoint.port
+    if not wanted or port is None or port == wanted or not endpoint.base_url:
+        return ""
+    owner = port_owner(wanted, state_dir)
+    held = f" (held by {owner})" if owner else ""
+    return (
+        f"the address moved: [prompt] openai_port {wanted} was taken{held}, so this run "
+        f"serves on {endpoint.base_url}/v1 — point your tools there (or free {wanted} for "
+        "the next run)"
+    )
+
+
 def env_lines(values: dict[str, Any]) -> list[str]:
     # An unauthenticated endpoint still takes any key: clients that insist on one get a word.
     key = values["api_key"] or "none"
@@ -109,6 +126,9 @@ def run(config: Config, args: argparse.Namespace) -> int:
     if not values["authenticated"]:
         print(f"mvp-tui endpoint: warning: run {run_id}'s endpoint is UNAUTHENTICATED: any "
               "local user or web page can use it", file=sys.stderr)
+    moved = address_moved(config.settings.prompt.openai_port, endpoint, config.state_dir)
+    if moved:
+        print(f"mvp-tui endpoint: note: {moved}", file=sys.stderr)
     if args.json:
         print(json.dumps(values))
     elif args.env:

@@ -18,9 +18,10 @@ def endpoint_warnings(event: EndpointReady) -> list[str]:
     lines = []
     if event.port_taken:
         port = event.base_url.rsplit(":", 1)[-1]
+        held = f" by {event.port_owner}" if event.port_owner else ""
         lines.append(
-            f"local port {event.port_taken} ([prompt] openai_port) is taken: the endpoint is on "
-            f"{port} instead"
+            f"local port {event.port_taken} ([prompt] openai_port) is taken{held}: the endpoint "
+            f"is on {port} instead (`mvp-tui endpoint` says so too)"
         )
     if event.auth != "key":
         lines.append(

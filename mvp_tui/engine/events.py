@@ -140,6 +140,7 @@ class EndpointReady(EngineEvent):
     auth: str
     idle_stop_mins: float | None = None
     port_taken: int = 0
+    port_owner: str = ""  # who held it then (`port_owner`), when that could be read
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

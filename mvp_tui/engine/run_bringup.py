@@ -42,6 +42,7 @@ from mvp_tui.lease.endpoint_record import (
 )
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
+from mvp_tui.port_owner import port_owner
 from mvp_tui.providers.base import LeaseState, ProviderError
 from mvp_tui.providers.vast_host_key import (
     SSH_DIR_DEFAULT,
@@ -172,6 +173,10 @@ class NodeLink:
                     auth=endpoint.auth,
                     idle_stop_mins=endpoint.idle_stop_mins,
                     port_taken=self.ctx.port_taken,
+                    port_owner=(
+                        port_owner(self.ctx.port_taken, self.ctx.config.state_dir)
+                        if self.ctx.port_taken else ""
+                    ),
                 )
             )
         return ready

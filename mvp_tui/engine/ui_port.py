@@ -16,7 +16,7 @@ through the same port: one route per fact, live or replayed.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeAlias, TypeGuard, get_args
 
 from mvp_tui.engine.events import (
     AttemptAbandoned,
@@ -37,29 +37,50 @@ from mvp_tui.prompt import events as prompt
 from mvp_tui.providers.base import Outcome
 from mvp_tui.ssh import events as ssh
 
-# What each owner reads. The panes' models keep their own handler tables; a test checks
-# that every type they handle is routed to them here.
-BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset({
-    lease.AttemptStarted, lease.LeasePending, lease.LeaseRunning, lease.PrefetchStarted,
-    lease.LeaseDeleted, lease.WalkFailed, ssh.SshAttempt, ssh.HostKeyPinned, ssh.AgentStarted,
-    ssh.AgentExited, StageBudget, NodeReady, NodeFailed, ReadySummary,
-})
-LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset({
-    lease.AttemptStarted, lease.AttemptAnswered, lease.ReconcileStarted, lease.Reconciled,
-    lease.LeasePending, lease.LeaseRunning, lease.LeaseNotReady, lease.LeaseDeleting,
-    lease.LeaseDeleted, lease.LeaseDeleteUnconfirmed, lease.OfferSkipped, lease.SecretLeftOver,
-    lease.WalkFailed, lease.Sweep, lease.WalkReordered, lease.VolumeMounted, NodeWatchdog,
-    NodeReady, AttemptAbandoned, NodeReplacing, WalkOrderSaid,
-})
-PROMPT_EVENTS: frozenset[type[EngineEvent]] = frozenset({
-    prompt.PromptQueued, prompt.PromptStarted, prompt.PromptDone, prompt.PromptFault,
-    prompt.PromptCancelled, prompt.PromptRpcListening, ssh.PortForwarded, EndpointReady,
-})
-# The app's own: the small-terminal layout follows the run's state; endpoint and idle-stop
-# toasts. (Lease money reaches the app with the Leases pane's facts.)
-RUN_EVENTS: frozenset[type[EngineEvent]] = frozenset(
-    {RunStateChanged, EndpointReady, IdleStopNotice}
+# What each owner reads, as types: a message carries one of its owner's union, so mypy holds
+# every handler to the facts it can get. The panes' models keep their own handler tables; a
+# test checks that every type they handle is in their owner's union here.
+BootstrapEvent: TypeAlias = (
+    lease.AttemptStarted | lease.LeasePending | lease.LeaseRunning | lease.PrefetchStarted
+    | lease.LeaseDeleted | lease.WalkFailed | ssh.SshAttempt | ssh.HostKeyPinned
+    | ssh.AgentStarted | ssh.AgentExited | StageBudget | NodeReady | NodeFailed | ReadySummary
 )
+LeaseEvent: TypeAlias = (
+    lease.AttemptStarted | lease.AttemptAnswered | lease.ReconcileStarted | lease.Reconciled
+    | lease.LeasePending | lease.LeaseRunning | lease.LeaseNotReady | lease.LeaseDeleting
+    | lease.LeaseDeleted | lease.LeaseDeleteUnconfirmed | lease.OfferSkipped
+    | lease.SecretLeftOver | lease.WalkFailed | lease.Sweep | lease.WalkReordered
+    | lease.VolumeMounted | NodeWatchdog | NodeReady | AttemptAbandoned | NodeReplacing
+    | WalkOrderSaid
+)
+PromptEvent: TypeAlias = (
+    prompt.PromptQueued | prompt.PromptStarted | prompt.PromptDone | prompt.PromptFault
+    | prompt.PromptCancelled | prompt.PromptRpcListening | ssh.PortForwarded | EndpointReady
+)
+# The app's own: the small-terminal layout follows the run's state; endpoint and idle-stop
+# toasts. (Lease money reaches the app through the ledger.)
+RunEvent: TypeAlias = RunStateChanged | EndpointReady | IdleStopNotice
+
+BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(BootstrapEvent))
+LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(LeaseEvent))
+PROMPT_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(PromptEvent))
+RUN_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(RunEvent))
+
+
+def is_bootstrap_event(event: EngineEvent) -> TypeGuard[BootstrapEvent]:
+    return type(event) in BOOTSTRAP_EVENTS
+
+
+def is_lease_event(event: EngineEvent) -> TypeGuard[LeaseEvent]:
+    return type(event) in LEASE_EVENTS
+
+
+def is_prompt_event(event: EngineEvent) -> TypeGuard[PromptEvent]:
+    return type(event) in PROMPT_EVENTS
+
+
+def is_run_event(event: EngineEvent) -> TypeGuard[RunEvent]:
+    return type(event) in RUN_EVENTS
 
 
 class UiFacts(Protocol):
@@ -68,23 +89,23 @@ class UiFacts(Protocol):
     def offer_gone(self, offer_id: str) -> None:
         """The provider said this offer is sold (the board marks it, then re-reads)."""
 
-    def bootstrap_step(self, event: EngineEvent) -> None:
-        """A step of bringing the node up, from the engine (one of `BOOTSTRAP_EVENTS`)."""
+    def bootstrap_step(self, event: BootstrapEvent) -> None:
+        """A step of bringing the node up, from the engine."""
 
-    def lease_changed(self, event: EngineEvent) -> None:
-        """A step of the lease walk or a lease's life (one of `LEASE_EVENTS`)."""
+    def lease_changed(self, event: LeaseEvent) -> None:
+        """A step of the lease walk or a lease's life."""
 
     def node_ready(self, event: NodeReady) -> None:
         """The node serves: the prompt box opens (the queue takes prompts from here)."""
 
-    def prompt_step(self, event: EngineEvent) -> None:
-        """A prompt's life or where prompts are served (one of `PROMPT_EVENTS`)."""
+    def prompt_step(self, event: PromptEvent) -> None:
+        """A prompt's life or where prompts are served."""
 
     def tokens_pending(self, prompt_id: int) -> None:
         """Deltas of this prompt wait in the port (`take_tokens`)."""
 
-    def run_changed(self, event: EngineEvent) -> None:
-        """The run's own facts (one of `RUN_EVENTS`)."""
+    def run_changed(self, event: RunEvent) -> None:
+        """The run's own facts."""
 
 
 class TokenBuffer:
@@ -140,17 +161,16 @@ class UiPort:
                 self._count("token batches")
                 target.tokens_pending(event.prompt_id)
             return
-        kind = type(event)
-        if kind in LEASE_EVENTS:
+        if is_lease_event(event):
             self._count("leases")
             target.lease_changed(event)
-        if kind in BOOTSTRAP_EVENTS:
+        if is_bootstrap_event(event):
             self._count("bootstrap")
             target.bootstrap_step(event)
-        if kind in PROMPT_EVENTS:
+        if is_prompt_event(event):
             self._count("prompt")
             target.prompt_step(event)
-        if kind in RUN_EVENTS:
+        if is_run_event(event):
             self._count("app")
             target.run_changed(event)
         if isinstance(event, NodeReady):

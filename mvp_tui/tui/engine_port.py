@@ -11,8 +11,7 @@ from __future__ import annotations
 from textual.app import App
 
 from mvp_tui.engine.events import NodeReady
-from mvp_tui.engine.ui_port import UiPort
-from mvp_tui.events import EngineEvent
+from mvp_tui.engine.ui_port import BootstrapEvent, LeaseEvent, PromptEvent, RunEvent, UiPort
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.facts import (
     BootstrapStep,
@@ -45,21 +44,21 @@ class PaneRoutes:
     def offer_gone(self, offer_id: str) -> None:
         self._offers.post_message(OfferGone(offer_id))
 
-    def bootstrap_step(self, event: EngineEvent) -> None:
+    def bootstrap_step(self, event: BootstrapEvent) -> None:
         self._bootstrap.post_message(BootstrapStep(event))
 
-    def lease_changed(self, event: EngineEvent) -> None:
+    def lease_changed(self, event: LeaseEvent) -> None:
         self._leases.post_message(LeaseChanged(event))
         self._app.post_message(LedgerMoved())  # the status bar reads the ledger
 
     def node_ready(self, event: NodeReady) -> None:
         self._prompt.post_message(NodeServing(event))
 
-    def prompt_step(self, event: EngineEvent) -> None:
+    def prompt_step(self, event: PromptEvent) -> None:
         self._prompt.post_message(PromptStep(event))
 
     def tokens_pending(self, prompt_id: int) -> None:
         self._prompt.post_message(TokensPending(prompt_id, self._port.take_tokens))
 
-    def run_changed(self, event: EngineEvent) -> None:
+    def run_changed(self, event: RunEvent) -> None:
         self._app.post_message(RunChanged(event))

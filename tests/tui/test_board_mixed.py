@@ -37,9 +37,11 @@ async def test_a_failing_vast_keeps_local_on_the_board_and_says_why(tmp_path: Pa
             assert [k.split(":")[0] for k in pane.table.keys] == ["local"]
             assert "vastai" in pane.notes and "API key" in pane.notes["vastai"]
             assert pane.notes["runpod"].startswith("not configured: set RUNPOD_API_KEY")
-            text = screen_text(app)
-            assert "vastai: Vast.ai refused the API key" in text
-            assert "runpod: not configured: set RUNPOD_API_KEY" in text
+            # The notes are the pane's at once; the screen shows them at its next paint.
+            await wait_until(
+                pilot, lambda: "vastai: Vast.ai refused the API key" in screen_text(app), 20
+            )
+            assert "runpod: not configured: set RUNPOD_API_KEY" in screen_text(app)
             # The next search answers: Vast's offers join the board, local's stay.
             await pilot.press("r")
             await wait_until(pilot, lambda: "vastai" not in pane.notes, 30)

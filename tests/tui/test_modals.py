@@ -19,7 +19,7 @@ from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.dialog import MARK_LEFT, DialogScreen
 from mvp_tui.widgets.leases import LeasesPane
 from tests.tui.apps import make_app
-from tests.widgets.data import T0, fixed_clock, many_offers, walk_events
+from tests.widgets.data import T0, fixed_clock, many_offers, wait_until, walk_events
 
 SIZES = [(80, 24), (100, 30), (120, 40), (160, 48)]
 Open = Callable[[MvpApp, Pilot[None]], Awaitable[None]]
@@ -93,7 +93,9 @@ async def test_modal_shows_everything_with_the_focused_button_marked(
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await MODALS[name](app, pilot)
-        await pilot.pause()
+        # The dialog marks its focused button once focus lands (a turn after it opens).
+        await wait_until(pilot, lambda: isinstance(app.screen, DialogScreen) and isinstance(
+            app.screen.focused, Button) and str(app.screen.focused.label).startswith(MARK_LEFT))
         screen = app.screen
         assert isinstance(screen, DialogScreen), f"{name}: no dialog open"
         whole = Region(0, 0, *size)

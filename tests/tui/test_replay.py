@@ -118,9 +118,15 @@ async def test_replay_fills_leases_and_prompt_and_shows_only_replay_keys(tmp_pat
         await wait_until(pilot, lambda: "3 tok" in str(stats.render()))
         assert prompt.query_one("#prompt-question").display
         # The footer: replay keys shown, the live ones (lease, teardown, offers, sort) not.
-        await wait_until(pilot, lambda: "pause" in screen_text(app).splitlines()[-1])
-        text = screen_text(app).splitlines()[-1]
-        for replay_key in ("pause", "back 10%", "forward 10%", "faster", "slower"):
-            assert replay_key in text, text
+        # The footer is read whole at one paint (a binding refresh redraws it in between).
+        footer = ""
+
+        def footer_shows_replay_keys() -> bool:
+            nonlocal footer
+            footer = screen_text(app).splitlines()[-1]
+            return all(key in footer for key in
+                       ("pause", "back 10%", "forward 10%", "faster", "slower"))
+
+        await wait_until(pilot, footer_shows_replay_keys)
         for live in ("offers", "teardown", "sort", "lease"):
-            assert live not in text, text
+            assert live not in footer, footer

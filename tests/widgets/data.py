@@ -326,9 +326,10 @@ async def replay_into(path: Path, hub: ChannelHub) -> int:
 
 
 async def wait_until(
-    pilot: Pilot[object], condition: Callable[[], bool], limit_s: float = 5.0
+    pilot: Pilot[object], condition: Callable[[], bool], limit_s: float = 20.0
 ) -> None:
-    """Let the app run until `condition()` holds (no sleeps: one idle turn at a time)."""
+    """Let the app run until `condition()` holds (no sleeps: one idle turn at a time). The
+    limit is only a cap: a loaded 2-core machine took more than 5 s to draw a footer."""
 
     async def turn() -> None:
         while not condition():
