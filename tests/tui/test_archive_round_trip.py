@@ -153,6 +153,7 @@ def _state(value: Any) -> Any:
 
 
 def _models(app: MvpApp) -> dict[str, Any]:
+    app.query_one(BootstrapPane).poll()  # its poll of the hub, now (its timer may lag)
     leases = app.query_one(LeasesPane).model
     boot = app.query_one(BootstrapPane).model
     pane = app.query_one(PromptPane)
