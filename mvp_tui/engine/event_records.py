@@ -52,13 +52,13 @@ def event_record(event: EngineEvent) -> dict[str, Any]:
     return {"type": RECORD_TYPE, "event": event.kind, "detail": msgspec.to_builtins(event)}
 
 
-class _Record(msgspec.Struct):
+class _EventRecord(msgspec.Struct):
     type: str
     event: str
     detail: msgspec.Raw
 
 
-_read_record = msgspec.json.Decoder(_Record).decode
+_read_record = msgspec.json.Decoder(_EventRecord).decode
 
 
 @functools.cache
