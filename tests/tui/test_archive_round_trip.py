@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,14 @@ from textual.widgets import Static
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.archive import FrameArchive, read_archive
+from mvp_tui.datastream.channels import MVP_ORCH_BOOTSTRAP
 from mvp_tui.datastream.frame import StreamId
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine import boot_guard, limits, watchdog
 from mvp_tui.engine import events as eng
 from mvp_tui.engine.event_records import EVENT_MODULES, event_types
 from mvp_tui.engine.orch import OrchTap
+from mvp_tui.engine.ui_port import BOOTSTRAP_EVENTS
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt import events as prompt
@@ -31,7 +34,8 @@ from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.replay_control import ReplayControl
-from mvp_tui.widgets.bootstrap import BootstrapPane
+from mvp_tui.tui.replay_events import ArchiveEvents
+from mvp_tui.widgets.bootstrap_model import BootstrapModel
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.prompt import PromptPane
 from tests.tui.apps import FIXED_NOW, make_app
@@ -152,10 +156,21 @@ def _state(value: Any) -> Any:
     return value
 
 
-def _models(app: MvpApp) -> dict[str, Any]:
-    app.query_one(BootstrapPane).poll()  # its poll of the hub, now (its timer may lag)
+def _bootstrap(events: list[EngineEvent], hub: ChannelHub) -> dict[str, Any]:
+    """The Bootstrap pane's model from the events the port hands it, then the hub's phase
+    records. (The pane folds both as they come, so its rows depend on which came first:
+    its timer against the events; here the order is fixed, the same for both paths.)"""
+    model = BootstrapModel(tz=UTC)
+    for event in events:
+        if type(event) in BOOTSTRAP_EVENTS:
+            model.apply(event)
+    for frame in hub.tail(MVP_ORCH_BOOTSTRAP).frames:
+        model.record(MVP_ORCH_BOOTSTRAP, frame.payload, NOW)
+    return {k: _state(v) for k, v in vars(model).items() if k != "tz"}
+
+
+def _models(app: MvpApp, events: list[EngineEvent]) -> dict[str, Any]:
     leases = app.query_one(LeasesPane).model
-    boot = app.query_one(BootstrapPane).model
     pane = app.query_one(PromptPane)
     assert app.hub is not None
     return {
@@ -163,7 +178,7 @@ def _models(app: MvpApp) -> dict[str, Any]:
         "history": leases.full_text(),
         "attempts": _state(leases._attempts),
         "ledger": {k: _state(v) for k, v in vars(app.ledger).items() if not callable(v)},
-        "bootstrap": {k: _state(v) for k, v in vars(boot).items() if k != "tz"},
+        "bootstrap": _bootstrap(events, app.hub),
         "channels": {s.channel: s.count for s in app.hub.snapshot().channels},
         "prompt": {
             "ready": pane.ready, "model": pane.model_name, "endpoint": pane.openai_endpoint,
@@ -182,10 +197,11 @@ async def _live(archive_path: Path) -> dict[str, Any]:
         app = make_app(hub=hub, wall=lambda: NOW)
         async with app.run_test(size=(160, 48)) as pilot:
             tap = OrchTap(app.route, hub, run_id=RUN, node_id=1, redactor=Redactor([]))
-            for event in one_run():
+            events = one_run()
+            for event in events:
                 tap(event)
-            await pilot.pause(0.5)  # the panes' polls of the hub
-            return _models(app)
+            await pilot.pause(0.5)
+            return _models(app, events)
 
 
 async def _replayed(archive_path: Path) -> dict[str, Any]:
@@ -198,7 +214,8 @@ async def _replayed(archive_path: Path) -> dict[str, Any]:
         await control.source.idle.wait()
         app._replay_events()  # its 4 Hz poll, now
         await pilot.pause(0.5)
-        return _models(app)
+        _, events = ArchiveEvents().poll(control.hub)  # what the adapter gave the port
+        return _models(app, events)
 
 
 async def test_the_panes_show_the_same_run_live_and_replayed(tmp_path: Path) -> None:
