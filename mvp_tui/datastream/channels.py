@@ -14,6 +14,7 @@ from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 
 MVP_ORCH_BOOTSTRAP = "mvp.orch.bootstrap"
 MVP_ORCH_PROMPT = "mvp.orch.prompt"
+MVP_ORCH_EVENTS = "mvp.orch.events"  # the engine's events the panes read (not the seed's)
 MVP_PROVISIONING_EVENTS = "mvp.provisioning.events"
 MVP_PROVISIONING_LOGS = "mvp.provisioning.logs"
 MVP_WORKER_WEIGHTS = WEIGHTS_CHANNEL  # the node protocol's (mvp_tui/node_protocol.py)

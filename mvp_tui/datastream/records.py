@@ -19,6 +19,7 @@ from typing import Any
 
 from mvp_tui.datastream.channels import (
     MVP_ORCH_BOOTSTRAP,
+    MVP_ORCH_EVENTS,
     MVP_ORCH_PROMPT,
     MVP_PROVISIONING_EVENTS,
     LogStream,
@@ -174,6 +175,10 @@ class OrchestratorEmitter:
         step = step_status(status)
         record = prompt_record(self.run_id, self.node_id, request_id, phase, step, detail or {})
         return self._emit(MVP_ORCH_PROMPT, record)
+
+    def emit_engine_event(self, record: Mapping[str, Any]) -> Frame:
+        """One engine event's record (`engine/event_records.py`) on `mvp.orch.events`."""
+        return self._emit(MVP_ORCH_EVENTS, record)
 
     def emit_event(
         self,

@@ -1,5 +1,7 @@
 """The engine's own channels: each step of the run as the seed's `mvp.orch.bootstrap` phases
-(started / ready / failed), provisioning events, and prompt records on `mvp.orch.prompt`.
+(started / ready / failed), provisioning events, prompt records on `mvp.orch.prompt`, and
+the events the panes read, typed, on `mvp.orch.events` (`engine/event_records.py`: what a
+replay reads back).
 
 `OrchTap` sits between the engine and its sink: every event still goes to the sink, and the
 ones that mark a step of the run are also written as frames, so the Channels pane and the
@@ -25,6 +27,7 @@ from mvp_tui.config.schema import KEYS
 from mvp_tui.datastream.channels import LogStream
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.datastream.records import OrchestratorEmitter, ProvisionEventKind
+from mvp_tui.engine.event_records import event_record
 from mvp_tui.engine.events import (
     AttemptAbandoned,
     NodeFailed,
@@ -34,6 +37,7 @@ from mvp_tui.engine.events import (
     RunStarted,
     RunStateChanged,
 )
+from mvp_tui.engine.ui_port import UI_EVENTS
 from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
@@ -187,6 +191,8 @@ class OrchTap:
     def __call__(self, event: EngineEvent) -> None:
         self._sink(event)
         try:
+            if type(event) in UI_EVENTS:  # what a replay gives the panes, as it was
+                self.emitter.emit_engine_event(event_record(event))
             self._record(event)
         except Exception as exc:  # a record that cannot be written must never stop the run
             with contextlib.suppress(Exception):

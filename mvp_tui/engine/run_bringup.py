@@ -40,7 +40,7 @@ from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
 )
-from mvp_tui.lease.records import LeaseRecord
+from mvp_tui.lease.records import AgentLogMark, LeaseRecord
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
 from mvp_tui.port_owner import port_owner
 from mvp_tui.providers.base import LeaseState, ProviderError
@@ -101,8 +101,9 @@ class NodeLink:
         self.endpoint = endpoint
         # Resume the agent's logs where the earlier run stopped reading them; the engine
         # verdict it had seen is replayed, as the lines before that point are not re-read.
-        self._resume = LogPositions(*(lease.log_positions or (0, 0)))
-        if lease.log_positions is not None and lease.ready_record is not None:
+        mark = lease.log_positions
+        self._resume = LogPositions(mark.stdout, mark.stderr) if mark else LogPositions()
+        if mark is not None and lease.ready_record is not None:
             self.ctx.hub.publish(
                 WEIGHTS_CHANNEL, lease.ready_record.encode(), stream=self.ctx.bridge.stream
             )
@@ -568,7 +569,6 @@ class NodeLink:
         frames = self.ctx.hub.tail(WEIGHTS_CHANNEL).frames
         verdict = [f for f in frames if f.stream == self.ctx.bridge.stream]
         ready = verdict[-1].payload.decode("utf-8", "replace") if verdict else None
-        self.ctx.store.mark_agent_log(
-            self.ctx.run_id, lease.provider_id, (positions.stdout, positions.stderr), ready
-        )
-        lease.log_positions, lease.ready_record = (positions.stdout, positions.stderr), ready
+        mark = AgentLogMark(positions.stdout, positions.stderr)
+        self.ctx.store.mark_agent_log(self.ctx.run_id, lease.provider_id, mark, ready)
+        lease.log_positions, lease.ready_record = mark, ready

@@ -65,6 +65,11 @@ BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(BootstrapEve
 LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(LeaseEvent))
 PROMPT_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(PromptEvent))
 RUN_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(RunEvent))
+# Every type some owner reads: what an archive keeps of the engine's events for a replay
+# (`engine/event_records.py`).
+UI_EVENTS: frozenset[type[EngineEvent]] = (
+    LEASE_EVENTS | BOOTSTRAP_EVENTS | PROMPT_EVENTS | RUN_EVENTS | {prompt.TextDelta, NodeReady}
+)
 
 
 def is_bootstrap_event(event: EngineEvent) -> TypeGuard[BootstrapEvent]:

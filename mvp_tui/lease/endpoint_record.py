@@ -9,13 +9,12 @@ It is never on a command line, in a log line, a frame or the run record's config
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+
+import msgspec
 
 from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.records import RecordStore
@@ -35,10 +34,11 @@ def new_rpc_token() -> str:
     return "mvp-rpc-" + secrets.token_urlsafe(32)
 
 
-@dataclass(slots=True)
-class EndpointRecord:
-    """What a tool needs to use the run's model, and what the dashboard shows of it."""
+class EndpointRecord(msgspec.Struct, kw_only=True):
+    """What a tool needs to use the run's model, and what the dashboard shows of it; the
+    type is the file's schema (`save_endpoint`, `load_endpoint`)."""
 
+    version: int = ENDPOINT_VERSION
     api_key: str
     base_url: str = ""  # http://127.0.0.1:PORT (no /v1); empty until the node serves
     model: str = ""
@@ -48,7 +48,13 @@ class EndpointRecord:
     pid: int = 0  # the mvp-tui process whose forward carries base_url (it ends with it)
     rpc_token: str = ""  # the prompt RPC's token: each request line's `token` field
     rpc_addr: str = ""  # where that process serves the prompt RPC; empty: it does not
-    updated_at: float = field(default_factory=time.time)
+    updated_at: float = msgspec.field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        # A hand-edited or unknown value reads as the safe one: the key checked, no idle stop.
+        self.auth = "none" if self.auth == "none" else "key"
+        if self.idle_stop_mins is not None and not self.idle_stop_mins > 0:
+            self.idle_stop_mins = None
 
     @property
     def openai_base_url(self) -> str:
@@ -80,28 +86,17 @@ def save_endpoint(store: RecordStore, run_id: str, record: EndpointRecord) -> No
     """Write atomically, mode 600; the run's directory must exist (it does once it leased)."""
     record.updated_at = time.time()
     record.pid = os.getpid()
-    data = {"version": ENDPOINT_VERSION, **asdict(record)}
-    write_atomic(endpoint_path(store, run_id), (json.dumps(data, indent=2) + "\n").encode())
+    record.version = ENDPOINT_VERSION
+    text = msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n"
+    write_atomic(endpoint_path(store, run_id), text)
 
 
 def load_endpoint(store: RecordStore, run_id: str) -> EndpointRecord | None:
     """The run's endpoint, or None when it has none (an older run) or it cannot be read."""
     try:
-        data: Any = json.loads(endpoint_path(store, run_id).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _read(endpoint_path(store, run_id).read_bytes())
+    except (OSError, msgspec.MsgspecError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("api_key"), str):
-        return None
-    idle = data.get("idle_stop_mins")
-    return EndpointRecord(
-        api_key=data["api_key"],
-        base_url=str(data.get("base_url") or ""),
-        model=str(data.get("model") or ""),
-        auth="none" if data.get("auth") == "none" else "key",
-        idle_stop_mins=float(idle) if isinstance(idle, int | float) and idle > 0 else None,
-        serving=data.get("serving") is True,
-        pid=data["pid"] if isinstance(data.get("pid"), int) else 0,
-        rpc_token=str(data.get("rpc_token") or ""),
-        rpc_addr=str(data.get("rpc_addr") or ""),
-        updated_at=float(data.get("updated_at") or 0.0),
-    )
+
+
+_read = msgspec.json.Decoder(EndpointRecord).decode

@@ -38,14 +38,16 @@ for that type (`hosts_of`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+import msgspec.structs
 
 from mvp_tui.config import Config
 from mvp_tui.providers.base import Offer
@@ -72,10 +74,10 @@ MAX_STAGES = 16
 MAX_READ_BYTES = 8 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class HostOutcome:
-    """One attempt's outcome on one host."""
+class HostOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt's outcome on one host; the type is its journal line's schema."""
 
+    v: int = VERSION
     at: float  # Unix seconds, when the attempt ended
     run_id: str
     provider: str
@@ -85,7 +87,7 @@ class HostOutcome:
     stage: str  # the stage reached (where it stopped): one of STAGES
     ok: bool  # True: it served
     reason: str  # "" when ok; cleaned, redacted text
-    stage_secs: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    stage_secs: Mapping[str, float] = msgspec.field(default_factory=dict)
     cost_usd: float = 0.0
     # False: the failure is not the host's (a stop by the user, a gated model, a bad key);
     # journaled and listed, never held against the host.
@@ -102,12 +104,12 @@ class HostOutcome:
         return sum(self.stage_secs.values())
 
 
-@dataclass(frozen=True, slots=True)
-class SpeedSample:
+class SpeedSample(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=SPEED_KIND):
     """One served answer's measured speed on one host (a `"kind": "speed"` line): the
     engine's own decode tok/s and time to first token (llama-server's `timings`, else the
     client's clock), what the board's `tok/s`, `$/Mtok` learn from."""
 
+    v: int = VERSION
     at: float
     run_id: str
     provider: str
@@ -118,6 +120,45 @@ class SpeedSample:
     ttft_ms: float
     tokens: int = 0
     context: int = 0  # the run's context (0: the engine's default)
+
+
+class _Head(msgspec.Struct):
+    """What a line is, read before its fields: its format version and kind."""
+
+    v: Any = None
+    kind: Any = None
+
+
+_read_head = msgspec.json.Decoder(_Head).decode
+_read_outcome = msgspec.json.Decoder(HostOutcome).decode
+_read_speed = msgspec.json.Decoder(SpeedSample).decode
+# A text field's limit (the others: SHORT_CHARS), on the way in and out.
+_TEXT_CHARS = {"run_id": 64, "provider": 32, "stage": 32, "reason": REASON_CHARS}
+_Line = TypeVar("_Line", HostOutcome, SpeedSample)
+
+
+def _cleaned(line: _Line, redact: Redact | None = None) -> _Line:
+    """`line` with every text field cleaned (and redacted): written or read (the file may
+    have been edited by hand), a text is one safe line."""
+    texts = {
+        name: clean_line(value, _TEXT_CHARS.get(name, SHORT_CHARS), redact=redact)
+        for name in line.__struct_fields__
+        if isinstance(value := getattr(line, name), str)
+    }
+    return msgspec.structs.replace(line, **texts)
+
+
+def _stages(stage_secs: Mapping[str, float], redact: Redact | None = None) -> dict[str, float]:
+    """At most MAX_STAGES finite, non-negative stage times under cleaned names."""
+    return {
+        clean_line(name, 32, redact=redact): round(max(0.0, secs), 3)
+        for name, secs in list(stage_secs.items())[:MAX_STAGES]
+        if math.isfinite(secs)
+    }
+
+
+def _finite(value: float, digits: int = 3) -> float:
+    return round(max(0.0, value), digits) if math.isfinite(value) else 0.0
 
 
 def model_key(name: str) -> str:
@@ -200,14 +241,28 @@ class HostJournal:
     def append(self, outcome: HostOutcome) -> None:
         """Add one line; earlier lines are never touched. Raises OSError when the state
         directory cannot take it (the caller decides whether a run goes on without it)."""
-        self._append_line(self._to_json(outcome))
+        line = msgspec.structs.replace(
+            outcome,
+            at=round(outcome.at, 3),
+            stage_secs=_stages(outcome.stage_secs, self._redact),
+            cost_usd=_finite(outcome.cost_usd, 6),
+        )
+        self._append_line(msgspec.json.encode(_cleaned(line, self._redact)))
 
     def append_speed(self, sample: SpeedSample) -> None:
         """Add one answer's measured speed (a `"kind": "speed"` line); OSError as `append`."""
-        self._append_line(self._speed_json(sample))
+        line = msgspec.structs.replace(
+            sample,
+            at=round(sample.at, 3),
+            decode_tok_s=_finite(sample.decode_tok_s),
+            ttft_ms=_finite(sample.ttft_ms),
+            tokens=max(0, sample.tokens),
+            context=max(0, sample.context),
+        )
+        self._append_line(msgspec.json.encode(_cleaned(line, self._redact)))
 
-    def _append_line(self, record: dict[str, Any]) -> None:
-        data = (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
+    def _append_line(self, record: bytes) -> None:
+        data = record + b"\n"
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
@@ -259,51 +314,6 @@ class HostJournal:
         """Host → its newest failure within the last `days` on `provider`, unless a later
         attempt on that host served. `days` <= 0: none (the memory is off)."""
         return failed_hosts(self.read(), provider, now, days)
-
-    def _to_json(self, o: HostOutcome) -> dict[str, Any]:
-        stages: dict[str, float] = {}
-        for name, secs in list(o.stage_secs.items())[:MAX_STAGES]:
-            if math.isfinite(secs):
-                stages[self._clean(name, 32)] = round(max(0.0, secs), 3)
-        return {
-            "v": VERSION,
-            "at": round(o.at, 3),
-            "run_id": self._clean(o.run_id, 64),
-            "provider": self._clean(o.provider, 32),
-            "host": self._clean(o.host, SHORT_CHARS),
-            "offer_id": self._clean(o.offer_id, SHORT_CHARS),
-            "gpu_name": self._clean(o.gpu_name, SHORT_CHARS),
-            "stage": self._clean(o.stage, 32),
-            "ok": o.ok,
-            "reason": self._clean(o.reason, REASON_CHARS),
-            "stage_secs": stages,
-            "cost_usd": round(o.cost_usd, 6) if math.isfinite(o.cost_usd) else 0.0,
-            "blames_host": o.blames_host,
-            "image": self._clean(o.image, SHORT_CHARS),
-            "model": self._clean(o.model, SHORT_CHARS),
-        }
-
-    def _speed_json(self, s: SpeedSample) -> dict[str, Any]:
-        def number(value: float) -> float:
-            return round(max(0.0, value), 3) if math.isfinite(value) else 0.0
-
-        return {
-            "v": VERSION,
-            "kind": SPEED_KIND,
-            "at": round(s.at, 3),
-            "run_id": self._clean(s.run_id, 64),
-            "provider": self._clean(s.provider, 32),
-            "host": self._clean(s.host, SHORT_CHARS),
-            "gpu_name": self._clean(s.gpu_name, SHORT_CHARS),
-            "model": self._clean(s.model, SHORT_CHARS),
-            "decode_tok_s": number(s.decode_tok_s),
-            "ttft_ms": number(s.ttft_ms),
-            "tokens": max(0, int(s.tokens)),
-            "context": max(0, int(s.context)),
-        }
-
-    def _clean(self, text: str, max_chars: int) -> str:
-        return clean_line(text, max_chars, redact=self._redact)
 
 
 def failed_hosts(
@@ -408,79 +418,19 @@ def describe(outcome: HostOutcome, now: float) -> str:
     return f"failed {when} ago at {outcome.stage}{reason} (run {outcome.run_id})"
 
 
-def _text(value: Any, max_chars: int) -> str | None:
-    return clean_line(value, max_chars) if isinstance(value, str) else None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _speed_from_json(raw: dict[str, Any]) -> SpeedSample | None:
-    texts = {k: _text(raw.get(k), SHORT_CHARS)
-             for k in ("run_id", "provider", "host", "gpu_name", "model")}
-    at, rate, ttft = _num(raw.get("at")), _num(raw.get("decode_tok_s")), _num(raw.get("ttft_ms"))
-    tokens, context = _num(raw.get("tokens", 0)), _num(raw.get("context", 0))
-    if at is None or rate is None or ttft is None or any(v is None for v in texts.values()):
-        return None
-    t = {k: v or "" for k, v in texts.items()}
-    return SpeedSample(at=at, run_id=t["run_id"], provider=t["provider"], host=t["host"],
-                       gpu_name=t["gpu_name"], model=t["model"], decode_tok_s=max(0.0, rate),
-                       ttft_ms=max(0.0, ttft), tokens=int(tokens or 0),
-                       context=int(context or 0))
-
-
 def _from_json(line: bytes) -> HostOutcome | SpeedSample | None:
     """One journal line as an outcome or a speed sample; None when it is neither (texts
     cleaned again: the file may have been edited by hand)."""
     try:
-        raw = json.loads(line)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
+        head = _read_head(line)
+        if head.v != VERSION:
+            return None
+        if head.kind == SPEED_KIND:
+            speed = _read_speed(line)
+            return _cleaned(msgspec.structs.replace(
+                speed, decode_tok_s=max(0.0, speed.decode_tok_s), ttft_ms=max(0.0, speed.ttft_ms)
+            ))
+        outcome = _read_outcome(line)
+    except (msgspec.MsgspecError, RecursionError):  # not JSON, not UTF-8, or not a line's shape
         return None
-    if not isinstance(raw, dict) or raw.get("v") != VERSION:
-        return None
-    if raw.get("kind") == SPEED_KIND:
-        return _speed_from_json(raw)
-    at, cost = _num(raw.get("at")), _num(raw.get("cost_usd", 0.0))
-    texts = {
-        k: _text(raw.get(k), REASON_CHARS if k == "reason" else SHORT_CHARS)
-        for k in ("run_id", "provider", "host", "offer_id", "gpu_name", "stage", "reason")
-    }
-    image = _text(raw.get("image", ""), SHORT_CHARS) or ""
-    model = _text(raw.get("model", ""), SHORT_CHARS) or ""
-    ok, blames = raw.get("ok"), raw.get("blames_host", True)
-    stages_raw = raw.get("stage_secs", {})
-    if (
-        at is None
-        or cost is None
-        or any(v is None for v in texts.values())
-        or not isinstance(ok, bool)
-        or not isinstance(blames, bool)
-        or not isinstance(stages_raw, dict)
-    ):
-        return None
-    stages: dict[str, float] = {}
-    for name, secs in list(stages_raw.items())[:MAX_STAGES]:
-        number = _num(secs)
-        if isinstance(name, str) and number is not None:
-            stages[clean_line(name, 32)] = number
-    t = {k: v or "" for k, v in texts.items()}
-    return HostOutcome(
-        at=at,
-        run_id=t["run_id"],
-        provider=t["provider"],
-        host=t["host"],
-        offer_id=t["offer_id"],
-        gpu_name=t["gpu_name"],
-        stage=t["stage"],
-        ok=ok,
-        reason=t["reason"],
-        stage_secs=MappingProxyType(stages),
-        cost_usd=cost,
-        blames_host=blames,
-        image=image,
-        model=model,
-    )
+    return _cleaned(msgspec.structs.replace(outcome, stage_secs=_stages(outcome.stage_secs)))

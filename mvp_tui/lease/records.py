@@ -9,11 +9,13 @@ offered for re-attach or teardown when the app starts again.
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+import msgspec
+import msgspec.inspect
 
 from mvp_tui.errors import UserError
 from mvp_tui.lease.atomic import fsync_dir, write_atomic
@@ -21,9 +23,6 @@ from mvp_tui.providers.base import SshEndpoint
 
 RECORD_VERSION = 1
 RECORD_FILE = "record.json"
-
-_E = TypeVar("_E", bound=enum.Enum)
-
 
 class CreateAttemptOutcome(enum.Enum):
     """How one create attempt was answered, as recorded."""
@@ -73,8 +72,7 @@ class RecordError(UserError):
         )
 
 
-@dataclass(slots=True)
-class AttemptRecord:
+class AttemptRecord(msgspec.Struct):
     """One create call: written before it is sent, updated with its answer."""
 
     label: str
@@ -91,8 +89,15 @@ class AttemptRecord:
     provider_id: str | None = None
 
 
-@dataclass(slots=True)
-class LeaseRecord:
+class AgentLogMark(msgspec.Struct, frozen=True):
+    """Where a run that left the agent running stopped reading its stdout/stderr logs
+    (bytes): a re-attach resumes there, not from 0."""
+
+    stdout: int
+    stderr: int
+
+
+class LeaseRecord(msgspec.Struct):
     """One instance that exists or may exist, until the provider confirms it gone."""
 
     provider: str
@@ -112,9 +117,8 @@ class LeaseRecord:
     # a connection that shows it settles it (a crash mid-rotation strands no re-attach).
     host_key_pending: str | None = None
     detail: str = ""
-    # Where a run that left the agent running stopped reading its stdout/stderr logs (bytes),
-    # and the agent's engine verdict it had seen: a re-attach resumes there, not from 0.
-    log_positions: tuple[int, int] | None = None
+    # The agent's log mark, and the agent's engine verdict that run had seen.
+    log_positions: AgentLogMark | None = None
     ready_record: str | None = None
     # Why its node was given up (a host failure before or while serving): stage, kind, reason.
     failure: str | None = None
@@ -129,8 +133,7 @@ class LeaseRecord:
         return self.state is not LeaseRecordState.DELETED
 
 
-@dataclass(slots=True)
-class SecretRecord:
+class SecretRecord(msgspec.Struct):
     """One attempt's secret on the provider's account: its name and id, never its value."""
 
     label: str  # the attempt whose instance refers to it
@@ -149,18 +152,19 @@ class SecretRecord:
         return self.state is not SecretState.DELETED
 
 
-@dataclass(slots=True)
-class RunRecord:
-    """Everything one run tried and leased."""
+class RunRecord(msgspec.Struct, kw_only=True):
+    """Everything one run tried and leased; the type is the file's schema (`save`, `load`)."""
 
+    version: int = RECORD_VERSION
     run_id: str
     provider: str
     label_prefix: str
     created_at: float
-    config: dict[str, Any] = field(default_factory=dict)
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    leases: list[LeaseRecord] = field(default_factory=list)
-    secrets: list[SecretRecord] = field(default_factory=list)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    attempts: list[AttemptRecord] = msgspec.field(default_factory=list)
+    leases: list[LeaseRecord] = msgspec.field(default_factory=list)
+    # Absent from records written before secrets existed: none were made then.
+    secrets: list[SecretRecord] = msgspec.field(default_factory=list)
     # The last account check after a teardown (`lease/account_check.py` AccountCheck.to_json):
     # a receipt rebuilt from the record says it too. None in records older than checks.
     account_check: dict[str, Any] | None = None
@@ -184,244 +188,65 @@ class RunRecord:
         return [s for s in self.secrets if s.may_remain]
 
 
-# ---- JSON encoding -------------------------------------------------------------------------
+# ---- JSON ----------------------------------------------------------------------------------
 
 
-def _ssh_to_json(ssh: SshEndpoint | None) -> dict[str, Any] | None:
-    if ssh is None:
-        return None
-    return {"host": ssh.host, "port": ssh.port, "user": ssh.user, "via": ssh.via}
+class _Versioned(msgspec.Struct):
+    """A record's version alone, read before its fields (another version may differ in all)."""
+
+    version: Any = None
 
 
-def record_to_json(record: RunRecord) -> dict[str, Any]:
-    """The record as the JSON document written to disk."""
-    return {
-        "version": RECORD_VERSION,
-        "run_id": record.run_id,
-        "provider": record.provider,
-        "label_prefix": record.label_prefix,
-        "created_at": record.created_at,
-        "config": record.config,
-        "attempts": [
-            {
-                "label": a.label,
-                "node_id": a.node_id,
-                "number": a.number,
-                "offer_id": a.offer_id,
-                "gpu_name": a.gpu_name,
-                "price_per_hour": a.price_per_hour,
-                "started_at": a.started_at,
-                "outcome": a.outcome.value,
-                "answered_at": a.answered_at,
-                "http_status": a.http_status,
-                "detail": a.detail,
-                "provider_id": a.provider_id,
-            }
-            for a in record.attempts
-        ],
-        "leases": [
-            {
-                "provider": x.provider,
-                "label": x.label,
-                "node_id": x.node_id,
-                "offer_id": x.offer_id,
-                "gpu_name": x.gpu_name,
-                "price_per_hour": x.price_per_hour,
-                "state": x.state.value,
-                "provider_id": x.provider_id,
-                "created_at": x.created_at,
-                "running_at": x.running_at,
-                "deleted_at": x.deleted_at,
-                "ssh": _ssh_to_json(x.ssh),
-                "host_key": x.host_key,
-                "host_key_pending": x.host_key_pending,
-                "detail": x.detail,
-                "log_positions": (
-                    None
-                    if x.log_positions is None
-                    else {"stdout": x.log_positions[0], "stderr": x.log_positions[1]}
-                ),
-                "ready_record": x.ready_record,
-                "failure": x.failure,
-                "deleted_by": x.deleted_by,
-                "billed_usd": x.billed_usd,
-            }
-            for x in record.leases
-        ],
-        "secrets": [
-            {
-                "label": s.label,
-                "name": s.name,
-                "state": s.state.value,
-                "secret_id": s.secret_id,
-                "detail": s.detail,
-            }
-            for s in record.secrets
-        ],
-        "account_check": record.account_check,
-    }
+_read_version = msgspec.json.Decoder(_Versioned).decode
+_read_record = msgspec.json.Decoder(RunRecord).decode
 
 
-class _Fields:
-    """Typed reads from one JSON object, with errors naming the file and the field."""
+def encode_record(record: RunRecord) -> bytes:
+    """The record as the indented JSON document written to disk."""
+    return msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n"
 
-    def __init__(self, path: Path, where: str, data: Any) -> None:
-        if not isinstance(data, dict):
-            raise RecordError(path, f"{where or 'the document'} must be a JSON object")
-        self.path, self.where, self.data = path, where, data
 
-    def _name(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def _get(self, key: str, check: Callable[[Any], bool], what: str, optional: bool) -> Any:
-        if key not in self.data:
-            if optional:
-                return None
-            raise RecordError(self.path, f"field {self._name(key)!r} is missing")
-        value = self.data[key]
-        if value is None and optional:
-            return None
-        if not check(value):
+def decode_record(path: Path, raw: bytes) -> RunRecord:
+    """Parse a record document; RecordError names the file and the path of the bad field."""
+    try:
+        version = _read_version(raw).version
+        if version != RECORD_VERSION:
             raise RecordError(
-                self.path, f"field {self._name(key)!r} must be {what}, got {value!r:.80}"
+                path,
+                f"record version {version!r} is not supported (this mvp-tui reads version "
+                f"{RECORD_VERSION})",
+                "use the mvp-tui version that wrote it, or check the provider's console by hand",
             )
-        return value
-
-    def text(self, key: str) -> str:
-        return str(self._get(key, lambda v: isinstance(v, str), "a string", False))
-
-    def opt_text(self, key: str) -> str | None:
-        value = self._get(key, lambda v: isinstance(v, str), "a string or null", True)
-        return None if value is None else str(value)
-
-    def integer(self, key: str) -> int:
-        return int(self._get(key, _is_int, "an integer", False))
-
-    def opt_integer(self, key: str) -> int | None:
-        value = self._get(key, _is_int, "an integer or null", True)
-        return None if value is None else int(value)
-
-    def number(self, key: str) -> float:
-        return float(self._get(key, _is_number, "a number", False))
-
-    def opt_number(self, key: str) -> float | None:
-        value = self._get(key, _is_number, "a number or null", True)
-        return None if value is None else float(value)
-
-    def choice(self, key: str, enum_type: type[_E]) -> _E:
-        allowed = [m.value for m in enum_type]
-        value = self._get(key, lambda v: v in allowed, f"one of {allowed}", False)
-        return enum_type(value)
-
-    def obj(self, key: str) -> _Fields | None:
-        value = self._get(key, lambda v: isinstance(v, dict), "an object or null", True)
-        return None if value is None else _Fields(self.path, self._name(key), value)
-
-    def items(self, key: str) -> list[_Fields]:
-        value = self._get(key, lambda v: isinstance(v, list), "a list", False)
-        return [_Fields(self.path, f"{self._name(key)}[{i}]", v) for i, v in enumerate(value)]
+        return _read_record(raw)
+    except msgspec.ValidationError as exc:
+        raise RecordError(path, _invalid(str(exc))) from None
+    except msgspec.DecodeError as exc:
+        raise RecordError(path, f"is not valid JSON ({exc})") from None
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _invalid(message: str) -> str:
+    """msgspec's `what - at `$.path`` as `$.path: what`, with an enum field's choices."""
+    what, _, where = message.rpartition(" - at `")
+    if not what:
+        return message
+    where = where.rstrip("`")
+    allowed = _enum_values(where)
+    return f"{where}: {what}" + (f" (must be one of {allowed})" if allowed else "")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _positions_from_json(f: _Fields | None) -> tuple[int, int] | None:
-    return None if f is None else (f.integer("stdout"), f.integer("stderr"))
-
-
-def _ssh_from_json(f: _Fields | None) -> SshEndpoint | None:
-    if f is None:
-        return None
-    return SshEndpoint(
-        host=f.text("host"), port=f.integer("port"), user=f.text("user"), via=f.text("via")
-    )
-
-
-def record_from_json(path: Path, data: Any) -> RunRecord:
-    """Parse a record document; RecordError names the file and the bad field."""
-    top = _Fields(path, "", data)
-    version = top.data.get("version")
-    if version != RECORD_VERSION:
-        raise RecordError(
-            path,
-            f"record version {version!r} is not supported (this mvp-tui reads version "
-            f"{RECORD_VERSION})",
-            "use the mvp-tui version that wrote it, or check the provider's console by hand",
-        )
-    config = top.data.get("config", {})
-    if not isinstance(config, dict):
-        raise RecordError(path, "field 'config' must be an object")
-    attempts = [
-        AttemptRecord(
-            label=a.text("label"),
-            node_id=a.integer("node_id"),
-            number=a.integer("number"),
-            offer_id=a.text("offer_id"),
-            gpu_name=a.text("gpu_name"),
-            price_per_hour=a.number("price_per_hour"),
-            started_at=a.number("started_at"),
-            outcome=a.choice("outcome", CreateAttemptOutcome),
-            answered_at=a.opt_number("answered_at"),
-            http_status=a.opt_integer("http_status"),
-            detail=a.text("detail"),
-            provider_id=a.opt_text("provider_id"),
-        )
-        for a in top.items("attempts")
-    ]
-    leases = [
-        LeaseRecord(
-            provider=x.text("provider"),
-            label=x.text("label"),
-            node_id=x.integer("node_id"),
-            offer_id=x.text("offer_id"),
-            gpu_name=x.text("gpu_name"),
-            price_per_hour=x.number("price_per_hour"),
-            state=x.choice("state", LeaseRecordState),
-            provider_id=x.opt_text("provider_id"),
-            created_at=x.opt_number("created_at"),
-            running_at=x.opt_number("running_at"),
-            deleted_at=x.opt_number("deleted_at"),
-            ssh=_ssh_from_json(x.obj("ssh")),
-            host_key=x.opt_text("host_key"),
-            host_key_pending=x.opt_text("host_key_pending"),
-            detail=x.text("detail"),
-            log_positions=_positions_from_json(x.obj("log_positions")),
-            ready_record=x.opt_text("ready_record"),
-            failure=x.opt_text("failure"),
-            deleted_by=x.opt_text("deleted_by"),
-            billed_usd=x.opt_number("billed_usd"),
-        )
-        for x in top.items("leases")
-    ]
-    # Absent from records written before secrets existed: none were made then.
-    secrets = [
-        SecretRecord(
-            label=s.text("label"),
-            name=s.text("name"),
-            state=s.choice("state", SecretState),
-            secret_id=s.opt_text("secret_id"),
-            detail=s.text("detail"),
-        )
-        for s in (top.items("secrets") if "secrets" in top.data else [])
-    ]
-    # Absent from records written before account checks; unreadable counts as none.
-    check = top.data.get("account_check")
-    return RunRecord(
-        run_id=top.text("run_id"),
-        provider=top.text("provider"),
-        label_prefix=top.text("label_prefix"),
-        created_at=top.number("created_at"),
-        config=config,
-        attempts=attempts,
-        leases=leases,
-        secrets=secrets,
-        account_check=check if isinstance(check, dict) else None,
-    )
+def _enum_values(where: str) -> list[Any]:
+    """The values of the enum field at msgspec's path `where` (`$.leases[0].state`), if any."""
+    info: Any = msgspec.inspect.type_info(RunRecord)
+    for part in where.replace("[", ".[").split(".")[1:]:
+        if isinstance(info, msgspec.inspect.UnionType):  # `X | None`: the X
+            info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+        if part.startswith("[") and isinstance(info, msgspec.inspect.ListType):
+            info = info.item_type
+        elif isinstance(info, msgspec.inspect.StructType):
+            info = next((f.type for f in info.fields if f.encode_name == part), None)
+        else:
+            return []
+    return [m.value for m in info.cls] if isinstance(info, msgspec.inspect.EnumType) else []
 
 
 # ---- the store -----------------------------------------------------------------------------
@@ -481,10 +306,9 @@ class RecordStore:
 
     def save(self, record: RunRecord) -> None:
         """Write the record atomically (old or new on disk, never half)."""
-        text = json.dumps(record_to_json(record), indent=2, ensure_ascii=False) + "\n"
         path = self.record_path(record.run_id)
         try:
-            write_atomic(path, text.encode("utf-8"))
+            write_atomic(path, encode_record(record))
         except OSError as exc:
             if exc.filename is not None:
                 raise
@@ -504,11 +328,7 @@ class RecordStore:
             ) from None
         except OSError as exc:
             raise RecordError(path, f"cannot be read ({exc.strerror})") from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RecordError(path, f"is not valid JSON ({exc})") from None
-        return record_from_json(path, data)
+        return decode_record(path, raw)
 
     def run_ids(self) -> list[str]:
         """Ids of every run directory holding a record, oldest name first."""
@@ -561,7 +381,7 @@ class RecordStore:
         return self._lease(self.load(run_id), provider_id).host_key_pending
 
     def mark_agent_log(
-        self, run_id: str, provider_id: str, positions: tuple[int, int], ready_record: str | None
+        self, run_id: str, provider_id: str, positions: AgentLogMark, ready_record: str | None
     ) -> None:
         """Store where reading the agent's logs stopped (a re-attach resumes there)."""
         record = self.load(run_id)

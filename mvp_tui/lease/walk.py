@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence
+from copy import copy
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -684,10 +685,10 @@ class LeaseWalk:
         record = self._rec
         return WalkResult(
             run_id=self.run_id,
-            lease=replace(lease) if lease else None,
+            lease=copy(lease) if lease else None,
             failure=failure,
             reason=reason,
-            attempts=tuple(replace(a) for a in record.attempts[self._first_attempt :]),
+            attempts=tuple(copy(a) for a in record.attempts[self._first_attempt :]),
             may_bill=tuple(x.label for x in record.open_leases() if x is not lease),
         )
 

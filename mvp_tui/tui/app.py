@@ -224,7 +224,7 @@ class MvpApp(ModelPicking, ExitPath):
         if self.replay is not None:
             for pane in self.query(Pane):
                 pane.read_only = True
-            self._archive_events = ArchiveEvents(self._wall)
+            self._archive_events = ArchiveEvents()
             self.set_interval(0.25, self._update_summary)
             self.set_interval(0.25, self._replay_events)
             self.run_worker(self.replay.feed(), name="replay", group="replay")

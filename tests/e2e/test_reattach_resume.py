@@ -44,7 +44,7 @@ async def test_reattach_resumes_the_agent_logs_where_the_earlier_run_stopped(
         engine_pid = run.frames("mvp.worker.weights")[0]["payload"]["engine_pid"]
         (record,) = RecordStore(state).open_runs()
         (lease,) = record.leases
-        assert lease.log_positions is not None and lease.log_positions[0] > 0
+        assert lease.log_positions is not None and lease.log_positions.stdout > 0
         assert lease.ready_record is not None and "WeightsLoaded" in lease.ready_record
 
         config = load_config(

@@ -16,7 +16,7 @@ from mvp_tui.engine.run import RunEngine
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.account_check import AccountCheck, Held, recorded_check
 from mvp_tui.lease.events import AccountChecked
-from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordStore, record_from_json
+from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordStore, decode_record
 from mvp_tui.providers.base import KeptVolume
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast, Fault
@@ -176,7 +176,8 @@ def test_records_without_a_check_load_and_a_check_round_trips(tmp_path: Path) ->
     record = store.create_run("r-1", provider="runpod", label_prefix="mvp", created_at=1.0)
     data = json.loads(store.record_path("r-1").read_text())
     data.pop("account_check")  # a record written before account checks
-    assert record_from_json(store.record_path("r-1"), data).account_check is None
+    raw = json.dumps(data).encode()
+    assert decode_record(store.record_path("r-1"), raw).account_check is None
     check = AccountCheck(
         "runpod", True, "r-1", "mvp",
         destroyed=(Held("pod9", "mvp-r-1-1-1", "r-1", "EXITED"),),

@@ -15,6 +15,7 @@ from mvp_tui.lease import (
     RecordStore,
 )
 from mvp_tui.lease.atomic import write_atomic
+from mvp_tui.lease.records import AgentLogMark
 from mvp_tui.providers.base import SshEndpoint
 
 
@@ -127,12 +128,12 @@ def test_a_bad_field_is_named(store: RecordStore) -> None:
     data = json.loads(path.read_text())
     data["leases"][0]["state"] = "exploded"
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=r"leases\[0\]\.state.*one of"):
+    with pytest.raises(RecordError, match=r"\$\.leases\[0\]\.state: .*one of \['creating'"):
         store.load("r-0a1b")
     del data["leases"][0]["label"]
     data["leases"][0]["state"] = "running"
     path.write_text(json.dumps(data))
-    with pytest.raises(RecordError, match=r"'leases\[0\]\.label' is missing"):
+    with pytest.raises(RecordError, match=r"\$\.leases\[0\]: .*missing required field `label`"):
         store.load("r-0a1b")
 
 
@@ -218,11 +219,12 @@ def test_agent_log_mark_round_trips_and_older_records_have_none(tmp_path: Path) 
     store = RecordStore(tmp_path)
     _filled(store)
     assert store.load("r-0a1b").leases[0].log_positions is None  # a record without the mark
-    store.mark_agent_log("r-0a1b", "7002", (4096, 17), '{"type":"WeightsLoaded"}')
+    store.mark_agent_log("r-0a1b", "7002", AgentLogMark(4096, 17), '{"type":"WeightsLoaded"}')
     lease = RecordStore(tmp_path).load("r-0a1b").leases[0]
-    assert lease.log_positions == (4096, 17)
+    assert lease.log_positions == AgentLogMark(4096, 17)
     assert lease.ready_record == '{"type":"WeightsLoaded"}'
     doc = json.loads(store.record_path("r-0a1b").read_text())
+    assert doc["leases"][0]["log_positions"] == {"stdout": 4096, "stderr": 17}  # the disk shape
     doc["leases"][0]["log_positions"] = {"stdout": "x", "stderr": 0}
     store.record_path("r-0a1b").write_text(json.dumps(doc))
     with pytest.raises(RecordError, match=r"leases\[0\]\.log_positions\.stdout"):

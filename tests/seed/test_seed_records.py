@@ -137,7 +137,7 @@ def test_a_replayed_seed_archive_drives_the_bootstrap_checklist() -> None:
     ):
         orch(event)
     model = BootstrapModel()
-    _, events = ArchiveEvents(lambda: 0.0).poll(hub)
+    _, events = ArchiveEvents().poll(hub)
     for event in events:
         if type(event) in BOOTSTRAP_EVENTS:  # what the port hands the Bootstrap pane
             model.apply(event)
