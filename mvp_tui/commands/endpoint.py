@@ -20,9 +20,9 @@ from typing import Any
 from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process_alive
+from mvp_tui.lease.port_owner import port_owner
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.node_protocol import webui_host
-from mvp_tui.port_owner import port_owner
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

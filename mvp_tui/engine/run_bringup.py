@@ -40,9 +40,9 @@ from mvp_tui.lease.endpoint_record import (
     EndpointRecord,
     save_endpoint,
 )
+from mvp_tui.lease.port_owner import port_owner
 from mvp_tui.lease.records import AgentLogMark, LeaseRecord
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
-from mvp_tui.port_owner import port_owner
 from mvp_tui.providers.base import LeaseState, ProviderError
 from mvp_tui.providers.vast_host_key import (
     SSH_DIR_DEFAULT,

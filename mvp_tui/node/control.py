@@ -54,6 +54,17 @@ class Control:
         except queue.Empty:
             return None
 
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds` unless a shutdown comes first (then `Interrupted`); other events
+        met meanwhile are dropped (callers pause only where nothing else is expected)."""
+        deadline = time.monotonic() + seconds
+        while not self.stop_requested:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.wait(left)
+        raise Interrupted()
+
 
 class Interrupted(Exception):
     """A shutdown request arrived while a phase was still running."""

@@ -171,22 +171,13 @@ class Downloader:
                     "model", state="retrying", attempt=attempt, error=str(exc), url=url
                 )
                 delay = self.settings.download_retry_delay_s * (2 ** (attempt - 1))
-                self._pause(min(delay, 30.0))
+                self.control.pause(min(delay, 30.0))
         on_disk = part.size()
         if on_disk != written:  # something on this host wrote to it after all
             raise DownloadError(f"the .part is {on_disk} bytes on disk, {written} were written")
         self.emitter.progress("model", state="verifying", bytes_done=on_disk, bytes_total=on_disk)
         return {"bytes": on_disk, "attempts": attempt, "resumed_at": resumed_at,
                 "sha256": part.sha256()}
-
-    def _pause(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self.control.stop_requested:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self.control.wait(left)
-        raise Interrupted()
 
     def _request(self, url: str, offset: int) -> urllib.request.Request:
         import urllib.request

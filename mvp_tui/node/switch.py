@@ -309,9 +309,8 @@ class Watchdog:
         answer = api.read()
         tries = 1
         while answer.transient and tries < VERDICT_ATTEMPTS:
-            self._pause_interruptibly(
-                max(min(delay, WATCHDOG_RETRY_CAP_S), api.retry_floor(answer))
-            )
+            # No engine runs yet during the verdict: dropping inbox events loses nothing.
+            self.control.pause(max(min(delay, WATCHDOG_RETRY_CAP_S), api.retry_floor(answer)))
             delay *= 2
             answer = api.read()
             tries += 1
@@ -379,17 +378,6 @@ class Watchdog:
         detail.update(proof="read", destroy_proven=False,
                       write_probe=clean_text(answer.describe(), 200))
         return None, detail
-
-    def _pause_interruptibly(self, seconds: float) -> None:
-        """A retry pause during the verdict that a shutdown ends (no engine runs yet, so
-        taking events from the inbox loses nothing)."""
-        deadline = time.monotonic() + seconds
-        while not self.control.stop_requested:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            self.control.wait(left)
-        raise Interrupted()
 
     # -- the timer thread
 

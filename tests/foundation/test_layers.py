@@ -40,7 +40,6 @@ BASE = tuple(
         "exit_codes",
         "run_ids",
         "lazy_names",
-        "port_owner",
         "keymap",
         "config",
         "agent_bundle",

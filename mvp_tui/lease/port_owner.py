@@ -5,10 +5,11 @@ only said to be taken. Best effort: another user's process shows as such; elsewh
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
+from mvp_tui.lease.endpoint_record import ENDPOINT_FILE, load_endpoint, process_alive
+from mvp_tui.lease.records import RecordStore
 from mvp_tui.untrusted import one_line_ascii
 
 _LISTEN = "0A"  # /proc/net/tcp's state column
@@ -75,26 +76,12 @@ def _command(pid: int) -> str:
 
 def _mvp_run_on(port: int, state_dir: Path) -> str:
     """An mvp-tui run whose endpoint record serves on `port` (the fixed port's usual owner)."""
-    for record in sorted((state_dir / "runs").glob("*/endpoint.json")):
-        try:
-            data = json.loads(record.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict) or data.get("serving") is not True:
-            continue
-        base, pid = data.get("base_url"), data.get("pid")
-        if isinstance(base, str) and base.rstrip("/").endswith(f":{port}") and _alive(pid):
-            return f"mvp-tui run {record.parent.name} (`mvp-tui ls`)"
+    store = RecordStore(state_dir)
+    for path in sorted(store.runs_dir.glob(f"*/{ENDPOINT_FILE}")):
+        run_id = path.parent.name
+        record = load_endpoint(store, run_id)
+        if record is not None and record.serving and record.port == port and process_alive(
+            record.pid
+        ):
+            return f"mvp-tui run {run_id} (`mvp-tui ls`)"
     return ""
-
-
-def _alive(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
