@@ -33,12 +33,13 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("web-ui", "w", "open_web_ui", "web UI", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
     KeyBinding("interrupt", "ctrl+c", "quit_app", "quit", show=False),
-    # Replay mode only (`mvp-tui replay FILE`); hidden otherwise.
-    KeyBinding("replay-pause", "p", "replay_pause", "replay: pause/resume"),
-    KeyBinding("replay-back", "comma", "replay_seek(-1)", "replay: back 10%"),
-    KeyBinding("replay-forward", "full_stop", "replay_seek(1)", "replay: forward 10%"),
-    KeyBinding("replay-faster", "plus", "replay_speed(2.0)", "replay: faster"),
-    KeyBinding("replay-slower", "minus", "replay_speed(0.5)", "replay: slower"),
+    # Replay mode only (`mvp-tui replay FILE`; its actions are the mode's, tui/run_mode.py);
+    # hidden otherwise.
+    KeyBinding("replay-pause", "p", "mode('pause')", "replay: pause/resume"),
+    KeyBinding("replay-back", "comma", "mode('seek', -1)", "replay: back 10%"),
+    KeyBinding("replay-forward", "full_stop", "mode('seek', 1)", "replay: forward 10%"),
+    KeyBinding("replay-faster", "plus", "mode('speed', 2.0)", "replay: faster"),
+    KeyBinding("replay-slower", "minus", "mode('speed', 0.5)", "replay: slower"),
 )
 
 # Bindings of the panes and modals (widgets/), remappable by id like the app's own. This

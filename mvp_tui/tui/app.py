@@ -9,7 +9,6 @@ out tui/exit_path.py.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -52,13 +51,13 @@ from mvp_tui.tui.endpoint_actions import (
     web_ui_url,
 )
 from mvp_tui.tui.engine_port import PaneRoutes
-from mvp_tui.tui.exit_path import EXIT_SIGNALS, ExitPath
+from mvp_tui.tui.exit_path import ExitPath
 from mvp_tui.tui.first_paint import KeysFooter
 from mvp_tui.tui.layout import SoloLayout
 from mvp_tui.tui.model_picking import ModelPicking
-from mvp_tui.tui.offer_board import BOARD_PROVIDERS, OfferBoard
+from mvp_tui.tui.offer_board import BOARD_PROVIDERS
 from mvp_tui.tui.replay_control import ReplayControl
-from mvp_tui.tui.replay_events import ArchiveEvents
+from mvp_tui.tui.run_mode import RunMode, choose_mode
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.channels import ChannelsPane
@@ -72,7 +71,7 @@ from mvp_tui.widgets.offers_model import offer_key
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.prompt import PromptPane
 from mvp_tui.widgets.sparkline import sparkline
-from mvp_tui.widgets.status_bar import RunSummary, StatusBar
+from mvp_tui.widgets.status_bar import StatusBar
 
 # Tab order of the panes, as they sit on screen (left to right, top to bottom).
 PANE_ORDER = ("offers-pane", "bootstrap-pane", "leases-pane", "channels-pane", "prompt-pane")
@@ -112,24 +111,19 @@ class MvpApp(ModelPicking, ExitPath):
         self._clock = clock
         self._wall = wall
         self._tz = tz  # clock times in the panes; None: local time (tests fix one)
-        # The run across providers (a pick from another provider's offers gets a fresh engine
-        # of that provider from `engine_for`; None: only the run's own provider's offers).
-        self.session = RunSession(engine, engine_for) if engine is not None else None
+        # What is shown: a run, a replay or the bare shell (tui/run_mode.py); the app asks it
+        # rather than testing which.
+        self.mode: RunMode = choose_mode(config, engine=engine, engine_for=engine_for,
+                                         replay=replay, hub=hub)
         self.label = label  # shown in the status bar ("rehearsal": nothing real is rented)
-        self.replay = replay
         # The engine's sink (the run's events come through it); the bare shell and a replay
         # have their own, for the events they are shown.
         self.port = sink if sink is not None else UiPort()
-        self._hub = hub  # a replay's (no engine)
         super().__init__()
         for theme in THEMES:
             self.register_theme(theme)
         # The run's typed settings: the engine's (built once from this config), else these.
-        session = self.session
-        self._limits = Limits.from_config(config)  # without a run (the engine's: `limits`)
-        self._prompt_settings = (
-            session.prompt_settings if session is not None else config.settings.prompt
-        )
+        self._prompt_settings = self.mode.prompt_settings
         theme_name = config.settings.ui.theme
         if theme_name not in self.available_themes:
             known = ", ".join(sorted(self.available_themes))
@@ -140,25 +134,13 @@ class MvpApp(ModelPicking, ExitPath):
         self.theme = theme_name
         if config.ui_keys:
             self.set_keymap(dict(config.ui_keys))
-        self.board = (
-            OfferBoard(
-                config,
-                own=lambda: self._session().provider_name,
-                search_own=lambda: self._session().search_offers(),
-                redactor=session.redactor,
-                kinds=board_kinds,
-                read_need=lambda: self._session().model_need(),
-            )
-            if session is not None
-            else None
-        )
+        self.board = self.mode.offer_board(config, board_kinds)
         # The one fold of lease money: the session's (the engine feeds it), or the app's own
         # for the events it is shown (a replay, the bare shell in tests; `route` feeds it).
-        self.ledger = session.ledger if session is not None else LeaseLedger()
+        self.ledger = self.mode.new_ledger()
         self._forced_live = 0  # the bare shell's stand-in count (tests)
         self.layout = SoloLayout()  # which pane has the screen: zoomed, or a small terminal's
         self._rates: deque[float] = deque(maxlen=24)  # the session's $/h, for its sparkline
-        self._archive_events: ArchiveEvents | None = None  # a replay's events
         # Where focus was when Enter asked for a lease: unmoved by the time the engine is
         # ready, it goes to the prompt box (the next thing to do).
         self._focus_at_lease: Widget | None = None
@@ -166,23 +148,28 @@ class MvpApp(ModelPicking, ExitPath):
         self._idle_warned = False  # the node's idle stop warned: the next key postpones it
 
     @property
+    def session(self) -> RunSession | None:
+        """The run (None: the bare shell or a replay)."""
+        return self.mode.session
+
+    @property
     def engine(self) -> RunEngine | None:
         """The engine of the provider being walked (None: the bare shell or a replay)."""
-        return self.session.engine if self.session is not None else None
+        return self.mode.engine
 
     @property
     def controller(self) -> RunController | None:
-        return self.session.controller if self.session is not None else None
+        return self.mode.controller
 
     @property
     def limits(self) -> Limits:
         """The run's limits: those of the engine of the moment (a provider switch reads its
         own), else the configuration's."""
-        return self.session.limits if self.session is not None else self._limits
+        return self.mode.limits
 
     @property
     def hub(self) -> ChannelHub | None:
-        return self.session.hub if self.session is not None else self._hub
+        return self.mode.hub
 
     @property
     def live_leases(self) -> int:
@@ -200,9 +187,8 @@ class MvpApp(ModelPicking, ExitPath):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self._clock)
-        session = self.session
         yield OffersPane(
-            provider=session.provider_name if session is not None else self.config.provider,
+            provider=self.mode.provider_name,
             max_attempts=self.config.settings.lease.max_attempts,
             clock=self._wall,
         )
@@ -218,50 +204,37 @@ class MvpApp(ModelPicking, ExitPath):
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self.query_one("#offers-pane", Pane).focus()
         self.port.connect(PaneRoutes(self, self.port))
-        if self.hub is not None:
-            self.query_one(BootstrapPane).attach_hub(self.hub)
-            self.query_one(ChannelsPane).attach_hub(self.hub)
-        if self.replay is not None:
-            for pane in self.query(Pane):
-                pane.read_only = True
-            self._archive_events = ArchiveEvents()
-            self.set_interval(0.25, self._update_summary)
-            self.set_interval(0.25, self._replay_events)
-            self.run_worker(self.replay.feed(), name="replay", group="replay")
-        if self.session is not None:
-            self.set_interval(1.0, self._update_summary)
-            refresh = self.config.settings.ui.offers_refresh_secs
-            if refresh:  # 0 or unset: never (r still searches)
-                self.set_interval(refresh, self._refresh)
-            self._run(self._start(), "start")
-            loop = asyncio.get_running_loop()
-            for sig in EXIT_SIGNALS:
-                loop.add_signal_handler(sig, self._on_signal, sig)
+        self.mode.start(self)  # what feeds the panes: the run, the archive, or nothing
+
+    # -- what a mode asks of the dashboard (tui/run_mode.py) ------------------------------
+    def wall(self) -> float:
+        return self._wall()
+
+    def update_summary(self) -> None:
+        self._update_summary()
+
+    def start_run(self) -> None:
+        self._run(self._start(), "start")
+
+    def reset_ledger(self) -> None:
+        """A fresh fold of money (a replay seeking back: its events come again)."""
+        self.ledger = LeaseLedger()
+        self.query_one(LeasesPane).reset(self.ledger)
+        self.query_one(BootstrapPane).reset_money(self.ledger)
 
     def route(self, event: EngineEvent) -> None:
         """One engine event into the ledger and the port, as the engine's sink hands it
         (tests, replay: no engine fed the ledger)."""
-        self.ledger.apply(event, self.session.provider_name if self.session else "")
+        self.ledger.apply(event, self.mode.booked_as)
         self.port(event)
 
     def _session(self) -> RunSession:
-        assert self.session is not None, "no engine: the bare shell or a replay"
-        return self.session
+        return self.mode.run()
 
     async def on_unmount(self) -> None:
         if self.board is not None:
             await self.board.aclose()
-        session = self.session
-        if session is None:
-            return
-        loop = asyncio.get_running_loop()
-        for sig in EXIT_SIGNALS:
-            loop.remove_signal_handler(sig)
-        if session.stopped is None and session.holds_lease:
-            # The app is going away without having stopped the run (a crash, a test's
-            # shutdown): nothing may be left billing behind it.
-            await session.stop(final=True, reason="the dashboard closed")
-        await session.aclose()
+        await self.mode.close()
 
     # -- the engine port's facts for the app ----------------------------------------------
     @on(LedgerMoved)
@@ -291,42 +264,13 @@ class MvpApp(ModelPicking, ExitPath):
         if self.screen_stack:  # a run's last steps may come while the app is closing
             self.refresh_bindings()
 
-    def _replay_events(self) -> None:
-        """A replay's steps, read back from the archive, through the same port."""
-        if self.hub is None or self._archive_events is None:
-            return
-        restarted, events = self._archive_events.poll(self.hub)
-        if restarted:
-            self.ledger = LeaseLedger()
-            self.query_one(LeasesPane).reset(self.ledger)
-            self.query_one(BootstrapPane).reset_money(self.ledger)
-        for event in events:
-            self.route(event)
-
     def _update_summary(self) -> None:
         if not self.query(StatusBar):  # the app is closing: its widgets are gone
             return
-        session = self.session
-        now = self._wall()
-        if self.replay is not None:
-            self.query_one(StatusBar).summary = RunSummary(replay=self.replay.describe())
-            self.refresh_bindings()
-            return
-        self.query_one(StatusBar).summary = RunSummary(
-            run_id=session.run_id if session is not None else self.config.settings.runtime.run_id,
-            provider=session.provider_name if session is not None else self.config.provider,
-            profile=self.config.profile,
-            live_leases=self.live_leases,
-            price_per_hour=self.ledger.rate(),
-            spent_usd=self.ledger.spent(now),
-            cap_usd=self.limits.max_spend_usd,
-            label=self.label,
-            rate_trend=self._rate_trend(),
-            volume_usd_per_month=self.ledger.volume_usd_per_month,
-        )
+        self.query_one(StatusBar).summary = self.mode.summary(self)
         self.refresh_bindings()
 
-    def _rate_trend(self) -> str:
+    def rate_trend(self) -> str:
         """$/h over the session: a point whenever the session's $/h changes."""
         rate = self.ledger.rate()
         if not self._rates or self._rates[-1] != rate:
@@ -344,7 +288,7 @@ class MvpApp(ModelPicking, ExitPath):
             return
         error = worker.error
         if isinstance(error, UserError):
-            text = self.session.redactor(str(error)) if self.session else str(error)
+            text = self.mode.redact(str(error))
         else:
             text = f"unexpected {type(error).__name__}: {error}"
         self.notify(clean_line(text, 600), title=f"{worker.name} failed", severity="error",
@@ -353,7 +297,7 @@ class MvpApp(ModelPicking, ExitPath):
     @property
     def _busy(self) -> bool:
         """A lease is being made, brought up or torn down."""
-        return self.session is not None and self.session.busy
+        return self.mode.busy
 
     async def _start(self) -> None:
         self._session().started()
@@ -378,9 +322,9 @@ class MvpApp(ModelPicking, ExitPath):
             self._run(self._serve(lambda: session.reattach(earlier[0], self._plan())), "re-attach")
 
     def _can_attach(self, earlier: list[OpenLease]) -> bool:
-        session = self.session
+        session = self._session()  # the restart check is a run's
         return (
-            session is not None and len(earlier) == 1 and session.provider_ssh
+            len(earlier) == 1 and session.provider_ssh
             and earlier[0].exists is True and earlier[0].lease.ssh is not None
         )
 
@@ -408,8 +352,7 @@ class MvpApp(ModelPicking, ExitPath):
 
     @on(OffersPane.LeaseRequested)
     def _lease_requested(self, message: OffersPane.LeaseRequested) -> None:
-        session = self.session
-        if session is None or session.closed or self._busy or self.live_leases:
+        if not self.mode.leasing_open or self._busy or self.live_leases:
             self.notify(
                 "a lease is already running or in progress", severity="warning", markup=False
             )
@@ -467,7 +410,7 @@ class MvpApp(ModelPicking, ExitPath):
         )
 
     def _start_lease(self, offers: tuple[Offer, ...]) -> None:
-        if self.session is None or self.session.closed:
+        if not self.mode.leasing_open:  # the run closed while the confirm was open
             return
         self._run(self._walk_providers(offers), "lease")
 
@@ -504,7 +447,7 @@ class MvpApp(ModelPicking, ExitPath):
 
     @on(PromptPane.PromptSubmitted)
     def _prompt(self, message: PromptPane.PromptSubmitted) -> None:
-        prompt_id = self.session.submit(message.text) if self.session is not None else None
+        prompt_id = self.mode.submit(message.text)
         if prompt_id is None:  # refused: nothing of it stays in the pane
             self.notify("the node is not serving yet", severity="warning", markup=False)
             return
@@ -516,17 +459,16 @@ class MvpApp(ModelPicking, ExitPath):
 
     @on(PromptPane.PromptCancelRequested)
     def _cancel_prompt(self) -> None:
-        if self.session is not None:
-            self.session.cancel_prompt()
+        self.mode.cancel_prompt()
 
     @on(LeasesPane.TeardownRequested)
     def _teardown_requested(self, message: LeasesPane.TeardownRequested) -> None:
         self._run(self._teardown(), "teardown")
 
     async def _teardown(self) -> None:
-        if self.session is None:
+        result = await self.mode.stop(reason="teardown requested")
+        if result is None:  # no run to stop
             return
-        result = await self.session.stop(reason="teardown requested")
         self._say_left(result)
         self._update_summary()
 
@@ -605,7 +547,7 @@ class MvpApp(ModelPicking, ExitPath):
             self.notify(said, title="idle stop", timeout=5.0, markup=False)
 
     def _serving_endpoint(self) -> EndpointRecord | None:
-        return self.session.endpoint if self.session is not None else None
+        return self.mode.endpoint
 
     def action_copy_endpoint(self) -> None:
         endpoint = self._serving_endpoint()
@@ -617,10 +559,11 @@ class MvpApp(ModelPicking, ExitPath):
                     title="endpoint", markup=False)
 
     def action_open_web_ui(self) -> None:
-        endpoint, session = self._serving_endpoint(), self.session
-        if endpoint is None or session is None:
+        endpoint = self._serving_endpoint()
+        if endpoint is None:
             self.notify("the node is not serving yet", severity="warning", markup=False)
             return
+        session = self._session()  # only a run serves
         try:
             url = web_ui_url(endpoint, session.run_dir)
         except (OSError, ValueError) as exc:
@@ -635,11 +578,9 @@ class MvpApp(ModelPicking, ExitPath):
 
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""
-        session = self.session
-        if self._idle_warned and session is not None:
+        if self._idle_warned:
             self._idle_warned = False
-            self.run_worker(session.postpone_idle_stop(), name="postpone idle stop",
-                            group="idle-stop", exit_on_error=False)
+            self.mode.postpone_idle_stop(self)
 
     # -- the command palette -------------------------------------------------------------
     def _key_of(self, binding_id: str) -> str:
@@ -698,24 +639,11 @@ class MvpApp(ModelPicking, ExitPath):
         self.push_screen(HelpScreen(all_bindings(), dict(self.config.ui_keys)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Keys that need an engine or a lease are shown dimmed until they make sense.
-        if action.startswith("replay_"):
-            return self.replay is not None
-        if action == "open_models":
-            return self.replay is None  # a replay serves nothing: hidden
-        if self.replay is not None and action in {"search_offers", "filter", "teardown"}:
-            return False  # read-only: hidden, not dimmed
-        if action == "search_offers":
-            return True if self.session is not None and not self._busy else None
-        if action == "filter":
-            return True if self.session is not None else None
-        if action in {"copy_endpoint", "open_web_ui"}:
-            return True if self._serving_endpoint() is not None else None
-        if action == "teardown":
-            # A lease being brought up can be torn down too; one already ending cannot.
-            ending = self.session is not None and self.session.tearing_down
-            return True if self.live_leases and not ending else None
-        return True
+        # Keys that need an engine or a lease are shown dimmed until they make sense, those
+        # of another mode hidden: the mode says which (tui/run_mode.py).
+        if action == "mode":
+            return self.mode.owns(str(parameters[0])) if parameters else False
+        return self.mode.check_action(action, self)
 
     def action_filter(self) -> None:
         offers = self.query_one(OffersPane)
@@ -726,19 +654,10 @@ class MvpApp(ModelPicking, ExitPath):
         self.query_one(LeasesPane).focus()
         self.query_one(LeasesPane).action_teardown()
 
-    def action_replay_pause(self) -> None:
-        if self.replay is not None:
-            self.replay.toggle_pause()
-            self._update_summary()
-
-    def action_replay_seek(self, direction: int) -> None:
-        if self.replay is not None:
-            self.replay.seek_step(direction)
-            self._update_summary()
-
-    def action_replay_speed(self, factor: float) -> None:
-        if self.replay is not None:
-            self.replay.scale_speed(factor)
+    def action_mode(self, name: str, *parameters: object) -> None:
+        """A key of the mode's own (`mode('pause')`: a replay's): the mode does it."""
+        if self.mode.owns(name):
+            self.mode.act(name, parameters)
             self._update_summary()
 
     def action_toggle_theme(self) -> None:

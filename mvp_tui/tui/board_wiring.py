@@ -8,7 +8,7 @@ running (so a refresh never piles up behind another), as does a price check or a
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.worker import Worker
@@ -16,12 +16,14 @@ from textual.worker import Worker
 from mvp_tui.config import Config
 from mvp_tui.engine.ledger import Billing, LeaseLedger
 from mvp_tui.engine.model_fit import ModelNeed
-from mvp_tui.engine.session import RunSession
 from mvp_tui.providers.base import Offer
 from mvp_tui.tui.offer_board import BoardResult, OfferBoard
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
+
+if TYPE_CHECKING:
+    from mvp_tui.tui.run_mode import RunMode
 
 NEED_READ_DELAY_S = 0.5
 # The engine's own work (lease, serve, teardown) and the board's: failures are said as one.
@@ -29,10 +31,10 @@ WORK_GROUPS = frozenset({"engine", "offers", "prices", "model-size"})
 
 
 class BoardWiring(App[int]):
-    """The app gives it `config`, `session`, `board` and `ledger`."""
+    """The app gives it `config`, `mode`, `board` and `ledger`."""
 
     config: Config
-    session: RunSession | None
+    mode: RunMode
     board: OfferBoard | None
     ledger: LeaseLedger
     _need: ModelNeed | None = None  # the model's VRAM need, once read (the board's fit)
@@ -94,9 +96,7 @@ class BoardWiring(App[int]):
     def _check_stock(self, offers: list[Offer], answered: list[str]) -> None:
         """A live lease whose GPU type its provider no longer offers (a re-lease would find
         none): a badge on its row and one toast."""
-        if self.session is None:
-            return
-        own = self.session.provider_name
+        own = self.mode.run().provider_name  # the board searches for a run only
         if own not in answered:
             return  # no fresh word from the lease's provider
         listed = {o.gpu_name for o in offers if o.provider == own}
@@ -115,7 +115,7 @@ class BoardWiring(App[int]):
                     markup=False,
                 )
 
-    def _refresh(self) -> None:
+    def refresh_board(self) -> None:
         """Every `[ui] offers_refresh_secs`: the board re-read in place, and each live
         lease's current $/h asked of its provider."""
         self.action_search_offers()
@@ -125,9 +125,9 @@ class BoardWiring(App[int]):
     async def _check_prices(self) -> None:
         """A lease whose provider now quotes more than it was leased at: a badge on its row
         and one toast (per new price)."""
-        assert self.session is not None
+        session = self.mode.run()
         for provider_id, leased_at in self._running_leases().items():
-            now = await self.session.current_price(provider_id)
+            now = await session.current_price(provider_id)
             if now is None:
                 continue
             if self.query_one(LeasesPane).set_current_price(provider_id, now, leased_at):

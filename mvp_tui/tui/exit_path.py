@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import RenderableType
 from textual import work
@@ -15,9 +16,11 @@ from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
 
 from mvp_tui.engine.ledger import LeaseLedger, money_text
-from mvp_tui.engine.session import RunSession
 from mvp_tui.tui.terminal import HangupSafeDriver, terminal_gone
 from mvp_tui.widgets.confirm import Choice, ConfirmScreen
+
+if TYPE_CHECKING:
+    from mvp_tui.tui.run_mode import RunMode
 
 # A closed terminal (SIGHUP) or a kill (SIGTERM): nobody can be asked, so the run is stopped
 # with its leases destroyed, confirmed, before the app exits.
@@ -25,9 +28,9 @@ EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 class ExitPath(App[int]):
-    """The dashboard's exits; the app gives it `session`, `ledger` and `live_leases`."""
+    """The dashboard's exits; the app gives it `mode`, `ledger` and `live_leases`."""
 
-    session: RunSession | None
+    mode: RunMode
     ledger: LeaseLedger
     _wall: Callable[[], float]
     _exit_cleared = False  # set only on the paths that stopped the run first
@@ -39,9 +42,7 @@ class ExitPath(App[int]):
 
     @property
     def _holds_lease(self) -> bool:
-        if self.session is not None:
-            return self.session.holds_lease or bool(self.live_leases)
-        return bool(self.live_leases)
+        return self.mode.holds_lease or bool(self.live_leases)
 
     def exit(
         self,
@@ -99,7 +100,7 @@ class ExitPath(App[int]):
         elif choice == "destroy":
             self._stop_and_exit(destroy=True, reason="quit")
 
-    def _on_signal(self, sig: signal.Signals) -> None:
+    def exit_on_signal(self, sig: signal.Signals) -> None:
         # Nobody can be asked (a closed terminal, a kill): destroy, confirmed, then exit.
         if sig == signal.SIGHUP:
             terminal_gone()  # no write to the dead terminal may hold up the exit
@@ -112,12 +113,4 @@ class ExitPath(App[int]):
 
     @work(group="engine", name="teardown on quit", exit_on_error=False)
     async def _stop_and_exit(self, *, destroy: bool, reason: str) -> None:
-        session = self.session
-        if session is None:  # the bare shell: nothing can bill
-            self._leave(0 if destroy else 3)
-            return
-        if destroy:
-            self.notify("tearing down before quitting…", timeout=60, markup=False)
-        # A walk in flight is cancelled by the stop: it destroys what it created, confirmed.
-        result = await session.stop(destroy=destroy, final=True, reason=reason)
-        self._leave(result.exit_code)
+        self._leave(await self.mode.exit_code_after_stop(self, destroy=destroy, reason=reason))

@@ -32,7 +32,7 @@ def _served(config: Config) -> str:
 
 
 class ModelPicking(BoardWiring):
-    """The app gives it `config`, `session` and `board` (through `BoardWiring`)."""
+    """The app gives it `config`, `mode` and `board` (through `BoardWiring`)."""
 
     # The hub's endpoint (MVP_HF_ENDPOINT) and HF_TOKEN; tests point it at a fake hub.
     hub_environ: Mapping[str, str] = os.environ
@@ -64,13 +64,12 @@ class ModelPicking(BoardWiring):
     def _model_chosen(self, choice: ModelChoice | None) -> None:
         if choice is None:
             return
-        if self.session is not None:
-            try:
-                self.session.choose_model(choice.repo, choice.file)
-            except RunFailed as exc:
-                self.notify(str(exc), title="model not changed", severity="warning",
-                            timeout=15, markup=False)
-                return
+        try:
+            self.mode.choose_model(choice.repo, choice.file)  # a run's engines serve it next
+        except RunFailed as exc:
+            self.notify(str(exc), title="model not changed", severity="warning",
+                        timeout=15, markup=False)
+            return
         before = self.config
         self.config = before.with_hub_model(choice.repo, choice.file, PICKED)
         said = f"the next lease serves {choice.repo}, file {choice.file}"
