@@ -353,10 +353,10 @@ class ReplayMode(ShellMode):
         self._app = app
         self._events = ArchiveEvents()
         app.set_interval(0.25, app.update_summary)
-        app.set_interval(0.25, self._replay_events)
+        app.set_interval(0.25, self.poll_archive)
         app.run_worker(self.control.feed(), name="replay", group="replay")
 
-    def _replay_events(self) -> None:
+    def poll_archive(self) -> None:
         """The run's steps, read back from the archive, through the same port."""
         app, events = self._app, self._events
         if app is None or events is None:
