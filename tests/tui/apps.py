@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
+
+from textual.app import App
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.hub import ChannelHub
@@ -32,3 +36,39 @@ def make_app(
         paths = ConfigPaths(explicit=path, explicit_source="test")
     config = load_config(env={"MVP_UI_THEME": theme, **(env or {})}, paths=paths)
     return MvpApp(config, clock=lambda: FIXED_NOW, hub=hub, wall=wall or time.time, tz=tz)
+
+
+@dataclass(frozen=True)
+class Toast:
+    title: str
+    message: str
+
+
+@dataclass
+class Toasts:
+    """Every toast an app raised, kept for the test: Textual's own list drops a toast once its
+    timeout has passed in wall time, which a loaded machine reaches in mid-test."""
+
+    raised: list[Toast] = field(default_factory=list)
+
+    def titled(self, title: str) -> list[Toast]:
+        return [t for t in self.raised if t.title == title]
+
+    def saying(self, words: str) -> list[Toast]:
+        return [t for t in self.raised if words in t.message]
+
+
+def record_toasts(app: App[object]) -> Toasts:
+    """Wrap `app.notify` (the public way every toast is raised) to keep each one's words."""
+    toasts, notify = Toasts(), app.notify
+    signature = inspect.signature(notify)
+
+    def keep(*args: object, **kwargs: object) -> None:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        toasts.raised.append(Toast(str(bound.arguments["title"]),
+                                   str(bound.arguments["message"])))
+        notify(*args, **kwargs)  # type: ignore[arg-type]
+
+    app.notify = keep  # type: ignore[method-assign]
+    return toasts

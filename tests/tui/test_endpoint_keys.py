@@ -17,6 +17,7 @@ from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.node_protocol import webui_code_valid, webui_host
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.endpoint_actions import WEBUI_PAGE_KEPT_S
+from tests.tui.apps import record_toasts
 from tests.tui.test_dashboard_run import dashboard
 from tests.widgets.data import wait_until
 
@@ -42,6 +43,7 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = serving_app(tmp_path)
+    toasts = record_toasts(app)
     timers: list[tuple[float, Callable[[], object]]] = []
     set_timer = app.set_timer
 
@@ -58,7 +60,7 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(
         assert app.clipboard == (
             f"OPENAI_BASE_URL=http://127.0.0.1:8642/v1\nOPENAI_API_KEY={KEY}\n"
         )
-        assert all(KEY not in str(n.message) for n in app._notifications)
+        assert toasts.raised and all(KEY not in t.message for t in toasts.raised)
         await pilot.press("w")
         await wait_until(pilot, lambda: bool(opened))
         (url,) = opened
@@ -82,6 +84,7 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(
 
 async def test_the_web_ui_opens_only_on_loopback(tmp_path: Path) -> None:
     app = serving_app(tmp_path, base_url="http://192.0.2.5:8642")
+    toasts = record_toasts(app)
     opened: list[str] = []
     app.web_opener = opened.append
     async with app.run_test(size=(160, 48)) as pilot:
@@ -89,7 +92,7 @@ async def test_the_web_ui_opens_only_on_loopback(tmp_path: Path) -> None:
         await pilot.press("w")
         await pilot.pause()
         assert opened == []
-        assert any("not on loopback" in str(n.message) for n in app._notifications)
+        assert toasts.saying("not on loopback")
         app._exit_cleared = True
 
 

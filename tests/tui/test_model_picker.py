@@ -26,7 +26,7 @@ from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.model_picker import ModelPickerScreen
 from mvp_tui.widgets.offers import OffersPane
 from tests.fakes.hf_hub_server import FakeHfHub, picker_hub
-from tests.tui.apps import make_app
+from tests.tui.apps import make_app, record_toasts
 from tests.widgets.data import offer, wait_until
 
 LLAMA = "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF"
@@ -89,6 +89,7 @@ async def test_search_quants_split_gated_and_choose_by_keys(
     hub: FakeHfHub, tmp_path: Path
 ) -> None:
     app = make_app(toml=TOML, tmp=tmp_path)
+    toasts = record_toasts(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("m")  # remapped away: nothing opens
         await pilot.pause()
@@ -134,7 +135,7 @@ async def test_search_quants_split_gated_and_choose_by_keys(
         await wait_until(pilot, lambda: not isinstance(app.screen, ModelPickerScreen))
         assert app.config.model_source.file == "Meta-Llama-3.1-8B-Instruct-Q2_K.gguf"
         assert (tmp_path / "config.toml").read_text() == TOML
-        assert any("the next lease serves" in n.message for n in app._notifications)
+        assert toasts.saying("the next lease serves")
 
         screen = await open_picker(pilot, hub, "f6")
         assert "Q2_K.gguf" in str(screen.query_one(".picker-title", Static).render())

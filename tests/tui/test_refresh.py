@@ -13,7 +13,7 @@ from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.offers import OffersPane
 from tests.prompt.engine import require_engine
 from tests.prompt.waiting import WaitingSink
-from tests.tui.apps import FIXED_NOW
+from tests.tui.apps import FIXED_NOW, record_toasts
 from tests.tui.test_dashboard_run import is_
 from tests.tui.test_rehearse import _fresh_config
 from tests.widgets.data import wait_until
@@ -28,6 +28,7 @@ async def test_board_refreshes_in_place_and_a_lease_price_rise_is_badged_once(
     seen = WaitingSink()
     rehearsal = build(config, [], tap=seen, clock=lambda: FIXED_NOW)
     app, market = rehearsal.app, rehearsal.market
+    toasts = record_toasts(app)
     try:
         async with app.run_test(size=(160, 48)) as pilot:
             await seen.first(is_(OffersListed), within=30)
@@ -50,7 +51,7 @@ async def test_board_refreshes_in_place_and_a_lease_price_rise_is_badged_once(
             await wait_until(pilot, lambda: leases.model.leases[pid].current_price == 0.09, 10)
             await pilot.pause()
             assert "↑$0.09" in screen_text(app)
-            rises = [n for n in app._notifications if n.title == "price rise"]
+            rises = toasts.titled("price rise")
             assert len(rises) == 1 and "$0.090/h" in rises[0].message
             # Later refreshes see the same price: no second toast.
             def searches() -> int:
@@ -58,11 +59,11 @@ async def test_board_refreshes_in_place_and_a_lease_price_rise_is_badged_once(
 
             count = searches()
             await wait_until(pilot, lambda: searches() > count + 1, 10)
-            assert len([n for n in app._notifications if n.title == "price rise"]) == 1
+            assert len(toasts.titled("price rise")) == 1
             # The only L40S is the one leased: a re-lease would find none; said once.
             assert leases.model.leases[pid].out_of_stock
             assert "no stock" in screen_text(app)
-            assert len([n for n in app._notifications if n.title == "out of stock"]) == 1
+            assert len(toasts.titled("out of stock")) == 1
             app.query_one(OffersPane).focus()
             await pilot.press("q")
             await pilot.pause()
