@@ -464,7 +464,35 @@ class SwitchEnv(_EnvGroup):
         return self.runpod_api_url if provider == "runpod" else self.vastai_api_url
 
 
-NODE_ENV_GROUPS: tuple[type[_EnvGroup], ...] = (AgentEnv, RoleEnv, SwitchEnv)
+@dataclass(frozen=True)
+class BootEnv(_EnvGroup):
+    """What the instance's start command and the Docker launcher read before any agent runs:
+    shell and a few lines of Python written by providers/runpod_boot.py, vast_host_key.py and
+    docker_spec.py. Their defaults stay in those scripts (a blank here is "unset" there)."""
+
+    # RunPod: the pod's pinned sshd host key (private, OpenSSH, base64; a *KEY* name:
+    # redacted). Vast: the same cut into pieces named with this and _1, _2, ….
+    host_key: str = _env("MVP_SSH_HOST_KEY_ED25519", _verbatim, "", "let the dashboard set it")
+    # The key's install tells the rest of the boot how it went: empty, unfilled or failed.
+    key_problem: str = _env("MVP_BOOT_KEY_PROBLEM", _text, "", "leave it unset")
+    # Where the boot writes the host key and finds sshd (tests point them at a loopback sshd).
+    ssh_dir: str = _env("MVP_BOOT_SSH_DIR", _text, "", "set sshd's directory, e.g. /etc/ssh")
+    sshd_pidfile: str = _env("MVP_BOOT_SSHD_PIDFILE", _text, "", "set sshd's pid file")
+    sshd_config: str = _env("MVP_BOOT_SSHD_CONFIG", _text, "", "set sshd's config file")
+    # The boot guard's first pause between destroy tries, doubling (tests shorten it).
+    guard_retry_s: int = _env("MVP_BOOT_GUARD_RETRY_S", _integer(1), 3, "set whole seconds ≥ 1")
+    # Docker: the node's copy of [docker] gpus (the seed's node spec carries it), and the
+    # lengths of the agent and of its secrets, which follow on the container's stdin.
+    docker_gpus: str = _env("MVP_DOCKER_GPUS", _text, "", "set [docker] gpus")
+    agent_bytes: int = _env("MVP_AGENT_BYTES", _integer(0), 0, "let the dashboard set it")
+    stdin_env_bytes: int = _env(
+        "MVP_STDIN_ENV_BYTES", _integer(0), 0, "let the dashboard set it"
+    )
+    # Where scripts/llama-rpc-build.sh caches llama.cpp's RPC build (empty: ~/.cache/mvp-tui).
+    llama_cache: str = _env("MVP_LLAMA_CACHE", _text, "", "set the build cache's directory")
+
+
+NODE_ENV_GROUPS: tuple[type[_EnvGroup], ...] = (AgentEnv, RoleEnv, SwitchEnv, BootEnv)
 # The names the start command's shell scripts (providers/boot_guard.py, providers/prefetch.py)
 # are written with.
 BOOT_GUARD_DIR_ENV = SwitchEnv.env_name("boot_guard_dir")

@@ -34,6 +34,7 @@ from mvp_tui.node_protocol import (
     BOOT_GUARD_VERDICT_FILE,
     DEFAULT_RUNPOD_API_URL,
     DEFAULT_VASTAI_API_URL,
+    BootEnv,
     api_url_env,
 )
 from mvp_tui.providers.prefetch import prefetch_script
@@ -116,7 +117,7 @@ p=$(command -v python3) h=python3
  v failed this image has neither python3 nor curl; return; }
 v armed $h $s
 P='@PYTHON@'
-n=0 t=0 w=${MVP_BOOT_GUARD_RETRY_S:-3}
+n=0 t=0 w=${@RETRYENV@:-@DEFRETRY@}
 while [ $n -lt $s ]; do d && return; sleep 1; n=$((n+1)); done
 l "no agent in $s s: destroying $i"
 while [ $t -lt 8 ]; do
@@ -148,6 +149,8 @@ def guard_script(target: GuardTarget) -> str:
         "@ID@": target.id_name,
         "@KEY@": target.key_name,
         "@GRACE@": GRACE_ENV,
+        "@RETRYENV@": BootEnv.env_name("guard_retry_s"),
+        "@DEFRETRY@": str(BootEnv().guard_retry_s),
         "@DEFGRACE@": str(DEFAULT_GRACE_S),
         "@URLENV@": target.url_env,
         "@URL@": target.default_url,

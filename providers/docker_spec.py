@@ -15,7 +15,7 @@ from mvp_tui.config.sections.docker import DockerSection
 from mvp_tui.config.sections.runtime import ImageSection
 from mvp_tui.config.values import Source
 from mvp_tui.lease.naming import parse_label
-from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED, AgentEnv
+from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED, AgentEnv, BootEnv
 from mvp_tui.secrets import is_secret_name
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
@@ -27,7 +27,7 @@ GPUS_KEY = "[docker] gpus"
 IMAGE_KEY = "[docker] image"
 CACHED_KEY = "[docker] cached_model_host_path"
 NETWORK_KEY = "[docker] network"
-DOCKER_GPUS_ENV = "MVP_DOCKER_GPUS"  # the node's copy of [docker] gpus, as the seed's spec has
+DOCKER_GPUS_ENV = BootEnv.env_name("docker_gpus")  # as the seed's node spec has
 # Labels every node container carries: how leftovers are found (`list_by_label`, `down`).
 LABEL_MANAGED = "mvp.managed-by"
 LABEL_LEASE = "mvp.lease"
@@ -48,8 +48,8 @@ MANAGED_BY = "mvp-tui"
 # follow the agent on stdin as one JSON object, its length in MVP_STDIN_ENV_BYTES: in the
 # container's Env they would stay readable (`docker inspect`, the daemon's config.v2.json)
 # for as long as the container lives.
-AGENT_BYTES_ENV = "MVP_AGENT_BYTES"
-STDIN_ENV_BYTES_ENV = "MVP_STDIN_ENV_BYTES"
+AGENT_BYTES_ENV = BootEnv.env_name("agent_bytes")
+STDIN_ENV_BYTES_ENV = BootEnv.env_name("stdin_env_bytes")
 _STDIN_LAUNCH = """\
 import json, os, sys, zipimport
 def read(n, what):

@@ -40,46 +40,50 @@ from __future__ import annotations
 import json
 import shlex
 
+from mvp_tui.node_protocol import BootEnv
 from mvp_tui.providers.boot_guard import RUNPOD, guard_script
 from mvp_tui.providers.prefetch import prefetch_script
 
 # The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env. Its
 # public half is pinned in the run record before the create is sent.
-HOST_KEY_ENV = "MVP_SSH_HOST_KEY_ED25519"
+HOST_KEY_ENV = BootEnv.env_name("host_key")
+KEY_PROBLEM_ENV = BootEnv.env_name("key_problem")
+SSH_DIR_ENV = BootEnv.env_name("ssh_dir")
+SSHD_CONFIG_ENV = BootEnv.env_name("sshd_config")
 
 # The key's install, before anything else starts; its outcome goes to the rest of the boot
 # in MVP_BOOT_KEY_PROBLEM (empty: installed or none given; `unfilled`; `failed`), the key
 # itself nowhere.
 KEY_SCRIPT = f"""\
 set -u
-dir=${{MVP_BOOT_SSH_DIR:-/etc/ssh}}
+dir=${{{SSH_DIR_ENV}:-/etc/ssh}}
 key="$dir/ssh_host_ed25519_key"
-MVP_BOOT_KEY_PROBLEM=
+{KEY_PROBLEM_ENV}=
 if [ -n "${{{HOST_KEY_ENV}:-}}" ]; then
   case "${HOST_KEY_ENV}" in
-    "{{{{"*) MVP_BOOT_KEY_PROBLEM=unfilled ;;
+    "{{{{"*) {KEY_PROBLEM_ENV}=unfilled ;;
     *) mkdir -p "$dir" 2>/dev/null && (umask 077 && printf '%s' "${HOST_KEY_ENV}" \\
          | base64 -d > "$key.tmp" && mv -f "$key.tmp" "$key") 2>/dev/null \\
-       || MVP_BOOT_KEY_PROBLEM=failed ;;
+       || {KEY_PROBLEM_ENV}=failed ;;
   esac
 fi
 unset {HOST_KEY_ENV}
-export MVP_BOOT_KEY_PROBLEM
+export {KEY_PROBLEM_ENV}
 """
 
 # Then, in a shell started afresh without the key: the guard, the model prefetch
 # (providers/prefetch.py), then sshd.
-REST_SCRIPT = "set -u\n" + guard_script(RUNPOD) + prefetch_script() + """\
-say() { echo "mvp-boot: $*" >&2; }
-dir=${MVP_BOOT_SSH_DIR:-/etc/ssh}
+REST_SCRIPT = "set -u\n" + guard_script(RUNPOD) + prefetch_script() + f"""\
+say() {{ echo "mvp-boot: $*" >&2; }}
+dir=${{{SSH_DIR_ENV}:-/etc/ssh}}
 key="$dir/ssh_host_ed25519_key"
-case ${MVP_BOOT_KEY_PROBLEM:-} in
+case ${{{KEY_PROBLEM_ENV}:-}} in
   unfilled) say "the host key's RunPod secret was not filled in (deleted, or not resolved)"
     wait; exit 1 ;;
   failed) say "the pinned host key could not be installed in $dir (is base64 missing?)"
     wait; exit 1 ;;
 esac
-unset MVP_BOOT_KEY_PROBLEM
+unset {KEY_PROBLEM_ENV}
 sshd=$(command -v sshd 2>/dev/null || echo /usr/sbin/sshd)
 if [ ! -x "$sshd" ]; then
   if command -v apt-get >/dev/null 2>&1; then
@@ -97,13 +101,13 @@ if [ ! -x "$sshd" ]; then
 fi
 mkdir -p "$dir" /run/sshd
 [ -f "$key" ] || ssh-keygen -q -t ed25519 -N '' -f "$key"
-if [ -n "${PUBLIC_KEY:-}" ]; then
+if [ -n "${{PUBLIC_KEY:-}}" ]; then
   mkdir -p "$HOME/.ssh" && chmod 700 "$HOME/.ssh"
   printf '%s\\n' "$PUBLIC_KEY" >> "$HOME/.ssh/authorized_keys"
   chmod 600 "$HOME/.ssh/authorized_keys"
 fi
 say "starting sshd with the pinned host key"
-exec "$sshd" -D -e ${MVP_BOOT_SSHD_CONFIG:+-f "$MVP_BOOT_SSHD_CONFIG"} -o "HostKey=$key" \\
+exec "$sshd" -D -e ${{{SSHD_CONFIG_ENV}:+-f "${SSHD_CONFIG_ENV}"}} -o "HostKey=$key" \\
   -o PasswordAuthentication=no -o PermitRootLogin=prohibit-password
 """
 

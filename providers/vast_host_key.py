@@ -26,11 +26,13 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-PIECE_PREFIX = "MVP_SSH_HOST_KEY_ED25519_"
+from mvp_tui.node_protocol import BootEnv
+
+PIECE_PREFIX = BootEnv.env_name("host_key") + "_"
 PIECE_CHARS = 250  # Vast: 256 characters per env variable at most
 # Where the script writes the key and finds sshd; tests point them at a loopback sshd.
-SSH_DIR_ENV = "MVP_BOOT_SSH_DIR"  # default /etc/ssh
-SSHD_PIDFILE_ENV = "MVP_BOOT_SSHD_PIDFILE"  # default /var/run/sshd.pid
+SSH_DIR_ENV = BootEnv.env_name("ssh_dir")  # default /etc/ssh
+SSHD_PIDFILE_ENV = BootEnv.env_name("sshd_pidfile")  # default /var/run/sshd.pid
 SSH_DIR_DEFAULT = "/etc/ssh"
 SSHD_PIDFILE_DEFAULT = "/var/run/sshd.pid"
 KEY_NAME = "ssh_host_ed25519_key"

@@ -28,7 +28,7 @@ from mvp_tui.node.settings import (
     Settings,
 )
 from mvp_tui.node.switch import Watchdog
-from mvp_tui.node_protocol import RPC_SERVER_READY, RoleEnv
+from mvp_tui.node_protocol import RPC_SERVER_READY, BootEnv, RoleEnv
 from mvp_tui.secrets import is_secret_name
 
 # ---------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ RPC_SERVER_BIN = "ggml-rpc-server"
 LLAMA_SERVER_BIN = "llama-server"
 # Where scripts/llama-rpc-build.sh caches what it builds: $MVP_LLAMA_CACHE (default
 # ~/.cache/mvp-tui)/llama.cpp-<version>/bin.
-RPC_BUILD_CACHE_ENV = "MVP_LLAMA_CACHE"
+RPC_BUILD_CACHE_ENV = BootEnv.env_name("llama_cache")
 RPC_BUILD_CACHE = "~/.cache/mvp-tui"
 RPC_BIN_FIX = (
     "build them once with `scripts/llama-rpc-build.sh` (in the mvp-tui source tree; about 7 "

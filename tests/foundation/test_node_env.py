@@ -17,7 +17,14 @@ import pytest
 
 from mvp_tui.node.instance_api import SwitchSettings
 from mvp_tui.node.main import run_agent
-from mvp_tui.node_protocol import NODE_ENV_GROUPS, AgentEnv, NodeEnvError, RoleEnv, SwitchEnv
+from mvp_tui.node_protocol import (
+    NODE_ENV_GROUPS,
+    AgentEnv,
+    BootEnv,
+    NodeEnvError,
+    RoleEnv,
+    SwitchEnv,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ("mvp_tui", "providers")
@@ -186,3 +193,38 @@ def test_the_engine_writes_only_declared_names(tmp_path: Path) -> None:
     assert AgentEnv.from_env(node).run_id == "r-1"
     switch = SwitchEnv.from_env(node)
     assert (switch.watchdog_provider, switch.lease_started_at) == ("vastai", 1.5)
+
+
+def _scripts_for_the_node() -> dict[str, str]:
+    """What the engine has run on a node before (or beside) the agent: the start commands'
+    shell (RunPod's boot, Vast's onstart and its key install, the boot guard, the prefetch)
+    and the Docker launcher's Python."""
+    from mvp_tui.providers import docker_spec, runpod_boot, vast_host_key
+    from mvp_tui.providers.boot_guard import vast_onstart
+
+    return {
+        "runpod boot": runpod_boot.BOOT_SCRIPT,
+        "vast onstart": vast_onstart("echo hi"),
+        "vast key install": vast_host_key.install_script(),
+        "docker launcher": docker_spec._STDIN_LAUNCH.format(
+            env=docker_spec.AGENT_BYTES_ENV, secrets_env=docker_spec.STDIN_ENV_BYTES_ENV
+        ),
+    }
+
+
+def test_the_scripts_for_the_node_read_only_declared_names() -> None:
+    """A name in a start script but in no group is a contract spelled twice (once where the
+    engine sets it, once in the script)."""
+    pieces = re.compile(re.escape(BootEnv.env_name("host_key")) + r"_(?![A-Z])")  # Vast's _1, _2…
+    found: dict[str, set[str]] = {}
+    for what, script in _scripts_for_the_node().items():
+        names = set(NAME.findall(pieces.sub("", script)))
+        assert names, f"{what}: no MVP_ name at all (the sample no longer reaches the script)"
+        found[what] = names - NODE_NAMES
+    assert not any(found.values()), {what: sorted(n) for what, n in found.items() if n}
+    # And each boot name is read by one of them; not the RPC build cache (the agent reads it)
+    # nor the GPUs' copy (set for the node's own tools, as the seed's Docker spec does).
+    used = set().union(*(NAME.findall(s) for s in _scripts_for_the_node().values()))
+    elsewhere = {BootEnv.env_name("llama_cache"), BootEnv.env_name("docker_gpus")}
+    unread = set(BootEnv.env_names()) - used - elsewhere
+    assert not unread, f"declared for the boot, read by no script: {sorted(unread)}"
