@@ -70,16 +70,26 @@ def history() -> tuple[list[HostOutcome], list[SpeedSample]]:
     return runs, speeds
 
 
-def median_ms(run: Callable[[], object], runs: int) -> tuple[float, float]:
-    """Median wall and CPU milliseconds: on a shared, loaded machine the wall clock counts
-    the time other processes held the core; this process's CPU time does not."""
+def median_ms(run: Callable[[], object], runs: int) -> tuple[float, float, float]:
+    """Median wall and CPU milliseconds, and the least CPU: on a shared, loaded machine the
+    wall clock counts the time other processes held the core; this process's CPU time does
+    not, but a core shared with a neighbour still runs slower (see `calibration`), and the
+    least of the runs is the one least disturbed (timeit's reading)."""
     walls, cpus = [], []
     for _ in range(runs):
         start, cpu = time.perf_counter(), time.process_time()
         run()
         walls.append((time.perf_counter() - start) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
-    return statistics.median(walls), statistics.median(cpus)
+    return statistics.median(walls), statistics.median(cpus), min(cpus)
+
+
+def calibration(runs: int) -> tuple[float, float]:
+    """A fixed pure-Python loop's median and least CPU ms, timed beside the ranking: how fast
+    this machine ran Python meanwhile (on the 2-core development VM it moved 18-35 ms
+    between runs a minute apart, with nothing else running)."""
+    _, median, least = median_ms(lambda: sum(i * i for i in range(300_000)), runs)
+    return median, least
 
 
 def main() -> None:
@@ -109,16 +119,21 @@ def main() -> None:
         model.view()
         model.widths()
 
-    outlook_ms, outlook_cpu = median_ms(outlooks, args.runs)
-    ranking_ms, ranking_cpu = median_ms(ranking, args.runs)
+    loop_before = calibration(args.runs)
+    outlook_ms, outlook_cpu, outlook_least = median_ms(outlooks, args.runs)
+    ranking_ms, ranking_cpu, ranking_least = median_ms(ranking, args.runs)
+    loop_after = calibration(args.runs)
     measured = sum(1 for key in model.view() if model.outlook(key).speed is not None
                    and model.outlook(key).speed.measured)  # type: ignore[union-attr]
     print(f"offers: {args.offers:,} ({measured:,} with a measured speed), runs: {args.runs}")
     print(f"outlooks (fit, ~ready, tok/s, $/Mtok): {outlook_ms:7.1f} ms wall, "
-          f"{outlook_cpu:7.1f} ms CPU ({outlook_cpu * 1000 / args.offers:.2f} us/offer)")
+          f"{outlook_cpu:7.1f} ms CPU, least {outlook_least:.1f} ms "
+          f"({outlook_cpu * 1000 / args.offers:.2f} us/offer)")
     print(f"ranking by $/Mtok (outlooks + order + widths): {ranking_ms:7.1f} ms wall, "
-          f"{ranking_cpu:7.1f} ms CPU (target < 50 ms"
-          + (", not judged at smoke size)" if args.smoke else ")"))
+          f"{ranking_cpu:7.1f} ms CPU, least {ranking_least:.1f} ms (target < 50 ms CPU, "
+          + ("not judged at smoke size)" if args.smoke else "the median)"))
+    print("calibration, a fixed Python loop before and after (median/least ms CPU): "
+          f"{loop_before[0]:.1f}/{loop_before[1]:.1f}, {loop_after[0]:.1f}/{loop_after[1]:.1f}")
     print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on "
           f"{os.cpu_count()} cores")
     cheapest = model.outlook(model.view()[0])

@@ -9,8 +9,10 @@ sanitised here once, so neither the filter nor the table ever sees an escape seq
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from collections.abc import Callable, Iterable, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -215,6 +217,22 @@ def _entries(offers: Iterable[Offer]) -> dict[str, _Entry]:
     return out
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cycle collector held off while a refresh makes ~30,000 small acyclic objects
+    (an outlook, its wait and its speed per offer): each 700 allocations would otherwise run
+    a collection, and the oldest generation's walks every object the dashboard holds, which
+    doubled the ranking's median time (bench/bench_ranking.py). Reference counting still
+    frees what dies; the collector runs as usual afterwards."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 class OffersModel:
     """Offers by id, a text filter, a sort and the ordered fallback picks."""
 
@@ -244,9 +262,9 @@ class OffersModel:
         self._orders: dict[tuple[SortKey, bool], list[str]] = {}  # every id, per sort
         self._rows: dict[str, OfferRow] = {}  # unpicked rows, made on first paint
         self._widths: tuple[int, ...] | None = None
-        # The text columns' widths depend on the offers only, not on the outlook: a new
-        # outlook (the model's need read, the journal) re-measures no 10,000 place names.
-        self._text_widths: dict[Column, int] = {}
+        # The text and number columns' widths depend on the offers only, not on the outlook:
+        # a new outlook (the model's need read, the journal) re-measures no 10,000 offers.
+        self._offer_widths: dict[Column, int] = {}
 
     # -- input ----------------------------------------------------------------------------
     def set_offers(self, offers: Iterable[Offer]) -> None:
@@ -268,7 +286,7 @@ class OffersModel:
         self._orders = {}
         self._rows = {}
         self._widths = None
-        self._text_widths = {}
+        self._offer_widths = {}
 
     def update_offers(self, offers: Iterable[Offer], *, providers: Iterable[str]) -> None:
         """A refresh of some providers: their rows are replaced (in place, by key), the
@@ -308,13 +326,14 @@ class OffersModel:
         ready: list[float] = []
         mtok: list[float] = []
         toks: list[float] = []
-        for key in self._by_id:
-            seen = outlooks[key] = outlook_of(entries[key].offer)
-            wait, speed = seen.ready, seen.speed
-            ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
-            cost = speed.usd_per_mtok if speed is not None else None
-            mtok.append(cost if cost is not None else UNKNOWN_COST)
-            toks.append(speed.tok_per_s if speed is not None else 0.0)
+        with _collector_paused():
+            for key in self._by_id:
+                seen = outlooks[key] = outlook_of(entries[key].offer)
+                wait, speed = seen.ready, seen.speed
+                ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
+                cost = speed.usd_per_mtok if speed is not None else None
+                mtok.append(cost if cost is not None else UNKNOWN_COST)
+                toks.append(speed.tok_per_s if speed is not None else 0.0)
         self._outlooks = outlooks
         self._unfit = {k for k, o in outlooks.items() if o.fit.unfit}
         self._values[Column.READY] = ready
@@ -479,7 +498,8 @@ class OffersModel:
                 elif column in (Column.TOKS, Column.PER_MTOK):
                     width = max(width, self._speed_width(column))
                 elif column is Column.FIT:  # a few distinct verdicts, however many offers
-                    texts = {v.cell for v in {o.fit for o in self._outlooks.values()}}
+                    verdicts = {id(o.fit): o.fit for o in self._outlooks.values()}  # shared
+                    texts = {v.cell for v in verdicts.values()}
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column is Column.READY:  # a clock's width grows with its value
                     values = self._values[column]
@@ -489,18 +509,24 @@ class OffersModel:
                                                                 else set())
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                    if column not in self._text_widths:
+                    if column not in self._offer_widths:
                         texts = {_text_of(e, column) for e in entries}
-                        self._text_widths[column] = max(cell_len(t) for t in texts) if texts else 0
-                    width = max(width, self._text_widths[column])
-                elif entries:
-                    values, number = self._values[column], _NUMBERS[column]
-                    width = max(width, *(len(number.format(v)) for v in (min(values), max(values))))
-                    if column is Column.PRICE and any(e.offer.bid for e in entries):
-                        width = max(width, len(number.format(max(values))) + len(BID_MARK))
+                        self._offer_widths[column] = max(cell_len(t) for t in texts) if texts else 0
+                    width = max(width, self._offer_widths[column])
+                elif entries:  # the offers' own figures: once per set of offers
+                    if column not in self._offer_widths:
+                        self._offer_widths[column] = self._number_width(column)
+                    width = max(width, self._offer_widths[column])
                 out.append(width)
             self._widths = tuple(out)
         return self._widths
+
+    def _number_width(self, column: Column) -> int:
+        values, number = self._values[column], _NUMBERS[column]
+        width = max(len(number.format(v)) for v in (min(values), max(values)))
+        if column is Column.PRICE and any(e.offer.bid for e in self._entries.values()):
+            width = max(width, len(number.format(max(values))) + len(BID_MARK))
+        return width
 
     def _speed_width(self, column: Column) -> int:
         """A speed column's width from its smallest and largest value (a format's width grows

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR as FACTOR
 from mvp_tui.engine.decode_speed import DecodeSpeed, predict_tok_per_s
 from mvp_tui.engine.model_fit import UNKNOWN, FitVerdict, ModelNeed
-from mvp_tui.engine.ready_estimate import ReadyEstimate, estimate_ready, learned_ready
+from mvp_tui.engine.ready_estimate import ReadyEstimate, learned_ready, ready_formula
 from mvp_tui.lease.learned import NOTHING, Figure, Learned
 from mvp_tui.providers.base import Offer
 
@@ -61,36 +61,23 @@ def outlook_for(
     if not model:
         history = NOTHING
     per_token = need.model_bytes + need.kv_bytes if need is not None else 0
-    model_bytes = need.model_bytes if need is not None else 0
-    fits: dict[tuple[int, int, int], FitVerdict] = {}
-    rates: dict[tuple[str, float], float | None] = {}  # (GPU, bandwidth) -> predicted tok/s
-    by_gpu: dict[tuple[str, str], tuple[Figure | None, Figure | None, Figure | None]] = {}
+    formula = ready_formula(image_gb, need.model_bytes if need is not None else 0)
     by_host = bool(history.speed_by_host or history.ready_by_host)
-
-    def fit_of(offer: Offer) -> FitVerdict:
-        shape = (offer.num_gpus, offer.gpu_ram_mib, offer.ram_mib)
-        verdict = fits.get(shape)
-        if verdict is None:
-            verdict = fits[shape] = need.verdict(offer) if need is not None else UNKNOWN
-        return verdict
-
-    def predicted_rate(offer: Offer) -> float | None:
-        key = (offer.gpu_name, offer.mem_bw_gbps)
-        if key not in rates:
-            rates[key] = predict_tok_per_s(offer, per_token)
-        return rates[key]
-
-    def gpu_figures(offer: Offer) -> tuple[Figure | None, Figure | None, Figure | None]:
-        """The GPU model's decode tok/s, time to ready and TTFT medians (once per model)."""
-        key = (offer.provider, offer.gpu_name)
-        found = by_gpu.get(key)
-        if found is None:
-            found = by_gpu[key] = (history.gpu_decode(offer.gpu_name, model),
-                                   history.gpu_ready(offer.provider, offer.gpu_name, model),
-                                   history.gpu_ttft(offer.gpu_name, model))
-        return found
-
     learning = bool(history.speed_by_gpu or history.ready_by_gpu or by_host)
+    # What depends only on the GPU model, its bandwidth and the card shape: once per distinct
+    # value (fit, predicted tok/s, and the GPU model's decode, ready and TTFT medians).
+    Group = tuple[FitVerdict, "float | None", "Figure | None", "Figure | None", "Figure | None"]
+    groups: dict[tuple[str, str, float, int, int, int], Group] = {}
+
+    def group_of(offer: Offer) -> Group:
+        fit = need.verdict(offer) if need is not None else UNKNOWN
+        rate = predict_tok_per_s(offer, per_token)
+        if not learning:
+            return fit, rate, None, None, None
+        return (fit, rate, history.gpu_decode(offer.gpu_name, model),
+                history.gpu_ready(offer.provider, offer.gpu_name, model),
+                history.gpu_ttft(offer.gpu_name, model))
+
     # A learned wait is the same figure for every offer of a GPU model (or host): one
     # estimate each, shared (never changed once made).
     waits: dict[tuple[int, bool], ReadyEstimate] = {}
@@ -103,30 +90,27 @@ def outlook_for(
         return wait
 
     def outlook(offer: Offer) -> OfferOutlook:
+        key = (offer.provider, offer.gpu_name, offer.mem_bw_gbps, offer.num_gpus,
+               offer.gpu_ram_mib, offer.ram_mib)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = group_of(offer)
+        fit, predicted, decode, ran, ttft = group
         cached = has_image(offer, image)
-        decode = ran = ttft = None
-        if learning:
-            decode, ran, ttft = gpu_figures(offer)
-            if by_host:
-                decode = history.host_decode(offer, model) or decode
-                if cached:
-                    ran = history.host_ready(offer, model) or ran
-        ready = (
-            learned_wait(ran, cached) if ran is not None
-            else estimate_ready(offer, image_gb=image_gb, model_bytes=model_bytes,
-                                cached_image=cached)
-        )
+        if by_host:
+            decode = history.host_decode(offer, model) or decode
+            if cached:
+                ran = history.host_ready(offer, model) or ran
+        ready = learned_wait(ran, cached) if ran is not None else formula(offer.down_mbps, cached)
         price = offer.price_per_hour
         speed: DecodeSpeed | None = None
         if decode is not None:
             rate = decode.value
             speed = DecodeSpeed(rate, FACTOR * price / rate if rate > 0 <= price else None,
                                 True, decode.runs, ttft.value if ttft is not None else None)
-        else:
-            predicted = predicted_rate(offer)
-            if predicted is not None:
-                speed = DecodeSpeed(predicted, FACTOR * price / predicted if price >= 0 else None,
-                                    False)
-        return OfferOutlook(fit_of(offer), ready, speed)
+        elif predicted is not None:
+            speed = DecodeSpeed(predicted, FACTOR * price / predicted if price >= 0 else None,
+                                False)
+        return OfferOutlook(fit, ready, speed)
 
     return outlook

@@ -10,6 +10,7 @@ replaces the formula (`learned`; lease/learned.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mvp_tui.providers.base import Offer
@@ -57,13 +58,28 @@ def estimate_ready(
     offer: Offer, *, image_gb: float, model_bytes: int, cached_image: bool
 ) -> ReadyEstimate | None:
     """The estimate, or None when the offer publishes no bandwidth (nothing to divide by)."""
-    if offer.down_mbps <= 0:
-        return None
-    bytes_per_s = offer.down_mbps * 1e6 / 8
-    pull = 0.0 if cached_image else image_gb * 1e9 / bytes_per_s
-    model = model_bytes / bytes_per_s
+    return ready_formula(image_gb, model_bytes)(offer.down_mbps, cached_image)
+
+
+ReadyFormula = Callable[[float, bool], "ReadyEstimate | None"]
+
+
+def ready_formula(image_gb: float, model_bytes: int) -> ReadyFormula:
+    """`estimate_ready` for one image and model, by download Mbit/s and whether the host has
+    the image: what does not depend on the offer is worked out once (10,000 offers a
+    refresh)."""
+    image_bits = image_gb * 8e9
+    model_bits = model_bytes * 8.0
     load = ENGINE_START_S + model_bytes / LOAD_BYTES_PER_S
-    return ReadyEstimate(pull, model, load, cached_image)
+
+    def estimate(down_mbps: float, cached_image: bool) -> ReadyEstimate | None:
+        if down_mbps <= 0:
+            return None
+        bits_per_s = down_mbps * 1e6
+        pull = 0.0 if cached_image else image_bits / bits_per_s
+        return ReadyEstimate(pull, model_bits / bits_per_s, load, cached_image)
+
+    return estimate
 
 
 def clock_text(seconds: float) -> str:
