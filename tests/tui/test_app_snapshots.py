@@ -21,7 +21,7 @@ from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.detail import DetailScreen
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
-from tests.tui.apps import make_app
+from tests.tui.apps import Toasts, make_app, record_toasts
 from tests.widgets.data import (
     T0,
     agent_record,
@@ -43,8 +43,10 @@ REASON = (
 
 
 def _app(theme: str) -> MvpApp:
-    return make_app(theme=theme, hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95),
-                    tz=UTC, env={"MVP_PROVIDER": "vastai"})
+    app = make_app(theme=theme, hub=ChannelHub(clock=lambda: 0.0), wall=fixed_clock(T0 + 95),
+                   tz=UTC, env={"MVP_PROVIDER": "vastai"})
+    _TOASTS[app] = record_toasts(app)
+    return app
 
 
 async def _clear_refusal(pilot: Pilot[None]) -> None:
@@ -53,13 +55,15 @@ async def _clear_refusal(pilot: Pilot[None]) -> None:
     app = pilot.app
     if app in _REFUSAL_CLEARED:
         return
-    await wait_until(pilot, lambda: any("not serving" in n.message for n in app._notifications))
+    toasts = _TOASTS[app]  # raised, though on a loaded machine it may have timed out since
+    await wait_until(pilot, lambda: bool(toasts.saying("not serving")))
     app.clear_notifications()
     _REFUSAL_CLEARED.add(app)
     await pilot.pause()
 
 
 _REFUSAL_CLEARED: weakref.WeakSet[App[Any]] = weakref.WeakSet()
+_TOASTS: weakref.WeakKeyDictionary[App[Any], Toasts] = weakref.WeakKeyDictionary()
 
 
 def _cleared(run_before: RunBefore) -> RunBefore:
