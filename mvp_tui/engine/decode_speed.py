@@ -7,6 +7,11 @@ bound that depends on the GPU's class (peers-2026-12-02.md §2.2, llama.cpp 8B Q
 1: RTX 3090 936 GB/s → 112 tok/s, 4090 1008 → 128, L40S 864 → 114, i.e. 57–80 % on consumer
 and workstation cards; A100 SXM 2039 → 133, H100 PCIe 2000 → 144, i.e. 32–36 % on
 datacenter HBM cards). $/1M tokens = 277.8 × $/h ÷ tok/s (10⁶ tokens ÷ 3600 s). Pure numbers.
+
+A tiny model's bound is absurd (a 1.5 MB file on a 3090: 390,000 tok/s): each streamed token
+also costs the server its sampling and its SSE event, whatever the model. Native llama-server
+streamed a tiny model at 3,465-4,030 tok/s from its own port on the development machine (README
+Performance, bench/bench_gate.py); the prediction never exceeds that ceiling.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ USD_PER_MTOK_FACTOR = 1e6 / 3600  # 277.8: $/h over tok/s gives $ per million to
 # Share of the bandwidth bound llama.cpp reaches (the table's medians, rounded).
 EFFICIENCY_CONSUMER = 0.62
 EFFICIENCY_DATACENTER = 0.34
+# The most tokens a second llama-server streams, whatever the model (see above).
+STREAM_CEILING_TOK_S = 4000.0
 # HBM datacenter parts: the bound overpredicts them most at batch 1.
 _DATACENTER = ("a100", "a800", "h100", "h800", "h200", "gh200", "b100", "b200", "mi300",
                "mi250")
@@ -66,7 +73,9 @@ class DecodeSpeed:
 def predict_tok_per_s(offer: Offer, bytes_per_token: int) -> float | None:
     """bandwidth ÷ bytes read per token × the class's efficiency; None when the offer has no
     known bandwidth or the model's size is unknown. Layers split over several GPUs are read
-    one GPU after another, so one GPU's bandwidth bounds the whole."""
+    one GPU after another, so one GPU's bandwidth bounds the whole; and no model streams
+    faster than the server's own ceiling."""
     if offer.mem_bw_gbps <= 0 or bytes_per_token <= 0:
         return None
-    return efficiency(offer.gpu_name) * offer.mem_bw_gbps * 1e9 / bytes_per_token
+    bound = efficiency(offer.gpu_name) * offer.mem_bw_gbps * 1e9 / bytes_per_token
+    return min(bound, STREAM_CEILING_TOK_S)

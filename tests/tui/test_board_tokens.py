@@ -15,7 +15,11 @@ import pytest
 
 from mvp_tui.commands import offers as offers_command
 from mvp_tui.config import ConfigPaths, load_config
-from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR, predict_tok_per_s
+from mvp_tui.engine.decode_speed import (
+    STREAM_CEILING_TOK_S,
+    USD_PER_MTOK_FACTOR,
+    predict_tok_per_s,
+)
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.outlook import outlook_for
 from mvp_tui.engine.speed_log import ServedOn, SpeedLog
@@ -46,6 +50,21 @@ def test_the_prediction_meets_llama_cpps_measured_8b_q4_decode(
     card = dataclasses.replace(offer("1", 0.3, gpu), mem_bw_gbps=bandwidth)
     predicted = predict_tok_per_s(card, Q4_8B)
     assert predicted is not None and abs(predicted - measured) / measured < 0.10
+
+
+def test_a_tiny_models_prediction_stops_at_the_servers_own_streaming_ceiling() -> None:
+    """The rehearsal's 1.5 MB model on a 3090: the bound alone said ~390,000 tok/s (and
+    ~0.00 $/Mtok); llama-server streams no model faster than its measured ceiling."""
+    card = dataclasses.replace(offer("1", 0.22, "RTX 3090"), mem_bw_gbps=936)
+    tiny = 1_500_000
+    assert 0.62 * 936e9 / tiny > 50 * STREAM_CEILING_TOK_S  # what the bound alone gives
+    assert predict_tok_per_s(card, tiny) == STREAM_CEILING_TOK_S
+    speed = outlook_for(ModelNeed(model_bytes=tiny, kv_bytes=0, context=256), image="i",
+                        image_gb=1, has_image=lambda o, i: False)(card).speed
+    assert speed is not None and speed.tok_cell == "~4,000"
+    assert speed.mtok_cell == "~0.02"  # 277.8 × $0.22/h ÷ 4,000 tok/s = $0.015
+    predicted = predict_tok_per_s(card, Q4_8B)  # a real model is far under it: unchanged
+    assert predicted is not None and predicted < STREAM_CEILING_TOK_S / 10
 
 
 def test_runpods_gpu_types_get_their_bandwidth_from_the_table() -> None:
