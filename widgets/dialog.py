@@ -69,6 +69,10 @@ class DialogScreen(ModalScreen[ResultT]):
         Binding("pagedown", "scroll_body(10)", "page down", show=False, id="dialog-page-down"),
     ]
 
+    # No auto focus: Textual's would focus the first button as the screen activates, before
+    # on_mount's focus of the dialog's own choice lands (a turn later), so the first button
+    # was marked for a paint and a quick Enter could pick it.
+    AUTO_FOCUS = ""
     dialog_classes = ""  # extra classes on the frame (its border colour, its width)
     button_prefix = "choice-"  # a button's id is this prefix and its choice's value
 

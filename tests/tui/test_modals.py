@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC
+from typing import Any
 
 import pytest
 from textual.containers import VerticalScroll
@@ -151,3 +152,28 @@ async def test_help_at_100x30_is_readable_and_reaches_every_key() -> None:
             seen += screen_text(app)
         for binding in all_bindings():
             assert binding.id in seen, binding.id
+
+
+@pytest.mark.parametrize("name", list(MODALS))
+async def test_the_first_button_a_dialog_focuses_is_its_own_choice(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the first button for a turn and then the dialog's choice: a quick Enter (or a
+    paint) would see the first one marked. Every focus the dialog takes, in order."""
+    focused: list[str | None] = []
+    set_focus = DialogScreen.set_focus
+
+    def record(screen: DialogScreen[Any], widget: Any, *args: Any, **kwargs: Any) -> None:
+        focused.append(getattr(widget, "id", None))
+        set_focus(screen, widget, *args, **kwargs)
+
+    monkeypatch.setattr(DialogScreen, "set_focus", record)
+    app = make_app(wall=fixed_clock(T0 + 95), tz=UTC)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await MODALS[name](app, pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, DialogScreen) and bool(focused))
+        screen = app.screen
+        assert isinstance(screen, DialogScreen)
+        await pilot.pause()
+        assert focused[0] == f"{screen.button_prefix}{screen.focus_value}", focused
