@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mvp_tui.datastream.bridge import FRAME_SOURCE
@@ -142,22 +143,15 @@ class AttemptStage:
                             text=summary_text(total, parts, spent, overlapped))
 
 
+@dataclass(eq=False)
 class Attempts:
     """Attempts: the steps between one host and the next."""
 
-    def __init__(
-        self,
-        ctx: RunContext,
-        leases: RunLeases,
-        link: NodeLink,
-        verdicts: NodeVerdicts,
-        attempt: AttemptStage,
-    ) -> None:
-        self.ctx = ctx
-        self.leases = leases
-        self.link = link
-        self.verdicts = verdicts
-        self.attempt = attempt
+    ctx: RunContext
+    leases: RunLeases
+    link: NodeLink
+    verdicts: NodeVerdicts
+    attempt: AttemptStage
 
     def begin_attempt(self) -> None:
         """Forget the last attempt's node (its verdicts, its session, its URL) before the walk

@@ -64,32 +64,30 @@ if TYPE_CHECKING:  # asyncssh loads only when a node is reached over SSH
 _NOT_YET = AttemptOutcome.HOST_KEY_NOT_YET
 
 
+@dataclasses.dataclass(eq=False)
 class NodeLink:
     """The link to the run's node: its SSH session (rented nodes) or child process (local),
     the agent and bootstrap command on it, the wait for its engine, the port forward and
     the endpoint record, heartbeats while attached, and the session's end (the agent
     stopped, or left detached with its log position marked for a re-attach)."""
 
-    def __init__(
-        self,
-        ctx: RunContext,
-        leases: RunLeases,
-        verdicts: NodeVerdicts,
-        attempt: AttemptStage,
-        cluster: Cluster,
-    ) -> None:
-        self.ctx = ctx
-        self.leases = leases
-        self.verdicts = verdicts
-        self.attempt = attempt
-        self.cluster = cluster
-        self.endpoint: EndpointRecord | None = None
-        self.local_url: str | None = None
-        self.session: NodeSession | None = None  # SSH nodes only
-        self.worker_sessions: list[NodeSession] = []  # a multi-node run's rented workers
-        self._ssh_debug_stop: Callable[[], None] | None = None  # [ssh] debug, while on
-        self._resume: LogPositions | None = None  # re-attach: follow the agent's logs from here
-        self._openai_port: int | None = None  # kept across nodes: clients keep their address
+    ctx: RunContext
+    leases: RunLeases
+    verdicts: NodeVerdicts
+    attempt: AttemptStage
+    cluster: Cluster
+    # Its own state, None until it has some.
+    endpoint: EndpointRecord | None = dataclasses.field(default=None, init=False)
+    local_url: str | None = dataclasses.field(default=None, init=False)
+    session: NodeSession | None = dataclasses.field(default=None, init=False)  # SSH nodes only
+    # A multi-node run's rented workers.
+    worker_sessions: list[NodeSession] = dataclasses.field(default_factory=list, init=False)
+    # [ssh] debug's log, while on.
+    _ssh_debug_stop: Callable[[], None] | None = dataclasses.field(default=None, init=False)
+    # A re-attach follows the agent's logs from here.
+    _resume: LogPositions | None = dataclasses.field(default=None, init=False)
+    # Kept across nodes: clients keep their address.
+    _openai_port: int | None = dataclasses.field(default=None, init=False)
 
     def forget_node(self) -> None:
         """The next attempt's node has no URL yet."""

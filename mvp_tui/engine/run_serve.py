@@ -6,6 +6,7 @@ limits.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.engine.cluster import Cluster
@@ -28,25 +29,18 @@ from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 
 
+@dataclass(eq=False)
 class Serving:
     """Serving: the prompt queue and RPC server (owned here, closed at teardown), the watch
     on the serving node and the limit steps."""
 
-    def __init__(
-        self,
-        ctx: RunContext,
-        leases: RunLeases,
-        link: NodeLink,
-        verdicts: NodeVerdicts,
-        cluster: Cluster,
-    ) -> None:
-        self.ctx = ctx
-        self.leases = leases
-        self.link = link
-        self.verdicts = verdicts
-        self.cluster = cluster
-        self.prompts: PromptQueue | None = None
-        self._rpc: PromptRpcServer | None = None
+    ctx: RunContext
+    leases: RunLeases
+    link: NodeLink
+    verdicts: NodeVerdicts
+    cluster: Cluster
+    prompts: PromptQueue | None = field(default=None, init=False)
+    _rpc: PromptRpcServer | None = field(default=None, init=False)
 
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
         """The prompt queue (and RPC server) on the serving node; a replaced node takes over
