@@ -5,7 +5,6 @@ log (a real OpenSSH sshd on loopback as the node), while the real agent runs fro
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -56,18 +55,6 @@ async def logged_sshd(tmp_path: Path) -> AsyncIterator[tuple[SshHarness, Path]]:
         await sshd.stop()
 
 
-def _agent_lines(harness: SshHarness) -> list[dict[str, object]]:
-    found = []
-    for line in harness.stdout():
-        try:
-            frame = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(frame, dict) and frame.get("channel") == "mvp.node.1.agent":
-            found.append(frame["payload"])
-    return found
-
-
 async def test_one_bring_up_uploads_the_zipapp_and_its_launcher_only(
     logged_sshd: tuple[SshHarness, Path],
 ) -> None:
@@ -79,7 +66,7 @@ async def test_one_bring_up_uploads_the_zipapp_and_its_launcher_only(
         await session.start_agent(agent_zip(), env, str(harness.remote_dir))
         await harness.wait_for(
             lambda: any(r.get("phase") == "config" and r.get("status") == "failed"
-                        for r in _agent_lines(harness)),
+                        for r in harness.agent_records()),
             within=30.0,
         )
     finally:

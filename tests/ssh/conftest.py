@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,19 @@ class SshHarness:
 
     def stdout(self) -> list[str]:
         return [line.decode() for kind, line in self.lines if kind == "stdout"]
+
+    def agent_records(self) -> list[dict[str, Any]]:
+        """The payloads of the node agent's own records (its `mvp.node.1.agent` frames) among
+        the stdout lines so far; other lines are skipped."""
+        found = []
+        for line in self.stdout():
+            try:
+                frame = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(frame, dict) and frame.get("channel") == "mvp.node.1.agent":
+                found.append(frame["payload"])
+        return found
 
     def stderr(self) -> list[str]:
         return [line.decode() for kind, line in self.lines if kind == "stderr"]

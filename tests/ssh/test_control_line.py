@@ -4,7 +4,6 @@ to its control fifo through the session's connection to a real sshd, read by the
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,24 +42,12 @@ def agent_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def records(harness: SshHarness) -> list[dict[str, Any]]:
-    found = []
-    for line in harness.stdout():
-        try:
-            frame = json.loads(line)
-        except ValueError:
-            continue
-        if frame.get("channel") == "mvp.node.1.agent":
-            found.append(frame["payload"])
-    return found
-
-
 def has(harness: SshHarness, kind: str, phase: str, **fields: Any) -> bool:
     return any(
         r.get("type") == kind
         and r.get("phase") == phase
         and all(r.get(k) == v for k, v in fields.items())
-        for r in records(harness)
+        for r in harness.agent_records()
     )
 
 
@@ -73,7 +60,7 @@ async def test_control_lines_reach_the_running_agent(
         await session.start_agent(AGENT, agent_env(tmp_path), str(harness.remote_dir))
         await harness.wait_for(lambda: has(harness, "NodeAgentPhase", "watch", status="started"))
         session.ready.set()
-        verdict = next(r for r in records(harness) if r.get("phase") == "watchdog")
+        verdict = next(r for r in harness.agent_records() if r.get("phase") == "watchdog")
         assert (verdict["status"], verdict["detail"]["idle_armed"]) == ("ready", True)
 
         assert await session.send_control("heartbeat") is True
@@ -81,7 +68,7 @@ async def test_control_lines_reach_the_running_agent(
         await harness.wait_for(
             lambda: has(harness, "NodeAgentProgress", "watchdog", state="detached")
         )
-        detached = next(r for r in records(harness) if r.get("state") == "detached")
+        detached = next(r for r in harness.agent_records() if r.get("state") == "detached")
         assert detached["idle_armed"] is False and detached["source"] == "stdin"
         assert await session.send_control("attach\n") is True
         await harness.wait_for(
@@ -90,11 +77,11 @@ async def test_control_lines_reach_the_running_agent(
         with pytest.raises(ValueError, match="heartbeat"):
             await session.send_control("heartbeat; rm -rf /")
         # Heartbeats are known words: the agent noticed nothing odd.
-        assert not any(r.get("type") == "NodeAgentNotice" for r in records(harness))
+        assert not any(r.get("type") == "NodeAgentNotice" for r in harness.agent_records())
 
         assert await session.send_control("shutdown") is True
         await harness.wait_for(lambda: has(harness, "NodeAgentPhase", "agent_exit"))
-        exit_record = next(r for r in records(harness) if r.get("phase") == "agent_exit")
+        exit_record = next(r for r in harness.agent_records() if r.get("phase") == "agent_exit")
         assert exit_record["detail"] == {"exit_code": 0, "source": "stdin"}
         await harness.wait_for(lambda: bool(harness.of(SessionStopped)))
         assert await session.send_control("heartbeat") is False, "no agent, no connection"
