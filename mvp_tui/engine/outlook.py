@@ -38,6 +38,9 @@ class OfferOutlook:
 
 
 NO_OUTLOOK = OfferOutlook()
+# Per GPU model, bandwidth and card shape: the fit, the predicted tok/s, and the GPU model's
+# learned decode, ready and TTFT medians.
+_Group = tuple[FitVerdict, float | None, Figure | None, Figure | None, Figure | None]
 Outlook = Callable[[Offer], OfferOutlook]
 
 
@@ -65,11 +68,10 @@ def outlook_for(
     by_host = bool(history.speed_by_host or history.ready_by_host)
     learning = bool(history.speed_by_gpu or history.ready_by_gpu or by_host)
     # What depends only on the GPU model, its bandwidth and the card shape: once per distinct
-    # value (fit, predicted tok/s, and the GPU model's decode, ready and TTFT medians).
-    Group = tuple[FitVerdict, "float | None", "Figure | None", "Figure | None", "Figure | None"]
-    groups: dict[tuple[str, str, float, int, int, int], Group] = {}
+    # value.
+    groups: dict[tuple[str, str, float, int, int, int], _Group] = {}
 
-    def group_of(offer: Offer) -> Group:
+    def group_of(offer: Offer) -> _Group:
         fit = need.verdict(offer) if need is not None else UNKNOWN
         rate = predict_tok_per_s(offer, per_token)
         if not learning:

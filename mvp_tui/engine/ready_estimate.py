@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mvp_tui.providers.base import Offer
-
 LOAD_BYTES_PER_S = 1.5e9  # disk to VRAM, a conservative NVMe figure
 ENGINE_START_S = 5.0  # llama-server's own start, before it reads weights
 BOOT_S = 20.0  # the container's start and sshd, on a host that has the image
@@ -54,20 +52,13 @@ def learned_ready(seconds: float, runs: int, *, cached_image: bool) -> ReadyEsti
     return ReadyEstimate(0.0, 0.0, 0.0, cached_image, learned_s=seconds, runs=runs)
 
 
-def estimate_ready(
-    offer: Offer, *, image_gb: float, model_bytes: int, cached_image: bool
-) -> ReadyEstimate | None:
-    """The estimate, or None when the offer publishes no bandwidth (nothing to divide by)."""
-    return ready_formula(image_gb, model_bytes)(offer.down_mbps, cached_image)
-
-
-ReadyFormula = Callable[[float, bool], "ReadyEstimate | None"]
+ReadyFormula = Callable[[float, bool], ReadyEstimate | None]
 
 
 def ready_formula(image_gb: float, model_bytes: int) -> ReadyFormula:
-    """`estimate_ready` for one image and model, by download Mbit/s and whether the host has
-    the image: what does not depend on the offer is worked out once (10,000 offers a
-    refresh)."""
+    """The estimate for one image and model, by the offer's download Mbit/s and whether its
+    host has the image; None when the offer publishes no bandwidth (nothing to divide by).
+    What does not depend on the offer is worked out once (10,000 offers a refresh)."""
     image_bits = image_gb * 8e9
     model_bits = model_bytes * 8.0
     load = ENGINE_START_S + model_bytes / LOAD_BYTES_PER_S

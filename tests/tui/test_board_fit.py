@@ -15,7 +15,7 @@ from mvp_tui.engine.gguf_shape import NotGguf, ShortRead, parse_shape
 from mvp_tui.engine.model_fit import Fit, ModelNeed
 from mvp_tui.engine.model_need import ModelNeedError, read_model_need
 from mvp_tui.engine.outlook import outlook_for
-from mvp_tui.engine.ready_estimate import clock_text, estimate_ready
+from mvp_tui.engine.ready_estimate import clock_text, ready_formula
 from mvp_tui.engine.settings import ModelSettings
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, memory_from
 from mvp_tui.providers.base import Offer
@@ -133,8 +133,7 @@ def test_ready_counts_the_pull_unless_the_host_ran_the_image(tmp_path: Path) -> 
     assert warm.pull_s == 0 and warm.cached_image
     assert warm.model_s == pytest.approx(40.0)
     assert cold.total_s - warm.total_s == pytest.approx(36.0)
-    assert estimate_ready(offer("3", 0.3, down=0), image_gb=3.6, model_bytes=1,
-                          cached_image=False) is None
+    assert ready_formula(3.6, 1)(offer("3", 0.3, down=0).down_mbps, False) is None
     assert (clock_text(161), clock_text(3725)) == ("2:41", "1:02:05")
 
 
