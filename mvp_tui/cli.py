@@ -216,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if list(sys.argv[1:] if argv is None else argv) == ["--version"]:
         print(VERSION)  # what argparse's --version prints, before the parser's config flags
         return int(ExitCode.OK)
+    from mvp_tui.foreign_warnings import quiet_foreign_warnings
+
+    quiet_foreign_warnings()  # before any dependency is imported: theirs are not the user's
     from mvp_tui.config import ConfigError, ConfigPaths, load_config
 
     parser = build_parser()

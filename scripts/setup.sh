@@ -1,26 +1,50 @@
 #!/usr/bin/env bash
-# Creates .venv and installs mvp-tui into it (editable), with the extras named as arguments
-# (e.g. `local`, `dev`). Idempotent: a second run only installs what changed.
+# Creates .venv with exactly the versions uv.lock names (`uv sync --locked`), mvp-tui installed
+# into it (editable), with the extras named as arguments (e.g. `local`, `dev`).
+#   --keep   keep what is installed beyond those extras (scripts/run.sh: a developer's dev
+#            tools stay); without it the venv is made exactly the lock's extras.
+# Idempotent: a second run checks the venv against the lock in well under a second.
+#
+# The lock is refreshed by one command (CONTRIBUTING.md): `scripts/setup.sh --relock`, which
+# runs `uv lock --upgrade` within pyproject.toml's ranges. `--locked` fails when pyproject.toml
+# and uv.lock disagree, so a range changed without a new lock is caught here and in CI.
+#
+# uv itself is installed once, pinned and checked by sha256 (scripts/uv-requirements.txt), in
+# a cache outside the repo keyed by its version. uv checks every package against the lock's
+# sha256, the llama-cpp-python sdist included.
 #
 # The `local` extra builds llama.cpp (llama-cpp-python[server]) from source: about 3.5 to 6
-# minutes on 2 cores the first time; pip keeps the wheel in its cache, so later installs take
-# seconds. CMAKE_ARGS below make a portable build (no -march=native) without the multimodal
-# parts the server does not need.
+# minutes on 2 cores the first time; uv keeps the wheel in its cache (~/.cache/uv), so later
+# installs take seconds. CMAKE_ARGS below make a portable build (no -march=native) without the
+# multimodal parts the server does not need.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+uv_version=0.13.9
+uv_home="${MVP_UV_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/mvp-tui/uv-$uv_version}"
+uv="$uv_home/bin/uv"
+if [ ! -x "$uv" ]; then
+  rm -rf "$uv_home"
+  "$python" -m venv "$uv_home"
+  # pip's own notes (this machine's extra wheel folders) are shown only if it fails.
+  if ! log=$("$uv_home/bin/python" -m pip install -q --disable-pip-version-check \
+      --require-hashes -r scripts/uv-requirements.txt 2>&1); then
+    echo "$log" >&2; rm -rf "$uv_home"; exit 1
+  fi
 fi
-extras=$(IFS=,; echo "$*")
-spec="."
-[ -n "$extras" ] && spec=".[$extras]"
+# uv never downloads an interpreter: the venv is made with the Python this machine has.
+export UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+if [ "${1:-}" = "--relock" ]; then
+  exec "$uv" lock --upgrade --python "$python"
+fi
+inexact=()
+if [ "${1:-}" = "--keep" ]; then inexact=(--inexact); shift; fi
+extras=()
+for extra in "$@"; do extras+=(--extra "$extra"); done
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}"
-stamp=.venv/.mvp-installed
-want="$(sha256sum pyproject.toml | cut -c1-16) $spec"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  case "$spec" in *local*) echo "setup: installing $spec (a first llama.cpp build takes 3-6 min)…" >&2 ;; esac
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e "$spec"
-  echo "$want" > "$stamp"
-fi
+if [ -d .venv ] && [ ! -x .venv/bin/python ]; then rm -rf .venv; fi
+case " $* " in
+  *" local "*) [ -d .venv ] || echo "setup: installing from uv.lock (a first llama.cpp build takes 3-6 min)…" >&2 ;;
+esac
+"$uv" sync --locked --quiet --python "$python" "${inexact[@]}" "${extras[@]}"
