@@ -4,6 +4,7 @@
 # (it pins cryptography, so it stays apart from ours).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+venv="$here/${MVP_TEST_VENV:-.venv}"  # the venv the tests run in (scripts/test.sh)
 if [ ! -x /usr/sbin/sshd ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssh-server >/dev/null
@@ -17,13 +18,13 @@ fi
 # session, never the system service) and the Docker tests' node image, built offline and
 # cached under ~/.cache/mvp-tui/docker-image (see tests/docker/image.py).
 "$here/scripts/dockerd.sh" install
-if [ -x "$here/.venv/bin/python" ]; then
-  (cd "$here" && .venv/bin/python -m tests.docker.image build) ||
+if [ -x "$venv/bin/python" ]; then
+  (cd "$here" && "$venv/bin/python" -m tests.docker.image build) ||
     echo "peers: the Docker test image was not built (is the local extra installed?)" >&2
 fi
 # llama.cpp's ggml-rpc-server and llama-server (multi-node runs, tests/multinode), built once
 # from the pinned llama-cpp-python sdist and cached under ~/.cache/mvp-tui/llama.cpp-<version>.
-PYTHON="${PYTHON:-$( [ -x "$here/.venv/bin/python" ] && echo "$here/.venv/bin/python" || echo python3)}" \
+PYTHON="${PYTHON:-$( [ -x "$venv/bin/python" ] && echo "$venv/bin/python" || echo python3)}" \
   "$here/scripts/llama-rpc-build.sh" ||
   echo "peers: llama.cpp's RPC binaries were not built (multi-node tests will skip, or fail under CI)" >&2
 # The oldest Python the node agent supports (README "The node image"): its zipapp is run there

@@ -4,7 +4,7 @@
 # rehearsal instead (`mvp-tui rehearse`): the default model could not be downloaded.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/scripts/setup.sh" local
+"$here/scripts/setup.sh" --keep local
 if [ $# -eq 0 ] && [ -z "${MVP_GGUF_LOCAL_PATH:-}" ]; then
   cached=$(find "${MVP_MODEL_CACHE_DIR:-$HOME/.cache/mvp-node}" -name '*.gguf' -print -quit 2>/dev/null || true)
   if [ -z "$cached" ] && ! "$here/.venv/bin/python" - <<'PY' 2>/dev/null; then

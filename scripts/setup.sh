@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
 # Creates .venv with exactly the versions uv.lock names (`uv sync --locked`), mvp-tui installed
 # into it (editable), with the extras named as arguments (e.g. `local`, `dev`).
-#   --keep   keep what is installed beyond those extras (scripts/run.sh: a developer's dev
-#            tools stay); without it the venv is made exactly the lock's extras.
+#   --keep     keep what is installed beyond those extras (scripts/run.sh: a developer's dev
+#              tools stay); without it the venv is made exactly the lock's extras.
+#   --relock   refresh uv.lock: the newest versions within pyproject.toml's ranges.
 # Idempotent: a second run checks the venv against the lock in well under a second.
 #
-# The lock is refreshed by one command (CONTRIBUTING.md): `scripts/setup.sh --relock`, which
-# runs `uv lock --upgrade` within pyproject.toml's ranges. `--locked` fails when pyproject.toml
-# and uv.lock disagree, so a range changed without a new lock is caught here and in CI.
-#
-# uv itself is installed once, pinned and checked by sha256 (scripts/uv-requirements.txt), in
-# a cache outside the repo keyed by its version. uv checks every package against the lock's
-# sha256, the llama-cpp-python sdist included.
+# `--locked` fails when pyproject.toml and uv.lock disagree, so a range changed without a new
+# lock is caught here and in CI. uv (scripts/uv.sh: pinned, checked by sha256) checks every
+# package against the lock's sha256, the llama-cpp-python sdist included.
 #
 # The `local` extra builds llama.cpp (llama-cpp-python[server]) from source: about 3.5 to 6
 # minutes on 2 cores the first time; uv keeps the wheel in its cache (~/.cache/uv), so later
@@ -21,20 +18,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 python=${PYTHON:-python3}
-uv_version=0.13.9
-uv_home="${MVP_UV_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/mvp-tui/uv-$uv_version}"
-uv="$uv_home/bin/uv"
-if [ ! -x "$uv" ]; then
-  rm -rf "$uv_home"
-  "$python" -m venv "$uv_home"
-  # pip's own notes (this machine's extra wheel folders) are shown only if it fails.
-  if ! log=$("$uv_home/bin/python" -m pip install -q --disable-pip-version-check \
-      --require-hashes -r scripts/uv-requirements.txt 2>&1); then
-    echo "$log" >&2; rm -rf "$uv_home"; exit 1
-  fi
-fi
-# uv never downloads an interpreter: the venv is made with the Python this machine has.
-export UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+uv=./scripts/uv.sh
 if [ "${1:-}" = "--relock" ]; then
   exec "$uv" lock --upgrade --python "$python"
 fi
@@ -47,4 +31,4 @@ if [ -d .venv ] && [ ! -x .venv/bin/python ]; then rm -rf .venv; fi
 case " $* " in
   *" local "*) [ -d .venv ] || echo "setup: installing from uv.lock (a first llama.cpp build takes 3-6 min)…" >&2 ;;
 esac
-"$uv" sync --locked --quiet --python "$python" "${inexact[@]}" "${extras[@]}"
+"$uv" --cached-first sync --locked --quiet --python "$python" "${inexact[@]}" "${extras[@]}"

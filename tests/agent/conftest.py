@@ -36,7 +36,8 @@ def real_engine() -> None:
         missing_peer(
             "llama_cpp.server",
             f"llama-cpp-python is not installed for {sys.executable}",
-            "pip install -e '.[local]' (builds llama.cpp from source, ~5 min)",
+            "./scripts/setup.sh dev local (builds llama.cpp from source, ~5 min)",
+            kind="engine",
         )
 
 

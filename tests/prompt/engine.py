@@ -27,7 +27,8 @@ def require_engine() -> None:
     """Skip (laptop) or fail (CI) when llama-cpp-python's server cannot be imported."""
     for module in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette"):
         if importlib.util.find_spec(module) is None:
-            missing_peer("llama-cpp-python server", f"module {module} is not installed", ENGINE_FIX)
+            missing_peer("llama-cpp-python server", f"module {module} is not installed", ENGINE_FIX,
+                         kind="engine")
 
 
 class LlamaServer:
