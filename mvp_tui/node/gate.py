@@ -454,6 +454,11 @@ def _gate_handler(client_timeout: float) -> Any:
                 self._refuse(403, "this endpoint answers only to 127.0.0.1 or localhost",
                              unread=body_sent)
                 return
+            if any(ord(c) < 0x21 or ord(c) == 0x7F for c in self.path):
+                # http.client would refuse to send it on (InvalidURL): say so, at once.
+                self._refuse(400, "the request path holds a control character or a space",
+                             unread=body_sent)
+                return
             if self.command == "POST" and self.path.split("?", 1)[0] == WEBUI_LOGIN_PATH:
                 self._login(gate)
                 return
@@ -497,6 +502,10 @@ def _gate_handler(client_timeout: float) -> Any:
             except OSError:
                 conn.close()
                 self._refuse(502, "the engine does not answer")
+                return
+            except (http.client.HTTPException, ValueError):  # a request it cannot send on
+                conn.close()
+                self._refuse(400, "this request cannot be passed on to the engine")
                 return
             try:
                 self._relay(answer, cookie)

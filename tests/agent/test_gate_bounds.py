@@ -285,6 +285,15 @@ def test_silent_and_dripping_connections_cannot_keep_the_key_holder_out(engine: 
         gate.close()
 
 
+@pytest.mark.parametrize("path", ["/v1/models\x01", "/v1/\x7fmodels", "/v1/models?q=\x00"])
+def test_a_control_character_in_the_path_is_400(gate: Gate, path: str) -> None:
+    head = f"GET {path} HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer {KEY}\n"
+    status, _, body = _raw(gate.port, head)
+    assert status == 400 and b"control character" in body
+    assert _Engine.seen == []  # nothing reached the engine
+    assert _request(gate.port, "GET", "/v1/models", {"Authorization": f"Bearer {KEY}"})[0] == 200
+
+
 # -- the web UI's login and cookie ------------------------------------------------------
 
 
