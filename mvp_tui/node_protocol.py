@@ -450,6 +450,11 @@ class AgentEnv(_EnvGroup):
     model_cache_dir: str = _env(
         "MVP_MODEL_CACHE_DIR", _text, "", "set a writable directory", passthrough=True
     )
+    # Where the digests the node verified are kept, off the model cache (which may be a volume
+    # other pods write): empty, ~/.cache/mvp-node-verified on the node.
+    verified_dir: str = _env(
+        "MVP_MODEL_VERIFIED_DIR", _text, "", "set a node-local directory", passthrough=True
+    )
     engine_port: int = _env("MVP_ENGINE_PORT", _integer(0, 65535), 0, "set a port, or unset it")
     # True: engine_port is a preference; taken, the gate serves on a free port instead.
     engine_port_fallback: bool = _env(

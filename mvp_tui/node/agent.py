@@ -202,13 +202,13 @@ class Agent:
         """The cached file's detail when the hub still vouches for it (node/cached_model.py);
         None after dropping one it does not, which is then downloaded again."""
         meta = hub_metadata(self.settings, url)
-        problem, detail = cached_problem(dest, meta)
+        problem, detail = cached_problem(dest, meta, self.settings.verified_dir)
         if problem is None:
             if meta is not None and meta.commit:
                 detail.update(commit=meta.commit)
             return detail
         self.emitter.progress("model", state="refused", reason=f"the cached file {problem}")
-        drop_cached(dest)
+        drop_cached(dest, self.settings.verified_dir)
         return None
 
     def _adopt_prefetch(self, dest: Path) -> dict[str, Any]:

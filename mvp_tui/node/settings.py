@@ -58,6 +58,10 @@ class Settings:
             )
         cache = read.model_cache_dir
         self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
+        verified = read.verified_dir
+        self.verified_dir = (
+            Path(verified).expanduser() if verified else Path.home() / ".cache/mvp-node-verified"
+        )
         self.engine_port = read.engine_port
         self.engine_port_fallback = read.engine_port_fallback
         self.engine_host = read.engine_host
