@@ -217,8 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(VERSION)  # what argparse's --version prints, before the parser's config flags
         return int(ExitCode.OK)
     from mvp_tui.foreign_warnings import quiet_foreign_warnings
+    from mvp_tui.open_files import raise_open_files_limit
 
     quiet_foreign_warnings()  # before any dependency is imported: theirs are not the user's
+    raise_open_files_limit()  # room for leases, sessions and the prompt RPC's connections
     from mvp_tui.config import ConfigError, ConfigPaths, load_config
 
     parser = build_parser()

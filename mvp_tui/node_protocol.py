@@ -186,8 +186,111 @@ def _lower(raw: str) -> str:
     return raw.strip().lower()
 
 
+# ---------------------------------------------------------------------------------------
+# Base URLs a secret is sent to (a marketplace key, the instance key, HF_TOKEN). One strict
+# shape, so that every parser on the way (httpx in the app, urllib on the node, curl in the
+# boot guard) reads the same host: scheme, host, optional port and path; nothing else.
+
+# userinfo, query, fragment, and the backslash that parsers disagree on
+_URL_REFUSED_CHARS = "@?#\\"
+
+
+def is_loopback_name(host: str) -> bool:
+    """Whether `host` (a parsed host name: an IP address, bracketed IPv6 allowed, or
+    localhost) is loopback."""
+    import ipaddress
+
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def url_host(url: str) -> str | None:
+    """The host name urllib reads from `url` (lower case), or None when it reads none."""
+    import urllib.parse
+
+    try:
+        host = urllib.parse.urlsplit(url.strip()).hostname
+    except ValueError:
+        return None
+    return host or None
+
+
+def base_url_problem(url: str, *, plain_http_ok: bool) -> str | None:
+    """Why `url` cannot be a base URL that carries a secret, or None. Userinfo, a query or a
+    fragment is refused outright (`http://evil.example?@127.0.0.1` is evil.example to every
+    client); plain http only to a loopback host unless `plain_http_ok`, decided on the
+    parsed host name, never on the text."""
+    import urllib.parse
+
+    text = url.strip()
+    if any(ord(c) <= 32 or ord(c) >= 127 for c in text):
+        return "holds spaces, control or non-ASCII characters"
+    first = next((c for c in text if c in _URL_REFUSED_CHARS), None)  # what parsers see first
+    if first is not None:
+        what = {"@": "user info (an '@')", "?": "a query (a '?')", "#": "a fragment (a '#')"}
+        return (f"holds {what.get(first, 'a backslash')}: a base URL is scheme, host, port "
+                "and path only")
+    try:
+        parts = urllib.parse.urlsplit(text)
+        _ = parts.port  # raises ValueError on a bad port
+    except ValueError:
+        return "does not parse as a URL"
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return "is not an http(s) URL with a host"
+    if scheme == "http" and not plain_http_ok and not is_loopback_name(parts.hostname):
+        return "is plain http to a host that is not loopback"
+    return None
+
+
+def shown_url(url: str) -> str:
+    """`url` safe to print: user info, a query and a fragment (where secrets hide) masked."""
+    import urllib.parse
+
+    text = "".join(c if 32 < ord(c) < 127 else "?" for c in url.strip())[:200]
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        cut = min((i for i in (text.find(c) for c in _URL_REFUSED_CHARS) if i >= 0),
+                  default=len(text))
+        return text[:cut] + ("…" if cut < len(text) else "")
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "…@" + netloc.rpartition("@")[2]
+    shown = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else text.split("?")[0]
+    shown += "?…" if parts.query or text.endswith("?") else ""
+    shown += "#…" if parts.fragment or text.endswith("#") else ""
+    return shown
+
+
+class UrlRefused(ValueError):
+    """A URL value refused; `shown` is the value as an error may print it."""
+
+    def __init__(self, why: str, raw: str) -> None:
+        super().__init__(why)
+        self.shown = shown_url(raw)
+
+
 def _url(raw: str) -> str:
+    """A base URL (the hub's; plain http stays the agent's call, with or without HF_TOKEN)."""
+    problem = base_url_problem(raw, plain_http_ok=True)
+    if problem:
+        raise UrlRefused(problem, raw)
     return raw.strip().rstrip("/")
+
+
+def _key_url(raw: str) -> str:
+    """A base URL the instance key is sent to: https, or http to loopback only."""
+    problem = base_url_problem(raw, plain_http_ok=False)
+    if problem:
+        raise UrlRefused(problem, raw)
+    scheme, sep, rest = raw.strip().rstrip("/").partition("://")
+    return scheme.lower() + sep + rest  # the boot guard's sh matches lower case only
 
 
 def _csv(raw: str) -> tuple[str, ...]:
@@ -277,6 +380,8 @@ class _EnvGroup:
                 values[item.name] = meta["parse"](raw)
             except ValueError as exc:
                 shown = raw if len(raw) <= 60 else raw[:60] + "…"
+                if isinstance(exc, UrlRefused):
+                    shown = exc.shown
                 raise NodeEnvError(
                     f"{meta['env']}={shown!r} {exc}; fix: {meta['fix']}", meta["env"]
                 ) from None
@@ -344,6 +449,11 @@ class AgentEnv(_EnvGroup):
     # Empty: ~/.cache/mvp-node on the node.
     model_cache_dir: str = _env(
         "MVP_MODEL_CACHE_DIR", _text, "", "set a writable directory", passthrough=True
+    )
+    # Where the digests the node verified are kept, off the model cache (which may be a volume
+    # other pods write): empty, ~/.cache/mvp-node-verified on the node.
+    verified_dir: str = _env(
+        "MVP_MODEL_VERIFIED_DIR", _text, "", "set a node-local directory", passthrough=True
     )
     engine_port: int = _env("MVP_ENGINE_PORT", _integer(0, 65535), 0, "set a port, or unset it")
     # True: engine_port is a preference; taken, the gate serves on a free port instead.
@@ -440,10 +550,10 @@ class SwitchEnv(_EnvGroup):
         "MVP_WATCHDOG_RETRY_INITIAL_S", _number, 1.0, _SECONDS, passthrough=True
     )
     vastai_api_url: str = _env(
-        "MVP_VASTAI_API_URL", _url, DEFAULT_VASTAI_API_URL, "set [vastai] api_url"
+        "MVP_VASTAI_API_URL", _key_url, DEFAULT_VASTAI_API_URL, "set [vastai] api_url"
     )
     runpod_api_url: str = _env(
-        "MVP_RUNPOD_API_URL", _url, DEFAULT_RUNPOD_API_URL, "set [runpod] api_url"
+        "MVP_RUNPOD_API_URL", _key_url, DEFAULT_RUNPOD_API_URL, "set [runpod] api_url"
     )
     # Where the instance's own credentials are when not in the agent's environment.
     provider_env_file: str = _env(

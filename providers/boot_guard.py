@@ -11,6 +11,8 @@ lives in the agent, which only starts over SSH. The guard:
 2. waits `MVP_BOOT_GRACE_S` seconds (the engine puts `[limits] boot_grace_mins` there) for
    the agent's stand-down marker `<dir>/attached`, looking once a second;
 3. without it, DELETEs its own instance with the instance's own key, through the API base URL
+   (checked again here before the key goes anywhere: https, or http to loopback only, and
+   nothing but scheme, host, port and path, so no '@', '?' or '#' can move the host)
    the run uses (`MVP_VASTAI_API_URL` / `MVP_RUNPOD_API_URL` in the create env, so it works
    against a test server), a few times with back-off, until the provider answers "gone" in its
    own error shape (an HTML 404 from a wrong URL is not gone). Log lines go to `<dir>/log`.
@@ -84,6 +86,9 @@ RUNPOD = GuardTarget(
     id_chars="A-Za-z0-9",
 )
 
+# The API URL is checked again before the key goes there (the `case` succeeds, so the guard
+# refuses, for a character outside a bare URL's or a form other than https or loopback http:
+# no '@', '?', '#' or '\\' can make curl or urllib connect to a host the text hides).
 # One DELETE, run in the guard's directory: the key arrives on stdin; prints the HTTP status
 # (0: no answer) and leaves the body in ./b.
 _PYTHON = """import sys,urllib.request as r
@@ -107,9 +112,11 @@ i=${@ID@:-}
 @IDFALLBACK@k=${@KEY@:-}
 s=${@GRACE@:-@DEFGRACE@}
 u=${@URLENV@:-@URL@}
+case $u in *[!0-9A-Za-z.:/_-]*);;https://*|http://127.0.0.1[:/]*|http://localhost[:/]*)false
+esac&&{ v failed @URLENV@ is not an https base URL;return;}
 u=${u%/}@PATH@
-case $i in ''|*[!@IDCHARS@]*) v failed no usable @ID@ in the container environment; return;; esac
-[ -n "$k" ] || { v failed no @KEY@ in the container environment; return; }
+case $i in ''|*[!@IDCHARS@]*) v failed no usable @ID@ in the container env; return;; esac
+[ -n "$k" ] || { v failed no @KEY@ in the container env; return; }
 case $s in ''|*[!0-9]*) v failed @GRACE@=$s is not whole seconds; return;; esac
 [ "$s" -gt 0 ] || { v off; return; }
 p=$(command -v python3) h=python3

@@ -19,14 +19,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
-from mvp_tui.config.values import plain_http_off_loopback
+from mvp_tui.node_protocol import base_url_problem, is_loopback_name, shown_url, url_host
 from mvp_tui.providers.base import ProviderError
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
@@ -140,23 +139,42 @@ def checked_api_key(api_key: str, market: Marketplace) -> str:
 
 
 def checked_api_url(api_url: str, market: Marketplace) -> str:
-    """The base URL without a trailing slash; a ProviderError naming the setting otherwise."""
+    """The base URL without a trailing slash; a ProviderError naming the setting otherwise.
+    Read with httpx's own parser (the one that sends the key): scheme and host (and, where
+    the market has one, a base path) only; user info, a query or a fragment is refused, and
+    plain http goes to a loopback host only, decided on the host httpx connects to."""
     url = api_url.strip().rstrip("/")
-    path = r"(/[^\s?#]*)?" if market.url_may_have_path else ""
-    if not re.match(rf"^https?://[^/\s]+{path}$", url):
+    shown = shown_url(api_url)
+    where = f"[{market.section}] api_url ({market.url_env}) {shown!r}"
+    example = f'e.g. "{market.url_example}"'
+    problem = base_url_problem(url, plain_http_ok=False)
+    parsed: httpx.URL | None = None
+    if problem is None:
+        try:
+            parsed = httpx.URL(url)
+        except httpx.InvalidURL:
+            problem = "does not parse as a URL"
+    if parsed is not None and (parsed.userinfo or parsed.query or parsed.fragment):
+        problem = "holds user info, a query or a fragment"
+    elif parsed is not None and parsed.host != url_host(url):
+        problem = "reads as two different hosts to two URL parsers"
+    elif parsed is not None and parsed.path not in ("", "/") and not market.url_may_have_path:
+        problem = "has a path"
+    plain = parsed is not None and parsed.scheme == "http"
+    if problem is None and plain and parsed is not None and not is_loopback_name(parsed.host):
+        problem = "is plain http to a host that is not loopback"  # httpx's host, once more
+    if problem is None:
+        return url
+    if "plain http" in problem:
         raise ProviderError(
-            f"[{market.section}] api_url {clean_line(api_url, 200)!r} is not a base URL",
-            fix=f'use the scheme and host{" (and base path)" if path else " only"}, '
-            f'e.g. "{market.url_example}"',
+            f"{where} {problem}: the {market.name} API key would cross the network "
+            "unencrypted",
+            fix=f"use https, {example} (http:// only to 127.0.0.1/localhost)",
         )
-    if plain_http_off_loopback(url):  # every call carries the key in its header
-        raise ProviderError(
-            f"[{market.section}] api_url ({market.url_env}) {clean_line(url, 200)!r} is plain "
-            f"http to a host that is not loopback: the {market.name} API key would cross the "
-            "network unencrypted",
-            fix=f'use https, e.g. "{market.url_example}" (http:// only to 127.0.0.1/localhost)',
-        )
-    return url
+    scope = "the scheme and host (and base path)" if market.url_may_have_path else (
+        "the scheme and host only")
+    raise ProviderError(f"{where} is not a base URL: it {problem}",
+                        fix=f"use {scope}, {example}")
 
 
 def key_identity(text: str) -> tuple[str, str] | None:

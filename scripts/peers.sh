@@ -12,6 +12,15 @@ if [ ! -x /usr/sbin/sshd ]; then
     echo "peers: /usr/sbin/sshd missing; install openssh-server (sshd tests will skip, or fail under CI)" >&2
   fi
 fi
+# fish: `mvp-tui endpoint --env --shell fish` is read by a real fish in the tests.
+if ! command -v fish >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q fish >/dev/null ||
+      echo "peers: fish not installed (its endpoint test will skip, or fail under CI)" >&2
+  else
+    echo "peers: fish missing; install it (its endpoint test will skip, or fail under CI)" >&2
+  fi
+fi
 # sshd refuses to start as root without its privilege-separation directory.
 [ "$(id -u)" = 0 ] && mkdir -p /run/sshd
 # Docker's engine (docker.io, when missing; scripts/test.sh starts a private dockerd per test

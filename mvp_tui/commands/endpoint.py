@@ -2,16 +2,19 @@
 
 From the run's endpoint record (no provider call, no network): the local base URL, the run's
 key and the model. RUN omitted: the newest run whose node serves now through a live mvp-tui.
-`eval "$(mvp-tui endpoint --env)"` sets OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL,
-and for the seed's prompt RPC MVP_PROMPT_RPC_ADDR and MVP_PROMPT_RPC_TOKEN (each request
-line's `token`). The key and token go to stdout only (never to a log); mind where that output
-is kept.
+`eval "$(mvp-tui endpoint --env)"` (sh, bash, zsh) or `mvp-tui endpoint --env --shell fish |
+source` sets OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL, and for the seed's prompt RPC
+MVP_PROMPT_RPC_ADDR and MVP_PROMPT_RPC_TOKEN (each request line's `token`). The model is the
+id the dashboard configured (not the node's echo of it), and `--env` refuses one outside
+letters, digits and `._:/@+-`, so nothing a shell evaluates comes from the rented node. The
+key and token go to stdout only (never to a log); mind where that output is kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -23,6 +26,7 @@ from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process
 from mvp_tui.lease.port_owner import port_owner
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.node_protocol import webui_host
+from mvp_tui.untrusted import clean_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,8 +34,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "run", nargs="?", metavar="RUN", help="a run id (default: the newest serving one)"
     )
     shape = parser.add_mutually_exclusive_group()
-    shape.add_argument("--env", action="store_true", help="shell assignments, for eval")
+    shape.add_argument("--env", action="store_true",
+                       help="shell assignments, for eval (POSIX shells; --shell fish)")
     shape.add_argument("--json", action="store_true", help="one JSON object")
+    parser.add_argument("--shell", choices=SHELLS, default="sh",
+                        help="with --env: the shell that reads it (sh: also bash and zsh)")
+
+
+SHELLS = ("sh", "fish")
+# What a model id may hold to be printed for a shell: an OpenAI model name or a hub path.
+SAFE_MODEL_ID = re.compile(r"[A-Za-z0-9._:/@+-]{1,200}")
 
 
 def live(endpoint: EndpointRecord) -> bool:
@@ -85,7 +97,12 @@ def address_moved(wanted: int, endpoint: EndpointRecord, state_dir: Path) -> str
     )
 
 
-def env_lines(values: dict[str, Any]) -> list[str]:
+def fish_quote(value: str) -> str:
+    """`value` as one fish word: in fish's single quotes only `\\` and `\'` are escapes."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def env_lines(values: dict[str, Any], shell: str = "sh") -> list[str]:
     # An unauthenticated endpoint still takes any key: clients that insist on one get a word.
     key = values["api_key"] or "none"
     pairs = [("OPENAI_BASE_URL", values["base_url"]), ("OPENAI_API_KEY", key),
@@ -93,7 +110,17 @@ def env_lines(values: dict[str, Any]) -> list[str]:
     if values["rpc_addr"]:
         pairs += [("MVP_PROMPT_RPC_ADDR", values["rpc_addr"]),
                   ("MVP_PROMPT_RPC_TOKEN", values["rpc_token"])]
+    if shell == "fish":  # `;` ends each: `eval (…)` joins the lines into one
+        return [f"set -gx {name} {fish_quote(str(value))};" for name, value in pairs]
     return [f"export {name}={shlex.quote(str(value))}" for name, value in pairs]
+
+
+def unsafe_model(model: str) -> str:
+    """Why `model` may not be printed for a shell to evaluate, or ""."""
+    if SAFE_MODEL_ID.fullmatch(model):
+        return ""
+    return (f"the run's model id {clean_line(model, 80)!r} holds characters outside letters, "
+            "digits and ._:/@+- (or is empty or over 200)")
 
 
 def _fail(message: str) -> int:
@@ -129,10 +156,17 @@ def run(config: Config, args: argparse.Namespace) -> int:
     moved = address_moved(config.settings.prompt.openai_port, endpoint, config.state_dir)
     if moved:
         print(f"mvp-tui endpoint: note: {moved}", file=sys.stderr)
+    if args.shell != "sh" and not args.env:
+        return _fail("--shell says which shell reads --env's lines: use it with --env")
     if args.json:
         print(json.dumps(values))
     elif args.env:
-        print("\n".join(env_lines(values)))
+        why = unsafe_model(str(values["model"]))
+        if why:
+            return _fail(f"{why}; it is not printed for a shell to evaluate (from run "
+                         f"{run_id}'s endpoint record); fix: set [model] id (MVP_MODEL_ID, "
+                         "--model-id) to such a name for the next run, or read --json")
+        print("\n".join(env_lines(values, args.shell)))
     else:
         print(f"run      {run_id}")
         print(f"base url {values['base_url']}")

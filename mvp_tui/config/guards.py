@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mvp_tui.config.toml_file import TomlLayer
-from mvp_tui.config.values import LAYER_RANK, ConfigError, Source, plain_http_off_loopback
-from mvp_tui.node_protocol import AgentEnv
+from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
+from mvp_tui.node_protocol import AgentEnv, base_url_problem, shown_url
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
 # write the server's memory, so where it listens decides who owns that process.
@@ -108,28 +108,33 @@ HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 def check_key_urls(
     values: Mapping[str, object], sources: Mapping[str, Source], env: Mapping[str, str]
 ) -> None:
-    """Refuse a key-bearing base URL in plain http to anything but loopback (a local fake or
-    the rehearsal): the key would cross the network readable by anyone on the path. Checked
-    before any request is made."""
+    """Refuse a key-bearing base URL that is not scheme, host, port and path (user info, a
+    query or a fragment: `http://evil.example?@127.0.0.1` sends the key to evil.example), or
+    that is plain http to anything but loopback (a local fake or the rehearsal): the key
+    would cross the network readable by anyone on the path. Checked before any request is
+    made; the value is shown with what may hide a secret masked."""
     for dotted, example in KEY_URLS:
         url = values.get(dotted)
-        if isinstance(url, str) and plain_http_off_loopback(url):
+        if not isinstance(url, str):
+            continue
+        problem = base_url_problem(url, plain_http_ok=False)
+        if problem:
             section, name = dotted.split(".")
             raise ConfigError(
-                f"[{section}] {name} = {url!r} from {sources[dotted]} is plain http to a host "
-                f"that is not loopback: the {section} API key would cross the network "
-                "unencrypted",
-                fix=f'use https (e.g. "{example}"), or http:// only to 127.0.0.1/localhost '
-                "(a local fake)",
+                f"[{section}] {name} = {shown_url(url)!r} from {sources[dotted]} {problem}: "
+                f"the {section} API key is sent there on every call",
+                fix=f'use https and the host only (e.g. "{example}"), or http:// only to '
+                "127.0.0.1/localhost (a local fake)",
             )
     token = next((name for name in HUB_TOKEN_ENVS if env.get(name)), None)
     hub = env.get(HUB_URL_ENV, "").strip()
-    if token and plain_http_off_loopback(hub):
+    problem = base_url_problem(hub, plain_http_ok=not token) if hub else None
+    if problem:
+        held = f", and {token} is set: the token is sent there" if token else ""
         raise ConfigError(
-            f"env {HUB_URL_ENV} = {hub!r} is plain http to a host that is not loopback, and "
-            f"{token} is set: the token would cross the network unencrypted",
-            fix=f"use https (e.g. https://huggingface.co), or unset {HUB_URL_ENV} (the hub), "
-            "or http:// only to 127.0.0.1/localhost (a local mirror)",
+            f"env {HUB_URL_ENV} = {shown_url(hub)!r} {problem}{held}",
+            fix=f"use https and the host only (e.g. https://huggingface.co), or unset "
+            f"{HUB_URL_ENV} (the hub), or http:// only to 127.0.0.1/localhost (a local mirror)",
         )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from mvp_tui.config.spec import KeySpec, Kind
 from mvp_tui.errors import UserError
+from mvp_tui.node_protocol import url_host
 from mvp_tui.run_ids import check_run_id
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -199,9 +200,8 @@ def plain_http_off_loopback(url: str) -> bool:
     text = url.strip()
     if text[:7].lower() != "http://":
         return False
-    netloc = text[7:].split("/", 1)[0].rpartition("@")[2]
-    host = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
-    return not is_loopback_host(host)
+    host = url_host(text)  # the parsed host, never the text after an '@' or before a '?'
+    return host is None or not is_loopback_host(host)
 
 
 def _addr(spec: KeySpec, text: str, source: Source) -> str:

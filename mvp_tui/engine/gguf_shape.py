@@ -18,6 +18,9 @@ _INTS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 10: "<Q", 11: "<q
 STRING, ARRAY = 8, 9
 MAX_KEYS = 100_000  # a header claiming more is not a GGUF file this reads
 MAX_STRING = 1 << 24
+MAX_NESTING = 4  # arrays of arrays: real GGUF metadata never nests deeper than 2
+MAX_COUNT = 1 << 32  # a layer, head or length count past this is no model's
+CANNOT_READ = "cannot read this GGUF"
 
 
 class ShortRead(Exception):
@@ -70,8 +73,10 @@ class _Cursor:
             raise NotGguf(f"a header string of {size} bytes")
         return self.take(size).decode("utf-8", errors="replace")
 
-    def value(self, kind: int) -> object:
-        """One value; arrays of fixed-size items are skipped in one step (None)."""
+    def value(self, kind: int, depth: int = 0) -> object:
+        """One value; arrays of fixed-size items are skipped in one step (None). Nested
+        arrays are read to MAX_NESTING levels (a hostile header nests thousands, which would
+        exhaust the stack)."""
         if kind in _INTS:
             return self.unpack(_INTS[kind])
         if kind == STRING:
@@ -85,8 +90,11 @@ class _Cursor:
                     return [int.from_bytes(values[i : i + size], "little")
                             for i in range(0, len(values), size)]
                 return None
+            if item == ARRAY and depth + 1 >= MAX_NESTING:
+                raise NotGguf(f"{CANNOT_READ}: its metadata nests arrays more than "
+                              f"{MAX_NESTING} deep")
             for _ in range(count):
-                self.value(item)
+                self.value(item, depth + 1)
             return None
         if kind in _FIXED:
             self.take(_FIXED[kind])
@@ -125,12 +133,16 @@ def _complete(found: dict[str, object]) -> bool:
 
 
 def _count(value: object) -> int:
-    """A count, or the largest of a per-layer list of them (0 when absent)."""
+    """A count, or the largest of a per-layer list of them (0 when absent); one past
+    MAX_COUNT is no model's (and would overflow the sizes computed from it)."""
+    count = 0
     if isinstance(value, int):
-        return value
-    if isinstance(value, list) and value:
-        return max(int(v) for v in value)
-    return 0
+        count = value
+    elif isinstance(value, list) and value:
+        count = max(int(v) for v in value)
+    if count > MAX_COUNT:
+        raise NotGguf(f"{CANNOT_READ}: its header gives a count of {count}")
+    return count
 
 
 def _shape(found: dict[str, object]) -> GgufShape:

@@ -199,5 +199,10 @@ class HubModels:
                         note=note)
 
 
+MAX_HUB_NUMBER = 1 << 50  # a file size (or count) past a pebibyte is no model's: unknown
+
+
 def _count(value: object) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+    """A size or count from the hub's answer; 0 (unknown) unless a plain int in range."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_HUB_NUMBER
+    return value if ok else 0  # type: ignore[return-value]

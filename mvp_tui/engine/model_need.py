@@ -138,11 +138,19 @@ def _parses(head: bytes) -> bool:
     return True
 
 
+MAX_MODEL_BYTES = 1 << 50  # a file size past a pebibyte is no model's
+
+
 def _total_size(answer: httpx.Response) -> int:
-    match = re.search(r"/(\d+)\s*$", answer.headers.get("Content-Range", ""))
-    if match:
-        return int(match.group(1))
+    match = re.search(r"/([0-9]+)\s*$", answer.headers.get("Content-Range", ""))
     length = answer.headers.get("Content-Length", "")
-    if answer.status_code == 200 and length.isdigit():
-        return int(length)
-    raise ModelNeedError(f"{answer.request.url}: the hub gave no file size")
+    if match:
+        digits = match.group(1)
+    elif answer.status_code == 200 and re.fullmatch(r"[0-9]+", length):
+        digits = length
+    else:
+        raise ModelNeedError(f"{answer.request.url}: the hub gave no file size")
+    if len(digits) > 20 or int(digits) > MAX_MODEL_BYTES:  # never int() of 4,300 digits
+        raise ModelNeedError(f"{answer.request.url}: cannot read this GGUF: the hub gives a "
+                             f"file size of {len(digits)} digits, past any model's")
+    return int(digits)

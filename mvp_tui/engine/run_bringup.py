@@ -191,7 +191,9 @@ class NodeLink:
         endpoint.api_key, endpoint.rpc_token = self.ctx.api_key, self.ctx.rpc_token
         if loaded is not None:
             endpoint.base_url = self.local_url or ""
-            endpoint.model = loaded.model_id or "model"
+            # The id this dashboard configured (and sent as MVP_MODEL_ID), never the node's
+            # echo of it: `endpoint --env` prints it for a shell to evaluate.
+            endpoint.model = self.ctx.settings.model.model_id or "model"
             endpoint.auth = loaded.auth
             endpoint.idle_stop_mins = loaded.idle_stop_mins
         endpoint.serving = serving

@@ -62,7 +62,7 @@ class Agent:
         self.watchdog = watchdog
         self.engine: Engine | None = None
         self.gate: Gate | None = None
-        self._engine_key = ""  # the key the engine itself checks (llama-server only)
+        self._engine_key = ""  # the key the engine itself checks (llama-server, llama_cpp)
 
     def run(self) -> int:
         s = self.settings
@@ -202,13 +202,13 @@ class Agent:
         """The cached file's detail when the hub still vouches for it (node/cached_model.py);
         None after dropping one it does not, which is then downloaded again."""
         meta = hub_metadata(self.settings, url)
-        problem, detail = cached_problem(dest, meta)
+        problem, detail = cached_problem(dest, meta, self.settings.verified_dir)
         if problem is None:
             if meta is not None and meta.commit:
                 detail.update(commit=meta.commit)
             return detail
         self.emitter.progress("model", state="refused", reason=f"the cached file {problem}")
-        drop_cached(dest)
+        drop_cached(dest, self.settings.verified_dir)
         return None
 
     def _adopt_prefetch(self, dest: Path) -> dict[str, Any]:
@@ -246,11 +246,12 @@ class Agent:
             settings = copy.copy(self.settings)
             settings.engine_host, settings.engine_port = ENGINE_HOST, 0
         spec = engine_spec(settings, model, self._alias())
-        if self.settings.api_key and spec.kind == "llama-server":
-            # Passed on purpose (the filter below drops *KEY* names): the engine checks the
-            # key too, so its private port is no way around the gate.
+        if self.settings.api_key and spec.key_env:
+            # Passed on purpose (the filter below drops *KEY* names), in the environment,
+            # never argv: the engine checks the key too, so its private port is no way
+            # around the gate for another local user.
             self._engine_key = self.settings.api_key
-            spec.env["LLAMA_API_KEY"] = self._engine_key
+            spec.env[spec.key_env] = self._engine_key
         engine = Engine(spec, self.emitter, self.control)
         self.engine = engine
         engine_env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
@@ -302,7 +303,7 @@ class Agent:
         longest = self.settings.health_poll_s or HEALTH_POLL_MAX_S
         last_state = ""
         while True:
-            state, status = probe_ready(url)
+            state, status = probe_ready(url, self._engine_key)
             if state != last_state:
                 last_state = state
                 self.emitter.progress(

@@ -119,7 +119,7 @@ class Downloader:
             part.rename_to(dest)
         finally:
             part.close()
-        write_sidecar(dest, result["sha256"])
+        write_sidecar(dest, result["sha256"], self.settings.verified_dir)
         result.update(verification(meta))
         return result
 

@@ -52,6 +52,16 @@ class EngineSpec:
     def base_url(self) -> str:
         return f"http://{ENGINE_HOST}:{self.port}"
 
+    @property
+    def key_env(self) -> str | None:
+        """The environment variable this engine reads its API key from (never argv, which
+        every local user can read): llama-server's LLAMA_API_KEY, or llama-cpp-python's
+        API_KEY (its ServerSettings are pydantic settings, filled from the environment)."""
+        return ENGINE_KEY_ENV.get(self.kind)
+
+
+ENGINE_KEY_ENV = {"llama-server": "LLAMA_API_KEY", "llama-cpp-python": "API_KEY"}
+
 
 def pick_free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -303,16 +313,20 @@ HEALTH_POLL_FIRST_S = 0.02  # the fallback poll, for engines that say none of th
 HEALTH_POLL_MAX_S = 0.25
 
 
-def probe_ready(url: str) -> tuple[str, int | None]:
-    """One readiness probe: ("ready"|"loading"|"refused"|"http"|"error", status)."""
+def probe_ready(url: str, key: str = "") -> tuple[str, int | None]:
+    """One readiness probe: ("ready"|"loading"|"refused"|"http"|"error", status); with the
+    engine's key when it checks one (llama-cpp-python's /v1/models does)."""
     import urllib.error
     import urllib.request
 
     # No proxy handler: the engine is on this node's loopback, where HTTP(S)_PROXY / ALL_PROXY
     # in the node's environment must not send the probe.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(url)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
     try:
-        with opener.open(url, timeout=2) as response:
+        with opener.open(request, timeout=2) as response:
             response.read(65536)
             return ("ready" if response.status == 200 else "http"), response.status
     except urllib.error.HTTPError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import socket
 import threading
@@ -33,6 +34,13 @@ GATE_COPY_CHUNK = 65536
 GATE_ENGINE_TIMEOUT_S = 600.0  # a model may think this long before its first token
 GATE_CLIENT_TIMEOUT_S = 30.0  # a client silent this long mid-request (or idle) is closed
 GATE_MAX_CONNECTIONS = 64  # beyond: 503 at once (no thread, no read)
+# Of those, slots only a connection whose request passed the key check may hold: the others
+# (not yet past the check) are capped below, and at the cap the one waiting longest is closed
+# for the newcomer, so silent or dripping connections cannot keep the key holder out.
+GATE_RESERVED_SLOTS = 8
+GATE_HEAD_DEADLINE_S = 10.0  # a request's line and headers, from its first byte
+GATE_REQUEST_DEADLINE_S = 120.0  # the whole request, head and body, from its first byte
+GATE_MAX_HEAD_BYTES = 32 << 10  # read before any check: a longer head is 431, then closed
 GATE_LOGIN_BODY_BYTES = 4096
 GATE_TURN_AWAY_S = 0.2  # how long a refused connection's request is drained (no RST)
 _HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-authenticate",
@@ -71,7 +79,9 @@ class Gate:
     Host, and tells `on_use` of every POST it passes on (a completion, a chat, an embedding:
     what the idle stop counts). No key (`key` empty): it admits every request, and still
     counts. Bounded: `max_connections` at once (503 beyond), bodies up to `max_body`, a
-    client silent for `timeout` closed."""
+    client silent for `timeout` closed, a request's head within `head_deadline` and all of
+    it within `request_deadline` of its first byte, its head at most GATE_MAX_HEAD_BYTES;
+    `reserved_slots` of the connections only for requests that passed the key check."""
 
     def __init__(
         self,
@@ -84,13 +94,18 @@ class Gate:
         on_use: Callable[[], None] | None = None,
         max_body: int = GATE_MAX_BODY_BYTES,
         max_connections: int = GATE_MAX_CONNECTIONS,
+        reserved_slots: int = GATE_RESERVED_SLOTS,
         timeout: float = GATE_CLIENT_TIMEOUT_S,
+        head_deadline: float = GATE_HEAD_DEADLINE_S,
+        request_deadline: float = GATE_REQUEST_DEADLINE_S,
     ) -> None:
         self.host, self.port, self.engine_port = host, port, engine_port
         self.key, self.engine_key = key, engine_key
         self.webui_host = webui_host(key) if key else ""
         self.on_use = on_use
         self.max_body, self.max_connections, self.timeout = max_body, max_connections, timeout
+        self.unchecked_cap = max(1, max_connections - reserved_slots)
+        self.head_deadline, self.request_deadline = head_deadline, request_deadline
         self.uses = 0
         self._server: Any = None
         self._spent: dict[str, float] = {}  # login codes taken: nonce → expiry
@@ -164,7 +179,6 @@ class Gate:
         """Bind and serve on a thread; the bound port."""
         server = _gate_server()((self.host, self.port), _gate_handler(self.timeout))
         server.gate = self
-        server.slots = threading.BoundedSemaphore(self.max_connections)
         self._server = server
         self.port = server.server_address[1]
         # `shutdown()` waits for the loop's next poll: the default 0.5 s was half a second
@@ -212,32 +226,126 @@ def _turn_away(sock: socket.socket) -> None:
 
 
 def _gate_server() -> Any:
-    """The gate's server class: one thread per connection, at most `slots` of them."""
+    """The gate's server class: one thread per connection, at most `max_connections` of
+    them, of which those not yet past the key check are capped lower (`unchecked_cap`): at
+    that cap the one waiting longest is closed for the newcomer (a real client sends its
+    head at once; a silent or dripping one has had its chance), and 503 only when every
+    slot serves a request that passed the check."""
     from http.server import ThreadingHTTPServer
 
     class GateServer(ThreadingHTTPServer):
         daemon_threads = True
         gate: Gate
-        slots: threading.BoundedSemaphore
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.slots_lock = threading.Lock()
+            self.unchecked: dict[Any, None] = {}  # oldest first: not yet past the key check
+            self.checked: set[Any] = set()
 
         def process_request(self, request: Any, client_address: Any) -> None:
-            if not self.slots.acquire(blocking=False):
+            gate = self.gate
+            with self.slots_lock:
+                held = len(self.unchecked) + len(self.checked)
+                evicted = None
+                if self.unchecked and (len(self.unchecked) >= gate.unchecked_cap
+                                       or held >= gate.max_connections):
+                    evicted = next(iter(self.unchecked))
+                    del self.unchecked[evicted]
+                    held -= 1
+                full = held >= gate.max_connections
+                if not full:
+                    self.unchecked[request] = None
+            if evicted is not None:
+                with contextlib.suppress(OSError):
+                    evicted.shutdown(socket.SHUT_RDWR)  # its thread sees the end and leaves
+            if full:
                 _turn_away(request)
                 self.shutdown_request(request)
                 return
             try:
                 super().process_request(request, client_address)
             except BaseException:
-                self.slots.release()
+                self.release(request)
                 raise
+
+        def passed_check(self, request: Any) -> None:
+            """This connection's request passed the key check: a reserved slot may hold it."""
+            with self.slots_lock:
+                if request in self.unchecked:
+                    del self.unchecked[request]
+                    self.checked.add(request)
+
+        def release(self, request: Any) -> None:
+            with self.slots_lock:
+                self.unchecked.pop(request, None)
+                self.checked.discard(request)
 
         def process_request_thread(self, request: Any, client_address: Any) -> None:
             try:
                 super().process_request_thread(request, client_address)
             finally:
-                self.slots.release()
+                self.release(request)
+
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client gone mid-answer; nothing of a request is logged (its headers)
 
     return GateServer
+
+
+class _HeadTooLarge(Exception):
+    """A request's line and headers went past GATE_MAX_HEAD_BYTES."""
+
+
+class _RequestReader(io.RawIOBase):
+    """The client side of one gate connection, read under bounds: every read by the
+    client's silence (`idle_s`); from a request's first byte, by its head deadline, then by
+    its whole-request deadline; while its head is read, by a byte budget."""
+
+    def __init__(self, sock: socket.socket, gate: Gate) -> None:
+        super().__init__()
+        self.sock, self.gate = sock, gate
+        self.first_byte_at: float | None = None
+        self.deadline: float | None = None
+        self.head_left: int | None = None  # bytes the head may still take; None: not reading one
+
+    def readable(self) -> bool:
+        return True
+
+    def new_request(self) -> None:
+        self.first_byte_at = self.deadline = None
+        self.head_left = GATE_MAX_HEAD_BYTES
+
+    def head_read(self) -> None:
+        """The head is in: the body's bound is the whole request's deadline."""
+        self.head_left = None
+        if self.first_byte_at is not None:
+            self.deadline = self.first_byte_at + self.gate.request_deadline
+
+    def request_read(self) -> None:
+        """The whole request is in: only the client's silence bounds what follows."""
+        self.head_left = self.deadline = None
+        self.sock.settimeout(self.gate.timeout)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer)
+        if self.head_left is not None:
+            if self.head_left <= 0:
+                raise _HeadTooLarge()
+            view = view[: self.head_left]
+        wait = self.gate.timeout
+        if self.deadline is not None:
+            wait = min(wait, self.deadline - time.monotonic())
+            if wait <= 0:
+                raise socket.timeout("the request's deadline passed")  # noqa: UP041 (3.8)
+        self.sock.settimeout(wait)
+        count = self.sock.recv_into(view)
+        if count and self.first_byte_at is None:
+            self.first_byte_at = time.monotonic()
+            self.deadline = self.first_byte_at + self.gate.head_deadline
+        if self.head_left is not None:
+            self.head_left -= count
+        return count
 
 
 def _login_page() -> bytes:
@@ -263,6 +371,26 @@ def _gate_handler(client_timeout: float) -> Any:
             # client's delayed ACK.
             with contextlib.suppress(OSError):
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.rfile.close()  # the request side is read under the gate's bounds instead
+            self.reader = _RequestReader(self.connection, self.server.gate)  # type: ignore[attr-defined]
+            self.rfile = io.BufferedReader(self.reader)
+
+        def handle_one_request(self) -> None:
+            self.reader.new_request()
+            try:
+                super().handle_one_request()
+            except _HeadTooLarge:
+                self.close_connection = True
+                body, headers = _refusal(431, f"request head over {GATE_MAX_HEAD_BYTES} bytes")
+                head = "HTTP/1.1 431 Request Header Fields Too Large\r\n" + "".join(
+                    f"{k}: {v}\r\n" for k, v in [*headers, ("Connection", "close")])
+                with contextlib.suppress(OSError):
+                    self.connection.sendall(head.encode() + b"\r\n" + body)
+
+        def parse_request(self) -> bool:
+            ok = super().parse_request()
+            self.reader.head_read()
+            return ok
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # nothing of a request is logged: its headers hold the key
@@ -303,6 +431,7 @@ def _gate_handler(client_timeout: float) -> Any:
             if length is None:
                 return
             body = self.rfile.read(length)
+            self.reader.request_read()
             fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"))
             why = gate.spend_code((fields.get("code") or [""])[0])
             if why:
@@ -325,6 +454,11 @@ def _gate_handler(client_timeout: float) -> Any:
                 self._refuse(403, "this endpoint answers only to 127.0.0.1 or localhost",
                              unread=body_sent)
                 return
+            if any(ord(c) < 0x21 or ord(c) == 0x7F for c in self.path):
+                # http.client would refuse to send it on (InvalidURL): say so, at once.
+                self._refuse(400, "the request path holds a control character or a space",
+                             unread=body_sent)
+                return
             if self.command == "POST" and self.path.split("?", 1)[0] == WEBUI_LOGIN_PATH:
                 self._login(gate)
                 return
@@ -336,10 +470,15 @@ def _gate_handler(client_timeout: float) -> Any:
                                  "`mvp-tui endpoint` prints it)", unread=body_sent)
                     return
                 renew = expiry - time.time() < WEBUI_COOKIE_TTL_S / 2
+            self.server.passed_check(self.request)  # type: ignore[attr-defined]
             length = self._length(gate.max_body)
             if length is None:
                 return
             body = self.rfile.read(length) if length else b""
+            if len(body) < length:  # the client ended it: nothing to pass on
+                self.close_connection = True
+                return
+            self.reader.request_read()
             if self.command == "POST":
                 gate.used()
             self._forward(gate, body, gate.new_cookie() if renew else "")
@@ -363,6 +502,10 @@ def _gate_handler(client_timeout: float) -> Any:
             except OSError:
                 conn.close()
                 self._refuse(502, "the engine does not answer")
+                return
+            except (http.client.HTTPException, ValueError):  # a request it cannot send on
+                conn.close()
+                self._refuse(400, "this request cannot be passed on to the engine")
                 return
             try:
                 self._relay(answer, cookie)

@@ -11,7 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable  # noqa: UP035 (3.8 nodes)
 
 from mvp_tui.node.control import exc_name
 from mvp_tui.node.frames import clean_text
-from mvp_tui.node_protocol import NodeEnvError, SwitchEnv
+from mvp_tui.node_protocol import NodeEnvError, SwitchEnv, api_url_env
 
 if TYPE_CHECKING:
     import urllib.error
@@ -47,6 +47,7 @@ class SwitchSettings:
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.problem: str | None = None
+        self._refused: dict[str, str] = {}  # variable → why it was refused
         read = self._read(env)
         explicit = read.watchdog_provider
         provider = explicit or read.node_provider
@@ -68,6 +69,11 @@ class SwitchSettings:
             )
         self.provider = provider
         self.api_url = read.api_url(provider)
+        # A refused API URL is no reason to send the instance key to the default instead:
+        # the switch sends it nowhere (checked here again, not only by the dashboard).
+        self.url_problem = self._refused.get(api_url_env(provider)) if provider else None
+        if self.url_problem:
+            self.api_url = ""
         self.env_file = read.provider_env_file
         self.boot_guard_dir = read.boot_guard_dir
 
@@ -78,8 +84,10 @@ class SwitchSettings:
             try:
                 return SwitchEnv.from_env(usable)
             except NodeEnvError as exc:
+                why = f"{clean_text(str(exc), 300)}; the node switch cannot enforce it"
                 if self.problem is None:
-                    self.problem = f"{clean_text(str(exc), 300)}; the node switch cannot enforce it"
+                    self.problem = why
+                self._refused[exc.name] = why
                 usable.pop(exc.name, None)
 
 

@@ -272,15 +272,13 @@ class WorkerAgent(Agent):
         return {"endpoint": self.endpoint, "load_ms": load_ms}
 
     def _tunnel_line(self) -> str:
-        # Port forwarding to this RPC port only: no shell, no pty, no other port.
-        port = self.endpoint.rpartition(":")[2]
-        options = f'restrict,port-forwarding,permitopen="{RPC_HOST}:{port}",command="/bin/false"'
-        return f"{options} {self.role.tunnel_pubkey}"
+        port = int(self.endpoint.rpartition(":")[2])
+        return tunnel_line(port, self.role.tunnel_pubkey, self.settings.run_id)
 
     def _authorize_tunnel(self) -> dict[str, Any]:
         path = Path(self.role.authorized_keys)
-        try:
-            edit_authorized_keys(path, add=self._tunnel_line())
+        try:  # an earlier run's (or attempt's) tunnel lines go: a key of theirs opens nothing
+            edit_authorized_keys(path, add=self._tunnel_line(), sweep=is_tunnel_line)
         except OSError as exc:
             raise PhaseFailed(
                 f"cannot authorize the run's tunnel key in {path}: {exc.strerror or exc}",
@@ -305,13 +303,47 @@ class WorkerAgent(Agent):
         return failure
 
 
-def edit_authorized_keys(path: Path, *, add: str = "", remove: str = "") -> None:
-    """Add or remove one line of an authorized_keys file, written atomically, mode 0600."""
+TUNNEL_MARK = "mvp-tui-tunnel"  # the comment of every tunnel key line a worker writes
+# Port forwarding to the RPC port only: no shell, pty, agent or X11 (restrict), no other
+# port to open (permitopen), and no port to listen on: `port-forwarding` allows -R too, and
+# authorized_keys has no permitlisten="none" (sshd refuses the key outright), so listening
+# is limited to loopback port 1, where nothing serves.
+_TUNNEL_OPTIONS = (
+    'restrict,port-forwarding,permitopen="{host}:{port}",permitlisten="{host}:1",'
+    'command="/bin/false"'
+)
+_TUNNEL_LINE = re.compile(  # this options string, or the one before permitlisten
+    r'restrict,port-forwarding,permitopen="127\.0\.0\.1:[0-9]+",'
+    r'(permitlisten="127\.0\.0\.1:1",)?command="/bin/false" \S+ \S+( .*)?'
+)
+
+
+def tunnel_line(port: int, public_key: str, run_id: str) -> str:
+    """The worker's authorized_keys line for the run's tunnel key (its type and blob; any
+    comment replaced by the mark and the run)."""
+    kind, blob = public_key.split()[:2]
+    run = re.sub(r"[^A-Za-z0-9._-]", "_", run_id) or "run"
+    options = _TUNNEL_OPTIONS.format(host=RPC_HOST, port=port)
+    return f"{options} {kind} {blob} {TUNNEL_MARK}:{run}"
+
+
+def is_tunnel_line(line: str) -> bool:
+    """A tunnel line a worker wrote (this run's, or one left by a worker that was killed)."""
+    return _TUNNEL_LINE.fullmatch(line.strip()) is not None
+
+
+def edit_authorized_keys(
+    path: Path, *, add: str = "", remove: str = "", sweep: Any = None
+) -> None:
+    """Add or remove one line of an authorized_keys file, written atomically, mode 0600;
+    `sweep(line)` true: that line goes too (but the one added)."""
     try:
         lines = path.read_text().splitlines()
     except FileNotFoundError:
         lines = []
     kept = [line for line in lines if not remove or line != remove]
+    if sweep is not None:
+        kept = [line for line in kept if line == add or not sweep(line)]
     if add and add not in kept:
         kept.append(add)
     if kept == lines:

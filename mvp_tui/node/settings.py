@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.node.frames import clean_text
-from mvp_tui.node_protocol import AgentEnv, NodeEnvError
+from mvp_tui.node_protocol import AgentEnv, NodeEnvError, base_url_problem, shown_url
 
 GGUF_MAGIC = b"GGUF"
 ENGINE_HOST = "127.0.0.1"  # where the agent reaches its engine, and binds it by default
@@ -26,23 +26,6 @@ EXIT_CONFIG = 2
 LOCAL_PATH_KEY = f"[model] gguf_local_path ({AgentEnv.env_name('gguf_local_path')})"
 # ---------------------------------------------------------------------------------------
 # Settings
-
-
-def _plain_http_off_loopback(url: str) -> bool:
-    """Whether `url` is `http://` to a host other than loopback (mvp_tui/config/values.py has
-    the app's twin; the node imports nothing of the app's config)."""
-    import ipaddress
-
-    if url[:7].lower() != "http://":
-        return False
-    netloc = url[7:].split("/", 1)[0].rpartition("@")[2]
-    host = (netloc if netloc.endswith("]") else netloc.rsplit(":", 1)[0]).strip("[]")
-    if host == "localhost":
-        return False
-    try:
-        return not ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return True
 
 
 # A setting the agent cannot use; names the key and the fix (the node env's own error, so one
@@ -67,14 +50,18 @@ class Settings:
         self.hf_endpoint = read.hf_endpoint
         self.hf_token = env.get("HF_TOKEN", "") or env.get("HUGGING_FACE_HUB_TOKEN", "")
         hub = AgentEnv.env_name("hf_endpoint")
-        if self.hf_token and _plain_http_off_loopback(self.hf_endpoint):
+        if self.hf_token and base_url_problem(self.hf_endpoint, plain_http_ok=False):
             raise ConfigError(
-                f"{hub}={self.hf_endpoint!r} is plain http to a host that is not "
+                f"{hub}={shown_url(self.hf_endpoint)!r} is plain http to a host that is not "
                 "loopback, and HF_TOKEN is set: the token would cross the network unencrypted; "
                 f"fix: use https (or unset {hub} for the hub)"
             )
         cache = read.model_cache_dir
         self.cache_dir = Path(cache).expanduser() if cache else Path.home() / ".cache/mvp-node"
+        verified = read.verified_dir
+        self.verified_dir = (
+            Path(verified).expanduser() if verified else Path.home() / ".cache/mvp-node-verified"
+        )
         self.engine_port = read.engine_port
         self.engine_port_fallback = read.engine_port_fallback
         self.engine_host = read.engine_host

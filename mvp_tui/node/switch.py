@@ -300,6 +300,8 @@ class Watchdog:
     def _prove(self) -> tuple[str | None, dict[str, Any]]:
         """(None, detail) when a harmless authenticated read of our own instance worked,
         else (reason, {}), or (reason, {"scope": "host"}) when this host cannot reach the API."""
+        if self.settings.url_problem:
+            return self.settings.url_problem, {}
         creds, why = self._credentials()
         if creds is None:
             return why, {}
@@ -479,6 +481,8 @@ class Watchdog:
         there is a chance (network, rate limits, a destroy that lingers). A refused key
         gets the provider's other documented ways once each, then (attempts, why): a pod
         that refuses its own key would otherwise be retried, billing, for ever."""
+        if self.settings.url_problem:  # the key goes to no URL the node itself refuses
+            return 0, self.settings.url_problem
         delay = self.settings.retry_initial_s
         attempt = refusals = 0
         while True:

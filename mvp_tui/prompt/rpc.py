@@ -47,6 +47,12 @@ from mvp_tui.prompt.queue import PromptQueue
 
 DEFAULT_MAX_TOKENS = PromptSection.max_tokens
 MAX_LINE_BYTES = 1 << 20
+# Before a connection shows the token it costs the dashboard a descriptor and a buffer: its
+# first line must come within this, and only so many such connections are held at once (at
+# the cap the one waiting longest is closed for the newcomer: a real client sends its line at
+# once). A connection that showed the token is the token holder's and no longer counts.
+RPC_FIRST_LINE_S = 10.0
+RPC_MAX_UNPROVEN = 16
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
 REQUEST_EXAMPLE = (
@@ -234,10 +240,16 @@ class PromptRpcServer:
         token: str,
         default_max_tokens: int = DEFAULT_MAX_TOKENS,
         sink: EventSink | None = None,
+        first_line_s: float = RPC_FIRST_LINE_S,
+        max_unproven: int = RPC_MAX_UNPROVEN,
     ) -> None:
         if not token:
             raise ValueError("the prompt RPC needs a token: an empty one would admit anyone")
         self._token = token
+        self._first_line_s = first_line_s
+        self._max_unproven = max_unproven
+        # Connections open that have not shown the token yet, oldest first.
+        self._unproven: dict[asyncio.StreamWriter, None] = {}
         self._queue = queue
         self._addr = addr
         self._default_max_tokens = default_max_tokens
@@ -292,22 +304,40 @@ class PromptRpcServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
+        while len(self._unproven) >= self._max_unproven:  # the longest waiting makes room
+            oldest = next(iter(self._unproven))
+            del self._unproven[oldest]
+            oldest.transport.abort()  # its read ends at once; its task closes the rest
         self._connections.add(task)
+        self._unproven[writer] = None
+        proven = [False]
         try:
-            await self._serve(reader, writer)
+            await self._serve(reader, writer, proven)
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
+            self._unproven.pop(writer, None)
             self._connections.discard(task)
             writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Requests one after another until EOF, a blank line or a bad request."""
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, proven: list[bool]
+    ) -> None:
+        """Requests one after another until EOF, a blank line or a bad request; the first
+        within `first_line_s` of the accept. `proven[0]` turns True (and the connection stops
+        counting against the cap) once a request showed the token."""
         while True:
             try:
-                line = await reader.readuntil(b"\n")
+                if proven[0]:
+                    line = await reader.readuntil(b"\n")
+                else:
+                    line = await asyncio.wait_for(reader.readuntil(b"\n"), self._first_line_s)
+            except TimeoutError:
+                error = f"no request line within {self._first_line_s:g} s of connecting"
+                await _write(writer, {"type": "fault", "request_id": 0, "error": error})
+                return
             except asyncio.IncompleteReadError as exc:
                 line = exc.partial  # the last request may lack its newline
             except asyncio.LimitOverrunError:
@@ -331,6 +361,9 @@ class PromptRpcServer:
                     writer, {"type": "fault", "request_id": exc.request_id, "error": str(exc)}
                 )
                 return
+            if not proven[0]:
+                proven[0] = True
+                self._unproven.pop(writer, None)
             if not await self._serve_prompt(request, writer):
                 return
 

@@ -154,6 +154,7 @@ async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadM
     plain command reading stdin (with umask 077), so no image is left out.
     """
     files = _files(plan)
+    await prepare_run_dir(conn, plan)
     try:
         sftp_cm = conn.start_sftp_client()
         async with sftp_cm as sftp:
@@ -164,6 +165,44 @@ async def upload(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> UploadM
         pass
     await asyncio.gather(*(_exec_write(conn, plan, n, d) for n, d in files.items()))
     return UploadMethod.EXEC
+
+
+class RunDirUnsafe(OSError):
+    """The node's run directory is not this login's alone: nothing is written into it."""
+
+
+# The run directory, made (umask 077) and checked before anything is written into it: a
+# directory of its own (no symlink), owned by this login, in a parent owned by it or root
+# that no one else may write to unless sticky (/tmp is; a /tmp/mvp-node another user made
+# first is not), then mode 700. Exit 3 with the reason on stdout: refused.
+_PREPARE_DIR = r"""umask 077 && mkdir -p "$1" || exit 1
+p=$(dirname "$1")
+[ -d "$1" ] && [ ! -L "$1" ] || { echo "is not a directory of its own (a symlink?)"; exit 3; }
+[ -O "$1" ] || { echo "is owned by another user"; exit 3; }
+[ -O "$p" ] || [ "$(stat -c %u "$p")" = 0 ] || { echo "sits in $p, another user's"; exit 3; }
+[ -z "$(find "$p" -maxdepth 0 \( -perm -0002 -o -perm -0020 \) ! -perm -1000)" ] ||
+  { echo "sits in $p, which others may write to"; exit 3; }
+chmod 700 -- "$1"
+"""
+
+
+async def prepare_run_dir(conn: asyncssh.SSHClientConnection, plan: AgentPlan) -> None:
+    """Make the run directory 700 and check whose it is (the security read's L9): another
+    user of the node must not read or swap the agent or run.sh, which holds the run's key."""
+    command = shlex.join(["sh", "-c", _PREPARE_DIR, "sh", plan.remote_dir])
+    done = await conn.run(command, check=False)
+    out = str(done.stdout or "").strip()
+    if done.exit_status == 3:
+        raise RunDirUnsafe(
+            f"the node's run directory {plan.remote_dir} {out}: another user of the node could "
+            "read or swap the agent and run.sh (which holds the run's key); fix: set "
+            "[runtime] node_dir (MVP_NODE_DIR, --node-dir) to a directory only the login user "
+            "owns, e.g. /root/mvp-node"
+        )
+    if done.exit_status != 0:
+        err = str(done.stderr or "").strip().splitlines()
+        raise RunDirUnsafe(f"cannot make the node's run directory {plan.remote_dir}: "
+                           f"{err[-1] if err else f'exit {done.exit_status}'}")
 
 
 def _files(plan: AgentPlan) -> dict[str, bytes]:

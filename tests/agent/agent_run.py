@@ -28,6 +28,7 @@ def agent_env(tmp: Path, **overrides: str) -> dict[str, str]:
         MVP_MAX_CONTEXT="256",
         MVP_ENGINE_THREADS="1",
         MVP_MODEL_CACHE_DIR=str(tmp / "cache"),
+        MVP_MODEL_VERIFIED_DIR=str(tmp / "verified"),  # the node's own, off the cache
         MVP_ENGINE_STOP_TIMEOUT_S="10",
     )
     env.update(overrides)

@@ -117,6 +117,15 @@ async def test_llama_cpp_python_behind_the_gate(tmp_path: Path, tiny_model: Path
     run, loaded = await _keyed_node(env)
     try:
         assert loaded["engine"] == "llama-cpp-python"
+        private = run.phase_detail("engine_start", "ready")["port"]
+        assert private != loaded["port"]
+        # Its private port is no way around the gate for another local user (provider
+        # local): llama_cpp.server has the key too, from its environment, not argv.
+        for path, body in (("/v1/chat/completions", CHAT), ("/v1/models", None)):
+            status, _, _ = await asyncio.to_thread(_call, private, path, body=body)
+            assert status == 401, path
+        status, _, _ = await asyncio.to_thread(_call, private, "/v1/models", key=KEY)
+        assert status == 200
         await _refuses_all_but_the_key(run, loaded)
     finally:
         await run.kill()

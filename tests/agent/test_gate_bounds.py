@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from mvp_tui.node.gate import WEBUI_COOKIE, WEBUI_COOKIE_TTL_S, Gate
+from mvp_tui.node.gate import GATE_MAX_HEAD_BYTES, WEBUI_COOKIE, WEBUI_COOKIE_TTL_S, Gate
 from mvp_tui.node_protocol import webui_cookie_value, webui_host, webui_login_code
 
 KEY = "mvp-run-key-for-the-gate-0123456789"
@@ -26,6 +26,7 @@ UI = webui_host(KEY)
 class _Engine(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     seen: ClassVar[list[dict[str, str]]] = []
+    release: ClassVar[threading.Event] = threading.Event()  # /slow answers once it is set
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -34,6 +35,8 @@ class _Engine(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         type(self).seen.append(dict(self.headers.items()))
+        if self.path == "/slow":
+            type(self).release.wait(10)
         out = json.dumps({"ok": True, "bytes": len(body)}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -49,6 +52,7 @@ def engine() -> Iterator[int]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
     server.daemon_threads = True
     _Engine.seen = []
+    _Engine.release = threading.Event()
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
                      daemon=True).start()
     yield server.server_address[1]
@@ -166,23 +170,128 @@ def test_a_silent_client_is_closed_after_the_timeout(engine: int) -> None:
 
 
 def test_connections_beyond_the_cap_get_503_and_a_freed_slot_serves_again(engine: int) -> None:
+    """503 only when every slot serves a request that passed the key check."""
     gate = _gate(engine, max_connections=2, timeout=10.0)
-    idle = [socket.create_connection(("127.0.0.1", gate.port), timeout=5) for _ in range(2)]
+    keyed = {"Authorization": f"Bearer {KEY}"}
+    slow = [threading.Thread(target=_request, args=(gate.port, "GET", "/slow", keyed))
+            for _ in range(2)]
     try:
-        status, head, body = _request(gate.port, "GET", "/v1/models",
-                                      {"Authorization": f"Bearer {KEY}"})
+        for thread in slow:
+            thread.start()
+        _engine_holds(2)
+        status, head, body = _request(gate.port, "GET", "/v1/models", keyed)
         assert status == 503 and "Retry-After: 1" in head and b"connection limit" in body
-        idle.pop().close()
+        _Engine.release.set()
+        for thread in slow:
+            thread.join(5)
         deadline = time.monotonic() + 5
-        while True:  # the slot is free once its thread saw the close
-            status = _request(gate.port, "GET", "/v1/models", {"Authorization": f"Bearer {KEY}"})[0]
+        while True:  # the slots are free once their threads saw the close
+            status = _request(gate.port, "GET", "/v1/models", keyed)[0]
             if status == 200 or time.monotonic() > deadline:
                 break
         assert status == 200
     finally:
-        for sock in idle:
+        _Engine.release.set()
+        gate.close()
+
+
+def _engine_holds(count: int) -> None:
+    """Wait (bounded) until the fake engine has seen `count` requests."""
+    deadline = time.monotonic() + 5
+    while len(_Engine.seen) < count and time.monotonic() < deadline:
+        _Engine.release.wait(0.01)
+    assert len(_Engine.seen) == count
+
+
+def _closed_while_dripping(sock: socket.socket, data: bytes, within: float) -> float | None:
+    """Send `data` a byte every 0.1 s (the drip is the attack's own pace); the seconds until
+    the gate closed the connection, or None when it was still open after `within`."""
+    started = time.monotonic()
+    sock.settimeout(0.1)
+    for byte in data:
+        if time.monotonic() - started > within:
+            return None
+        try:
+            sock.sendall(bytes([byte]))
+            if sock.recv(65536) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            continue  # still open: the next byte
+        except OSError:
+            return time.monotonic() - started  # reset by the gate
+    return None
+
+
+def test_a_dripping_head_is_closed_at_its_deadline(engine: int) -> None:
+    gate = _gate(engine, timeout=5.0, head_deadline=0.5)
+    try:
+        with socket.create_connection(("127.0.0.1", gate.port), timeout=5) as sock:
+            head = b"GET /v1/models HTTP/1.1\r\nX-Drip: " + b"a" * 200
+            took = _closed_while_dripping(sock, head, within=4.0)
+        assert took is not None and took < 4.0, "a byte each 0.1 s kept the head open"
+    finally:
+        gate.close()
+
+
+def test_a_dripping_body_is_closed_at_the_requests_deadline(engine: int) -> None:
+    gate = _gate(engine, timeout=5.0, request_deadline=1.0)
+    try:
+        with socket.create_connection(("127.0.0.1", gate.port), timeout=5) as sock:
+            sock.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         f"Authorization: Bearer {KEY}\r\nContent-Length: 400\r\n\r\n".encode())
+            took = _closed_while_dripping(sock, b"x" * 400, within=4.0)
+        assert took is not None and took < 4.0, "a byte each 0.1 s kept the body open"
+        assert _Engine.seen == []  # nothing of it reached the engine
+    finally:
+        gate.close()
+
+
+def test_a_head_over_the_cap_is_431_before_any_check(gate: Gate) -> None:
+    pad = "a" * (GATE_MAX_HEAD_BYTES + 1024)  # one line, under http.server's own 64 KiB
+    head_text = f"GET /v1/models HTTP/1.1\nHost: 127.0.0.1\nX-Pad: {pad}\n"
+    status, head, body = _raw(gate.port, head_text)
+    assert status == 431 and "Connection: close" in head and b"request head over" in body
+    status, _, _ = _raw(gate.port, "GET /v1/models HTTP/1.1\nHost: 127.0.0.1\nX-Pad: a\n")
+    assert status == 401  # a head under the cap reaches the key check
+
+
+def test_silent_and_dripping_connections_cannot_keep_the_key_holder_out(engine: int) -> None:
+    """Ten connections that never finish a head, on a gate of six slots: the key holder is
+    served (the longest waiting is closed for each newcomer), and so are two of its
+    requests at once while more crowd in (the reserved slots)."""
+    gate = _gate(engine, max_connections=6, reserved_slots=2, timeout=10.0)
+    crowd = [socket.create_connection(("127.0.0.1", gate.port), timeout=5) for _ in range(10)]
+    try:
+        for sock in crowd[::2]:
+            sock.sendall(b"GET / HTTP/1.1\r\nX-Drip: a")  # a head begun, never ended
+        keyed = {"Authorization": f"Bearer {KEY}"}
+        assert _request(gate.port, "GET", "/v1/models", keyed)[0] == 200
+        assert crowd[0].recv(1024) == b""  # the longest waiting was closed for a newcomer
+        slow = [threading.Thread(target=_request, args=(gate.port, "GET", "/slow", keyed))
+                for _ in range(2)]
+        for thread in slow:
+            thread.start()
+        _engine_holds(3)  # both slow requests are at the engine at once
+        crowd += [socket.create_connection(("127.0.0.1", gate.port), timeout=5)
+                  for _ in range(10)]
+        assert _request(gate.port, "GET", "/v1/models", keyed)[0] == 200
+        _Engine.release.set()
+        for thread in slow:
+            thread.join(5)
+    finally:
+        _Engine.release.set()
+        for sock in crowd:
             sock.close()
         gate.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/models\x01", "/v1/\x7fmodels", "/v1/models?q=\x00"])
+def test_a_control_character_in_the_path_is_400(gate: Gate, path: str) -> None:
+    head = f"GET {path} HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer {KEY}\n"
+    status, _, body = _raw(gate.port, head)
+    assert status == 400 and b"control character" in body
+    assert _Engine.seen == []  # nothing reached the engine
+    assert _request(gate.port, "GET", "/v1/models", {"Authorization": f"Bearer {KEY}"})[0] == 200
 
 
 # -- the web UI's login and cookie ------------------------------------------------------

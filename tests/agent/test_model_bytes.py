@@ -37,7 +37,7 @@ def _downloader(tmp_path: Path, hub: HubServer) -> tuple[Downloader, str, Path]:
     settings = Settings({
         "MVP_HF_ENDPOINT": hub.url, "MVP_GGUF_REPO": REPO, "MVP_GGUF_FILE": FILE,
         "MVP_GGUF_REVISION": REVISION, "MVP_MODEL_CACHE_DIR": str(tmp_path / "cache"),
-        "MVP_DOWNLOAD_RETRIES": "0",
+        "MVP_DOWNLOAD_RETRIES": "0", "MVP_MODEL_VERIFIED_DIR": str(tmp_path / "verified"),
     })
     out = os.open(os.devnull, os.O_WRONLY)
     emitter = Emitter(out, Redactor([]), "r-1", 1)
@@ -89,7 +89,8 @@ def test_a_writer_still_holding_the_part_gets_it_and_the_download_is_clean(
     assert dest.read_bytes() == DATA, "the file renamed into place is not the hub's"
     assert result["verified"] is True and result["sha256"] == hashlib.sha256(DATA).hexdigest()
     assert result["distrusted_writers"] == [intruder.pid]
-    assert read_sidecar(dest) is not None and read_sidecar(dest)[0] == result["sha256"]  # type: ignore[index]
+    recorded = read_sidecar(dest, tmp_path / "verified")
+    assert recorded is not None and recorded[0] == result["sha256"]
 
 
 def test_bytes_written_past_the_claim_fail_the_size_check_on_disk(tmp_path: Path) -> None:
@@ -145,31 +146,75 @@ def test_the_prefetch_is_recognised_by_its_file_not_its_argv_text(tmp_path: Path
 
 def test_a_cached_file_is_checked_against_the_hub_before_it_is_served(tmp_path: Path) -> None:
     dest = tmp_path / "m.gguf"
+    verified = tmp_path / "verified"
     dest.write_bytes(DATA)
     digest = hashlib.sha256(DATA).hexdigest()
     hub = HubFile(len(DATA), digest, "c0ffee")
     # No sidecar (placed by someone else): read once, then vouched for by its sidecar.
-    assert cached_problem(dest, hub) == (
+    assert cached_problem(dest, hub, verified) == (
         None, {"cached": True, "bytes": len(DATA), "sha256": digest, "verified": True}
     )
-    assert read_sidecar(dest) is not None
+    assert read_sidecar(dest, verified) is not None
     # The hub's size differs: refused on size alone.
-    problem, _ = cached_problem(dest, HubFile(len(DATA) + 1, digest, None))
+    problem, _ = cached_problem(dest, HubFile(len(DATA) + 1, digest, None), verified)
     assert problem == f"is {len(DATA)} bytes, the hub says {len(DATA) + 1}"
     # Same size, other bytes, the sidecar left as it was: the file changed, so it is read.
     planted = DATA[:-4] + b"evil"
     dest.write_bytes(planted)
     os.utime(dest, ns=(1, 1))
-    problem, _ = cached_problem(dest, hub)
+    problem, _ = cached_problem(dest, hub, verified)
     assert problem is not None and "sha256" in problem
     # The hub says nothing: served, and said to be unverified.
-    write_sidecar(dest, hashlib.sha256(planted).hexdigest())
-    problem, detail = cached_problem(dest, None)
+    write_sidecar(dest, hashlib.sha256(planted).hexdigest(), verified)
+    problem, detail = cached_problem(dest, None, verified)
     assert problem is None and detail["verified"] is False
     assert "no answer from the hub" in detail["unverified"]
     assert _model_detail(detail) == "cached unverified"
-    sidecar_path(dest).write_text("0" * 64 + " 1 2 3\n")  # the sidecar is for another file
-    assert cached_problem(dest, None)[0] is not None
+    sidecar_path(dest, verified).write_text("0" * 64 + " 1 2 3 4\n")  # another file's record
+    assert cached_problem(dest, None, verified)[0] is not None
+
+
+def test_a_planted_file_with_a_forged_digest_beside_it_is_read_and_refused(
+    tmp_path: Path,
+) -> None:
+    """A shared cache (a RunPod network volume another pod writes): a GGUF planted with a
+    sidecar beside it naming the hub's digest and the planted file's own identity, as the
+    agents before this one kept it. Nothing on the volume is trusted: the file is read."""
+    dest = tmp_path / "volume" / "m.gguf"
+    dest.parent.mkdir()
+    planted = DATA[:-4] + b"evil"
+    dest.write_bytes(planted)
+    found = dest.stat()
+    digest = hashlib.sha256(DATA).hexdigest()  # the hub's
+    forged = f"{digest} {found.st_size} {found.st_ino} {found.st_mtime_ns}\n"
+    dest.with_name(dest.name + ".sha256").write_text(forged)
+    verified = tmp_path / "node-local"
+    problem, _ = cached_problem(dest, HubFile(len(DATA), digest, None), verified)
+    assert problem == f"has sha256 {hashlib.sha256(planted).hexdigest()}, the hub says {digest}"
+    assert read_sidecar(dest, verified) is None  # nothing recorded for it
+    assert verified.stat().st_mode & 0o777 == 0o700
+
+
+def test_an_edit_in_place_with_its_mtime_restored_is_read_again(tmp_path: Path) -> None:
+    """The record's identity holds the ctime, which an edit moves and no one can set back."""
+    dest = tmp_path / "m.gguf"
+    dest.write_bytes(DATA)
+    verified = tmp_path / "verified"
+    hub = HubFile(len(DATA), hashlib.sha256(DATA).hexdigest(), None)
+    assert cached_problem(dest, hub, verified)[0] is None  # read once, recorded
+    before = dest.stat()
+    deadline = time.monotonic() + 5
+    while dest.stat().st_ctime_ns == before.st_ctime_ns:  # a coarse clock: edit until it shows
+        assert time.monotonic() < deadline, "the ctime never moved"
+        with dest.open("r+b") as out:
+            out.seek(len(DATA) - 4)
+            out.write(b"evil")
+        os.utime(dest, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = dest.stat()
+    assert (after.st_size, after.st_ino, after.st_mtime_ns) == (
+        before.st_size, before.st_ino, before.st_mtime_ns)
+    problem, _ = cached_problem(dest, hub, verified)
+    assert problem is not None and "sha256" in problem
 
 
 def test_a_download_the_hub_gave_no_digest_for_is_said_to_be_unverified(

@@ -357,6 +357,34 @@ async def test_no_credentials_is_a_failed_verdict_and_the_agent_still_serves(
     assert run.phases().index(("watchdog", "failed")) < run.phases().index(("probe", "started"))
 
 
+async def test_the_switch_sends_the_instance_key_to_no_url_it_refuses(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """The node checks the API URL again (not only the dashboard): `?@` names a loopback
+    host in its text while urllib connects to the text before the '?'. The verdict fails
+    naming the variable, and the deadline ends the engine without sending the key."""
+    with FakeVast() as fake:
+        iid = fake.add_instance(label="mvp-r-0000abcd")
+        environ = fake.write_instance_env(iid, tmp_path / "environ")
+        key = fake.instance_env(iid)["CONTAINER_API_KEY"]
+        sneaky = _vast_env(fake, environ, MVP_VASTAI_API_URL=f"{fake.url}?@127.0.0.1",
+                           MVP_LEASE_STARTED_AT=repr(time.time()), MVP_MAX_HOURS="0.0005")
+        run = await AgentRun.start(_env(tmp_path, tiny_model, path_with, **sneaky))
+        try:
+            failed = (await run.wait_phase("watchdog", "failed"))["detail"]
+            assert "MVP_VASTAI_API_URL" in failed["reason"], failed["reason"]
+            assert "a query" in failed["reason"] and "@127.0.0.1" not in failed["reason"]
+            fired = await run.wait_phase("watchdog", "started")
+            assert fired["detail"]["trigger"] == "deadline"
+            final = await run.wait_for(_watchdog("failed", trigger="deadline"))
+            assert final["detail"]["destroyed"] is False and final["detail"]["bills"] is True
+            assert await run.wait_exit() == 0
+        finally:
+            await run.kill()
+        assert fake.requests == [] and fake.destroyed() == []
+    assert key.encode() not in bytes(run.stdout + run.stderr)
+
+
 async def test_another_instances_key_is_refused_and_named(
     tmp_path: Path, tiny_model: Path, path_with: str
 ) -> None:

@@ -63,6 +63,7 @@ class FakeRepo:
     granted: set[str] = field(default_factory=set)  # tokens whose account accepted its terms
     shape: Shape = field(default_factory=Shape)
     tags: tuple[str, ...] = ("gguf", "text-generation")
+    header: bytes | None = None  # the files' first bytes, when not the shape's header
 
 
 @dataclass
@@ -252,7 +253,8 @@ class FakeHfHub:
         file = path.removeprefix(repo.id + "/") if repo is not None else ""
         if repo is None or file not in repo.files:
             return Reply(404, "not found", content_type="text/plain")
-        head, total = gguf_header(repo.shape), repo.files[file]
+        head = repo.header if repo.header is not None else gguf_header(repo.shape)
+        total = repo.files[file]
         head = head[: total]
         return Reply(206, head, content_type="application/octet-stream",
                      headers={"Content-Range": f"bytes 0-{len(head) - 1}/{total}",

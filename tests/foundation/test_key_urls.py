@@ -11,6 +11,7 @@ import pytest
 
 from mvp_tui.config import ConfigError
 from mvp_tui.config.values import plain_http_off_loopback
+from mvp_tui.node.instance_api import SwitchSettings
 from mvp_tui.node.settings import ConfigError as NodeConfigError
 from mvp_tui.node.settings import Settings
 from mvp_tui.providers.base import ProviderError
@@ -82,3 +83,65 @@ def test_the_clients_and_the_node_refuse_it_too() -> None:
     with pytest.raises(NodeConfigError, match="MVP_HF_ENDPOINT"):
         Settings({"HF_TOKEN": "hf_x", "MVP_HF_ENDPOINT": "http://hub.example.invalid"})
     assert Settings({"HF_TOKEN": "hf_x", "MVP_HF_ENDPOINT": "http://127.0.0.1:9"}).hf_token
+
+
+# Base URLs whose text shows a loopback or known host while every URL parser (httpx's, the
+# client that sends the key; urllib's, the node's) connects elsewhere, and URLs that carry
+# a secret of their own. "s3cret" must never be printed.
+SNEAKY = [
+    "http://evil.example?@127.0.0.1",
+    "http://evil.example#@127.0.0.1",
+    "http://localhost@evil.example",
+    "http://evil.example\\@127.0.0.1",
+    "https://user:s3cret-pass@console.vast.ai",
+    "https://console.vast.ai/?token=s3cret-pass",
+    "https://console.vast.ai#s3cret-pass",
+]
+
+
+@pytest.mark.parametrize("url", SNEAKY)
+def test_user_info_a_query_or_a_fragment_in_a_base_url_is_refused_at_config_load(
+    tmp_path: Path, url: str
+) -> None:
+    for env, named in (
+        ({"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": url},
+         "MVP_VASTAI_API_URL"),
+        ({"MVP_NODE_PROVIDER": "runpod", "RUNPOD_API_KEY": KEY, "MVP_RUNPOD_API_URL": url},
+         "MVP_RUNPOD_API_URL"),
+        ({"MVP_HF_ENDPOINT": url}, "MVP_HF_ENDPOINT"),  # a base URL even without a token
+    ):
+        with pytest.raises(ConfigError) as refused:
+            load(tmp_path, env=env)
+        text = str(refused.value)
+        assert named in text and "fix:" in text and "host only" in text, text
+        assert "s3cret" not in text and KEY not in text
+
+
+@pytest.mark.parametrize("url", SNEAKY)
+def test_the_clients_read_the_url_with_their_own_parser_and_refuse_it(url: str) -> None:
+    with pytest.raises(ProviderError) as refused:
+        VastAiProvider(api_key=KEY, api_url=url)
+    assert "MVP_VASTAI_API_URL" in str(refused.value) and "s3cret" not in str(refused.value)
+    with pytest.raises(ProviderError) as refused:
+        RunPodProvider(api_key=KEY, api_url=url)
+    assert "MVP_RUNPOD_API_URL" in str(refused.value) and "s3cret" not in str(refused.value)
+
+
+@pytest.mark.parametrize("url", SNEAKY)
+def test_the_node_checks_again_before_the_instance_key_goes_anywhere(url: str) -> None:
+    switch = SwitchSettings({"MVP_WATCHDOG_PROVIDER": "vastai", "MVP_VASTAI_API_URL": url})
+    assert switch.api_url == "" and switch.url_problem is not None
+    assert "MVP_VASTAI_API_URL" in switch.url_problem and "s3cret" not in switch.url_problem
+    with pytest.raises(NodeConfigError, match="MVP_HF_ENDPOINT") as refused:
+        Settings({"HF_TOKEN": "hf_x", "MVP_HF_ENDPOINT": url})
+    assert "s3cret" not in str(refused.value)
+
+
+def test_loopback_is_decided_on_the_parsed_host() -> None:
+    assert plain_http_off_loopback("http://evil.example?@127.0.0.1")  # httpx: evil.example
+    assert plain_http_off_loopback("http://evil.example#@127.0.0.1")
+    assert plain_http_off_loopback("http://127.0.0.1.nip.io:80")
+    ok = SwitchSettings({"MVP_WATCHDOG_PROVIDER": "runpod",
+                         "MVP_RUNPOD_API_URL": "HTTP://[::1]:8080/v2/"})
+    assert (ok.url_problem, ok.api_url) == (None, "http://[::1]:8080/v2")
+    assert "127.0.0.1:9" in repr(VastAiProvider(api_key=KEY, api_url="http://127.0.0.1:9"))

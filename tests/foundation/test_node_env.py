@@ -104,6 +104,8 @@ def _sample(item: dataclasses.Field[Any]) -> Any:
         return default + 1.5
     if isinstance(default, tuple):
         return ("a:1", "b:2")
+    if isinstance(default, str) and default.startswith("https://"):  # a base URL
+        return f"https://v-{item.name.replace('_', '-')}.example/v9"
     return f"v-{item.name.replace('_', '-')}"
 
 
@@ -181,6 +183,7 @@ def test_the_engine_writes_only_declared_names(tmp_path: Path) -> None:
     env = {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": "k" * 24}
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     environ = {name: "2" for group in NODE_ENV_GROUPS for name in group.passthrough_names()}
+    environ[AgentEnv.env_name("hf_endpoint")] = "https://hub.example"  # a base URL
     node = node_env(
         RuntimeSettings.from_config(config), ModelSettings.from_config(config),
         provider="vastai", run_id="r-1", environ={**environ, "HF_TOKEN": "t"},

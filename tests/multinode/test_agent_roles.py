@@ -94,8 +94,10 @@ async def test_a_rented_worker_authorizes_the_tunnel_key_for_its_port_only(
     port = ready["endpoint"].rpartition(":")[2]
     lines = authorized.read_text().splitlines()
     assert lines[0] == "ssh-ed25519 AAAAexisting me@laptop"
+    kind, blob = public.split()[:2]
     assert lines[1] == (
-        f'restrict,port-forwarding,permitopen="127.0.0.1:{port}",command="/bin/false" {public}'
+        f'restrict,port-forwarding,permitopen="127.0.0.1:{port}",permitlisten="127.0.0.1:1",'
+        f'command="/bin/false" {kind} {blob} mvp-tui-tunnel:r-0000abcd'
     )
     assert authorized.stat().st_mode & 0o077 == 0
     await agent.send("shutdown\n")

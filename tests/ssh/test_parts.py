@@ -3,6 +3,7 @@ plans."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -169,6 +170,68 @@ async def test_upload_reports_which_way_it_went(sshd: Sshd, harness: SshHarness)
     finally:
         conn.close()
         await conn.wait_closed()
+
+
+async def _upload_to(harness: SshHarness, remote_dir: Path) -> None:
+    from mvp_tui.ssh.agent_launch import upload
+    from mvp_tui.ssh.connect import open_connection
+
+    conn, _ = await open_connection(
+        harness.endpoint, harness.identity, harness.pins, "vastai:1", SshSettings()
+    )
+    try:
+        await upload(conn, make_plan(STANDIN, {"MVP_API_KEY": "k" * 24}, str(remote_dir)))
+    finally:
+        conn.close()
+        await conn.wait_closed()
+
+
+async def test_the_run_dir_is_made_700_even_where_it_was_left_open(
+    sshd: Sshd, harness: SshHarness, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "nodes" / "r-1"
+    run_dir.mkdir(parents=True)
+    run_dir.chmod(0o777)
+    await _upload_to(harness, run_dir)
+    assert run_dir.stat().st_mode & 0o777 == 0o700
+    assert (run_dir / "run.sh").stat().st_mode & 0o777 == 0o600
+
+
+NOBODY = 65534
+
+
+@pytest.mark.parametrize("case", ["owned", "symlink", "parent-owned", "parent-open"])
+async def test_a_run_dir_another_user_could_touch_is_refused_before_any_file(
+    sshd: Sshd, harness: SshHarness, tmp_path: Path, case: str
+) -> None:
+    """(The sshd runs as root here, so another uid's directory is made with chown.)"""
+    from mvp_tui.ssh.agent_launch import RunDirUnsafe
+
+    parent = tmp_path / "nodes"
+    parent.mkdir()
+    run_dir = parent / "r-1"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if case == "owned":
+        run_dir.mkdir()
+        os.chown(run_dir, NOBODY, NOBODY)
+        why = "is owned by another user"
+    elif case == "symlink":
+        run_dir.symlink_to(elsewhere)
+        why = "is not a directory of its own"
+    elif case == "parent-owned":
+        os.chown(parent, NOBODY, NOBODY)
+        why = f"sits in {parent}, another user's"
+    else:
+        parent.chmod(0o777)
+        why = f"sits in {parent}, which others may write to"
+    with pytest.raises(RunDirUnsafe) as refused:
+        await _upload_to(harness, run_dir)
+    text = str(refused.value)
+    assert f"the node's run directory {run_dir} {why}" in text and "[runtime] node_dir" in text
+    assert "k" * 24 not in text
+    for place in (run_dir, elsewhere):
+        assert not (place / "run.sh").exists() and not (place / "agent.pyz").exists()
 
 
 def test_the_ssh_package_never_imports_textual() -> None:

@@ -170,6 +170,30 @@ async def test_a_guard_that_cannot_run_says_why_and_sends_nothing(
     assert instance_key_deletes(fake, instance) == [] and fake.billing() != []
 
 
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        ("?@127.0.0.1", "is not an https base URL"),  # urllib, curl: the host before '?'
+        ("#@127.0.0.1", "is not an https base URL"),
+        (None, "is not an https base URL"),  # plain http off loopback (TEST-NET-1)
+    ],
+)
+async def test_the_guard_sends_the_key_to_no_url_it_refuses(
+    fake: FakeVast, provider: VastAiProvider, tmp_path: Path, tail: str | None, why: str
+) -> None:
+    """The guard checks the API URL again on the node before the instance key goes there:
+    the dashboard's check is not the only one."""
+    instance = await rent(fake, provider, grace_s=1)
+    script = fake.onstart_of(instance) or ""
+    url = fake.url + tail if tail is not None else "http://192.0.2.1:9"
+    full = {**fake.container_env(instance), "MVP_VASTAI_API_URL": url}
+    with Container(full, tmp_path / "guard", script=script) as node:
+        assert node.verdict() == f"failed MVP_VASTAI_API_URL {why}"
+        node.wait_ended(10)
+        assert "@" not in node.verdict()  # the URL itself is never echoed
+    assert instance_key_deletes(fake, instance) == [] and fake.billing() != []
+
+
 async def test_the_id_comes_from_vasts_label_when_container_id_is_unset(
     fake: FakeVast, provider: VastAiProvider, tmp_path: Path
 ) -> None:
@@ -197,8 +221,9 @@ def test_the_guard_fits_vasts_cap_with_room_for_the_users_onstart() -> None:
     guard = vast_start_lines()  # the pinned host key's install, the guard, the prefetch
     assert guard_script(VAST) in guard and prefetch_script() in guard
     room = VAST_ONSTART_CAP - len(guard) - 1
-    # Host key ~620, guard ~2,050, prefetch ~630: a user's own onstart keeps about 800.
-    assert room >= 800, f"the start lines ({len(guard)} chars) leave a user's onstart {room}"
+    # Host key ~620, guard ~2,190 (with its own API URL check), prefetch ~630: a user's own
+    # onstart keeps about 650.
+    assert room >= 650, f"the start lines ({len(guard)} chars) leave a user's onstart {room}"
     assert len(vast_onstart("x" * room)) == VAST_ONSTART_CAP
     with pytest.raises(ValueError, match="exceeds Vast's 4096-character cap"):
         vast_onstart("x" * (room + 1))
