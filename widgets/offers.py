@@ -127,11 +127,9 @@ class OffersPane(Pane):
         rows (one that failed this time, say) stay on the board. `failures`: the host
         memory read with them (see `set_host_memory`); `outlook`: each offer's fit and
         ~ready (see `set_outlook`)."""
-        if failures is not None:
-            self.model.set_failures(failures)
-        if outlook is not None:
-            self.model.set_outlook(outlook, show_unfit=show_unfit)
-        self.model.update_offers(offers, providers=providers)
+        self.model.update_offers(offers, providers=providers, failures=failures,
+                                 outlook=outlook,
+                                 show_unfit=show_unfit if outlook is not None else None)
         self._read_at = self._clock()
         self.refresh_view()
 

@@ -14,10 +14,12 @@ import enum
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from rich.cells import cell_len
 
 from mvp_tui.engine.decode_speed import DecodeSpeed
+from mvp_tui.engine.model_fit import FitVerdict
 from mvp_tui.engine.outlook import NO_OUTLOOK, OfferOutlook, Outlook, no_outlook
 from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.providers.base import Offer
@@ -130,14 +132,15 @@ class NumberFormat:
         return self.spec.format(value)
 
 
+# The raw values by attrgetter (read in C: a refresh reads seven of them from 10,000 offers).
 _NUMBERS: dict[Column, NumberFormat] = {
-    Column.N: NumberFormat(lambda o: o.num_gpus, "{}"),
-    Column.VRAM: NumberFormat(lambda o: o.vram_gib_total, "{:.0f} GB"),
-    Column.PRICE: NumberFormat(lambda o: o.all_in_per_hour, "{:.3f}"),  # the image pull in
-    Column.PER_GIB: NumberFormat(lambda o: o.price_per_gib_vram_hour, "{:.4f}"),
-    Column.RELIABILITY: NumberFormat(lambda o: o.reliability, "{:.3f}"),
-    Column.DOWN: NumberFormat(lambda o: o.down_mbps, "{:,.0f}"),
-    Column.UP: NumberFormat(lambda o: o.up_mbps, "{:,.0f}"),
+    Column.N: NumberFormat(attrgetter("num_gpus"), "{}"),
+    Column.VRAM: NumberFormat(attrgetter("vram_gib_total"), "{:.0f} GB"),
+    Column.PRICE: NumberFormat(attrgetter("all_in_per_hour"), "{:.3f}"),  # the image pull in
+    Column.PER_GIB: NumberFormat(attrgetter("price_per_gib_vram_hour"), "{:.4f}"),
+    Column.RELIABILITY: NumberFormat(attrgetter("reliability"), "{:.3f}"),
+    Column.DOWN: NumberFormat(attrgetter("down_mbps"), "{:,.0f}"),
+    Column.UP: NumberFormat(attrgetter("up_mbps"), "{:,.0f}"),
 }
 
 
@@ -179,7 +182,9 @@ class OfferRow:
     unfit: bool = False  # the model does not fit its VRAM: dimmed, sorted last
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a refresh makes 10,000, and a frozen dataclass sets each field through
+# object.__setattr__. Never changed once made.
+@dataclass(slots=True)
 class _Entry:
     """An offer with its sanitised provider texts."""
 
@@ -190,31 +195,57 @@ class _Entry:
     stock: str  # the provider's stock hint, else its reliability
 
 
-class _Cleaner:
-    """`clean_line` remembered per raw text: a refresh repeats a few GPU names and places."""
+@dataclass(slots=True)
+class _Entries:
+    """A refresh's offers by row key with their sanitised texts, the filter's text of each,
+    and each text column's distinct cells (its width needs no pass over the offers)."""
 
-    def __init__(self) -> None:
-        self._seen: dict[tuple[str, int], str] = {}
-
-    def __call__(self, text: str, max_chars: int) -> str:
-        key = (text, max_chars)
-        cleaned = self._seen.get(key)
-        if cleaned is None:
-            cleaned = self._seen[key] = clean_line(text, max_chars)
-        return cleaned
+    by_key: dict[str, _Entry]
+    haystacks: dict[str, str]  # key -> lower-cased text the filter matches
+    texts: dict[Column, set[str]]
 
 
-def _entries(offers: Iterable[Offer]) -> dict[str, _Entry]:
-    """Sanitise each offer's provider text once per refresh (formatting waits for `row`)."""
-    clean = _Cleaner()
-    out: dict[str, _Entry] = {}
+def _entries(offers: Iterable[Offer]) -> _Entries:
+    """Sanitise each offer's provider text once per distinct raw text (a refresh repeats a
+    few GPU names, places and stock words); formatting waits for `row`."""
+    gpus: dict[str, str] = {}
+    places: dict[str, str] = {}
+    providers: dict[str, str] = {}
+    stocks: dict[tuple[str, float], str] = {}
+    haystack_of: dict[tuple[str, str, str], str] = {}
+    by_key: dict[str, _Entry] = {}
+    haystacks: dict[str, str] = {}
     for offer in offers:
-        gpu = clean(offer.gpu_name, GPU_NAME_CHARS)
-        location = clean(offer.location, LOCATION_CHARS)
-        provider = clean(offer.provider, 12)
-        stock = clean(offer.stock, 8) if offer.stock else f"{offer.reliability:.3f}"
-        out[offer_key(offer)] = _Entry(offer, gpu, location, provider, stock)
-    return out
+        raw_gpu, raw_place, raw_provider = offer.gpu_name, offer.location, offer.provider
+        gpu = gpus.get(raw_gpu)
+        if gpu is None:
+            gpu = gpus[raw_gpu] = clean_line(raw_gpu, GPU_NAME_CHARS)
+        location = places.get(raw_place)
+        if location is None:
+            location = places[raw_place] = clean_line(raw_place, LOCATION_CHARS)
+        provider = providers.get(raw_provider)
+        if provider is None:
+            provider = providers[raw_provider] = clean_line(raw_provider, 12)
+        hint = (offer.stock, offer.reliability)
+        stock = stocks.get(hint)
+        if stock is None:
+            stock = stocks[hint] = (
+                clean_line(offer.stock, 8) if offer.stock else f"{offer.reliability:.3f}"
+            )
+        key = f"{raw_provider}:{offer.offer_id}"  # offer_key, inline (10,000 calls)
+        by_key[key] = _Entry(offer, gpu, location, provider, stock)
+        words = (provider, gpu, location)
+        haystack = haystack_of.get(words)
+        if haystack is None:
+            haystack = haystack_of[words] = f"{provider} {gpu} {location}".lower()
+        haystacks[key] = haystack
+    texts = {
+        Column.GPU: set(gpus.values()),
+        Column.WHERE: set(places.values()),
+        Column.PROVIDER: set(providers.values()),
+        Column.RELIABILITY: set(stocks.values()),
+    }
+    return _Entries(by_key, haystacks, texts)
 
 
 @contextlib.contextmanager
@@ -239,7 +270,9 @@ class OffersModel:
     def __init__(self) -> None:
         self._entries: dict[str, _Entry] = {}
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
+        self._texts: dict[Column, set[str]] = {}  # a text column's distinct cells
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
+        self._offers: list[Offer] = []  # the offers, aligned with `_by_id`
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
         self._values: dict[Column, list[float]] = {
             c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK, Column.TOKS)
@@ -254,6 +287,7 @@ class OffersModel:
         self._failed: dict[str, str] = {}  # id -> why its host is avoided (cleaned)
         self._outlook_of: Outlook = no_outlook
         self._outlooks: dict[str, OfferOutlook] = {}  # id -> fit and ~ready
+        self._fits: list[FitVerdict] = []  # the outlooks' distinct fit verdicts
         self._unfit: set[str] = set()  # ids whose VRAM is too small for the model
         self.show_unfit = True  # [offers] show_unfit: False lists only offers that may fit
         self._view: list[str] | None = None  # cached ordered, filtered ids
@@ -269,17 +303,19 @@ class OffersModel:
     # -- input ----------------------------------------------------------------------------
     def set_offers(self, offers: Iterable[Offer]) -> None:
         """Replace the offers (a refresh); picks of offers that are gone are dropped."""
-        self._entries = _entries(offers)
-        self._haystacks = {
-            k: f"{e.provider} {e.gpu} {e.location}".lower() for k, e in self._entries.items()
-        }
+        with _collector_paused():  # ~50,000 small acyclic objects: see `_collector_paused`
+            self._take_offers(offers)
+
+    def _take_offers(self, offers: Iterable[Offer]) -> None:
+        made = _entries(offers)
+        self._entries, self._haystacks, self._texts = made.by_key, made.haystacks, made.texts
         self._by_id = sorted(self._entries)
-        offers_by_id = [self._entries[key].offer for key in self._by_id]
-        self._values = {c: list(map(f.value, offers_by_id)) for c, f in _NUMBERS.items()}
+        self._offers = [self._entries[key].offer for key in self._by_id]
+        self._values = {c: list(map(f.value, self._offers)) for c, f in _NUMBERS.items()}
         self._set_outlooks()
         self._picks = [key for key in self._picks if key in self._entries]
         self._gone &= set(self._entries)  # still listed after a refresh: still marked
-        per_gib = sorted(value for value in self._values[Column.PER_GIB] if value > 0)
+        per_gib = sorted(filter((0.0).__lt__, self._values[Column.PER_GIB]))  # the > 0, in C
         self._cheap_limit = per_gib[int(len(per_gib) * CHEAP_FRACTION)] if per_gib else 0.0
         self._failed = self._failures()
         self._view = self._last = None
@@ -288,14 +324,30 @@ class OffersModel:
         self._widths = None
         self._offer_widths = {}
 
-    def update_offers(self, offers: Iterable[Offer], *, providers: Iterable[str]) -> None:
+    def update_offers(
+        self,
+        offers: Iterable[Offer],
+        *,
+        providers: Iterable[str],
+        failures: FailureText | None = None,
+        outlook: Outlook | None = None,
+        show_unfit: bool | None = None,
+    ) -> None:
         """A refresh of some providers: their rows are replaced (in place, by key), the
-        other providers' rows stay as they are."""
+        other providers' rows stay as they are. `failures` and `outlook` (see
+        `set_failures`, `set_outlook`), when given, are taken with the offers: one pass over
+        the new offers, not one over the old ones first."""
+        if failures is not None:
+            self._failure_text = failures
+        if outlook is not None:
+            self._outlook_of = outlook
+        if show_unfit is not None:
+            self.show_unfit = show_unfit
         refreshed = set(providers)
         kept = [e.offer for e in self._entries.values() if e.offer.provider not in refreshed]
         fresh = list(offers)
-        fresh_keys = {offer_key(o) for o in fresh}
-        self._gone -= fresh_keys  # listed again by the provider: rentable again
+        if self._gone:  # listed again by the provider: rentable again
+            self._gone -= {offer_key(o) for o in fresh}
         self.set_offers([*kept, *fresh])
 
     def set_failures(self, failure_text: FailureText) -> None:
@@ -320,22 +372,34 @@ class OffersModel:
         self._widths = None
 
     def _set_outlooks(self) -> None:
-        """Each offer's outlook and the sort values it gives, in one pass over the ids."""
-        outlook_of, entries = self._outlook_of, self._entries
+        """Each offer's outlook and the sort values it gives, in one pass over the ids; the
+        distinct fit verdicts (shared objects: a few, however many offers) for the width."""
+        outlook_of = self._outlook_of
         outlooks: dict[str, OfferOutlook] = {}
         ready: list[float] = []
         mtok: list[float] = []
         toks: list[float] = []
+        unfit: set[str] = set()
+        fits: dict[int, FitVerdict] = {}
         with _collector_paused():
-            for key in self._by_id:
-                seen = outlooks[key] = outlook_of(entries[key].offer)
+            for key, offer in zip(self._by_id, self._offers, strict=True):
+                seen = outlooks[key] = outlook_of(offer)
+                fit = seen.fit
+                fits[id(fit)] = fit
                 wait, speed = seen.ready, seen.speed
                 ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
-                cost = speed.usd_per_mtok if speed is not None else None
-                mtok.append(cost if cost is not None else UNKNOWN_COST)
-                toks.append(speed.tok_per_s if speed is not None else 0.0)
+                if speed is None:
+                    mtok.append(UNKNOWN_COST)
+                    toks.append(0.0)
+                else:
+                    cost = speed.usd_per_mtok
+                    mtok.append(cost if cost is not None else UNKNOWN_COST)
+                    toks.append(speed.tok_per_s)
+                if fit.unfit:
+                    unfit.add(key)
         self._outlooks = outlooks
-        self._unfit = {k for k, o in outlooks.items() if o.fit.unfit}
+        self._unfit = unfit
+        self._fits = list(fits.values())
         self._values[Column.READY] = ready
         self._values[Column.PER_MTOK] = mtok
         self._values[Column.TOKS] = toks
@@ -348,9 +412,12 @@ class OffersModel:
         return len(self._unfit)
 
     def _failures(self) -> dict[str, str]:
+        failure_text = self._failure_text
+        if failure_text is _no_failure:
+            return {}
         out: dict[str, str] = {}
         for key, entry in self._entries.items():
-            text = self._failure_text(entry.offer)
+            text = failure_text(entry.offer)
             if text is not None:
                 out[key] = clean_line(text, FAILURE_CHARS)
         return out
@@ -498,20 +565,19 @@ class OffersModel:
                 elif column in (Column.TOKS, Column.PER_MTOK):
                     width = max(width, self._speed_width(column))
                 elif column is Column.FIT:  # a few distinct verdicts, however many offers
-                    verdicts = {id(o.fit): o.fit for o in self._outlooks.values()}  # shared
-                    texts = {v.cell for v in verdicts.values()}
+                    texts = {v.cell for v in self._fits}
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column is Column.READY:  # a clock's width grows with its value
                     values = self._values[column]
-                    known = [v for v in values if v != UNKNOWN_READY]
+                    known = list(filter(UNKNOWN_READY.__ne__, values))  # in C: 10,000 values
                     ends = [min(known), max(known)] if known else []
                     texts = {_ready_text(v) for v in ends} | ({"?"} if len(known) < len(values)
                                                                 else set())
                     width = max([width, *(cell_len(t) for t in texts)])
                 elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                    if column not in self._offer_widths:
-                        texts = {_text_of(e, column) for e in entries}
-                        self._offer_widths[column] = max(cell_len(t) for t in texts) if texts else 0
+                    if column not in self._offer_widths:  # its distinct cells, from `_entries`
+                        texts = self._texts.get(column, set())
+                        self._offer_widths[column] = max(map(cell_len, texts), default=0)
                     width = max(width, self._offer_widths[column])
                 elif entries:  # the offers' own figures: once per set of offers
                     if column not in self._offer_widths:
@@ -524,7 +590,8 @@ class OffersModel:
     def _number_width(self, column: Column) -> int:
         values, number = self._values[column], _NUMBERS[column]
         width = max(len(number.format(v)) for v in (min(values), max(values)))
-        if column is Column.PRICE and any(e.offer.bid for e in self._entries.values()):
+        # Any offer priced at our bid (`Offer.bid`), read in C: no property call per offer.
+        if column is Column.PRICE and max(map(attrgetter("bid_per_hour"), self._offers)) > 0:
             width = max(width, len(number.format(max(values))) + len(BID_MARK))
         return width
 
@@ -534,7 +601,7 @@ class OffersModel:
         speed is unknown: not 10,000 cells formatted to find a width."""
         values = self._values[column]
         unknown = UNKNOWN_COST if column is Column.PER_MTOK else 0.0
-        known = [v for v in values if v != unknown]
+        known = list(filter(unknown.__ne__, values))  # in C: 10,000 values
         texts = ["?"] if len(known) < len(values) else []
         for value in (min(known), max(known)) if known else ():
             speed = DecodeSpeed(value, value, measured=False)

@@ -343,8 +343,10 @@ _FILTER_KEYS = {
 
 
 async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
-    """Checks and the offers to walk; nothing is created here."""
+    """Checks and the offers to walk; nothing is created here. The state dir is checked
+    before the provider is asked anything (README "Every way out": exit 2)."""
     engine.check_model()
+    engine.check_state_dir()
     engine.started()
     billing = engine.provider.info.billing
     if billing and not opts.yes and engine.config.confirm_lease:
@@ -379,5 +381,4 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
             f"no {engine.config.provider} offer matches the policy; loosen {where} or "
             "[limits] max_price_per_hour"
         )
-    engine.check_state_dir()
     return offers

@@ -60,6 +60,9 @@ from mvp_tui.lease.walk import WalkResult
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 
+# The state dir's probe: room for a run's records (its record with many attempts and the
+# endpoint beside it are a few KiB each; 64 KiB leaves them more than ten times that).
+RECORD_ROOM_BYTES = 64 * 1024
 
 class RunEngine:
     """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
@@ -189,13 +192,18 @@ class RunEngine:
 
     def check_state_dir(self) -> None:
         """Run records are written before every create: a state dir that cannot take them
-        stops the run here, before anything is rented (exit 2)."""
+        (read-only, full, not a directory) stops the run here, before the SSH key or anything
+        else reaches the provider (exit 2). The probe is written as records are (atomically,
+        fsynced) and as large as a run's records grow, so a disk with room for a few bytes
+        but not for the records fails here, not after the key is registered."""
         runs = self.store.runs_dir
         try:
             runs.mkdir(parents=True, exist_ok=True, mode=0o700)
             probe = runs / f".write-check-{os.getpid()}"  # per process: runs share the dir
-            write_atomic(probe, b"ok\n")
-            probe.unlink()
+            try:
+                write_atomic(probe, bytes(RECORD_ROOM_BYTES))
+            finally:
+                probe.unlink(missing_ok=True)
         except OSError as exc:
             source = self.config.sources.get("state.dir") or "default"
             raise ConfigError(

@@ -351,7 +351,12 @@ class HostMemory:
 
     def failure(self, offer: Offer) -> HostOutcome | None:
         """Why `offer`'s host is avoided (its newest recent failure), or None."""
-        return failure_of(offer, self.failed.get(offer.provider, {}))
+        failed = self.failed.get(offer.provider)
+        if not failed:  # the common case, asked of 10,000 offers a refresh
+            return None
+        if offer.provider != "runpod":  # one host: no tuple of candidates
+            return failed.get(host_key(offer))
+        return failure_of(offer, failed)
 
     def order(self, offers: Sequence[Offer]) -> list[Offer]:
         """`offers` with those on a recently failed host last (stable)."""

@@ -33,6 +33,7 @@ class Fault:
     perform: bool = False  # do the real operation first, then answer with this fault
     drop: bool = False  # close the connection with no answer (after performing if perform)
     content_type: str | None = None  # None → application/json for JSON, text/plain for str
+    late: bool = False  # the real answer, only delay_s late (a slow API; nothing else wrong)
 
 
 @dataclass(frozen=True)

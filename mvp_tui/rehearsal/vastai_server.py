@@ -371,7 +371,7 @@ class FakeVast(VastOperations):
         if fault.drop:
             handler.drop()
             return
-        handler.reply(fault_reply(op, fault, path))
+        handler.reply(self._perform(perform) if fault.late else fault_reply(op, fault, path))
 
     def _perform(self, operation: Any) -> Reply:
         """Run one operation under the lock; a bug in the fake answers 500, not a hang."""

@@ -173,6 +173,47 @@ def test_a_foreign_file_under_the_builds_name_is_built_over(tmp_path: Path) -> N
     assert _built(tmp_path).read_bytes() == expected
 
 
+def _planted(members: list[tuple[str, bytes]], name: str, code: bytes) -> list[tuple[str, bytes]]:
+    """`members` with `name`'s first bytes replaced by `code` (ending in a comment that eats
+    the rest of the cut line), its length kept: the attack the member-bytes check exists for."""
+    assert code.endswith(b"#") and b"\n" not in code[:-1]
+    planted = []
+    for member, body in members:
+        if member == name:
+            body = code + body[len(code):]
+        planted.append((member, body))
+    return planted
+
+
+def test_the_builds_members_with_one_members_bytes_changed_are_rebuilt_never_run(
+    tmp_path: Path,
+) -> None:
+    """Names, order and lengths all the build's, the zip laid out as `zip_bytes` lays it out,
+    one member's bytes changed: only the bytes tell it apart, and it is built over, so what the
+    run starts is the build (the planted `__main__` would print PLANTED and exit 7)."""
+    path = _built(tmp_path)
+    expected = path.read_bytes()
+    members = agent_members()
+    code = b'import os;os.write(1,b"PLANTED\\n");os._exit(7)#'
+    planted = _planted(members, "__main__.py", code)
+    assert [(n, len(b)) for n, b in planted] == [(n, len(b)) for n, b in members]
+    assert planted != members
+    path.write_bytes(zip_bytes(planted))
+    os.chmod(path, 0o600)
+    ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert (ran.returncode, ran.stdout) == (7, "PLANTED\n")  # the plant would run, unchecked
+    used = _built(tmp_path)
+    assert used == path and used.read_bytes() == expected
+    done = subprocess.run([sys.executable, str(used)], env={"MVP_MAX_CONTEXT": "x"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert "PLANTED" not in done.stdout
+    assert done.returncode == 2 and "MVP_MAX_CONTEXT" in done.stdout
+    # A node module changed the same way (its length kept) is not the build either.
+    path.write_bytes(zip_bytes(_planted(members, "mvp_tui/node/agent.py", b"x = 'planted' # #")))
+    assert _built(tmp_path).read_bytes() == expected
+
+
 def test_a_link_or_a_file_others_may_write_is_not_trusted(tmp_path: Path) -> None:
     path = _built(tmp_path)
     expected = path.read_bytes()

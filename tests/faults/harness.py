@@ -96,14 +96,21 @@ class Run(HeadlessRun):
     """`mvp-tui up --headless` as a child; optionally with file writes failing (disk full)."""
 
     def __init__(
-        self, args: list[str], state_dir: Path, env: dict[str, str], *, disk_full: bool = False
+        self,
+        args: list[str],
+        state_dir: Path,
+        env: dict[str, str],
+        *,
+        disk_full: bool = False,
+        wrapper: tuple[str, ...] = (),
     ) -> None:
         super().__init__(args, state_dir, env)
         self.disk_full = disk_full
+        self.wrapper = wrapper  # a command that ends by exec'ing its arguments (a namespace)
 
     async def __aenter__(self) -> Run:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "mvp_tui", "up", "--headless", *self.args,
+            *self.wrapper, sys.executable, "-m", "mvp_tui", "up", "--headless", *self.args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=self.env,
             preexec_fn=_no_bigger_files if self.disk_full else None,
         )

@@ -3,8 +3,13 @@
 are the record's and agree with the exit code (issue 28: "KEPT RUNNING" was printed of a
 lease the record had deleted, with exit 0, when the last lease message was still in flight).
 
-`MVP_RECEIPT_REPEAT=50` runs the destroy-and-quit case 50 times (under `-n 2` on a loaded
-machine: how the in-flight race was shown gone); CI runs it once."""
+Each lease line's uptime and money are the record's (tests/faults/receipts.py): the
+destroy-and-quit case makes the account listing after the delete answer late, so a receipt
+whose uptime ran on past the confirmed delete (to "now") reads a second or more too long.
+
+`MVP_RECEIPT_REPEAT=N` runs the destroy-and-quit case N times for each of its two keys (2N
+runs; N=25 under `-n 2` on a loaded machine gave the 50 that showed the in-flight race gone);
+CI runs it once per key."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from mvp_tui.rehearsal.vast_replies import Fault
 from mvp_tui.rehearsal.vastai_server import FakeVast
 from tests.faults.pty_dashboard import PtyDashboard
 from tests.faults.receipts import after_screen, assert_receipt_matches, kept_receipt
@@ -27,6 +33,7 @@ from tests.faults.test_dashboard_signals import lease_by_keys
 
 LEFT = b"\x1b[D"
 REPEAT = int(os.environ.get("MVP_RECEIPT_REPEAT", "1"))
+ACCOUNT_LISTING_LATE_S = 1.5
 
 
 async def quit_with(term: PtyDashboard, *, keep: bool, key: bytes = b"\x03") -> int:
@@ -48,10 +55,18 @@ async def test_destroy_and_quit_prints_the_receipt(
     try:
         await lease_by_keys(term, fake)
         (instance,) = [i["id"] for i in fake.billing()]
+        # The account check after the confirmed delete is answered 1.5 s late: the receipt
+        # is said at least that long after the record's delete time.
+        scripted_at = len(fake.requests)
+        fake.script("list", Fault(late=True, delay_s=ACCOUNT_LISTING_LATE_S))
         code = await quit_with(term, keep=False, key=key)
     finally:
         term.kill()
     assert code == 0
+    since = [(r.method, r.path.rstrip("/")) for r in fake.requests[scripted_at:]]
+    listing = ("GET", "/api/v1/instances")
+    assert listing in since, "the account was never listed: the late answer delayed nothing"
+    assert ("DELETE", f"/api/v0/instances/{instance}") in since[: since.index(listing)], since
     text = after_screen(term)
     line = re.search(rf"lease {instance} \(vastai, RTX 3090\): destroyed, confirmed by the "
                      r"provider · 0:\d\d:\d\d · \$(\d+\.\d{4})", text)

@@ -87,10 +87,14 @@ def test_the_switch_verdict_event_carries_the_reduced_line_redacted() -> None:
     assert event.reason.startswith("[bold red]HTTP 403[/] key ")
 
 
-def test_a_refused_switch_or_guard_stops_the_run_and_an_unreachable_api_is_the_hosts() -> None:
+def test_a_refused_switch_or_guard_is_scoped_to_the_run_and_an_unreachable_api_to_the_host(
+) -> None:
     """Seed 003 refuses the run on a failed verdict: a key without the right (or none) fails
     the same on every host. Decided per cause here: a node that cannot reach the API, or
-    says nothing in time, is that host's failure and the walk tries the next offer."""
+    says nothing in time, is that host's failure and the walk tries the next offer. This
+    checks the scope each verdict gets; that a run-scoped one stops the run (one lease, the
+    second offer never rented) is checked end to end by
+    tests/e2e/test_node_watchdog.py::test_a_node_that_cannot_destroy_itself_is_not_run."""
     from mvp_tui.engine.boot_guard import NodeBootGuard
     from mvp_tui.engine.failures import FailureScope
     from mvp_tui.engine.watchdog import no_verdict, switch_refusal

@@ -131,17 +131,28 @@ def test_offers_json_predicts_then_shows_what_this_user_measured(
     assert slow["measured"] is False  # another GPU model: still predicted
 
 
-def test_ready_after_three_recorded_runs_is_their_median(tmp_path: Path) -> None:
+def test_ready_is_the_median_of_run_totals_on_the_host_else_on_the_gpu_model(
+    tmp_path: Path,
+) -> None:
+    """Each run's create → serving total is its stages' sum; `~ready` is the median of those
+    totals (not the sum of each stage's median), on the offer's own host when it ran the
+    image lately, else over the GPU model's newest five runs on any host; no history for a
+    model: the formula. The figures are chosen so each wrong reading gives another number:
+    host m1's totals 91, 91, 41 (median 91; its stage medians sum to 41); host m2's 200,
+    210, 220; the GPU model's newest five 91, 41, 200, 210, 220 (median 200; their stage
+    medians sum to 181)."""
     journal = HostJournal(tmp_path)
     card = dataclasses.replace(offer("3001", 0.3, "RTX 4090", down=800), machine_id="m1")
     other = dataclasses.replace(card, offer_id="3002", machine_id="m9")
-    for at, secs in ((NOW - 300, 95.0), (NOW - 200, 140.0), (NOW - 100, 118.0)):
+    runs = [  # (host, seconds ago, running, model): create is 1 s in each
+        ("m1", 600, 80.0, 10.0), ("m1", 500, 10.0, 80.0), ("m1", 400, 20.0, 20.0),
+        ("m2", 300, 100.0, 99.0), ("m2", 200, 150.0, 59.0), ("m2", 100, 120.0, 99.0),
+    ]
+    for host, ago, running, model in runs:
         journal.append(HostOutcome(
-            at=at, run_id="r-x", provider="vastai", host="m1", offer_id="3001",
+            at=NOW - ago, run_id=f"r-{ago}", provider="vastai", host=host, offer_id="3001",
             gpu_name="RTX 4090", stage="serving", ok=True, reason="", image="img:1",
-            model="tiny.gguf",
-            stage_secs={"create": 1.0, "running": secs * 0.4, "ssh": secs * 0.1,
-                        "agent": secs * 0.1, "model": secs * 0.3, "engine": secs * 0.1 - 1.0}))
+            model="tiny.gguf", stage_secs={"create": 1.0, "running": running, "model": model}))
     memory = memory_from(journal.read(), NOW, 7, journal.speeds)
     need = ModelNeed(model_bytes=10**9, kv_bytes=10**8, context=4096)
 
@@ -152,10 +163,11 @@ def test_ready_after_three_recorded_runs_is_their_median(tmp_path: Path) -> None
         assert estimate.ready is not None
         return estimate.ready.total_s
 
-    assert ready(other) == pytest.approx(118.0, abs=1.0)  # same GPU model, another host
-    assert ready(card) == pytest.approx(118.0, abs=1.0)  # its own runs (the image cached)
+    assert ready(card) == 91.0  # its own host's runs, the image cached there
+    assert ready(other) == 200.0  # another host of the GPU model: the GPU's newest five
+    assert ready(card, image="img:2") == 200.0  # its host never ran this image: the GPU's
     formula = ready(other, model="another.gguf")  # another model: no history, the formula
-    assert formula != pytest.approx(118.0, abs=1.0)
+    assert formula not in (91.0, 200.0)
 
 
 def test_mtok_is_a_sort_key_and_the_cells_say_predicted_or_measured() -> None:

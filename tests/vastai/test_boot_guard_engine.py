@@ -62,10 +62,17 @@ def test_a_guard_that_cannot_run_stops_a_required_run(tmp_path: Path) -> None:
         run.link.check_watchdog()
 
 
-def test_opting_out_rents_without_the_guard(tmp_path: Path) -> None:
-    run = engine(tmp_path, {"MVP_REQUIRE_NODE_WATCHDOG": "false"}, [])
+def test_opting_out_does_not_refuse_a_node_whose_guard_failed(tmp_path: Path) -> None:
+    """The same failed verdict the required run refuses (above) reaches the engine, and the
+    check that would refuse it lets the node run."""
+    events: list[EngineEvent] = []
+    run = engine(tmp_path, {"MVP_REQUIRE_NODE_WATCHDOG": "false"}, events)
     verdict(run, 1, "failed", state="failed", reason="the boot guard cannot run: no curl")
-    run.link.check_watchdog()  # no refusal
+    (seen,) = [e for e in events if isinstance(e, NodeBootGuard)]
+    assert (seen.status, seen.reason) == ("failed", "the boot guard cannot run: no curl")
+    held = run.verdicts.boot_guard_verdict
+    assert held is not None and held.status == "failed"  # there is a failure to refuse
+    run.link.check_watchdog()  # not refused (a refusal raises, as above): the node runs
 
 
 @pytest.mark.parametrize("state", ["armed", "none", "off"])
