@@ -5,10 +5,12 @@ A confirmed delete proves one id gone; it says nothing of an instance the record
 outbid bid Vast paused). So every teardown ends by listing the account under the prefix, in
 every state the provider bills for (Vast: running, stopped, exited, paused bids; RunPod:
 every pod status), destroying what is in scope, confirmed, and only then saying "nothing
-bills". In scope: the run torn down (other runs of the prefix are reported, never touched:
-another dashboard may own them), or every run of the prefix (`down --all`). Labels of
-another prefix are not ours and never appear. Network volumes are kept on purpose and shown
-with their monthly cost.
+bills". Only what is ours is ever destroyed (`ownership.py`: a lease a record here holds,
+or an instance carrying this install's tag); whatever else is named like an mvp-tui run is
+reported with the command that ends it, never touched. In scope: the run torn down (our
+other runs are reported: `down RUN` ends them), or every run of ours (`down --all`). Labels
+of another prefix never appear. Network volumes are kept on purpose and shown with their
+monthly cost.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 from mvp_tui.events import EventSink
 from mvp_tui.lease.events import AccountChecked, DeleteReason
-from mvp_tui.lease.naming import check_prefix, parse_label
+from mvp_tui.lease.naming import check_prefix
+from mvp_tui.lease.ownership import Holdings, Stranger, Whose, claim, strangers_lines
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, track
 from mvp_tui.lease.records import LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
@@ -56,6 +59,7 @@ class AccountCheck:
     destroyed: tuple[Held, ...] = ()  # ours, found and destroyed, confirmed
     unconfirmed: tuple[Held, ...] = ()  # ours, still there: may bill
     other_runs: tuple[Held, ...] = ()  # ours, of other runs: reported, not touched
+    strangers: tuple[Stranger, ...] = ()  # named like ours, not made here: reported only
     kept: tuple[KeptVolume, ...] = ()
     volumes_error: str = ""  # the volumes could not be listed (they are kept either way)
 
@@ -106,6 +110,7 @@ class AccountCheck:
                 f"it with `mvp-tui down {h.run_id}`"
                 for h in self.other_runs
             ]
+            lines += strangers_lines(self.strangers)
         lines += [
             f"volume {_clean(v.name, 80)} ({_clean(v.volume_id, 64)}) kept: "
             f"${v.usd_per_month:.2f}/month until "
@@ -130,6 +135,7 @@ class AccountCheck:
             "destroyed": [_held_json(h) for h in self.destroyed],
             "unconfirmed": [_held_json(h) for h in self.unconfirmed],
             "other_runs": [_held_json(h) for h in self.other_runs],
+            "strangers": [s.to_json() for s in self.strangers],
             "kept": [
                 {"volume_id": v.volume_id, "name": v.name, "size_gb": v.size_gb,
                  "usd_per_month": v.usd_per_month}
@@ -154,6 +160,7 @@ class AccountCheck:
                 destroyed=tuple(_held(h) for h in data.get("destroyed", [])),
                 unconfirmed=tuple(_held(h) for h in data.get("unconfirmed", [])),
                 other_runs=tuple(_held(h) for h in data.get("other_runs", [])),
+                strangers=tuple(Stranger.from_json(h) for h in data.get("strangers", [])),
                 kept=tuple(
                     KeptVolume(str(v["volume_id"]), str(v["name"]), int(v["size_gb"]),
                                float(v["usd_per_month"]))
@@ -203,6 +210,7 @@ class _Outcome:
     destroyed: list[Held] = field(default_factory=list)
     unconfirmed: list[Held] = field(default_factory=list)
     other_runs: list[Held] = field(default_factory=list)
+    strangers: list[Stranger] = field(default_factory=list)
 
 
 async def check_account(
@@ -212,6 +220,7 @@ async def check_account(
     settings: WalkSettings,
     *,
     label_prefix: str,
+    owner_tag: str,
     run_id: str | None,
     failed: Collection[str] = (),
     remember_in: Collection[str] = (),
@@ -221,9 +230,10 @@ async def check_account(
     `run_id`, or every run when None), each entered in its run record first; report the
     rest and the kept volumes. Ids in `failed` (this teardown's destroys that were not
     confirmed) are not sent again: listed, they are unconfirmed. None for a provider that
-    never bills (nothing to prove). The outcome is emitted (`AccountChecked`) and written
-    to the records in scope (for every run: those it touched, `remember_in` — the runs
-    this teardown ended — and those still open)."""
+    never bills (nothing to prove). Only ours is destroyed (`ownership.py`, with this
+    install's `owner_tag`); the rest under the prefix is reported. The outcome is emitted
+    (`AccountChecked`) and written to the records in scope (for every run: those it
+    touched, `remember_in` — the runs this teardown ended — and those still open)."""
     if not provider.info.billing:
         return None
     name = provider.info.name
@@ -234,13 +244,15 @@ async def check_account(
         check = AccountCheck(name, False, run_id, prefix, error=str(exc))
     else:
         tally = await _settle(
-            provider, store, sink, settings, listed, prefix, run_id, set(failed), clock
+            provider, store, sink, settings, listed, prefix, owner_tag, run_id, set(failed),
+            clock,
         )
         check = AccountCheck(
             name, True, run_id, prefix,
             destroyed=tuple(tally.destroyed),
             unconfirmed=tuple(tally.unconfirmed),
             other_runs=tuple(tally.other_runs),
+            strangers=tuple(tally.strangers),
         )
     check = await _with_volumes(provider, store, check)
     sink(
@@ -253,6 +265,7 @@ async def check_account(
             destroyed=tuple(f"{h.provider_id}:{h.run_id}" for h in check.destroyed),
             unconfirmed=tuple(f"{h.provider_id}:{h.run_id}" for h in check.unconfirmed),
             other_runs=tuple(f"{h.provider_id}:{h.run_id}" for h in check.other_runs),
+            strangers=tuple(f"{x.provider}:{x.provider_id}" for x in check.strangers),
             kept=tuple(f"{v.name} ${v.usd_per_month:.2f}/month" for v in check.kept),
             nothing_bills=check.nothing_bills,
             error=_clean(check.error),
@@ -269,17 +282,23 @@ async def _settle(
     settings: WalkSettings,
     listed: Sequence[LeaseStatus],
     prefix: str,
+    owner_tag: str,
     run_id: str | None,
     failed: set[str],
     clock: Clock,
 ) -> _Outcome:
     """Destroy (confirmed) every listed instance of ours in scope; report the others."""
     tally = _Outcome()
+    holdings = Holdings.of(store.scan().runs, provider.info.name)
     by_run: dict[str, list[LeaseStatus]] = {}
     for status in listed:
-        parsed = parse_label(status.label, prefix)  # exact: `mvpx-…` is not `mvp`'s
-        if parsed is not None and status.state is not LeaseState.GONE:
-            by_run.setdefault(parsed.run_id, []).append(status)
+        if status.state is LeaseState.GONE:
+            continue
+        whose = claim(status, prefix, owner_tag, holdings)  # exact: `mvpx-…` is not `mvp`'s
+        if whose.whose is Whose.STRANGER:
+            tally.strangers.append(Stranger.of(provider.info.name, status, whose.why, clock()))
+        else:
+            by_run.setdefault(whose.run_id, []).append(status)
     _forget_unlisted(store, provider.info.name, prefix, run_id, by_run)
     for run, statuses in by_run.items():
         held = [Held(s.provider_id, s.label or "", run, s.raw_state or s.state.value)
@@ -287,7 +306,7 @@ async def _settle(
         if run_id is not None and run != run_id:
             tally.other_runs += held
             continue
-        record = _record_for(store, provider, run, prefix, clock)
+        record = _record_for(store, provider, run, prefix, owner_tag, clock)
         if record is None:
             why = "its run record could not be read or written, so it was not destroyed"
             tally.unconfirmed += [_why(h, why) for h in held]
@@ -347,16 +366,19 @@ def _why(held: Held, reason: str) -> Held:
 
 
 def _record_for(
-    store: RecordStore, provider: Provider, run_id: str, prefix: str, clock: Clock
+    store: RecordStore, provider: Provider, run_id: str, prefix: str, owner_tag: str,
+    clock: Clock,
 ) -> RunRecord | None:
-    """The run's record, made when the account holds an instance of a run none records (a
-    state dir wiped, another machine's run): every lease is on record before its destroy."""
+    """The run's record, made when the account holds an instance carrying this install's
+    tag that no record holds (a state dir wiped or lost): every lease is on record before
+    its destroy."""
     try:
         if store.record_path(run_id).exists():
             record = store.load(run_id)
             return record if record.provider == provider.info.name else None
         return store.create_run(
-            run_id, provider=provider.info.name, label_prefix=prefix, created_at=clock()
+            run_id, provider=provider.info.name, label_prefix=prefix, created_at=clock(),
+            owner_tag=owner_tag,
         )
     except (RecordError, OSError, ValueError):
         return None

@@ -243,7 +243,8 @@ async def down(
             try:
                 check = await check_account(
                     provider, store, noting, settings,
-                    label_prefix=prefix, run_id=scope, failed=failed,
+                    label_prefix=prefix, owner_tag=settings.install_tag(store.state_dir),
+                    run_id=scope, failed=failed,
                     remember_in=[r.run_id for r in mine], clock=clock,
                 )
             except Exception as exc:  # a check that breaks must not undo confirmed deletes

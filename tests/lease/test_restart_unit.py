@@ -9,7 +9,7 @@ from mvp_tui.lease import (
     down,
     reconcile_open_runs,
 )
-from tests.lease.conftest import fast_settings
+from tests.lease.conftest import TAG, fast_settings
 from tests.lease.scripted import Instance, ScriptedProvider
 
 
@@ -85,7 +85,8 @@ async def test_down_all_destroys_every_open_lease_confirmed(store: RecordStore) 
     _run(store, "r-03", None, LeaseRecordState.UNKNOWN)
     provider.instances["7001"] = Instance("7001", a, "1", 0)
     provider.instances["7002"] = Instance("7002", b, "1", 0)
-    provider.instances["7009"] = Instance("7009", "mvp-r-01-2-1", "1", 0)  # untracked stray
+    # An untracked stray of this install (its tag); untagged, no record would hold it.
+    provider.instances["7009"] = Instance("7009", f"mvp-{TAG}-r-01-2-1", "1", 0)
     report = await down(provider, store, None, sink, fast_settings())
     assert report.ok
     assert sorted((r.run_id, r.provider_id) for r in report.confirmed) == [
