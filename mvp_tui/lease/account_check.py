@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,7 +28,7 @@ from mvp_tui.lease.ownership import Holdings, Stranger, Whose, claim, strangers_
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, track
 from mvp_tui.lease.records import LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.lease.teardown import Clock, is_gone, teardown_lease
+from mvp_tui.lease.teardown import Clock, delete_confirmed, is_gone, teardown_lease
 from mvp_tui.lease.volumes import load_volumes
 from mvp_tui.providers.base import KeptVolume, LeaseState, LeaseStatus, Provider, ProviderError
 from mvp_tui.untrusted import clean_line
@@ -60,6 +60,7 @@ class AccountCheck:
     unconfirmed: tuple[Held, ...] = ()  # ours, still there: may bill
     other_runs: tuple[Held, ...] = ()  # ours, of other runs: reported, not touched
     strangers: tuple[Stranger, ...] = ()  # named like ours, not made here: reported only
+    ended: tuple[Stranger, ...] = ()  # not made here, ended as asked (--include-foreign)
     kept: tuple[KeptVolume, ...] = ()
     volumes_error: str = ""  # the volumes could not be listed (they are kept either way)
 
@@ -111,6 +112,11 @@ class AccountCheck:
                 for h in self.other_runs
             ]
             lines += strangers_lines(self.strangers)
+            lines += [
+                f"{_clean(x.provider, 16)} {_clean(x.provider_id, 64)} ({_clean(x.label, 80)}), "
+                "not made here, destroyed as asked, confirmed"
+                for x in self.ended
+            ]
         lines += [
             f"volume {_clean(v.name, 80)} ({_clean(v.volume_id, 64)}) kept: "
             f"${v.usd_per_month:.2f}/month until "
@@ -136,6 +142,7 @@ class AccountCheck:
             "unconfirmed": [_held_json(h) for h in self.unconfirmed],
             "other_runs": [_held_json(h) for h in self.other_runs],
             "strangers": [s.to_json() for s in self.strangers],
+            "ended": [s.to_json() for s in self.ended],
             "kept": [
                 {"volume_id": v.volume_id, "name": v.name, "size_gb": v.size_gb,
                  "usd_per_month": v.usd_per_month}
@@ -161,6 +168,7 @@ class AccountCheck:
                 unconfirmed=tuple(_held(h) for h in data.get("unconfirmed", [])),
                 other_runs=tuple(_held(h) for h in data.get("other_runs", [])),
                 strangers=tuple(Stranger.from_json(h) for h in data.get("strangers", [])),
+                ended=tuple(Stranger.from_json(h) for h in data.get("ended", [])),
                 kept=tuple(
                     KeptVolume(str(v["volume_id"]), str(v["name"]), int(v["size_gb"]),
                                float(v["usd_per_month"]))
@@ -211,6 +219,7 @@ class _Outcome:
     unconfirmed: list[Held] = field(default_factory=list)
     other_runs: list[Held] = field(default_factory=list)
     strangers: list[Stranger] = field(default_factory=list)
+    ended: list[Stranger] = field(default_factory=list)
 
 
 async def check_account(
@@ -224,6 +233,7 @@ async def check_account(
     run_id: str | None,
     failed: Collection[str] = (),
     remember_in: Collection[str] = (),
+    end_strangers: Collection[str] = (),
     clock: Clock = time.time,
 ) -> AccountCheck | None:
     """List the account under `label_prefix`; destroy, confirmed, what is in scope (run
@@ -231,7 +241,9 @@ async def check_account(
     rest and the kept volumes. Ids in `failed` (this teardown's destroys that were not
     confirmed) are not sent again: listed, they are unconfirmed. None for a provider that
     never bills (nothing to prove). Only ours is destroyed (`ownership.py`, with this
-    install's `owner_tag`); the rest under the prefix is reported. The outcome is emitted
+    install's `owner_tag`); the rest under the prefix is reported, but for the ids in
+    `end_strangers`, which the person listed and confirmed (`--include-foreign`). The outcome
+    is emitted
     (`AccountChecked`) and written to the records in scope (for every run: those it
     touched, `remember_in` — the runs this teardown ended — and those still open)."""
     if not provider.info.billing:
@@ -239,13 +251,13 @@ async def check_account(
     name = provider.info.name
     prefix = check_prefix(label_prefix)
     try:
-        listed = await provider.list_by_label(f"{prefix}-")
+        listed = await _listed_until_agreed(provider, store, settings, prefix, run_id)
     except ProviderError as exc:
         check = AccountCheck(name, False, run_id, prefix, error=str(exc))
     else:
         tally = await _settle(
             provider, store, sink, settings, listed, prefix, owner_tag, run_id, set(failed),
-            clock,
+            set(end_strangers), clock,
         )
         check = AccountCheck(
             name, True, run_id, prefix,
@@ -253,6 +265,7 @@ async def check_account(
             unconfirmed=tuple(tally.unconfirmed),
             other_runs=tuple(tally.other_runs),
             strangers=tuple(tally.strangers),
+            ended=tuple(tally.ended),
         )
     check = await _with_volumes(provider, store, check)
     sink(
@@ -285,6 +298,7 @@ async def _settle(
     owner_tag: str,
     run_id: str | None,
     failed: set[str],
+    end_strangers: set[str],
     clock: Clock,
 ) -> _Outcome:
     """Destroy (confirmed) every listed instance of ours in scope; report the others."""
@@ -296,7 +310,11 @@ async def _settle(
             continue
         whose = claim(status, prefix, owner_tag, holdings)  # exact: `mvpx-…` is not `mvp`'s
         if whose.whose is Whose.STRANGER:
-            tally.strangers.append(Stranger.of(provider.info.name, status, whose.why, clock()))
+            stranger = Stranger.of(provider.info.name, status, whose.why, clock())
+            if status.provider_id in end_strangers:
+                await _end_stranger(provider, settings, stranger, tally)
+            else:
+                tally.strangers.append(stranger)
         else:
             by_run.setdefault(whose.run_id, []).append(status)
     _forget_unlisted(store, provider.info.name, prefix, run_id, by_run)
@@ -337,6 +355,52 @@ async def _settle(
     return tally
 
 
+async def _end_stranger(
+    provider: Provider, settings: WalkSettings, stranger: Stranger, tally: _Outcome
+) -> None:
+    """Destroy, confirmed, an instance not made here that the person listed and confirmed."""
+    check = await delete_confirmed(provider, stranger.provider_id, settings)
+    if check.confirmed:
+        tally.ended.append(stranger)
+    else:
+        why = f"{stranger.why}; its destroy was asked and NOT confirmed: {check.reason}"
+        tally.strangers.append(replace(stranger, why=why))
+
+
+async def _listed_until_agreed(
+    provider: Provider, store: RecordStore, settings: WalkSettings, prefix: str,
+    run_id: str | None,
+) -> list[LeaseStatus]:
+    """The account under `prefix`. While an unclear create in scope is not in it, it is
+    listed again after each reconcile wait (a bounded time): a listing that lags behind a
+    create must not turn "may exist" into "none", so a placeholder is forgotten only when
+    every listing agrees. Everything any listing showed is kept (the latest state wins)."""
+    listed = await provider.list_by_label(f"{prefix}-")
+    seen = {s.provider_id: s for s in listed}
+    for wait in settings.reconcile_waits_s:
+        if not _unlisted_unclear(store, provider.info.name, prefix, run_id, seen.values()):
+            break
+        await settings.sleep(wait)
+        seen.update((s.provider_id, s) for s in await provider.list_by_label(f"{prefix}-"))
+    return list(seen.values())
+
+
+def _unlisted_unclear(
+    store: RecordStore, provider: str, prefix: str, run_id: str | None,
+    listed: Iterable[LeaseStatus],
+) -> list[str]:
+    """Labels of unclear creates in scope (no id: a create never answered) not listed."""
+    labels = {s.label for s in listed}
+    return [
+        x.label
+        for record in store.scan().runs
+        if (record.provider, record.label_prefix) == (provider, prefix)
+        and (run_id is None or record.run_id == run_id)
+        for x in record.open_leases()
+        if x.provider_id is None and x.label not in labels
+    ]
+
+
 def _forget_unlisted(
     store: RecordStore,
     provider: str,
@@ -344,7 +408,8 @@ def _forget_unlisted(
     run_id: str | None,
     by_run: Mapping[str, Sequence[LeaseStatus]],
 ) -> None:
-    """Unclear creates in scope that a complete listing does not show: none exist."""
+    """Unclear creates in scope that complete listings over the reconcile waits agree do not
+    show (`_listed_until_agreed`): none exist."""
     for record in store.scan().runs:
         in_scope = run_id is None or record.run_id == run_id
         unclear = any(x.provider_id is None for x in record.open_leases())

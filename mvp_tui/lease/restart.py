@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from mvp_tui.events import EngineEvent, EventSink
@@ -182,6 +183,7 @@ async def down(
     *,
     label_prefix: str | None = None,
     account: bool = True,
+    end_strangers: Collection[str] = (),
 ) -> DownReport:
     """Tear down, confirmed, every lease of run `run_id`, or of every open run when None
     (`mvp-tui down RUN|--all`). Then, for a provider that bills, the account check
@@ -244,7 +246,7 @@ async def down(
                 check = await check_account(
                     provider, store, noting, settings,
                     label_prefix=prefix, owner_tag=settings.install_tag(store.state_dir),
-                    run_id=scope, failed=failed,
+                    run_id=scope, failed=failed, end_strangers=end_strangers,
                     remember_in=[r.run_id for r in mine], clock=clock,
                 )
             except Exception as exc:  # a check that breaks must not undo confirmed deletes
