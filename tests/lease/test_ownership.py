@@ -68,3 +68,17 @@ def test_a_stranger_s_line_is_plain_cleaned_text_with_its_command() -> None:
     assert "$0.300/h" in line and "age 2h01m" in line and "running" in line
     assert line.endswith("end it with `mvp-tui down --instance vastai:8123`")
     assert Stranger.from_json(stranger.to_json()) == stranger
+
+
+def test_mvp_tui_config_shows_the_install_tag_it_keeps(tmp_path: Path) -> None:
+    from mvp_tui.install_tag import TAG_FILE, kept_tag
+    from tests.e2e.test_vast_headless import cli
+
+    env = {"MVP_STATE_DIR": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    shown = cli("config", env=env)
+    tag = kept_tag(tmp_path / "state")
+    assert shown.returncode == 0 and tag is not None
+    assert f"# install tag: {tag} (kept in {tmp_path / 'state' / TAG_FILE})" in shown.stdout
+    assert cli("config", env=env).stdout == shown.stdout, "made once, then kept"
+    configured = cli("config", env={**env, "MVP_LEASE_OWNER_TAG": "mymachines"})
+    assert "# install tag: mymachines (from [lease] owner_tag)" in configured.stdout

@@ -90,3 +90,18 @@ def test_each_install_ends_only_its_own_run_41(fake: FakeVast, tmp_path: Path) -
     assert f"another install's tag ({tag_a})" in down.stderr
     assert cli("down", "--all", "--yes", env=a).returncode == 0
     assert _live(fake) == {}
+
+
+def test_a_run_s_own_teardown_with_a_fixed_id_leaves_the_other_install_s(
+    fake: FakeVast, tmp_path: Path
+) -> None:
+    """The seed's `run_id = 41` on two machines: B's run ends (`--down-after`: its own
+    teardown and account check, scoped to run 41) while A's run 41 is leased."""
+    a, b = _install(fake, tmp_path, "a"), _install(fake, tmp_path, "b")
+    ours_a = _lease(a)
+    up = cli("up", "--headless", "--yes", "--until", "leased", "--down-after", env=b)
+    assert up.returncode == 0, up.stderr
+    assert set(_live(fake)) == {ours_a}, "B's teardown of its run 41 left A's run 41"
+    assert f"`mvp-tui down --instance vastai:{ours_a}`" in up.stderr
+    assert cli("down", "--all", "--yes", env=a).returncode == 0
+    assert _live(fake) == {}
