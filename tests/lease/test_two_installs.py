@@ -5,7 +5,9 @@ instance alive, and each one's account check reports the other's as not its own.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,7 @@ import asyncssh
 import pytest
 
 from mvp_tui.install_tag import kept_tag
+from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
 
@@ -105,3 +108,23 @@ def test_a_run_s_own_teardown_with_a_fixed_id_leaves_the_other_install_s(
     assert f"`mvp-tui down --instance vastai:{ours_a}`" in up.stderr
     assert cli("down", "--all", "--yes", env=a).returncode == 0
     assert _live(fake) == {}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signalled_headless_run_41_leaves_the_other_install_s(
+    fake: FakeVast, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """B is stopped by a signal while its lease of run 41 comes up (its own teardown and
+    account check); A's run 41, leased before, stays, and B's receipt names it not its own."""
+    a, b = _install(fake, tmp_path, "a"), _install(fake, tmp_path, "b")
+    ours_a = await asyncio.to_thread(_lease, a)
+    for offer in fake.offers():  # B's lease stays loading
+        fake.stick_loading(int(offer["id"]))
+    async with HeadlessRun(["--yes"], tmp_path / "b", env=b) as run:
+        await run.until(event("lease_pending"))
+        run.signal(sig)
+        code = await run.finish()
+    assert code == 1 and run.events("lease_deleted")
+    assert set(_live(fake)) == {ours_a}, "B's teardown left A's run 41"
+    (checked,) = run.events("account_checked")
+    assert checked["strangers"] == [f"vastai:{ours_a}"] and checked["nothing_bills"]
