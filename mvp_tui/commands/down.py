@@ -31,7 +31,9 @@ from mvp_tui.untrusted import clean_line
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", metavar="RUN", help="the run id (see `mvp-tui ls`)")
     parser.add_argument(
-        "--all", action="store_true", help="every open run, whichever provider it rented on"
+        "--all", action="store_true",
+        help=("every open run recorded here, whichever provider it rented on, and every "
+              "instance carrying this install's tag on each provider a key is set for"),
     )
     parser.add_argument(
         "--instance", metavar="PROVIDER:ID",
