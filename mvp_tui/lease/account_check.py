@@ -80,7 +80,7 @@ class AccountCheck:
         line per unconfirmed instance when `unconfirmed` is False (said elsewhere)."""
         provider = _clean(self.provider, 16)
         noun = _noun(self.provider)
-        scope = f"run {self.run_id}" if self.run_id else f"prefix {self.prefix!r}"
+        scope = f"run {self.run_id}" if self.run_id else f"ours under prefix {self.prefix!r}"
         if not self.listed:
             lines = [
                 f"warning: account not checked ({provider}): {_clean(self.error)}. Each delete "

@@ -65,7 +65,7 @@ def test_down_all_destroys_our_stopped_instance_and_paused_bid_and_leaves_foreig
     assert _live(fake) == foreign, "ours destroyed, the rest untouched"
     assert set(fake.destroyed()) == {stopped, paused, on_record}
     assert f"deleted {on_record} (mvp-r-0000ffff-1-1) of run r-0000ffff" in down.stderr
-    assert "account checked (vastai): nothing of prefix 'mvp' remains" in down.stderr
+    assert "account checked (vastai): nothing of ours under prefix 'mvp' remains" in down.stderr
     assert f"1 stopped instance {stopped} destroyed, confirmed" in down.stderr
     assert f"1 paused bid (stopped, outbid) instance {paused} destroyed, confirmed" in down.stderr
     for label in ("mvpx", "my-training-job"):

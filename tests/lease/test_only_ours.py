@@ -133,7 +133,7 @@ def test_down_all_yes_from_an_empty_state_dir_destroys_only_what_carries_our_tag
     assert down.returncode == 0, down.stderr
     assert account.live() == set(holding.others.values()), "only ours destroyed"
     _reported_not_ours(down.stderr, account, holding)
-    assert "nothing of prefix 'mvp' remains" in down.stderr
+    assert "nothing of ours under prefix 'mvp' remains" in down.stderr
 
 
 def test_down_all_yes_from_the_state_dir_that_made_the_run(
