@@ -39,7 +39,8 @@ Every key with its env var and flag: config.example.toml; effective values: `mvp
 # Built commands: name -> (module under mvp_tui.commands, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
     "up": ("up", "run the engine: lease, bootstrap, serve (--headless prints JSON lines)"),
-    "down": ("down", "tear down the leases of a run (RUN or --all), confirmed by the provider"),
+    "down": ("down", "tear down what this install made (RUN or --all), confirmed by the "
+             "provider; --instance PROVIDER:ID for one instance, after asking"),
     "ls": ("ls", "list runs with leases that may still exist"),
     "endpoint": ("endpoint", "the serving run's local OpenAI endpoint: URL, key, model "
                  "(--env for eval, --json)"),

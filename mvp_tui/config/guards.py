@@ -189,3 +189,21 @@ def check_hub_paths(values: Mapping[str, object], sources: Mapping[str, Source])
             fix=f"give the repo's own {name.removeprefix('gguf_')} name"
             + (' (a branch, tag or commit, e.g. "main")' if name == "gguf_revision" else ""),
         )
+
+
+def check_owner_tag(values: Mapping[str, object], sources: Mapping[str, Source]) -> None:
+    """Refuse an `[lease] owner_tag` that cannot be a label's owner part: labels carry it, and
+    a sweep destroys only what carries it, so a tag that would not parse one way is unusable."""
+    from mvp_tui.install_tag import check_owner_tag as usable
+
+    value = values.get("lease.owner_tag")
+    if not isinstance(value, str):
+        return
+    try:
+        usable(value)
+    except ValueError:
+        raise ConfigError(
+            f"[lease] owner_tag = {value!r} from {sources['lease.owner_tag']} is not usable",
+            fix="use 6-16 lowercase ASCII letters or digits, the same on each machine that "
+            "should share this identity (or unset it: a tag is made and kept in the state dir)",
+        ) from None

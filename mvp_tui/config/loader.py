@@ -19,6 +19,7 @@ from mvp_tui.config.guards import (
     check_hub_paths,
     check_key_urls,
     check_multinode_rpc,
+    check_owner_tag,
     config_file_warnings,
     read_key_files,
 )
@@ -254,6 +255,7 @@ def load_config(
     cautions = read_key_files(values, sources)
     check_key_urls(values, sources, env)
     check_hub_paths(values, sources)
+    check_owner_tag(values, sources)
     cautions += config_file_warnings(toml, [spec.dotted for spec in KEYS if spec.secret])
 
     def reload_for(kind: str) -> Config:

@@ -22,6 +22,20 @@ def _shown(value: object, secret: bool) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _install_tag(config: Config) -> str:
+    """Which tag this install's labels carry, and where it comes from (made on first use)."""
+    from mvp_tui.install_tag import TAG_FILE, install_tag
+
+    configured = config.settings.lease.owner_tag
+    if configured:
+        return f"# install tag: {configured} (from [lease] owner_tag)"
+    path = config.state_dir / TAG_FILE
+    try:
+        return f"# install tag: {install_tag(config.state_dir)} (kept in {path})"
+    except (OSError, ValueError) as exc:
+        return f"# install tag: not readable: {exc}"
+
+
 def render(config: Config) -> str:
     """One line per key: `[section] key = value    # source`, grouped by section."""
     lines = [f"# config file: {config.file or '(none)'}"]
@@ -40,6 +54,7 @@ def render(config: Config) -> str:
         lines.append(f"{spec.name} = {value}".ljust(56) + f"  # {source}{note}")
     served = config.model_source
     lines.append(f"\n# model served: {served.describe()}\n#   because {served.why}")
+    lines.append(_install_tag(config))
     if config.ui_keys:
         lines.append(f"\n[{UI_KEYS_SECTION}]")
         for binding_id, keys in sorted(config.ui_keys.items()):

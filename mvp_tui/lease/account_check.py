@@ -5,27 +5,30 @@ A confirmed delete proves one id gone; it says nothing of an instance the record
 outbid bid Vast paused). So every teardown ends by listing the account under the prefix, in
 every state the provider bills for (Vast: running, stopped, exited, paused bids; RunPod:
 every pod status), destroying what is in scope, confirmed, and only then saying "nothing
-bills". In scope: the run torn down (other runs of the prefix are reported, never touched:
-another dashboard may own them), or every run of the prefix (`down --all`). Labels of
-another prefix are not ours and never appear. Network volumes are kept on purpose and shown
-with their monthly cost.
+bills". Only what is ours is ever destroyed (`ownership.py`: a lease a record here holds,
+or an instance carrying this install's tag); whatever else is named like an mvp-tui run is
+reported with the command that ends it, never touched. In scope: the run torn down (our
+other runs are reported: `down RUN` ends them), or every run of ours (`down --all`). Labels
+of another prefix never appear. Network volumes are kept on purpose and shown with their
+monthly cost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mvp_tui.events import EventSink
 from mvp_tui.lease.events import AccountChecked, DeleteReason
-from mvp_tui.lease.naming import check_prefix, parse_label
+from mvp_tui.lease.naming import check_prefix
+from mvp_tui.lease.ownership import Holdings, Stranger, Whose, claim, strangers_lines
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, track
 from mvp_tui.lease.records import LeaseRecordState, RecordError, RecordStore, RunRecord
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.lease.teardown import Clock, is_gone, teardown_lease
+from mvp_tui.lease.teardown import Clock, delete_confirmed, is_gone, teardown_lease
 from mvp_tui.lease.volumes import load_volumes
 from mvp_tui.providers.base import KeptVolume, LeaseState, LeaseStatus, Provider, ProviderError
 from mvp_tui.untrusted import clean_line
@@ -56,6 +59,8 @@ class AccountCheck:
     destroyed: tuple[Held, ...] = ()  # ours, found and destroyed, confirmed
     unconfirmed: tuple[Held, ...] = ()  # ours, still there: may bill
     other_runs: tuple[Held, ...] = ()  # ours, of other runs: reported, not touched
+    strangers: tuple[Stranger, ...] = ()  # named like ours, not made here: reported only
+    ended: tuple[Stranger, ...] = ()  # not made here, ended as asked (--include-foreign)
     kept: tuple[KeptVolume, ...] = ()
     volumes_error: str = ""  # the volumes could not be listed (they are kept either way)
 
@@ -75,7 +80,7 @@ class AccountCheck:
         line per unconfirmed instance when `unconfirmed` is False (said elsewhere)."""
         provider = _clean(self.provider, 16)
         noun = _noun(self.provider)
-        scope = f"run {self.run_id}" if self.run_id else f"prefix {self.prefix!r}"
+        scope = f"run {self.run_id}" if self.run_id else f"ours under prefix {self.prefix!r}"
         if not self.listed:
             lines = [
                 f"warning: account not checked ({provider}): {_clean(self.error)}. Each delete "
@@ -106,6 +111,12 @@ class AccountCheck:
                 f"it with `mvp-tui down {h.run_id}`"
                 for h in self.other_runs
             ]
+            lines += strangers_lines(self.strangers)
+            lines += [
+                f"{_clean(x.provider, 16)} {_clean(x.provider_id, 64)} ({_clean(x.label, 80)}), "
+                "not made here, destroyed as asked, confirmed"
+                for x in self.ended
+            ]
         lines += [
             f"volume {_clean(v.name, 80)} ({_clean(v.volume_id, 64)}) kept: "
             f"${v.usd_per_month:.2f}/month until "
@@ -130,6 +141,8 @@ class AccountCheck:
             "destroyed": [_held_json(h) for h in self.destroyed],
             "unconfirmed": [_held_json(h) for h in self.unconfirmed],
             "other_runs": [_held_json(h) for h in self.other_runs],
+            "strangers": [s.to_json() for s in self.strangers],
+            "ended": [s.to_json() for s in self.ended],
             "kept": [
                 {"volume_id": v.volume_id, "name": v.name, "size_gb": v.size_gb,
                  "usd_per_month": v.usd_per_month}
@@ -154,6 +167,8 @@ class AccountCheck:
                 destroyed=tuple(_held(h) for h in data.get("destroyed", [])),
                 unconfirmed=tuple(_held(h) for h in data.get("unconfirmed", [])),
                 other_runs=tuple(_held(h) for h in data.get("other_runs", [])),
+                strangers=tuple(Stranger.from_json(h) for h in data.get("strangers", [])),
+                ended=tuple(Stranger.from_json(h) for h in data.get("ended", [])),
                 kept=tuple(
                     KeptVolume(str(v["volume_id"]), str(v["name"]), int(v["size_gb"]),
                                float(v["usd_per_month"]))
@@ -203,6 +218,8 @@ class _Outcome:
     destroyed: list[Held] = field(default_factory=list)
     unconfirmed: list[Held] = field(default_factory=list)
     other_runs: list[Held] = field(default_factory=list)
+    strangers: list[Stranger] = field(default_factory=list)
+    ended: list[Stranger] = field(default_factory=list)
 
 
 async def check_account(
@@ -212,35 +229,43 @@ async def check_account(
     settings: WalkSettings,
     *,
     label_prefix: str,
+    owner_tag: str,
     run_id: str | None,
     failed: Collection[str] = (),
     remember_in: Collection[str] = (),
+    end_strangers: Collection[str] = (),
     clock: Clock = time.time,
 ) -> AccountCheck | None:
     """List the account under `label_prefix`; destroy, confirmed, what is in scope (run
     `run_id`, or every run when None), each entered in its run record first; report the
     rest and the kept volumes. Ids in `failed` (this teardown's destroys that were not
     confirmed) are not sent again: listed, they are unconfirmed. None for a provider that
-    never bills (nothing to prove). The outcome is emitted (`AccountChecked`) and written
-    to the records in scope (for every run: those it touched, `remember_in` — the runs
-    this teardown ended — and those still open)."""
+    never bills (nothing to prove). Only ours is destroyed (`ownership.py`, with this
+    install's `owner_tag`); the rest under the prefix is reported, but for the ids in
+    `end_strangers`, which the person listed and confirmed (`--include-foreign`). The outcome
+    is emitted
+    (`AccountChecked`) and written to the records in scope (for every run: those it
+    touched, `remember_in` — the runs this teardown ended — and those still open)."""
     if not provider.info.billing:
         return None
     name = provider.info.name
     prefix = check_prefix(label_prefix)
     try:
-        listed = await provider.list_by_label(f"{prefix}-")
+        listed = await _listed_until_agreed(provider, store, settings, prefix, run_id)
     except ProviderError as exc:
         check = AccountCheck(name, False, run_id, prefix, error=str(exc))
     else:
         tally = await _settle(
-            provider, store, sink, settings, listed, prefix, run_id, set(failed), clock
+            provider, store, sink, settings, listed, prefix, owner_tag, run_id, set(failed),
+            set(end_strangers), clock,
         )
         check = AccountCheck(
             name, True, run_id, prefix,
             destroyed=tuple(tally.destroyed),
             unconfirmed=tuple(tally.unconfirmed),
             other_runs=tuple(tally.other_runs),
+            strangers=tuple(tally.strangers),
+            ended=tuple(tally.ended),
         )
     check = await _with_volumes(provider, store, check)
     sink(
@@ -253,6 +278,7 @@ async def check_account(
             destroyed=tuple(f"{h.provider_id}:{h.run_id}" for h in check.destroyed),
             unconfirmed=tuple(f"{h.provider_id}:{h.run_id}" for h in check.unconfirmed),
             other_runs=tuple(f"{h.provider_id}:{h.run_id}" for h in check.other_runs),
+            strangers=tuple(f"{x.provider}:{x.provider_id}" for x in check.strangers),
             kept=tuple(f"{v.name} ${v.usd_per_month:.2f}/month" for v in check.kept),
             nothing_bills=check.nothing_bills,
             error=_clean(check.error),
@@ -269,17 +295,28 @@ async def _settle(
     settings: WalkSettings,
     listed: Sequence[LeaseStatus],
     prefix: str,
+    owner_tag: str,
     run_id: str | None,
     failed: set[str],
+    end_strangers: set[str],
     clock: Clock,
 ) -> _Outcome:
     """Destroy (confirmed) every listed instance of ours in scope; report the others."""
     tally = _Outcome()
+    holdings = Holdings.of(store.scan().runs, provider.info.name)
     by_run: dict[str, list[LeaseStatus]] = {}
     for status in listed:
-        parsed = parse_label(status.label, prefix)  # exact: `mvpx-…` is not `mvp`'s
-        if parsed is not None and status.state is not LeaseState.GONE:
-            by_run.setdefault(parsed.run_id, []).append(status)
+        if status.state is LeaseState.GONE:
+            continue
+        whose = claim(status, prefix, owner_tag, holdings)  # exact: `mvpx-…` is not `mvp`'s
+        if whose.whose is Whose.STRANGER:
+            stranger = Stranger.of(provider.info.name, status, whose.why, clock())
+            if status.provider_id in end_strangers:
+                await _end_stranger(provider, settings, stranger, tally)
+            else:
+                tally.strangers.append(stranger)
+        else:
+            by_run.setdefault(whose.run_id, []).append(status)
     _forget_unlisted(store, provider.info.name, prefix, run_id, by_run)
     for run, statuses in by_run.items():
         held = [Held(s.provider_id, s.label or "", run, s.raw_state or s.state.value)
@@ -287,7 +324,7 @@ async def _settle(
         if run_id is not None and run != run_id:
             tally.other_runs += held
             continue
-        record = _record_for(store, provider, run, prefix, clock)
+        record = _record_for(store, provider, run, prefix, owner_tag, clock)
         if record is None:
             why = "its run record could not be read or written, so it was not destroyed"
             tally.unconfirmed += [_why(h, why) for h in held]
@@ -318,6 +355,52 @@ async def _settle(
     return tally
 
 
+async def _end_stranger(
+    provider: Provider, settings: WalkSettings, stranger: Stranger, tally: _Outcome
+) -> None:
+    """Destroy, confirmed, an instance not made here that the person listed and confirmed."""
+    check = await delete_confirmed(provider, stranger.provider_id, settings)
+    if check.confirmed:
+        tally.ended.append(stranger)
+    else:
+        why = f"{stranger.why}; its destroy was asked and NOT confirmed: {check.reason}"
+        tally.strangers.append(replace(stranger, why=why))
+
+
+async def _listed_until_agreed(
+    provider: Provider, store: RecordStore, settings: WalkSettings, prefix: str,
+    run_id: str | None,
+) -> list[LeaseStatus]:
+    """The account under `prefix`. While an unclear create in scope is not in it, it is
+    listed again after each reconcile wait (a bounded time): a listing that lags behind a
+    create must not turn "may exist" into "none", so a placeholder is forgotten only when
+    every listing agrees. Everything any listing showed is kept (the latest state wins)."""
+    listed = await provider.list_by_label(f"{prefix}-")
+    seen = {s.provider_id: s for s in listed}
+    for wait in settings.reconcile_waits_s:
+        if not _unlisted_unclear(store, provider.info.name, prefix, run_id, seen.values()):
+            break
+        await settings.sleep(wait)
+        seen.update((s.provider_id, s) for s in await provider.list_by_label(f"{prefix}-"))
+    return list(seen.values())
+
+
+def _unlisted_unclear(
+    store: RecordStore, provider: str, prefix: str, run_id: str | None,
+    listed: Iterable[LeaseStatus],
+) -> list[str]:
+    """Labels of unclear creates in scope (no id: a create never answered) not listed."""
+    labels = {s.label for s in listed}
+    return [
+        x.label
+        for record in store.scan().runs
+        if (record.provider, record.label_prefix) == (provider, prefix)
+        and (run_id is None or record.run_id == run_id)
+        for x in record.open_leases()
+        if x.provider_id is None and x.label not in labels
+    ]
+
+
 def _forget_unlisted(
     store: RecordStore,
     provider: str,
@@ -325,7 +408,8 @@ def _forget_unlisted(
     run_id: str | None,
     by_run: Mapping[str, Sequence[LeaseStatus]],
 ) -> None:
-    """Unclear creates in scope that a complete listing does not show: none exist."""
+    """Unclear creates in scope that complete listings over the reconcile waits agree do not
+    show (`_listed_until_agreed`): none exist."""
     for record in store.scan().runs:
         in_scope = run_id is None or record.run_id == run_id
         unclear = any(x.provider_id is None for x in record.open_leases())
@@ -347,16 +431,19 @@ def _why(held: Held, reason: str) -> Held:
 
 
 def _record_for(
-    store: RecordStore, provider: Provider, run_id: str, prefix: str, clock: Clock
+    store: RecordStore, provider: Provider, run_id: str, prefix: str, owner_tag: str,
+    clock: Clock,
 ) -> RunRecord | None:
-    """The run's record, made when the account holds an instance of a run none records (a
-    state dir wiped, another machine's run): every lease is on record before its destroy."""
+    """The run's record, made when the account holds an instance carrying this install's
+    tag that no record holds (a state dir wiped or lost): every lease is on record before
+    its destroy."""
     try:
         if store.record_path(run_id).exists():
             record = store.load(run_id)
             return record if record.provider == provider.info.name else None
         return store.create_run(
-            run_id, provider=provider.info.name, label_prefix=prefix, created_at=clock()
+            run_id, provider=provider.info.name, label_prefix=prefix, created_at=clock(),
+            owner_tag=owner_tag,
         )
     except (RecordError, OSError, ValueError):
         return None

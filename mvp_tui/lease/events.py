@@ -223,6 +223,8 @@ class AccountChecked(EngineEvent):
     kept: tuple[str, ...]  # kept network volumes, "name $N/month"
     nothing_bills: bool
     error: str = ""
+    # Named like ours, not made by this install ("provider:id"): reported, never touched.
+    strangers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

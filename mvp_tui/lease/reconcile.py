@@ -43,8 +43,8 @@ class SweepResult:
 def scope_prefix(record: RunRecord, node_id: int | None) -> str:
     """The label prefix of the whole run, or of one of its nodes."""
     if node_id is None:
-        return run_prefix(record.label_prefix, record.run_id)
-    return node_prefix(record.label_prefix, record.run_id, node_id)
+        return run_prefix(record.label_prefix, record.owner_tag, record.run_id)
+    return node_prefix(record.label_prefix, record.owner_tag, record.run_id, node_id)
 
 
 async def list_ours(
@@ -57,7 +57,7 @@ async def list_ours(
         s
         for s in listed
         if s.state is not LeaseState.GONE
-        and belongs_to_run(s.label, record.label_prefix, record.run_id, node_id)
+        and belongs_to_run(s.label, record.label_prefix, record.owner_tag, record.run_id, node_id)
     ]
 
 

@@ -160,6 +160,9 @@ class RunRecord(msgspec.Struct, kw_only=True):
     provider: str
     label_prefix: str
     created_at: float
+    # The install tag its labels carry (`lease/identity.py`); "" in records written before
+    # tags, whose labels keep that shape (ours only as far as this record holds them).
+    owner_tag: str = ""
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     attempts: list[AttemptRecord] = msgspec.field(default_factory=list)
     leases: list[LeaseRecord] = msgspec.field(default_factory=list)
@@ -282,6 +285,7 @@ class RecordStore:
         provider: str,
         label_prefix: str,
         created_at: float,
+        owner_tag: str = "",
         config: Mapping[str, Any] | None = None,
     ) -> RunRecord:
         """Create the run's directory and first record. `config` must be redacted already."""
@@ -299,6 +303,7 @@ class RecordStore:
             provider=provider,
             label_prefix=label_prefix,
             created_at=created_at,
+            owner_tag=owner_tag,
             config=dict(config or {}),
         )
         self.save(record)

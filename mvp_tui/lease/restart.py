@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from mvp_tui.events import EngineEvent, EventSink
@@ -182,13 +183,17 @@ async def down(
     *,
     label_prefix: str | None = None,
     account: bool = True,
+    end_strangers: Collection[str] = (),
 ) -> DownReport:
     """Tear down, confirmed, every lease of run `run_id`, or of every open run when None
     (`mvp-tui down RUN|--all`). Then, for a provider that bills, the account check
-    (`account_check.py`): everything listed under the run's label prefix (or under every
-    prefix on record and `label_prefix`, when None) in scope is destroyed, confirmed, and
-    unclear creates are looked up by label there. Without it (`account=False`, or a provider
-    that never bills) untracked instances of the run are found by listing first."""
+    (`account_check.py`): what is ours (a record here holds it, or it carries this install's
+    tag) listed under the run's label prefix (or under every prefix on record and
+    `label_prefix`, when None) in scope is destroyed, confirmed, and unclear creates are
+    looked up by label there; whatever else is named like ours is reported, never touched,
+    but for the ids in `end_strangers` (listed to the person and confirmed). Without it
+    (`account=False`, or a provider that never bills) untracked instances of the run are
+    found by listing first."""
     settings = settings or WalkSettings()
     checking = account and provider.info.billing
     runs, errors = runs_to_down(store, run_id)
@@ -243,7 +248,8 @@ async def down(
             try:
                 check = await check_account(
                     provider, store, noting, settings,
-                    label_prefix=prefix, run_id=scope, failed=failed,
+                    label_prefix=prefix, owner_tag=settings.install_tag(store.state_dir),
+                    run_id=scope, failed=failed, end_strangers=end_strangers,
                     remember_in=[r.run_id for r in mine], clock=clock,
                 )
             except Exception as exc:  # a check that breaks must not undo confirmed deletes

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from mvp_tui.config import Config, ConfigError
@@ -12,6 +13,7 @@ from mvp_tui.config.sections.lease import LeaseSection
 from mvp_tui.config.sections.limits import LimitsSection
 from mvp_tui.config.sections.runpod import RunpodSection
 from mvp_tui.config.sections.runtime import RuntimeSection
+from mvp_tui.install_tag import check_owner_tag, install_tag
 from mvp_tui.lease.naming import check_prefix
 from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 
@@ -43,6 +45,7 @@ class WalkSettings:
         "destroy_backoff_s": "lease.destroy_backoff_secs",
         "max_price_per_hour": "limits.max_price_per_hour",
         "label_prefix": "lease.label_prefix",
+        "owner_tag": "lease.owner_tag",
         "node_id": "runtime.node_id",
     }
 
@@ -59,6 +62,8 @@ class WalkSettings:
     max_price_per_hour: float | None = LimitsSection.max_price_per_hour
     max_ambiguous_per_offer: int = 2
     label_prefix: str = LeaseSection.label_prefix
+    # [lease] owner_tag; None = the tag kept in the state dir (`lease/identity.py`)
+    owner_tag: str | None = LeaseSection.owner_tag
     node_id: int = RuntimeSection.node_id
     image: str = ""  # a run's is always its config's (`from_config`); "" in tests
     disk_gb: int = LOCAL_DISK_GB  # [vastai] disk_gb on Vast.ai
@@ -69,6 +74,8 @@ class WalkSettings:
 
     def __post_init__(self) -> None:
         check_prefix(self.label_prefix)
+        if self.owner_tag:
+            check_owner_tag(self.owner_tag)
         positive = {
             "poll_interval_s": self.poll_interval_s,
             "ready_timeout_s": self.ready_timeout_s,
@@ -105,6 +112,11 @@ class WalkSettings:
         if self.disk_gb < 1:
             raise ValueError(f"disk_gb must be >= 1 GB, got {self.disk_gb}")
 
+    def install_tag(self, state_dir: Path | str) -> str:
+        """The tag this install's labels carry: [lease] owner_tag, else the one kept in
+        `state_dir` (made there on first use)."""
+        return install_tag(state_dir, self.owner_tag or "")
+
     @classmethod
     def from_config(
         cls,
@@ -132,6 +144,15 @@ class WalkSettings:
                 f"[lease] label_prefix = {prefix!r} from {config.sources['lease.label_prefix']} "
                 f"is not valid: {why}"
             ) from None
+        if lease.owner_tag:
+            try:
+                check_owner_tag(lease.owner_tag)
+            except ValueError as exc:
+                raise ConfigError(
+                    f"[lease] owner_tag = {lease.owner_tag!r} from "
+                    f"{config.sources['lease.owner_tag']} is not valid: "
+                    + str(exc).split("is not usable: ", 1)[-1]
+                ) from None
         onstart = vast.onstart if vast else None
         if vast:  # the boot guard shares Vast's onstart cap: refused before anything is rented
             try:
@@ -150,6 +171,7 @@ class WalkSettings:
             destroy_backoff_max_s=backoff * DESTROY_BACKOFF_GROWTH,
             max_price_per_hour=config.settings.limits.max_price_per_hour,
             label_prefix=prefix,
+            owner_tag=lease.owner_tag,
             node_id=config.settings.runtime.node_id,
             image=image,
             disk_gb=vast.disk_gb if vast else LOCAL_DISK_GB,

@@ -294,7 +294,8 @@ class LeaseWalk:
         record = self._rec
         number = 1 + sum(1 for a in record.attempts if a.node_id == self.settings.node_id)
         label = attempt_label(
-            self.settings.label_prefix, self.run_id, self.settings.node_id, number
+            self.settings.label_prefix, record.owner_tag, self.run_id, self.settings.node_id,
+            number,
         )
         now = self.clock()
         attempt = AttemptRecord(
@@ -738,6 +739,7 @@ class LeaseWalk:
                 provider=self.provider.info.name,
                 label_prefix=self.settings.label_prefix,
                 created_at=self.clock(),
+                owner_tag=self.settings.install_tag(self.store.state_dir),
                 config=self._config,
             )
         if self._record.label_prefix != self.settings.label_prefix:

@@ -39,6 +39,7 @@ BASE = tuple(
         "node_protocol",
         "exit_codes",
         "run_ids",
+        "install_tag",
         "lazy_names",
         "keymap",
         "config",

@@ -8,6 +8,8 @@ import pytest
 
 from mvp_tui.lease import RecordStore, WalkSettings
 
+TAG = "a1b2c3d4e5"  # the install tag of `fast_settings` ([lease] owner_tag)
+
 
 def fast_settings(**overrides: object) -> WalkSettings:
     """Production logic with millisecond waits."""
@@ -22,6 +24,7 @@ def fast_settings(**overrides: object) -> WalkSettings:
         "destroy_backoff_max_s": 0.004,
         "image": "ghcr.io/example/node:1",
         "disk_gb": 20,
+        "owner_tag": TAG,
     }
     values.update(overrides)
     return WalkSettings(**values)  # type: ignore[arg-type]

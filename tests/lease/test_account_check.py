@@ -22,7 +22,9 @@ from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast, Fault
 
 KEY = "fake-vast-key-0123456789"
-FAST = {"MVP_LEASE_DELETE_TIMEOUT_SECS": "10", "MVP_LEASE_DESTROY_BACKOFF_SECS": "0.01"}
+TAG = "a1b2c3d4e5"  # this install's tag ([lease] owner_tag)
+FAST = {"MVP_LEASE_OWNER_TAG": TAG, "MVP_LEASE_DELETE_TIMEOUT_SECS": "10",
+        "MVP_LEASE_DESTROY_BACKOFF_SECS": "0.01"}
 
 
 @pytest.fixture
@@ -44,18 +46,18 @@ def _live(fake: FakeVast) -> set[int]:
 def test_down_all_destroys_our_stopped_instance_and_paused_bid_and_leaves_foreign_ones(
     fake: FakeVast, tmp_path: Path
 ) -> None:
-    stopped = fake.add_instance(label="mvp-r-0000aaaa-1-1")
+    stopped = fake.add_instance(label=f"mvp-{TAG}-r-0000aaaa-1-1")
     fake.stop_instance(stopped)
-    paused = fake.add_instance(label="mvp-r-0000bbbb-1-2")
+    paused = fake.add_instance(label=f"mvp-{TAG}-r-0000bbbb-1-2")
     fake.outbid_instance(paused)
     # Not ours: another prefix (which `mvp` must not match), the user's own, a bare `mvp-`.
-    foreign = {fake.add_instance(label="mvpx-r-0000cccc-1-1"),
+    foreign = {fake.add_instance(label=f"mvpx-{TAG}-r-0000cccc-1-1"),
                fake.add_instance(label="my-training-job"),
                fake.add_instance(label="mvp-notes")}
     fake.stop_instance(min(foreign))
     state = tmp_path / "state"
     store = RecordStore(state)  # one run on record too: its lease goes by its id
-    on_record = fake.add_instance(label="mvp-r-0000ffff-1-1")
+    on_record = fake.add_instance(label="mvp-r-0000ffff-1-1")  # recorded before tags
     store.create_run("r-0000ffff", provider="vastai", label_prefix="mvp", created_at=1.0)
     _lease(store, "r-0000ffff", on_record)
     down = cli("down", "--all", "--yes", env=_env(fake, state))
@@ -63,11 +65,16 @@ def test_down_all_destroys_our_stopped_instance_and_paused_bid_and_leaves_foreig
     assert _live(fake) == foreign, "ours destroyed, the rest untouched"
     assert set(fake.destroyed()) == {stopped, paused, on_record}
     assert f"deleted {on_record} (mvp-r-0000ffff-1-1) of run r-0000ffff" in down.stderr
-    assert "account checked (vastai): nothing of prefix 'mvp' remains" in down.stderr
+    assert "account checked (vastai): nothing of ours under prefix 'mvp' remains" in down.stderr
     assert f"1 stopped instance {stopped} destroyed, confirmed" in down.stderr
     assert f"1 paused bid (stopped, outbid) instance {paused} destroyed, confirmed" in down.stderr
-    for label in ("mvpx", "my-training-job", "mvp-notes"):
+    for label in ("mvpx", "my-training-job"):
         assert label not in down.stderr + down.stdout, f"{label} reported as ours"
+    # Under the prefix but not ours: counted and named, with the command that ends it.
+    assert "1 instance named like mvp-tui runs was not made here" in down.stderr
+    notes = max(foreign)
+    assert "'mvp-notes'" in down.stderr
+    assert f"`mvp-tui down --instance vastai:{notes}`" in down.stderr
     # On record before the destroy, and the records say what the check found.
     assert recorded_check(store.load("r-0000ffff")) is not None
     record = store.load("r-0000aaaa")
@@ -84,15 +91,17 @@ def _engine(fake: FakeVast, tmp_path: Path, seen: list[EngineEvent]) -> RunEngin
            "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url, **FAST}
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     engine = RunEngine(config, seen.append)
-    engine.store.create_run(engine.run_id, provider="vastai", label_prefix="mvp", created_at=1.0)
+    engine.store.create_run(engine.run_id, provider="vastai", label_prefix="mvp", created_at=1.0,
+                            owner_tag=TAG)
     return engine
 
 
 def _lease(store: RecordStore, run_id: str, provider_id: int) -> None:
-    """A running lease of `run_id` on record (label `mvp-RUN-1-1`)."""
+    """A running lease of `run_id` on record (label `mvp-RUN-1-1`, or tagged as its record)."""
     record = store.load(run_id)
+    tag = f"{record.owner_tag}-" if record.owner_tag else ""
     record.leases.append(LeaseRecord(
-        provider="vastai", label=f"mvp-{run_id}-1-1", node_id=1, offer_id="1",
+        provider="vastai", label=f"mvp-{tag}{run_id}-1-1", node_id=1, offer_id="1",
         gpu_name="RTX 3090", price_per_hour=0.3, state=LeaseRecordState.RUNNING,
         provider_id=str(provider_id), created_at=2.0,
     ))
@@ -108,11 +117,11 @@ async def test_the_final_stop_destroys_a_stopped_instance_the_walk_never_saw(
 ) -> None:
     seen: list[EngineEvent] = []
     engine = _engine(fake, tmp_path, seen)
-    leased = fake.add_instance(label=f"mvp-{engine.run_id}-1-1")
+    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-1")
     _recorded(engine, leased)
-    left_behind = fake.add_instance(label=f"mvp-{engine.run_id}-1-2")  # never on record
+    left_behind = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-2")  # never on record
     fake.stop_instance(left_behind)
-    other = fake.add_instance(label="mvp-r-0000eeee-1-1")  # another run's: reported only
+    other = fake.add_instance(label=f"mvp-{TAG}-r-0000eeee-1-1")  # another run's: reported only
     try:
         result = await RunController(engine).stop(final=True)
     finally:
@@ -137,7 +146,7 @@ async def test_a_failed_listing_is_a_warning_not_a_false_nothing_bills(
     fake: FakeVast, tmp_path: Path
 ) -> None:
     engine = _engine(fake, tmp_path, [])
-    leased = fake.add_instance(label=f"mvp-{engine.run_id}-1-1")
+    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-1")
     _recorded(engine, leased)
     fake.script("list", *[Fault(status=400, body={"success": False, "error": "broken",
                                                    "msg": "the list is down"})] * 5)
@@ -156,7 +165,7 @@ async def test_a_failed_listing_is_a_warning_not_a_false_nothing_bills(
 
 async def test_ours_found_and_not_destroyed_exits_3_named(fake: FakeVast, tmp_path: Path) -> None:
     engine = _engine(fake, tmp_path, [])
-    stray = fake.add_instance(label=f"mvp-{engine.run_id}-1-3")
+    stray = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-3")
     fake.fail_destroy(stray, times=1000)
     try:
         result = await RunController(engine).stop(final=True)
@@ -167,7 +176,8 @@ async def test_ours_found_and_not_destroyed_exits_3_named(fake: FakeVast, tmp_pa
     assert account is not None and [h.provider_id for h in account.unconfirmed] == [str(stray)]
     assert any(f"lease {stray} of run {engine.run_id} may still bill" in line
                and f"`mvp-tui down {engine.run_id}`" in line for line in result.left_lines())
-    assert f"instance {stray} (mvp-{engine.run_id}-1-3, running) of run {engine.run_id} NOT " \
+    label = f"mvp-{TAG}-{engine.run_id}-1-3"
+    assert f"instance {stray} ({label}, running) of run {engine.run_id} NOT " \
         "confirmed destroyed" in " ".join(account.lines())
 
 

@@ -9,7 +9,7 @@ from mvp_tui.lease import (
     down,
     reconcile_open_runs,
 )
-from tests.lease.conftest import fast_settings
+from tests.lease.conftest import TAG, fast_settings
 from tests.lease.scripted import Instance, ScriptedProvider
 
 
@@ -85,7 +85,8 @@ async def test_down_all_destroys_every_open_lease_confirmed(store: RecordStore) 
     _run(store, "r-03", None, LeaseRecordState.UNKNOWN)
     provider.instances["7001"] = Instance("7001", a, "1", 0)
     provider.instances["7002"] = Instance("7002", b, "1", 0)
-    provider.instances["7009"] = Instance("7009", "mvp-r-01-2-1", "1", 0)  # untracked stray
+    # An untracked stray of this install (its tag); untagged, no record would hold it.
+    provider.instances["7009"] = Instance("7009", f"mvp-{TAG}-r-01-2-1", "1", 0)
     report = await down(provider, store, None, sink, fast_settings())
     assert report.ok
     assert sorted((r.run_id, r.provider_id) for r in report.confirmed) == [
@@ -132,3 +133,45 @@ async def test_down_names_a_corrupt_record(store: RecordStore) -> None:
     store.record_path("r-01").write_text("{")
     report = await down(provider, store, None, RecordingSink(), fast_settings())
     assert not report.ok and "r-01" in report.errors[0]
+
+
+async def test_a_lagging_listing_never_turns_an_unclear_create_into_none(
+    store: RecordStore,
+) -> None:
+    """Issue 36 §5: the create's answer was lost and the first listing does not show the
+    instance yet; it is listed again after the reconcile waits, found, and destroyed."""
+    provider = ScriptedProvider()
+    label = _run(store, "r-01", None, LeaseRecordState.UNKNOWN)
+    provider.instances["7005"] = Instance("7005", label, "1", 0)
+    provider.hidden_lists = 1  # the listing lags behind the create
+    report = await down(provider, store, None, RecordingSink(), fast_settings())
+    assert report.ok
+    assert provider.destroyed == ["7005"] and provider.instances == {}
+    assert [(r.run_id, r.provider_id) for r in report.confirmed] == [("r-01", "7005")]
+
+
+async def test_an_unclear_create_is_forgotten_only_when_repeated_listings_agree(
+    store: RecordStore,
+) -> None:
+    provider = ScriptedProvider()
+    _run(store, "r-01", None, LeaseRecordState.UNKNOWN)  # no instance was ever made
+    settings = fast_settings(reconcile_waits_s=(0.0, 0.01))
+    report = await down(provider, store, None, RecordingSink(), settings)
+    assert report.ok and not store.load("r-01").is_open
+    lists = [c for c in provider.calls if c[0] == "list"]
+    assert len(lists) == 3, "the first listing and one after each wait agreed"
+
+
+async def test_an_unclear_create_stays_may_exist_when_a_later_listing_fails(
+    store: RecordStore,
+) -> None:
+    provider = ScriptedProvider()
+    _run(store, "r-01", None, LeaseRecordState.UNKNOWN)
+    provider.hidden_lists = 1
+
+    async def then_fail(_wait: float) -> None:
+        provider.list_fails = True
+
+    report = await down(provider, store, None, RecordingSink(), fast_settings(sleep=then_fail))
+    assert not report.ok
+    assert store.load("r-01").is_open, "a lease that may exist is never forgotten"

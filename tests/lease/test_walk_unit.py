@@ -19,7 +19,7 @@ from mvp_tui.lease import (
 from mvp_tui.lease import events as ev
 from mvp_tui.providers.base import CreateRequest, Offer, Outcome
 from mvp_tui.secrets import Redactor
-from tests.lease.conftest import fast_settings
+from tests.lease.conftest import TAG, fast_settings
 from tests.lease.scripted import ScriptedProvider, Step, offer
 from tests.prompt.waiting import WaitingSink
 
@@ -49,7 +49,7 @@ async def test_a_created_lease_runs_and_is_recorded(store: RecordStore) -> None:
     record = store.load("r-5ca1ab1e")
     (lease,) = record.leases
     assert lease.state is LeaseRecordState.RUNNING and lease.provider_id == "7001"
-    assert lease.label == "mvp-r-5ca1ab1e-1-1" and lease.ssh == result.endpoint
+    assert lease.label == f"mvp-{TAG}-r-5ca1ab1e-1-1" and lease.ssh == result.endpoint
     assert record.attempts[0].outcome is CreateAttemptOutcome.CREATED
     assert provider.count("list") == 1  # the sweep after ready (quiet: nothing else found)
 
@@ -67,8 +67,8 @@ async def test_the_attempt_is_on_disk_before_the_create_call(store: RecordStore)
     provider.answers["1001"] = Outcome.UNAVAILABLE
     await _walk(provider, store, RecordingSink()).run([offer("1001"), offer("1002")])
     assert seen == [
-        ("pending", "creating", "mvp-r-5ca1ab1e-1-1"),
-        ("pending", "creating", "mvp-r-5ca1ab1e-1-2"),
+        ("pending", "creating", f"mvp-{TAG}-r-5ca1ab1e-1-1"),
+        ("pending", "creating", f"mvp-{TAG}-r-5ca1ab1e-1-2"),
     ]
 
 
@@ -95,7 +95,7 @@ async def test_an_offer_over_the_cap_is_skipped_at_create_time(store: RecordStor
     assert result.ok and result.lease is not None and result.lease.offer_id == "2"
     (skipped,) = sink.of(ev.OfferSkipped)
     assert "over max_price_per_hour" in skipped.reason  # type: ignore[attr-defined]
-    assert provider.calls[0] == ("create", "mvp-r-5ca1ab1e-1-1")
+    assert provider.calls[0] == ("create", f"mvp-{TAG}-r-5ca1ab1e-1-1")
     assert provider.count("create") == 1
 
 
@@ -149,13 +149,13 @@ async def test_two_unclear_creates_then_the_next_offer(store: RecordStore) -> No
     result = await _walk(provider, store, sink).run([offer("1"), offer("2")])
     assert result.ok and result.lease is not None and result.lease.offer_id == "2"
     assert [c[1] for c in provider.calls if c[0] == "create"] == [
-        "mvp-r-5ca1ab1e-1-1",
-        "mvp-r-5ca1ab1e-1-2",
-        "mvp-r-5ca1ab1e-1-3",
+        f"mvp-{TAG}-r-5ca1ab1e-1-1",
+        f"mvp-{TAG}-r-5ca1ab1e-1-2",
+        f"mvp-{TAG}-r-5ca1ab1e-1-3",
     ]
     record = store.load("r-5ca1ab1e")
     # The sweep listed the node and confirmed the unclear creates made nothing.
-    assert [x.label for x in record.leases] == ["mvp-r-5ca1ab1e-1-3"]
+    assert [x.label for x in record.leases] == [f"mvp-{TAG}-r-5ca1ab1e-1-3"]
     assert not result.may_bill
     (sweep,) = sink.of(ev.Sweep)
     assert sweep.listed and sweep.found == ()  # type: ignore[attr-defined]
@@ -222,7 +222,7 @@ async def test_an_unconfirmed_delete_stops_the_walk(store: RecordStore) -> None:
     result = await _walk(provider, store, sink, ready_timeout_s=0.02).run([offer("1"), offer("2")])
     assert result.failure is WalkFailure.DELETE_UNCONFIRMED
     assert provider.count("create") == 1  # no second lease while one may bill
-    assert result.may_bill == ("mvp-r-5ca1ab1e-1-1",)
+    assert result.may_bill == (f"mvp-{TAG}-r-5ca1ab1e-1-1",)
     lease = store.load("r-5ca1ab1e").lease_by_id("7001")
     assert lease is not None and lease.state is LeaseRecordState.DELETING
     assert sink.of(ev.LeaseDeleteUnconfirmed) and not sink.of(ev.LeaseDeleted)

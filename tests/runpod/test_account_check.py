@@ -25,13 +25,14 @@ async def test_down_all_destroys_our_exited_pod_and_shows_the_kept_volume(
     state = tmp_path / "state"
     record_volume(state, VolumeRecord("runpod", volume.id, volume.name, volume.size_gb,
                                       volume.data_center, 0.07, "r-0000dddd"))
-    ours = fake.add_pod("mvp-r-0000dddd-1-1")
+    ours = fake.add_pod("mvp-a1b2c3d4e5-r-0000dddd-1-1")  # this install's tag, no record
     fake.exit_pod(ours)
-    foreign = fake.add_pod("mvpx-r-0000dddd-1-1")
+    foreign = fake.add_pod("mvpx-a1b2c3d4e5-r-0000dddd-1-1")
     fake.exit_pod(foreign)
     assert {p["status"] for p in fake.pods()} == {"EXITED"}
     env = {"MVP_STATE_DIR": str(state), "RUNPOD_API_KEY": fake.api_key,
-           "MVP_RUNPOD_API_URL": fake.api_url, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+           "MVP_RUNPOD_API_URL": fake.api_url, "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "MVP_LEASE_OWNER_TAG": "a1b2c3d4e5"}
     down = cli("down", "--all", "--yes", env=env)
     assert down.returncode == 0, down.stderr
     assert [p["id"] for p in fake.pods()] == [foreign]

@@ -254,7 +254,7 @@ def test_the_down_command_warns_of_a_secret_left_with_its_remedy_and_exits_0(
         reason="delete failed 6 times (last: HTTP 500)", fix="`mvp-tui down r-5ec0009 --yes` …",
     )
 
-    async def report(config: object, run_id: str | None) -> DownReport:
+    async def report(config: object, run_id: str | None, *_: object) -> DownReport:
         return DownReport((), (), (), (), (left,))
 
     monkeypatch.setattr(command, "_down", report)

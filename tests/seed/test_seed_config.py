@@ -135,11 +135,11 @@ def test_a_toml_integer_run_id_is_accepted(tmp_path: Path, raw: str) -> None:
 def test_a_numeric_run_id_makes_valid_labels_records_and_node_env(tmp_path: Path) -> None:
     config = load(None, {"MVP_RUN_ID": "41"})
     run_id = str(config["runtime.run_id"])
-    label = attempt_label("mvp", run_id, 1, 2)
-    assert label == "mvp-41-1-2"
+    label = attempt_label("mvp", "a1b2c3d4e5", run_id, 1, 2)
+    assert label == "mvp-a1b2c3d4e5-41-1-2"  # read within this install's tag
     parsed = parse_label(label, "mvp")
     assert parsed is not None and (parsed.run_id, parsed.node_id, parsed.attempt) == ("41", 1, 2)
-    assert parse_label("mvp-410-1-2", "mvp").run_id != run_id  # type: ignore[union-attr]
+    assert parse_label("mvp-a1b2c3d4e5-410-1-2", "mvp").run_id != run_id  # type: ignore[union-attr]
     assert run_number(run_id) == 41  # the seed's u64 in records and stream lifetimes
     settings = RunSettings.from_config(config)
     env = node_env(settings.runtime, settings.model, provider="local", run_id=run_id)

@@ -21,6 +21,7 @@ from mvp_tui.lease import events as ev
 from mvp_tui.lease.naming import attempt_label
 from mvp_tui.lease.records import LeaseRecordState
 from tests.fakes.runpod_server import CAPACITY_DETAIL, FakeRunPod, Fault
+from tests.lease.conftest import TAG
 from tests.seed.runpod_seed import (
     POLICY,
     SEVEN,
@@ -92,9 +93,9 @@ async def test_after_ready_the_runs_other_pods_are_always_swept_and_strays_recor
     crashed earlier walk of the run): both go once the lease is ready; the one whose delete
     cannot be confirmed stays in the record, named as possibly billing."""
     run_id = "r-5eed0003"
-    stray = fake.add_pod(attempt_label("mvp", run_id, 1, 7), SEVEN[1])
-    stuck = fake.add_pod(attempt_label("mvp", run_id, 1, 8), SEVEN[1])
-    other_run = fake.add_pod(attempt_label("mvp", "r-0ther000", 1, 1), SEVEN[1])
+    stray = fake.add_pod(attempt_label("mvp", TAG, run_id, 1, 7), SEVEN[1])
+    stuck = fake.add_pod(attempt_label("mvp", TAG, run_id, 1, 8), SEVEN[1])
+    other_run = fake.add_pod(attempt_label("mvp", TAG, "r-0ther000", 1, 1), SEVEN[1])
     fake.fail_delete(stuck, 10**6)
     provider = provider_for(fake)
     try:
@@ -113,7 +114,7 @@ async def test_after_ready_the_runs_other_pods_are_always_swept_and_strays_recor
         assert kept is not None and kept.state is LeaseRecordState.DELETING
         gone = record.lease_by_id(stray)
         assert gone is not None and gone.state is LeaseRecordState.DELETED
-        assert attempt_label("mvp", run_id, 1, 8) in result.may_bill
+        assert attempt_label("mvp", TAG, run_id, 1, 8) in result.may_bill
     finally:
         await provider.aclose()
 
@@ -133,7 +134,7 @@ async def test_a_failed_walk_with_an_unclear_create_sweeps_and_warns(
         walk, _store, sink = walk_for(provider, tmp_path, "r-5eed0004")
         result = await walk.run(offers)
         assert result.failure is WalkFailure.EXHAUSTED
-        labels = [attempt_label("mvp", "r-5eed0004", 1, n) for n in (1, 2)]
+        labels = [attempt_label("mvp", TAG, "r-5eed0004", 1, n) for n in (1, 2)]
         warning = (
             f"the create calls {', '.join(labels)} got no clear answer from RunPod: a pod may "
             "still appear; check `mvp-tui ls`"

@@ -15,8 +15,19 @@ class LeaseSection(Section):
     NAME: ClassVar[str] = "lease"
 
     label_prefix: str = key(
-        "mvp", "prefix of every instance label: PREFIX-RUN-NODE-ATTEMPT",
+        "mvp", "prefix of every instance label: PREFIX-TAG-RUN-NODE-ATTEMPT",
         env="MVP_LEASE_LABEL_PREFIX", flag="--label-prefix",
+    )
+    owner_tag: str | None = key(
+        None,
+        (
+            "this install's tag, carried by every label (PREFIX-TAG-RUN-NODE-ATTEMPT): sweeps "
+            "destroy only what carries it or what a run record here holds. Unset: a random tag "
+            "made once and kept in the state dir (file owner_tag; `mvp-tui config` shows it). "
+            "Set the same 6-16 lowercase letters or digits on each of your machines to share "
+            "one identity"
+        ),
+        env="MVP_LEASE_OWNER_TAG", flag="--owner-tag", example="a1b2c3d4e5",
     )
     reconcile_waits_secs: tuple[float, ...] = key(
         (5.0, 15.0),
