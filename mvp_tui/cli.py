@@ -33,7 +33,8 @@ exit codes:
 
 Configuration layers, later wins: built-in defaults, the TOML file (--config PATH, else
 $MVP_CONFIG, else the user config dir's config.toml), environment (MVP_*), flags.
-Every key with its env var and flag: config.example.toml; effective values: `mvp-tui config`.
+Every key with its env var and flag: config.example.toml, docs/configuration.md; effective
+values: `mvp-tui config`.
 """
 
 # Where each command is documented, the last line of its --help: a page of the docs site in
