@@ -33,8 +33,21 @@ exit codes:
 
 Configuration layers, later wins: built-in defaults, the TOML file (--config PATH, else
 $MVP_CONFIG, else the user config dir's config.toml), environment (MVP_*), flags.
-Every key with its env var and flag: config.example.toml; effective values: `mvp-tui config`.
+Every key with its env var and flag: config.example.toml, docs/configuration.md; effective
+values: `mvp-tui config`.
 """
+
+# Where each command is documented, the last line of its --help: a page of the docs site in
+# this repository (docs/, `mkdocs serve`), since no copy of the site is hosted.
+DOCS_PAGE = "docs/commands.md"
+
+
+def docs_line(command: str | None) -> str:
+    """The `docs:` line that ends a command's --help (None: the top-level parser's)."""
+    if command is None:
+        return f"docs: {DOCS_PAGE} (every page: docs/index.md; read them with `mkdocs serve`)"
+    return f"docs: {DOCS_PAGE}#{command}"
+
 
 # Built commands: name -> (module under mvp_tui.commands, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -138,14 +151,17 @@ def build_parser() -> argparse.ArgumentParser:
         usage="mvp-tui [--config PATH] [--KEY VALUE ...] [COMMAND [ARGS ...]]",
         description="Keyboard-driven dashboard: lease a GPU (Vast.ai, RunPod, or this machine), "
         "serve a model, stream tokens from it, and tear down until nothing bills.",
-        epilog=EPILOG,
+        epilog=f"{EPILOG}\n{docs_line(None)}\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=VERSION)
     _add_config_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_CommandParser)
     config_cmd = commands.add_parser(
-        "config", help="print the effective configuration and each value's source"
+        "config",
+        help="print the effective configuration and each value's source",
+        epilog=f"{docs_line('config')}\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_config_flags(config_cmd)
     for name, (module, summary) in COMMANDS.items():
@@ -154,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
             module=module,
             help=summary,
             description=summary,
-            epilog=EPILOG,
+            epilog=f"{EPILOG}\n{docs_line(name)}\n",
             usage=f"mvp-tui {name} [ARGS ...] [--KEY VALUE ...]",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

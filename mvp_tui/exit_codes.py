@@ -1,4 +1,4 @@
-"""Exit statuses of every `mvp-tui` command (documented in the README and `--help`)."""
+"""Exit statuses of every `mvp-tui` command (documented in docs/commands.md and `--help`)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ fi
 PYTHON="${PYTHON:-$( [ -x "$venv/bin/python" ] && echo "$venv/bin/python" || echo python3)}" \
   "$here/scripts/llama-rpc-build.sh" ||
   echo "peers: llama.cpp's RPC binaries were not built (multi-node tests will skip, or fail under CI)" >&2
-# The oldest Python the node agent supports (README "The node image"): its zipapp is run there
+# The oldest Python the node agent supports (docs/providers/index.md, "The node image"): its zipapp is run there
 # (tests/agent/test_agent_bundle.py), found on PATH, under pyenv, or at MVP_OLDEST_NODE_PYTHON.
 if ! command -v python3.8 >/dev/null 2>&1 && [ -z "${MVP_OLDEST_NODE_PYTHON:-}" ] &&
    ! ls "$HOME"/.pyenv/versions/3.8.*/bin/python3 >/dev/null 2>&1; then

@@ -27,14 +27,24 @@ UI_KEYS = """\
 """
 
 
-def _toml(value: object) -> str:
+def toml_value(value: object) -> str:
+    """A value as TOML writes it (the example's lines, the reference's defaults)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
     if isinstance(value, (int, float)):
         return repr(value)
     return json.dumps(str(value), ensure_ascii=False)
+
+
+def flag_forms(spec: KeySpec) -> list[str]:
+    """The key's flag as typed: a yes/no key also has its `--no-` form."""
+    if not spec.flag:
+        return []
+    if spec.kind is Kind.BOOL:
+        return [spec.flag, "--no-" + spec.flag.removeprefix("--")]
+    return [spec.flag]
 
 
 def _block(spec: KeySpec) -> list[str]:
@@ -44,13 +54,12 @@ def _block(spec: KeySpec) -> list[str]:
     if spec.env:
         where.append("env: " + ", ".join(spec.env))
     if spec.flag:
-        no = " / --no-" + spec.flag.removeprefix("--") if spec.kind is Kind.BOOL else ""
-        where.append(f"flag: {spec.flag}{no}")
+        where.append("flag: " + " / ".join(flag_forms(spec)))
     shown = spec.example if spec.example is not None else spec.default
     out = [f"# {line}" for line in lines]
     if where:
         out.append("#   " + "   ".join(where))
-    out.append(f"# {spec.name} = {_toml(shown)}")
+    out.append(f"# {spec.name} = {toml_value(shown)}")
     return out
 
 

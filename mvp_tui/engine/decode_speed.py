@@ -10,8 +10,8 @@ datacenter HBM cards). $/1M tokens = 277.8 × $/h ÷ tok/s (10⁶ tokens ÷ 3600
 
 A tiny model's bound is absurd (a 1.5 MB file on a 3090: 390,000 tok/s): each streamed token
 also costs the server its sampling and its SSE event, whatever the model. Native llama-server
-streamed a tiny model at 3,465-4,030 tok/s from its own port on the development machine (README
-Performance, bench/bench_gate.py); the prediction never exceeds that ceiling.
+streamed a tiny model at 3,465-4,030 tok/s from its own port on the development machine
+(docs/performance.md, bench/bench_gate.py); the prediction never exceeds that ceiling.
 """
 
 from __future__ import annotations

@@ -319,7 +319,8 @@ async def _drive(
         return int(ExitCode.MAY_BILL), "teardown not confirmed: a lease may still bill"
     if signalled and signalled[0] == STDIN_STOP:  # the user's own stop, like the seed's
         # The seed ends a stop while waiting as an error (exit 1) with these words; here the
-        # user's own stop is not a failure (exit 0, README), the words say where it came.
+        # user's own stop is not a failure (exit 0, docs/seed-compatibility.md), the words say
+        # where it came.
         wait = waited[0] if waited else None
         during = f"shutdown requested while waiting for {wait}; " if wait else ""
         return int(ExitCode.OK), f"{during}stopped by a stop line on stdin; torn down, confirmed"

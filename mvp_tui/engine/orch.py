@@ -7,7 +7,7 @@ replay reads back).
 ones that mark a step of the run are also written as frames, so the Channels pane and the
 archive show the run's checklist without a second source of truth.
 
-Phases, in the seed's names and order (README "Compatibility with the seed"): `config`,
+Phases, in the seed's names and order (docs/seed-compatibility.md): `config`,
 `node_provisioner`, `node_spec`, `provider_start`, `node_runtime_ready`, `weights_loaded`,
 `prompt_rpc`, `prompt_loop`, `serve_prompts`, `shutdown`, `provider_stop`, `orch_exit`. The
 app's own steps are added phases: `offers`, `ssh`, `host_key`, `watchdog`.

@@ -1,6 +1,6 @@
 """The agent ships as one built zipapp (mvp_tui/agent_bundle.py): the same bytes from the same
 sources, a new name when any module changes, only the modules it needs, and it runs on the
-oldest Python the README promises for nodes (3.8), imports of every module included; a
+oldest Python the docs promise for nodes (3.8), imports of every module included; a
 cached file is used only when it is this build, ours, in a 0700 directory of ours."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mvp_tui.errors import UserError
 from tests.agent.agent_run import AgentRun, agent_env
 from tests.peers import missing_peer
 
-OLDEST = "3.8"  # README "Nodes": the oldest python3 a node may have
+OLDEST = "3.8"  # docs/providers/index.md: the oldest python3 a node may have
 OLDEST_ENV = "MVP_OLDEST_NODE_PYTHON"  # where CI keeps it, when not under pyenv
 
 

@@ -19,7 +19,8 @@ from mvp_tui.node.settings import ConfigError, Settings
 from mvp_tui.node_protocol import frame_line
 from mvp_tui.secrets import Redactor, secret_values
 
-OLDEST_NODE_PYTHON = (3, 8)  # README "Nodes"; tests/agent/test_agent_bundle.py runs it there
+# docs/providers/index.md "The node image"; tests/agent/test_agent_bundle.py runs it there.
+OLDEST_NODE_PYTHON = (3, 8)
 
 
 def test_frame_lines_are_the_datastream_canonical_form() -> None:

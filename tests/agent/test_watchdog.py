@@ -679,7 +679,7 @@ async def test_the_switch_runs_on_the_oldest_node_python(
     tmp_path: Path, tiny_model: Path, path_with: str
 ) -> None:
     """Nodes may have an older python3: verdict, deadline and self-destroy on the oldest the
-    README promises (its HTTP calls included), from the zipapp."""
+    docs promise (its HTTP calls included), from the zipapp."""
     python = oldest_python()
     with FakeVast() as fake:
         iid = fake.add_instance()

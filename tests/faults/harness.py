@@ -9,7 +9,7 @@ The four checks (issue 8, "A fault matrix, as a test suite"):
 2. the records on disk match the fake: every lease a record calls open exists there, and
    every instance there is open in a record;
 3. no Python traceback on stderr;
-4. the exit code the README documents for the case.
+4. the exit code the docs document for the case (docs/spend-safety.md, "Every way out").
 """
 
 from __future__ import annotations

@@ -50,7 +50,13 @@ def test_every_command_a_hint_names_exists() -> None:
     assert not wrong, f"not commands of mvp-tui ({', '.join(sorted(REAL))}): {wrong}"
 
 
-def test_the_readme_names_real_commands() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    wrong = sorted({w for w in COMMAND_REF.findall(text) if w not in REAL and w[0] != "-"})
+def test_the_readme_and_the_docs_name_real_commands() -> None:
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
+    wrong = sorted(
+        f"{page.relative_to(REPO)}: `mvp-tui {word}`"
+        for page in pages
+        if page.exists()
+        for word in set(COMMAND_REF.findall(page.read_text(encoding="utf-8")))
+        if word not in REAL and word[0] != "-"
+    )
     assert not wrong, wrong

@@ -1,7 +1,7 @@
 """A taken prompt RPC port is the user's to fix, never "unexpected" (issue 31 §5): it was
 `mvp-tui: unexpected RpcAddrError: …`. The port is bound once the weights are loaded (the
 seed's order, tests/seed/test_seed_rpc_bind_failed.py), so the run fails and is torn down:
-exit 1 (README's exit codes), its last line the error and its fix."""
+exit 1 (docs/commands.md, exit codes), its last line the error and its fix."""
 
 from __future__ import annotations
 

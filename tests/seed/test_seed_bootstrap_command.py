@@ -1,7 +1,8 @@
 """`[vastai] bootstrap_command` runs on the node after the agent's set-up (its files in the
 run directory, the agent started), with the agent's environment, once; a failing command
 fails the bring-up and the lease is torn down. Against a real OpenSSH sshd as the rented node
-and the fake Vast API. Contract: shared/seeds/002_…txt (`bootstrap_command`), README."""
+and the fake Vast API. Contract: shared/seeds/002_…txt (`bootstrap_command`),
+docs/seed-compatibility.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Seed defaults this app keeps differently, each pinned and listed in the README's
-"Compatibility with the seed" with the seed file it differs from: the `local` profile is a
-bare child process (the seed's is Docker), the local and Docker image is `mvp-node:latest`
-(the seed's `swactor-mvp-node:latest`, which the README names right), and the Docker cached
-model is mounted read-only (the seed's `readonly: false`), with the reason.
+"""Seed defaults this app keeps differently, each pinned and listed in the docs' "Compatibility
+with the seed" (docs/seed-compatibility.md) with the seed file it differs from: the `local`
+profile is a bare child process (the seed's is Docker), the local and Docker image is
+`mvp-node:latest` (the seed's `swactor-mvp-node:latest`, which the docs name right), and the
+Docker cached model is mounted read-only (the seed's `readonly: false`), with the reason.
 Contract: 002_…txt `ProfileKind`, `DEFAULT_IMAGE`, `node_spec` mounts."""
 
 from __future__ import annotations
@@ -14,15 +14,21 @@ from mvp_tui.config.loader import ConfigPaths
 from mvp_tui.engine.run import RunEngine
 from providers.docker_spec import DockerSettings, create_config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def compatibility() -> str:
-    return README.read_text().split("## Compatibility with the seed", 1)[1].split("\n## ")[0]
+    return (DOCS / "seed-compatibility.md").read_text(encoding="utf-8")
+
+
+def docs_text() -> str:
+    """Every docs page, whitespace folded."""
+    pages = sorted(DOCS.rglob("*.md"))
+    return " ".join(" ".join(page.read_text(encoding="utf-8").split()) for page in pages)
 
 
 def entry(title: str) -> str:
-    """The README compatibility entry whose bold title starts with `title`."""
+    """The docs' compatibility entry whose bold title starts with `title`."""
     for item in compatibility().split("\n- ")[1:]:
         if item.startswith(f"**{title}"):
             return " ".join(item.split())
@@ -48,15 +54,16 @@ async def test_the_local_profile_runs_the_node_as_a_child_process(tmp_path: Path
 def test_the_default_image_is_named_right(tmp_path: Path) -> None:
     config = load_config(env={}, paths=ConfigPaths(default=tmp_path / "none.toml"))
     assert config.node_image()[0] == "mvp-node:latest"
-    readme = " ".join(README.read_text().split())
-    assert "The seed's `mvp-node:latest`" not in readme
-    assert "the seed's default is `swactor-mvp-node:latest`" in readme
+    docs = docs_text()
+    assert "The seed's `mvp-node:latest`" not in docs
+    node_image = " ".join((DOCS / "providers" / "index.md").read_text(encoding="utf-8").split())
+    assert "the seed's default is `swactor-mvp-node:latest`" in node_image
     assert "swactor-mvp-node:latest" in entry("The default image") and "002" in entry(
         "The default image"
     )
 
 
-def test_the_cached_model_is_mounted_read_only_and_the_readme_says_why(tmp_path: Path) -> None:
+def test_the_cached_model_is_mounted_read_only_and_the_docs_say_why(tmp_path: Path) -> None:
     model = tmp_path / "cached.gguf"
     model.write_bytes(b"GGUF")
     settings = DockerSettings(cached_model_host_path=model)

@@ -81,7 +81,7 @@ async def test_one_provision_start_before_the_node_spec_with_the_seeds_fields(
     assert "MVP_DOCKER_GPUS" in spec["env_keys"]
     serve = next(d for _, n, d in steps if n == "serve_prompts")
     assert serve["mode"] == "single_active_prompt"
-    assert serve["poll_interval_ms"] == 0, "pushed, nothing polls (README Compat)"
+    assert serve["poll_interval_ms"] == 0, "pushed, nothing polls (docs/seed-compatibility.md)"
 
 
 async def test_dockers_provider_config_has_the_seeds_keys_and_no_host_path(

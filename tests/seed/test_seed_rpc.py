@@ -1,7 +1,7 @@
 """The prompt RPC's bind rule and its replies for bad input. Loopback is the default; a
 non-loopback `--rpc-bind` needs an explicit acknowledgement that the RPC has no
 authentication, else exit 2 with the fix. Bad input gets one `fault` line, then the
-connection closes (the seed closes it without a line: README "Compatibility with the
+connection closes (the seed closes it without a line: docs "Compatibility with the
 seed"). Contract: 002_…txt `spawn_prompt_rpc`, `handle_prompt_connection`."""
 
 from __future__ import annotations

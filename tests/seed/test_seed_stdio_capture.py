@@ -2,7 +2,8 @@
 stdio capture writes them (`mvp.provisioning.logs.node.<N>.stderr`, source `orchestrator`;
 the seed's own test reads `…node.9.stderr`), in the dashboard as in headless: the warnings
 for keys accepted but not built are there from the run's start. Contract: 002_…txt
-`drain_orch_stdio_capture`, README "Keys accepted, not built". (Headless: test_seed_archive.)"""
+`drain_orch_stdio_capture`, docs/seed-compatibility.md "Keys accepted, not built". (Headless:
+test_seed_archive.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A `stop` on stdin while the run waits for its node: the seed ends it as an error, "shutdown
 requested while waiting for node ready" / "… for weights loaded", exit 1. Here the user's own
 stop is not a failure: the teardown is confirmed and the exit is 0, and the reason keeps the
-seed's words (README "Compatibility with the seed" lists the difference). A real headless
+seed's words (docs/seed-compatibility.md lists the difference). A real headless
 run whose engine never becomes healthy, so the stop lands while waiting for the weights.
 Contract: 002_…txt `wait_for_runtime_ready`, `wait_for_weights_loaded`."""
 
@@ -20,7 +20,7 @@ from mvp_tui.ssh.events import AgentStarted
 from tests.agent.procs import alive
 from tests.seed.proc import clean_env, start_cli
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SEED_PAGE = Path(__file__).resolve().parents[2] / "docs" / "seed-compatibility.md"
 
 
 async def test_a_stop_while_waiting_for_the_weights_exits_0_in_the_seeds_words(
@@ -82,9 +82,8 @@ def test_what_the_run_waits_for_follows_the_seeds_two_waits() -> None:
     assert orch.waiting_for == "weights loaded"
 
 
-def test_the_readme_lists_the_exit_0_as_a_seed_difference() -> None:
-    section = README.read_text().split("## Compatibility with the seed", 1)[1].split("\n## ")[0]
-    text = " ".join(section.split())
+def test_the_docs_list_the_exit_0_as_a_seed_difference() -> None:
+    text = " ".join(SEED_PAGE.read_text(encoding="utf-8").split())
     assert "**A stop on stdin while waiting**" in text and "002" in text
     assert "shutdown requested while waiting for node ready" in text
     assert "the exit is 0" in text

@@ -44,8 +44,8 @@ class LimitsSection(Section):
             f"attached run (unset = {BILLING_IDLE_TEARDOWN_MINS:g} on billing providers; 0 = off)"
         ),
         env="MVP_IDLE_TEARDOWN_MINS", flag="--idle-teardown-mins", minimum=0, example=20.0,
-        note="The node also enforces max_hours itself, dashboard or not (see the README's "
-        '"Dead-man\'s switch").',
+        note="The node also enforces max_hours itself, dashboard or not (see "
+        "docs/spend-safety.md, \"The node's dead-man's switch\").",
     )
     idle_stop_mins: float | None = key(
         None,
