@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests that need no engine build, on each other Python mvp-tui supports (3.12, 3.13),
 # with the versions uv.lock names for that Python: a venv per version (.venv-3.12, …) holding
-# the `dev` extra, found through pyenv, PATH or MVP_PYTHON_<MAJOR>_<MINOR>. A missing
+# the `dev` and `docs` extras, found through pyenv, PATH or MVP_PYTHON_<MAJOR>_<MINOR>. A missing
 # interpreter skips on a laptop and fails under CI (CI=true). Arguments go to pytest.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +23,7 @@ for version in 3.12 3.13; do
     continue
   fi
   venv=".venv-$version"
-  UV_PROJECT_ENVIRONMENT="$venv" ./scripts/uv.sh --cached-first sync --locked --quiet --python "$python" --extra dev
+  UV_PROJECT_ENVIRONMENT="$venv" ./scripts/uv.sh --cached-first sync --locked --quiet --python "$python" --extra dev --extra docs
   echo "other-pythons: $("$venv/bin/python" --version) in $venv" >&2
   MVP_TEST_LEAVE_OUT=engine "$venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider "${tests[@]}" "$@" || status=1
 done
