@@ -15,7 +15,10 @@ fi
 # fish: `mvp-tui endpoint --env --shell fish` is read by a real fish in the tests.
 if ! command -v fish >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q fish >/dev/null ||
+    # A new machine's package lists may be empty: update them once if the install fails.
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q fish >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q fish >/dev/null; }; } ||
       echo "peers: fish not installed (its endpoint test will skip, or fail under CI)" >&2
   else
     echo "peers: fish missing; install it (its endpoint test will skip, or fail under CI)" >&2

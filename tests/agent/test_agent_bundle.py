@@ -137,7 +137,8 @@ def test_every_module_imports_on_the_oldest_node_python() -> None:
 def test_an_older_python_is_told_the_agent_needs_the_oldest() -> None:
     python = _python("3.7") or _python("3.6")
     if python is None:
-        pytest.skip("no python3.7 or 3.6 here to be refused")
+        missing_peer("python3.7 or python3.6", "no interpreter older than the agent's oldest",
+                     "install one (pyenv install 3.7)")
     done = subprocess.run([python, str(agent_zip())], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 1
