@@ -269,12 +269,16 @@ def _gate_server() -> Any:
                 self.release(request)
                 raise
 
-        def passed_check(self, request: Any) -> None:
-            """This connection's request passed the key check: a reserved slot may hold it."""
+        def passed_check(self, request: Any) -> bool:
+            """This connection's request passed the key check: a reserved slot may hold it.
+            False when the connection was evicted meanwhile (its head had arrived, but a
+            newcomer took its slot first): it holds no slot, so it is not served."""
             with self.slots_lock:
-                if request in self.unchecked:
-                    del self.unchecked[request]
-                    self.checked.add(request)
+                if request not in self.unchecked:
+                    return request in self.checked
+                del self.unchecked[request]
+                self.checked.add(request)
+                return True
 
         def release(self, request: Any) -> None:
             with self.slots_lock:
@@ -470,7 +474,9 @@ def _gate_handler(client_timeout: float) -> Any:
                                  "`mvp-tui endpoint` prints it)", unread=body_sent)
                     return
                 renew = expiry - time.time() < WEBUI_COOKIE_TTL_S / 2
-            self.server.passed_check(self.request)  # type: ignore[attr-defined]
+            if not self.server.passed_check(self.request):  # type: ignore[attr-defined]
+                self.close_connection = True  # evicted for a newcomer: its socket is shut
+                return
             length = self._length(gate.max_body)
             if length is None:
                 return

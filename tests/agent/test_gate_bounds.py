@@ -96,12 +96,12 @@ def _raw(port: int, head: str, body: bytes = b"", timeout: float = 3.0) -> tuple
 
 
 def _request(port: int, method: str, path: str, headers: dict[str, str],
-             body: bytes = b"") -> tuple[int, str, bytes]:
+             body: bytes = b"", timeout: float = 3.0) -> tuple[int, str, bytes]:
     headers = {"Host": f"127.0.0.1:{port}", **headers}
     if body or method == "POST":
         headers.setdefault("Content-Length", str(len(body)))
     head = f"{method} {path} HTTP/1.1\n" + "".join(f"{k}: {v}\n" for k, v in headers.items())
-    return _raw(port, head, body)
+    return _raw(port, head, body, timeout)
 
 
 def _login(port: int, code: str, host: str = UI) -> tuple[int, str, bytes]:
@@ -171,10 +171,14 @@ def test_a_silent_client_is_closed_after_the_timeout(engine: int) -> None:
 
 def test_connections_beyond_the_cap_get_503_and_a_freed_slot_serves_again(engine: int) -> None:
     """503 only when every slot serves a request that passed the key check."""
-    gate = _gate(engine, max_connections=2, timeout=10.0)
+    # No reserved slots: both held requests may wait for their key check at once (with one
+    # allowed, the second would evict the first before its check on a loaded machine).
+    gate = _gate(engine, max_connections=2, reserved_slots=0, timeout=10.0)
     keyed = {"Authorization": f"Bearer {KEY}"}
-    slow = [threading.Thread(target=_request, args=(gate.port, "GET", "/slow", keyed))
-            for _ in range(2)]
+    # The held requests wait for the release, not for a client timeout: on a loaded machine a
+    # 3 s one could close a slot before the third request is sent, and that one would be served.
+    slow = [threading.Thread(target=_request, args=(gate.port, "GET", "/slow", keyed),
+                             kwargs={"timeout": 30.0}) for _ in range(2)]
     try:
         for thread in slow:
             thread.start()

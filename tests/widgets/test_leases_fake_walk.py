@@ -42,7 +42,8 @@ async def recorded_walk(state: Path) -> list[EngineEvent]:
             offers = sorted(await provider.search_offers(_policy()), key=lambda o: o.price_per_hour)
             fake.script("create", Fault(status=404), Fault(status=500, perform=True))
             settings = WalkSettings(reconcile_waits_s=(0.0,), poll_interval_s=0.01,
-                                    sleep=_no_wait, image="mvp-node:latest")
+                                    sleep=_no_wait, image="mvp-node:latest",
+                                    owner_tag="a1b2c3d4e5")  # the labels of the golden
             walk = LeaseWalk(provider, RecordStore(state), sink, settings,
                              clock=lambda: T0 + next(ticks), run_id="r-00c0ffee")
             result = await walk.run(offers)
