@@ -194,3 +194,25 @@ def test_provider_text_echoing_the_key_is_redacted_and_cleaned(
         assert "\x1b" not in done.stdout and "\x07" not in done.stdout
         no_secret(done, VAST_KEY, RUNPOD_KEY)
     assert checks(done)["vastai key"]["status"] == "failed"
+
+
+def test_a_refused_runpod_key_names_its_env_var(env: dict[str, str]) -> None:
+    wrong = "rpa_wrong_key_0123456789"
+    done = check(env={**env, "RUNPOD_API_KEY": wrong})
+    assert done.returncode == 1
+    text = line(done, "runpod key")
+    assert text.startswith("✗ ") and "HTTP 401" in text, text
+    assert "fix: the key from env RUNPOD_API_KEY was refused" in text, text
+    no_secret(done, wrong, VAST_KEY)
+
+
+def test_the_config_line_names_the_file_and_each_layers_count(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    file = tmp_path / "config.toml"
+    file.write_text("[limits]\nmax_price_per_hour = 1.5\nmax_spend_usd = 2.0\n")
+    done = check(env={**env, "MVP_CONFIG": str(file)})
+    assert done.returncode == 0, done.stdout
+    text = line(done, "config")
+    assert text.startswith("✓ ") and f"file {file}" in text and "2 from file" in text, text
+    assert "from env" in text and "provider vastai (from env MVP_NODE_PROVIDER)" in text, text
