@@ -216,3 +216,18 @@ def test_the_config_line_names_the_file_and_each_layers_count(
     text = line(done, "config")
     assert text.startswith("✓ ") and f"file {file}" in text and "2 from file" in text, text
     assert "from env" in text and "provider vastai (from env MVP_NODE_PROVIDER)" in text, text
+
+
+def test_inert_seed_keys_and_cautions_are_warnings_on_the_config_line(
+    env: dict[str, str]
+) -> None:
+    flagged = {k: v for k, v in env.items() if k != "VASTAI_API_KEY"}
+    done = check("--vastai-api-key", VAST_KEY, env={**flagged, "MVP_DASHBOARD": "true"})
+    assert done.returncode == 0, done.stdout  # warnings fail nothing
+    text = line(done, "config")
+    assert "warning: --vastai-api-key puts the API key in this process's argv" in text, text
+    assert "warning: [prompt] dashboard = true from env MVP_DASHBOARD" in text, text
+    assert line(done, "vastai key").startswith("✓ ")
+    no_secret(done, VAST_KEY, RUNPOD_KEY)
+    report = checks(check("--json", "--vastai-api-key", VAST_KEY, env=flagged))
+    assert any("argv" in w for w in report["config"]["warnings"])
