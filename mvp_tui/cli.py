@@ -51,6 +51,8 @@ def docs_line(command: str | None) -> str:
 
 # Built commands: name -> (module under mvp_tui.commands, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("check", "check the setup before a first run: config, each provider's API key "
+              "(one read, no spend), SSH identity, local engine, state dir, clock (--json)"),
     "up": ("up", "run the engine: lease, bootstrap, serve (--headless prints JSON lines)"),
     "down": ("down", "tear down what this install made (RUN or --all), confirmed by the "
              "provider; --instance PROVIDER:ID for one instance, after asking"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -233,6 +234,9 @@ class MarketplaceClient(Generic[A]):
         self._sleep = sleep
         self._parse = parse
         self.rate_limited_waits: list[float] = []  # each 429 waited out, in seconds
+        # The last answer's Date header (the server's clock, untrusted text) and this
+        # clock's time when it came: `mvp-tui check` compares the two.
+        self.last_date: tuple[str, float] | None = None
         self._http = httpx.AsyncClient(
             base_url=self.api_url,
             headers={
@@ -276,6 +280,8 @@ class MarketplaceClient(Generic[A]):
                 return NoAnswer(sent=False, reason=self.why(exc, timeout))
             except httpx.TransportError as exc:  # timeouts and resets after sending
                 return NoAnswer(sent=True, reason=self.why(exc, timeout))
+            if date := response.headers.get("date"):
+                self.last_date = (date, time.time())
             answer = self._parse(response, self.redact)
             if answer.status != 429 or attempt >= self.retries:
                 return answer

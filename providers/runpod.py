@@ -824,6 +824,16 @@ class RunPodProvider(ProviderBase):
         if answer.status != 200:
             raise self._error(answer, "registering the SSH key")
 
+    async def account_pods(self) -> int:
+        """How many pods the key's account has (`GET /pods`): a read that proves the key
+        and spends nothing; raises on a bad key."""
+        return len(await self._list_rows("checking the API key"))
+
+    @property
+    def server_date(self) -> tuple[str, float] | None:
+        """The last answer's Date header and this clock's time when it came."""
+        return self._http.last_date
+
     async def billed_usd(self, provider_id: str) -> float | None:
         """What `/billing/pods` says the pod cost, or None when it has no figure."""
         answer = await self._call("GET", "/billing/pods", params={"podId": provider_id})

@@ -542,6 +542,11 @@ class VastAiProvider(ProviderBase):
             else None,
         )
 
+    @property
+    def server_date(self) -> tuple[str, float] | None:
+        """The last answer's Date header and this clock's time when it came."""
+        return self._http.last_date
+
     def _redacted_offer(self, offer: Offer) -> Offer:
         """Offer text is provider text too; scrub it (a no-op unless a secret is echoed)."""
         texts = (offer.gpu_name, offer.location, offer.cpu)

@@ -2,8 +2,8 @@
 # mvp-tui installed as CLI apps are installed (`pipx install`, `uv tool install`): the sdist
 # and the wheel are built from this checkout, the wheel (with the `local` extra, at the versions
 # uv.lock names) goes into a new venv outside the checkout, and from there, in an empty folder:
-# `mvp-tui --version`, `mvp-tui config`, and a headless run of the local node serving the
-# rehearsal's tiny model to "nothing bills". The node agent's zipapp is then checked to be
+# `mvp-tui --version`, `mvp-tui check`, `mvp-tui config`, and a headless run of the local node
+# serving the rehearsal's tiny model to "nothing bills". The node agent's zipapp is then checked to be
 # built from the installed package, not from this checkout. Run by tests/foundation/
 # test_installed_wheel.py; by hand: scripts/wheel-check.sh [WORKDIR].
 set -euo pipefail
@@ -43,6 +43,13 @@ case "$where" in
   *) step "mvp_tui imports from $where, not from the installed wheel"; exit 1 ;;
 esac
 step "$("$app/mvp-tui" --version)"
+# `mvp-tui check` with no provider key set (so none is read): the config, the local engine
+# (the `local` extra is installed here) and the state dir must pass; the rest do not apply.
+step "mvp-tui check, no provider key set"
+env -u MVP_VASTAI_API_KEY -u VASTAI_API_KEY -u VAST_API_KEY -u MVP_VASTAI_API_KEY_FILE \
+  -u VASTAI_API_KEY_FILE -u MVP_RUNPOD_API_KEY -u RUNPOD_API_KEY -u MVP_RUNPOD_API_KEY_FILE \
+  -u RUNPOD_API_KEY_FILE -u MVP_NODE_PROVIDER -u MVP_PROVIDER \
+  "$app/mvp-tui" check > "$work/check.txt" || { cat "$work/check.txt" >&2; exit 1; }
 "$app/mvp-tui" config >/dev/null
 "$app/python" -m mvp_tui.rehearsal.tiny_gguf "$work/tiny.gguf" >/dev/null
 

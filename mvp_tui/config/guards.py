@@ -84,7 +84,7 @@ def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> lis
             if values[item.key] is None or file_rank > key_rank:
                 values[item.key] = _read_key(path, item, file_source)
                 sources[item.key] = Source(file_source.layer, f"{file_source.where} ({path})")
-                warnings += _readable_by_others(path, f"the API key file {path}")
+                warnings += readable_by_others(path, f"the API key file {path}")
                 continue
         if key_source.layer == "flag" and values[item.key] is not None:
             warnings.append(
@@ -158,10 +158,11 @@ def config_file_warnings(toml: TomlLayer | None, secret_keys: list[str]) -> list
     """A warning when the config file holds an API key and others may read it."""
     if toml is None or not any(key in toml.values for key in secret_keys):
         return []
-    return _readable_by_others(toml.path, f"the config file {toml.path} holds an API key and")
+    return readable_by_others(toml.path, f"the config file {toml.path} holds an API key and")
 
 
-def _readable_by_others(path: Path, what: str) -> list[str]:
+def readable_by_others(path: Path, what: str) -> list[str]:
+    """A warning line when users other than the owner may read `path` (`what` names it)."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -51,18 +50,15 @@ from mvp_tui.engine.run_serve import Serving
 from mvp_tui.engine.run_teardown import Teardown
 from mvp_tui.engine.settings import RunSettings
 from mvp_tui.events import EngineEvent, EventSink
-from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.lease.state_probe import probe_state_dir
 from mvp_tui.lease.walk import WalkResult
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 
-# The state dir's probe: room for a run's records (its record with many attempts and the
-# endpoint beside it are a few KiB each; 64 KiB leaves them more than ten times that).
-RECORD_ROOM_BYTES = 64 * 1024
 
 class RunEngine:
     """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
@@ -196,22 +192,8 @@ class RunEngine:
         else reaches the provider (exit 2). The probe is written as records are (atomically,
         fsynced) and as large as a run's records grow, so a disk with room for a few bytes
         but not for the records fails here, not after the key is registered."""
-        runs = self.store.runs_dir
-        try:
-            runs.mkdir(parents=True, exist_ok=True, mode=0o700)
-            probe = runs / f".write-check-{os.getpid()}"  # per process: runs share the dir
-            try:
-                write_atomic(probe, bytes(RECORD_ROOM_BYTES))
-            finally:
-                probe.unlink(missing_ok=True)
-        except OSError as exc:
-            source = self.config.sources.get("state.dir") or "default"
-            raise ConfigError(
-                f"[state] dir = {str(self.config.state_dir)!r} (from {source}) cannot take run "
-                f"records ({exc.strerror or exc}: {exc.filename or runs}); every lease is "
-                "recorded before it is created, so nothing was rented. Fix its permissions or "
-                "free space, or point [state] dir / MVP_STATE_DIR / --state-dir elsewhere"
-            ) from None
+        source = self.config.sources.get("state.dir") or "default"
+        probe_state_dir(self.config.state_dir, source)
 
     def choose_model(self, repo: str, file: str) -> None:
         """Serve hub `repo`'s `file` from the next lease on (the model picker): the node's

@@ -179,10 +179,23 @@ def cuda_runtime_missing(gpus: list[dict[str, Any]]) -> bool:
 LACKS_ENGINE = "engine (llama-server or the llama_cpp package)"
 
 
+def engine_found(engine_cmd: str) -> str | None:
+    """Which engine `engine_spec` starts here, in words (MVP_ENGINE_CMD's program, else
+    llama-server, else the llama_cpp package), or None when there is none."""
+    if engine_cmd:
+        program = engine_cmd.split()[0] if engine_cmd.split() else engine_cmd
+        return f"{AgentEnv.env_name('engine_cmd')} ({program})"
+    server = find_llama_server()
+    if server is not None:
+        return f"llama-server at {server}"
+    package = importlib.util.find_spec("llama_cpp")
+    if package is not None:
+        return f"the llama_cpp package ({package.origin}) for {sys.executable}"
+    return None
+
+
 def has_engine(settings: Settings) -> bool:
-    if settings.engine_cmd or find_llama_server() is not None:
-        return True
-    return importlib.util.find_spec("llama_cpp") is not None
+    return engine_found(settings.engine_cmd) is not None
 
 
 def image_lacks(

@@ -42,6 +42,7 @@ def test_every_command_writes_only_its_own_lines_on_stderr(
     steps: list[tuple[tuple[str, ...], dict[str, str], set[int]]] = [
         (("--version",), vast, {0}),
         (("config",), vast, {0}),
+        (("check",), vast, {0}),
         (("offers",), vast, {0}),
         (("models", "llama"), vast, {0}),
         (("hosts",), vast, {0, 2}),  # 2: no journal yet, said on stderr as ours

@@ -50,7 +50,8 @@ ENGINE = tuple(
     f"mvp_tui.{name}" for name in ("providers", "lease", "ssh", "datastream", "prompt", "engine")
 )
 UI = ("mvp_tui.widgets", "mvp_tui.themes", "mvp_tui.tui")
-ENTRY = ("mvp_tui.cli", "mvp_tui.__main__", "mvp_tui.commands", "mvp_tui.rehearsal")
+ENTRY = ("mvp_tui.cli", "mvp_tui.__main__", "mvp_tui.commands", "mvp_tui.preflight",
+         "mvp_tui.rehearsal")
 UI_LIBRARIES = ("textual", "rich")
 NETWORK_LIBRARIES = ("httpx", "asyncssh", "docker")
 
