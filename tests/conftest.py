@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+# Loopback only: every Python child the suite starts imports tests/loopback_only/
+# sitecustomize.py (first on PYTHONPATH), which refuses to look up or connect to anything off
+# loopback; this process imports it too. Without it a test that left a hub or an API unset
+# sent a DNS query for huggingface.co to the machine's resolver.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    part
+    for part in (str(Path(__file__).resolve().with_name("loopback_only")),
+                 os.environ.get("PYTHONPATH", ""))
+    if part
+)
+import tests.loopback_only.sitecustomize  # noqa: F401
 
 # Snapshot and screen tests must render the same everywhere.
 os.environ.pop("NO_COLOR", None)
