@@ -1,0 +1,253 @@
+"""Two installs, one account, both serving (issue 36's "must show"): two state dirs, each
+its own tag, each with run 41 (the seed's fixed id) brought up on its own rented node (a real
+sshd on loopback, the real agent serving the tiny model) from ONE fake Vast account.
+
+One install ("the other") serves headless for the whole module: `up --headless --yes`,
+waiting. For each way out of the second install — the dashboard's `q` and ctrl+c (the quit
+question, then destroy) and SIGTERM in a real pty; a headless run's SIGTERM; `down 41 --yes`
+and `down --all --yes` from its state dir after `up --until ready` — the second install's
+instance is destroyed, confirmed, and the other's:
+
+- is still running on the fake account, with the label its own tag gave it;
+- still serves: a chat request to its OpenAI endpoint (through its own process's SSH port
+  forward to its node's engine) answers 200 with text, and its agent is alive;
+
+and the exiting install's account check (the receipt it kept or said, and the run record's
+`account_check` or the `account_checked` event) names the other's instance as not its own:
+another install's tag, with the command that ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from mvp_tui.install_tag import kept_tag
+from tests.agent.procs import alive
+from tests.e2e.headless import HeadlessRun, event
+from tests.e2e.node import Node, container_env, rented_node
+from tests.e2e.test_endpoint import chat
+from tests.fakes.vastai_server import FakeVast
+from tests.faults.harness import KEY, Run, acli, is_event, vast_env
+from tests.faults.pty_dashboard import PtyDashboard
+from tests.faults.receipts import kept_receipt, records
+from tests.faults.test_dashboard_receipt import quit_with
+from tests.faults.test_dashboard_signals import lease_by_keys
+
+pytestmark = [
+    pytest.mark.peer("sshd, llama-cpp-python"),
+    pytest.mark.asyncio(loop_scope="module"),  # the other install's run lives on this loop
+]
+
+RUN_ID = "41"  # both installs: the sharpest case
+ESC = b"\x1b"
+
+
+@pytest.fixture(scope="module")
+def account() -> Iterator[FakeVast]:
+    """The one fake Vast account both installs rent from (each offer its own node)."""
+    with FakeVast(api_key=KEY, loading_polls=1) as server:
+        yield server
+
+
+def install_env(
+    account: FakeVast, node: Node, model: Path, home: Path, *, gpu: str, price: float
+) -> dict[str, str]:
+    """An install (state dir `home/state`, its own tag) renting run 41 on `account`; the one
+    offer added for it (`gpu`) runs on `node`. Creates come one at a time: the fake writes
+    the next instance's container environment where this install's agent reads it."""
+    offer = account.add_offer(dph_total=price, gpu_name=gpu)
+    account.offer_ssh[offer] = ("127.0.0.1", node.port, True)
+    state = home / "state"
+    return {
+        **vast_env(account, node.client_key, state),
+        "MVP_RUN_ID": RUN_ID,
+        "MVP_NODE_PYTHON": sys.executable,  # the "node" is this machine, engine in our venv
+        "MVP_NODE_DIR": str(node.node_dir),
+        "MVP_GGUF_LOCAL_PATH": str(model),
+        "MVP_PROMPT_RPC_BIND": "127.0.0.1:0",
+        **container_env(account, home),
+    }
+
+
+@dataclass
+class Serving:
+    """The other install's run, serving: what proves it still does."""
+
+    run: HeadlessRun
+    env: dict[str, str]
+    tag: str
+    instance: str  # its provider id
+    base_url: str
+    api_key: str
+    agent_pid: int
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def other(
+    account: FakeVast, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Serving]:
+    """Install B: `up --headless --yes` serving run 41 on its own node for the module; its
+    output is read all along (a full pipe would stall it). Ended by SIGTERM at the end."""
+    home = tmp_path_factory.mktemp("install-b")
+    async with rented_node(home) as node:
+        env = install_env(account, node, tiny_gguf, home, gpu="RTX 4090", price=0.40)
+        async with HeadlessRun(["--yes"], home / "state", env=env) as run:
+            ready = await run.until(event("endpoint_ready"), within=100)
+            shown = await acli("endpoint", "--json", env=env)
+            assert shown.returncode == 0, shown.stderr
+            (running,) = run.events("lease_running")
+            (started,) = run.events("agent_started")
+            tag = kept_tag(env["MVP_STATE_DIR"])
+            assert tag
+            serving = Serving(run, env, tag, str(running["provider_id"]), ready["base_url"],
+                              json.loads(shown.stdout)["api_key"], int(started["pid"]))
+            drain = asyncio.create_task(_read_on(run))
+            try:
+                await still_serves(account, serving)
+                yield serving
+            finally:
+                drain.cancel()
+                run.signal(signal.SIGTERM)
+                code = await run.finish(within=60)
+            assert code == 0, run.stderr
+    assert account.billing() == [], "the module left instances billing"
+
+
+async def _read_on(run: HeadlessRun) -> None:
+    assert run.proc is not None and run.proc.stdout is not None
+    while line := await run.proc.stdout.readline():
+        if line.strip():
+            run.records.append(json.loads(line))
+
+
+async def still_serves(account: FakeVast, other: Serving) -> None:
+    """The other install's instance runs on the account under its own tag, its process is
+    alive, its endpoint answers a chat, and its agent runs."""
+    live = {str(row["id"]): str(row["label"]) for row in account.billing()}
+    assert other.instance in live, f"the other install's instance is gone: {live}"
+    assert live[other.instance].startswith(f"mvp-{other.tag}-{RUN_ID}-"), live
+    assert other.run.proc is not None and other.run.proc.returncode is None, "it exited"
+    status, body = await asyncio.to_thread(chat, other.base_url, other.api_key)
+    assert status == 200 and body["choices"][0]["message"]["content"], (status, body)
+    assert alive(other.agent_pid), "the other install's agent died"
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def node_a(tmp_path: Path) -> AsyncIterator[Node]:
+    async with rented_node(tmp_path) as node:
+        yield node
+
+
+@pytest.fixture
+def env_a(account: FakeVast, node_a: Node, tiny_gguf: Path, tmp_path: Path,
+          other: Serving) -> dict[str, str]:
+    """Install A, made after B serves (one create at a time; B's offer is taken)."""
+    return install_env(account, node_a, tiny_gguf, tmp_path, gpu="RTX 3090", price=0.30)
+
+
+def ours_now(account: FakeVast, other: Serving) -> str:
+    """Install A's instance: the one billing beside the other's."""
+    (mine,) = [str(row["id"]) for row in account.billing() if str(row["id"]) != other.instance]
+    return mine
+
+
+def named_not_ours(check: dict[str, Any] | None, text: str, other: Serving) -> None:
+    """An account check (`account_check` of the record, or the event) and the words said
+    of it: the other's instance is a stranger, another install's tag, with its command."""
+    assert check is not None, "no account check was made"
+    strangers = check["strangers"]
+    ids = [s if isinstance(s, str) else f"{s['provider']}:{s['provider_id']}" for s in strangers]
+    assert ids == [f"vastai:{other.instance}"], check
+    assert f"another install's tag ({other.tag})" in text, text
+    assert f"`mvp-tui down --instance vastai:{other.instance}`" in text, text
+
+
+def destroyed(account: FakeVast, mine: str) -> None:
+    assert int(mine) in account.destroyed(), f"A's instance {mine} was not destroyed"
+    assert mine not in {str(row["id"]) for row in account.billing()}
+
+
+# ---- the dashboard's ways out --------------------------------------------------------------
+
+
+async def dashboard_serving(account: FakeVast, env: dict[str, str]) -> PtyDashboard:
+    term = PtyDashboard(env)
+    await lease_by_keys(term, account, billing=2)
+    await asyncio.to_thread(term.wait_for, "ask the model", 100)  # the prompt pane: serving
+    await asyncio.to_thread(term.wait_for, " esc ")  # the footer's: the prompt box has focus
+    return term
+
+
+@pytest.mark.parametrize("how", ["q", "ctrl+c", "sigterm"])
+async def test_the_dashboard_s_exit_leaves_the_other_install_serving(
+    how: str, account: FakeVast, env_a: dict[str, str], other: Serving, tmp_path: Path
+) -> None:
+    term = await dashboard_serving(account, env_a)
+    try:
+        mine = ours_now(account, other)
+        if how == "sigterm":
+            term.proc.send_signal(signal.SIGTERM)
+            code = await asyncio.to_thread(term.wait, 90)
+        elif how == "q":  # the prompt box has the keys: Esc leaves it, for the board's own
+            since = len(term.output)
+            term.press(ESC)
+            await asyncio.to_thread(term.wait_for, "sort ", since=since)  # the offers' footer
+            code = await quit_with(term, keep=False, key=b"q")
+        else:
+            code = await quit_with(term, keep=False, key=b"\x03")
+    finally:
+        term.kill()
+    assert code == 0
+    destroyed(account, mine)
+    await still_serves(account, other)
+    state = tmp_path / "state"
+    (record,) = records(state)
+    assert record["run_id"] == RUN_ID
+    named_not_ours(record.get("account_check"), kept_receipt(state), other)  # type: ignore[arg-type]
+
+
+# ---- a headless run's SIGTERM, `down 41`, `down --all` -------------------------------------
+
+
+async def test_a_headless_sigterm_leaves_the_other_install_serving(
+    account: FakeVast, env_a: dict[str, str], other: Serving, tmp_path: Path
+) -> None:
+    async with Run(["--yes"], tmp_path / "state", env_a) as run:
+        await run.until(is_event("endpoint_ready"), within=100)
+        mine = ours_now(account, other)
+        run.signal(signal.SIGTERM)
+        code = await run.ended(within=60, after="SIGTERM while serving")
+    assert code == 0, run.stderr
+    destroyed(account, mine)
+    await still_serves(account, other)
+    (checked,) = run.events("account_checked")
+    named_not_ours(checked, run.stderr, other)
+
+
+@pytest.mark.parametrize("down", [("down", RUN_ID, "--yes"), ("down", "--all", "--yes")],
+                         ids=["down 41", "down --all"])
+async def test_down_leaves_the_other_install_serving(
+    down: tuple[str, ...], account: FakeVast, env_a: dict[str, str], other: Serving,
+    tmp_path: Path,
+) -> None:
+    async with Run(["--yes", "--until", "ready"], tmp_path / "state", env_a) as run:
+        code = await run.ended(within=100, after="--until ready")
+    assert code == 0, run.stderr
+    mine = ours_now(account, other)
+    ended = await acli(*down, env=env_a)
+    assert ended.returncode == 0, ended.stderr
+    destroyed(account, mine)
+    await still_serves(account, other)
+    (record,) = records(tmp_path / "state")
+    named_not_ours(record.get("account_check"), ended.stderr, other)  # type: ignore[arg-type]
+
