@@ -183,9 +183,23 @@ def destroyed(account: FakeVast, mine: str) -> None:
 async def dashboard_serving(account: FakeVast, env: dict[str, str]) -> PtyDashboard:
     term = PtyDashboard(env)
     await lease_by_keys(term, account, billing=2)
-    await asyncio.to_thread(term.wait_for, "ask the model", 100)  # the prompt pane: serving
-    await asyncio.to_thread(term.wait_for, " esc ")  # the footer's: the prompt box has focus
+    leased = len(term.output)
+    # The prompt pane's title names the OpenAI endpoint once the node serves (the box is
+    # drawn before); the prompt box takes the focus then, and the footer says " esc ".
+    await asyncio.to_thread(term.wait_for, "(OpenAI, key: y)", 100, leased)
+    await asyncio.to_thread(term.wait_for, " esc ", 30, term.output.find(b"(OpenAI", leased))
+    await answers(env)
     return term
+
+
+async def answers(env: dict[str, str]) -> None:
+    """The install's endpoint (`mvp-tui endpoint --json` from its state dir) answers."""
+    shown = await acli("endpoint", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    facts = json.loads(shown.stdout)
+    status, body = await asyncio.to_thread(chat, facts["base_url"].removesuffix("/v1"),
+                                           facts["api_key"])
+    assert status == 200 and body["choices"][0]["message"]["content"], (status, body)
 
 
 @pytest.mark.parametrize("how", ["q", "ctrl+c", "sigterm"])
@@ -201,7 +215,8 @@ async def test_the_dashboard_s_exit_leaves_the_other_install_serving(
         elif how == "q":  # the prompt box has the keys: Esc leaves it, for the board's own
             since = len(term.output)
             term.press(ESC)
-            await asyncio.to_thread(term.wait_for, "sort ", since=since)  # the offers' footer
+            # The Offers pane's footer (its key and word in two colours).
+            await asyncio.to_thread(term.wait_for, " s sort ", 10, since, plain=True)
             code = await quit_with(term, keep=False, key=b"q")
         else:
             code = await quit_with(term, keep=False, key=b"\x03")
@@ -224,6 +239,7 @@ async def test_a_headless_sigterm_leaves_the_other_install_serving(
 ) -> None:
     async with Run(["--yes"], tmp_path / "state", env_a) as run:
         await run.until(is_event("endpoint_ready"), within=100)
+        await answers(env_a)
         mine = ours_now(account, other)
         run.signal(signal.SIGTERM)
         code = await run.ended(within=60, after="SIGTERM while serving")
