@@ -1,20 +1,24 @@
-"""Two installs, one account, both serving (issue 36's "must show"): two state dirs, each
-its own tag, each with run 41 (the seed's fixed id) brought up on its own rented node (a real
-sshd on loopback, the real agent serving the tiny model) from ONE fake Vast account.
+"""Two installs, one account, both serving (issue 36's "must show"): state dirs of their
+own, each its own tag, each with run 41 (the seed's fixed id) brought up on its own rented
+node (a real sshd on loopback, the real agent serving the tiny model with llama.cpp) from
+ONE fake Vast account.
 
-One install ("the other") serves headless for the whole module: `up --headless --yes`,
-waiting. For each way out of the second install — the dashboard's `q` and ctrl+c (the quit
-question, then destroy) and SIGTERM in a real pty; a headless run's SIGTERM; `down 41 --yes`
-and `down --all --yes` from its state dir after `up --until ready` — the second install's
-instance is destroyed, confirmed, and the other's:
+Two other installs serve for the whole module: B headless (`up --headless --yes`, waiting)
+and D, the dashboard in a real pty. For each way out of install A — the dashboard's `q`
+(Esc out of the prompt box, then `q`) and ctrl+c, each answered "Destroy and quit", and its
+SIGTERM; a headless run's SIGTERM; `down 41 --yes` and `down --all --yes` from A's state dir
+after `up --until ready` — A was serving (its endpoint answered a chat), its instance is
+destroyed, and B's and D's:
 
-- is still running on the fake account, with the label its own tag gave it;
-- still serves: a chat request to its OpenAI endpoint (through its own process's SSH port
-  forward to its node's engine) answers 200 with text, and its agent is alive;
+- are still running on the account, each with the label its own tag gave it;
+- still serve: a chat request to each one's OpenAI endpoint (`mvp-tui endpoint --json` from
+  its state dir; through its own process's SSH port forward to its node's engine) answers 200
+  with text, its process is alive, and its node's agent and engine run;
 
-and the exiting install's account check (the receipt it kept or said, and the run record's
-`account_check` or the `account_checked` event) names the other's instance as not its own:
-another install's tag, with the command that ends it.
+and A's account check (the run record's `account_check`, or the `account_checked` event,
+and the receipt it kept or said) names exactly B's and D's instances as not its own:
+another install's tag, with the command that ends each. At the end D's own ctrl+c and
+destroy leave B serving and name B's instance so, and B's SIGTERM ends B.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import asyncio
 import json
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,9 +36,8 @@ import pytest
 import pytest_asyncio
 
 from mvp_tui.install_tag import kept_tag
-from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
-from tests.e2e.node import Node, container_env, rented_node
+from tests.e2e.node import Node, container_env, processes_under, rented_node
 from tests.e2e.test_endpoint import chat
 from tests.fakes.vastai_server import FakeVast
 from tests.faults.harness import KEY, Run, acli, is_event, vast_env
@@ -81,46 +84,82 @@ def install_env(
 
 @dataclass
 class Serving:
-    """The other install's run, serving: what proves it still does."""
+    """Another install's run, serving for the whole module: what proves it still does."""
 
-    run: HeadlessRun
     env: dict[str, str]
     tag: str
     instance: str  # its provider id
-    base_url: str
-    api_key: str
-    agent_pid: int
+    node_dir: Path  # where its agent and engine run
+    running: Callable[[], bool]  # its own process (headless run or dashboard) is alive
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def other(
+async def headless_other(
     account: FakeVast, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Serving]:
-    """Install B: `up --headless --yes` serving run 41 on its own node for the module; its
-    output is read all along (a full pipe would stall it). Ended by SIGTERM at the end."""
+    """Install B: `up --headless --yes` serving run 41 on its own node; its output is read
+    all along (a full pipe would stall it). At the end, its SIGTERM: destroyed, exit 0."""
     home = tmp_path_factory.mktemp("install-b")
     async with rented_node(home) as node:
         env = install_env(account, node, tiny_gguf, home, gpu="RTX 4090", price=0.40)
         async with HeadlessRun(["--yes"], home / "state", env=env) as run:
-            ready = await run.until(event("endpoint_ready"), within=100)
-            shown = await acli("endpoint", "--json", env=env)
-            assert shown.returncode == 0, shown.stderr
+            await run.until(event("endpoint_ready"), within=100)
             (running,) = run.events("lease_running")
-            (started,) = run.events("agent_started")
-            tag = kept_tag(env["MVP_STATE_DIR"])
-            assert tag
-            serving = Serving(run, env, tag, str(running["provider_id"]), ready["base_url"],
-                              json.loads(shown.stdout)["api_key"], int(started["pid"]))
+            proc = run.proc
+            assert proc is not None
+            serving = Serving(env, _tag(env), str(running["provider_id"]), node.node_dir,
+                              lambda: proc.returncode is None)
             drain = asyncio.create_task(_read_on(run))
             try:
-                await still_serves(account, serving)
+                await still_serves(account, [serving])
                 yield serving
             finally:
                 drain.cancel()
                 run.signal(signal.SIGTERM)
                 code = await run.finish(within=60)
             assert code == 0, run.stderr
-    assert account.billing() == [], "the module left instances billing"
+            assert int(serving.instance) in account.destroyed()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def dashboard_other(
+    account: FakeVast, tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory,
+    headless_other: Serving,
+) -> AsyncIterator[Serving]:
+    """Install D: the dashboard in a pty serving run 41 on its own node (made after B: one
+    create at a time). At the end, its ctrl+c and destroy, while B still serves: D's
+    receipt names B's instance as not its own, and B serves on."""
+    home = tmp_path_factory.mktemp("install-d")
+    async with rented_node(home) as node:
+        env = install_env(account, node, tiny_gguf, home, gpu="RTX 3090", price=0.30)
+        term = await dashboard_serving(account, env, billing=2)
+        try:
+            (instance,) = [str(row["id"]) for row in account.billing()
+                           if str(row["id"]) != headless_other.instance]
+            serving = Serving(env, _tag(env), instance, node.node_dir,
+                              lambda: term.proc.poll() is None)
+            yield serving
+            code = await quit_with(term, keep=False, key=b"\x03")
+        finally:
+            term.kill()
+        assert code == 0
+        destroyed(account, instance)
+        await still_serves(account, [headless_other])
+        state = home / "state"
+        (record,) = records(state)
+        named_not_ours(record.get("account_check"), kept_receipt(state),  # type: ignore[arg-type]
+                       [headless_other])
+
+
+@pytest.fixture
+def others(headless_other: Serving, dashboard_other: Serving) -> list[Serving]:
+    return [headless_other, dashboard_other]
+
+
+def _tag(env: dict[str, str]) -> str:
+    tag = kept_tag(env["MVP_STATE_DIR"])
+    assert tag, "no install tag was kept"
+    return tag
 
 
 async def _read_on(run: HeadlessRun) -> None:
@@ -130,16 +169,16 @@ async def _read_on(run: HeadlessRun) -> None:
             run.records.append(json.loads(line))
 
 
-async def still_serves(account: FakeVast, other: Serving) -> None:
-    """The other install's instance runs on the account under its own tag, its process is
-    alive, its endpoint answers a chat, and its agent runs."""
+async def still_serves(account: FakeVast, others: list[Serving]) -> None:
+    """Each other install's instance runs on the account under its own tag, its process is
+    alive, its endpoint answers a chat, and its node's agent and engine run."""
     live = {str(row["id"]): str(row["label"]) for row in account.billing()}
-    assert other.instance in live, f"the other install's instance is gone: {live}"
-    assert live[other.instance].startswith(f"mvp-{other.tag}-{RUN_ID}-"), live
-    assert other.run.proc is not None and other.run.proc.returncode is None, "it exited"
-    status, body = await asyncio.to_thread(chat, other.base_url, other.api_key)
-    assert status == 200 and body["choices"][0]["message"]["content"], (status, body)
-    assert alive(other.agent_pid), "the other install's agent died"
+    for other in others:
+        assert other.instance in live, f"the other install's instance is gone: {live}"
+        assert live[other.instance].startswith(f"mvp-{other.tag}-{RUN_ID}-"), live
+        assert other.running(), f"the other install's process exited ({other.instance})"
+        await answers(other.env)
+        assert processes_under(other.node_dir), "nothing runs on the other's node"
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -150,26 +189,29 @@ async def node_a(tmp_path: Path) -> AsyncIterator[Node]:
 
 @pytest.fixture
 def env_a(account: FakeVast, node_a: Node, tiny_gguf: Path, tmp_path: Path,
-          other: Serving) -> dict[str, str]:
-    """Install A, made after B serves (one create at a time; B's offer is taken)."""
+          others: list[Serving]) -> dict[str, str]:
+    """Install A, made after B and D serve (one create at a time; their offers are taken)."""
     return install_env(account, node_a, tiny_gguf, tmp_path, gpu="RTX 3090", price=0.30)
 
 
-def ours_now(account: FakeVast, other: Serving) -> str:
-    """Install A's instance: the one billing beside the other's."""
-    (mine,) = [str(row["id"]) for row in account.billing() if str(row["id"]) != other.instance]
+def ours_now(account: FakeVast, others: list[Serving]) -> str:
+    """Install A's instance: the one billing beside the others'."""
+    theirs = {other.instance for other in others}
+    (mine,) = [str(row["id"]) for row in account.billing() if str(row["id"]) not in theirs]
     return mine
 
 
-def named_not_ours(check: dict[str, Any] | None, text: str, other: Serving) -> None:
+def named_not_ours(check: dict[str, Any] | None, text: str, others: list[Serving]) -> None:
     """An account check (`account_check` of the record, or the event) and the words said
-    of it: the other's instance is a stranger, another install's tag, with its command."""
+    of it: each other install's instance is a stranger, another install's tag, with the
+    command that ends it; nothing else is."""
     assert check is not None, "no account check was made"
     strangers = check["strangers"]
-    ids = [s if isinstance(s, str) else f"{s['provider']}:{s['provider_id']}" for s in strangers]
-    assert ids == [f"vastai:{other.instance}"], check
-    assert f"another install's tag ({other.tag})" in text, text
-    assert f"`mvp-tui down --instance vastai:{other.instance}`" in text, text
+    ids = {s if isinstance(s, str) else f"{s['provider']}:{s['provider_id']}" for s in strangers}
+    assert ids == {f"vastai:{other.instance}" for other in others}, check
+    for other in others:
+        assert f"another install's tag ({other.tag})" in text, text
+        assert f"`mvp-tui down --instance vastai:{other.instance}`" in text, text
 
 
 def destroyed(account: FakeVast, mine: str) -> None:
@@ -180,9 +222,11 @@ def destroyed(account: FakeVast, mine: str) -> None:
 # ---- the dashboard's ways out --------------------------------------------------------------
 
 
-async def dashboard_serving(account: FakeVast, env: dict[str, str]) -> PtyDashboard:
+async def dashboard_serving(account: FakeVast, env: dict[str, str], billing: int) -> PtyDashboard:
+    """The dashboard in a pty, its one Vast offer leased by keys (the fake then bills
+    `billing` instances), held until it serves and its endpoint answers."""
     term = PtyDashboard(env)
-    await lease_by_keys(term, account, billing=2)
+    await lease_by_keys(term, account, billing=billing)
     leased = len(term.output)
     # The prompt pane's title names the OpenAI endpoint once the node serves (the box is
     # drawn before); the prompt box takes the focus then, and the footer says " esc ".
@@ -204,11 +248,11 @@ async def answers(env: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("how", ["q", "ctrl+c", "sigterm"])
 async def test_the_dashboard_s_exit_leaves_the_other_install_serving(
-    how: str, account: FakeVast, env_a: dict[str, str], other: Serving, tmp_path: Path
+    how: str, account: FakeVast, env_a: dict[str, str], others: list[Serving], tmp_path: Path
 ) -> None:
-    term = await dashboard_serving(account, env_a)
+    term = await dashboard_serving(account, env_a, billing=3)
     try:
-        mine = ours_now(account, other)
+        mine = ours_now(account, others)
         if how == "sigterm":
             term.proc.send_signal(signal.SIGTERM)
             code = await asyncio.to_thread(term.wait, 90)
@@ -224,46 +268,46 @@ async def test_the_dashboard_s_exit_leaves_the_other_install_serving(
         term.kill()
     assert code == 0
     destroyed(account, mine)
-    await still_serves(account, other)
+    await still_serves(account, others)
     state = tmp_path / "state"
     (record,) = records(state)
     assert record["run_id"] == RUN_ID
-    named_not_ours(record.get("account_check"), kept_receipt(state), other)  # type: ignore[arg-type]
+    named_not_ours(record.get("account_check"), kept_receipt(state), others)  # type: ignore[arg-type]
 
 
 # ---- a headless run's SIGTERM, `down 41`, `down --all` -------------------------------------
 
 
 async def test_a_headless_sigterm_leaves_the_other_install_serving(
-    account: FakeVast, env_a: dict[str, str], other: Serving, tmp_path: Path
+    account: FakeVast, env_a: dict[str, str], others: list[Serving], tmp_path: Path
 ) -> None:
     async with Run(["--yes"], tmp_path / "state", env_a) as run:
         await run.until(is_event("endpoint_ready"), within=100)
         await answers(env_a)
-        mine = ours_now(account, other)
+        mine = ours_now(account, others)
         run.signal(signal.SIGTERM)
         code = await run.ended(within=60, after="SIGTERM while serving")
     assert code == 0, run.stderr
     destroyed(account, mine)
-    await still_serves(account, other)
+    await still_serves(account, others)
     (checked,) = run.events("account_checked")
-    named_not_ours(checked, run.stderr, other)
+    named_not_ours(checked, run.stderr, others)
 
 
 @pytest.mark.parametrize("down", [("down", RUN_ID, "--yes"), ("down", "--all", "--yes")],
                          ids=["down 41", "down --all"])
 async def test_down_leaves_the_other_install_serving(
-    down: tuple[str, ...], account: FakeVast, env_a: dict[str, str], other: Serving,
+    down: tuple[str, ...], account: FakeVast, env_a: dict[str, str], others: list[Serving],
     tmp_path: Path,
 ) -> None:
     async with Run(["--yes", "--until", "ready"], tmp_path / "state", env_a) as run:
         code = await run.ended(within=100, after="--until ready")
     assert code == 0, run.stderr
-    mine = ours_now(account, other)
+    mine = ours_now(account, others)
     ended = await acli(*down, env=env_a)
     assert ended.returncode == 0, ended.stderr
     destroyed(account, mine)
-    await still_serves(account, other)
+    await still_serves(account, others)
     (record,) = records(tmp_path / "state")
-    named_not_ours(record.get("account_check"), ended.stderr, other)  # type: ignore[arg-type]
+    named_not_ours(record.get("account_check"), ended.stderr, others)  # type: ignore[arg-type]
 
