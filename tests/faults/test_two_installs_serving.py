@@ -48,7 +48,7 @@ from tests.faults.test_dashboard_signals import lease_by_keys
 
 pytestmark = [
     pytest.mark.peer("sshd, llama-cpp-python"),
-    pytest.mark.asyncio(loop_scope="module"),  # the other install's run lives on this loop
+    pytest.mark.asyncio(loop_scope="module"),  # the other installs' runs live on this loop
 ]
 
 RUN_ID = "41"  # both installs: the sharpest case
@@ -303,6 +303,7 @@ async def test_down_leaves_the_other_install_serving(
     async with Run(["--yes", "--until", "ready"], tmp_path / "state", env_a) as run:
         code = await run.ended(within=100, after="--until ready")
     assert code == 0, run.stderr
+    assert run.events("node_ready"), "A's node never served"  # and serves on: --until ready
     mine = ours_now(account, others)
     ended = await acli(*down, env=env_a)
     assert ended.returncode == 0, ended.stderr
