@@ -40,12 +40,13 @@ def processes_under(directory: Path) -> list[int]:
     return found
 
 
-@pytest.fixture
-async def node(tmp_path: Path) -> AsyncIterator[Node]:
-    client = write_key(tmp_path / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
-    sshd = Sshd(sshd_executable(), tmp_path / "sshd")
+@contextlib.asynccontextmanager
+async def rented_node(directory: Path) -> AsyncIterator[Node]:
+    """A node under `directory`: its sshd started, then stopped with whatever ran there."""
+    client = write_key(directory / "id_ed25519", asyncssh.generate_private_key("ssh-ed25519"))
+    sshd = Sshd(sshd_executable(), directory / "sshd")
     sshd.authorize(asyncssh.read_private_key(str(client)).export_public_key().decode())
-    node_dir = tmp_path / "node"
+    node_dir = directory / "node"
     await sshd.start()
     try:
         yield Node(sshd, client, node_dir)
@@ -54,6 +55,12 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
         for pid in processes_under(node_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+async def node(tmp_path: Path) -> AsyncIterator[Node]:
+    async with rented_node(tmp_path) as rented:
+        yield rented
 
 
 def container_env(fake: FakeVast, directory: Path) -> dict[str, str]:

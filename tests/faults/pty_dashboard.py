@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import struct
 import subprocess
 import sys
 import termios
 import threading
 import time
+
+# Escape sequences (colours, cursor moves) between the characters a screen shows.
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
 
 class PtyDashboard:
@@ -69,13 +73,22 @@ class PtyDashboard:
         with self._changed:
             return bytes(self._out)
 
-    def wait_for(self, text: str, within: float = 30.0, since: int = 0) -> None:
+    def wait_for(
+        self, text: str, within: float = 30.0, since: int = 0, *, plain: bool = False
+    ) -> None:
         """Until `text` has been written to the terminal (the app draws text in runs), at or
-        after byte `since` of the output (`len(output)` before a key: what it drew)."""
+        after byte `since` of the output (`len(output)` before a key: what it drew).
+        `plain`: in the output without its escape sequences (text drawn in several colours,
+        such as the footer's key and its description)."""
         needle = text.encode()
         deadline = time.monotonic() + within
+
+        def drawn() -> bool:
+            out = ANSI.sub(b"", self._out[since:]) if plain else self._out
+            return out.find(needle, 0 if plain else since) >= 0
+
         with self._changed:
-            while self._out.find(needle, since) < 0:
+            while not drawn():
                 left = deadline - time.monotonic()
                 assert left > 0, f"{text!r} never appeared on the terminal"
                 self._changed.wait(left)

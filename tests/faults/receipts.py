@@ -12,10 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.faults.pty_dashboard import PtyDashboard
+from tests.faults.pty_dashboard import ANSI, PtyDashboard
 
 RECEIPT_FILE = "receipt.txt"
-ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]")
 
 
 def after_screen(term: PtyDashboard) -> str:

@@ -42,7 +42,8 @@ async def until_billing(server: FakeVast, count: int, within: float = 30.0) -> N
         await asyncio.sleep(0.05)
 
 
-async def lease_by_keys(dash: PtyDashboard, fake: FakeVast) -> None:  # noqa: F811
+async def lease_by_keys(dash: PtyDashboard, fake: FakeVast, billing: int = 1) -> None:  # noqa: F811
+    """Lease the RTX 3090 by keys; until the fake bills `billing` instances."""
     await asyncio.to_thread(dash.wait_for, "RTX 3090")
     # The board also lists this machine first ($0): Down to the Vast offer.
     dash.press(DOWN)
@@ -50,7 +51,7 @@ async def lease_by_keys(dash: PtyDashboard, fake: FakeVast) -> None:  # noqa: F8
     await asyncio.to_thread(dash.wait_for, "Lease on vastai")  # the confirm
     dash.press(RIGHT)  # Cancel → Lease
     dash.press(b"\r")
-    await until_billing(fake, 1)
+    await until_billing(fake, billing)
 
 
 @pytest.mark.parametrize("how", ["sigterm", "terminal closed"])
