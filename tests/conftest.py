@@ -8,7 +8,7 @@ from pathlib import Path
 # Loopback only: every Python child the suite starts imports tests/loopback_only/
 # sitecustomize.py (first on PYTHONPATH), which refuses to look up or connect to anything off
 # loopback; this process imports it too. Without it a test that left a hub or an API unset
-# sent a DNS query for huggingface.co to the machine's resolver.
+# sent a DNS query for huggingface.co off loopback, to the machine's resolver.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     part
     for part in (str(Path(__file__).resolve().with_name("loopback_only")),

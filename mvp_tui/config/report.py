@@ -8,6 +8,7 @@ from pathlib import Path
 from mvp_tui.config.loader import Config
 from mvp_tui.config.schema import KEYS, UI_KEYS_SECTION
 from mvp_tui.secrets import REDACTED
+from mvp_tui.untrusted import strip_escapes
 
 
 def _shown(value: object, secret: bool) -> str:
@@ -66,4 +67,7 @@ def render(config: Config) -> str:
         lines.append(f"\n# set but not used with provider {config.provider}:")
         for dotted, source in sorted(config.unused.items()):
             lines.append(f"#   {dotted}  ({source})")
-    return "\n".join(lines) + "\n"
+    # Values are JSON (escaped), but the comments quote config text as it came (the model's
+    # repo, file and revision, the state dir's path): no escape reaches the terminal.
+    text = "\n".join(lines)
+    return "\n".join(strip_escapes(line) for line in text.split("\n")) + "\n"

@@ -299,3 +299,18 @@ def test_example_parses_and_loads_when_uncommented(tmp_path: Path) -> None:
             text = re.sub(r"^cached_model_host_path = .*$", "", text, flags=re.M)
         config = load(tmp_path, text)
         assert config.provider == provider
+
+
+def test_the_report_quotes_config_text_without_its_escapes(tmp_path: Path) -> None:
+    """The comments of `mvp-tui config` quote the model's repo, file and revision and the
+    state dir's path as they came: an escape in any of them never reaches the terminal."""
+    osc = "\x1b]2;PWNED\x07"
+    state = tmp_path / f"state{osc}"
+    config = load(tmp_path, env={"MVP_GGUF_REPO": f"owner/repo{osc}",
+                                 "MVP_GGUF_FILE": f"m{osc}.gguf",
+                                 "MVP_GGUF_REVISION": f"rev{osc}",
+                                 "MVP_STATE_DIR": str(state)})
+    text = render(config)
+    assert "\x1b" not in text and "\x07" not in text
+    assert "# model served: hub repo owner/repo, file m.gguf at revision rev" in text
+    assert f"(kept in {tmp_path}/state/owner_tag)" in text

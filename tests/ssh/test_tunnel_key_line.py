@@ -75,5 +75,5 @@ def test_stale_tunnel_lines_are_swept_and_a_persons_keys_stay(tmp_path: Path) ->
     assert path.read_text() == f"{PERSON}\n"
     # Only lines of the worker's own shape count as tunnel lines.
     assert not is_tunnel_line(PERSON)
-    elsewhere = 'restrict,port-forwarding,permitopen="10.0.0.1:22",command="/bin/false" '
+    elsewhere = 'restrict,port-forwarding,permitopen="198.51.100.1:22",command="/bin/false" '
     assert not is_tunnel_line(elsewhere + "ssh-ed25519 AAAAC3Nz")
