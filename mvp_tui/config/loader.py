@@ -40,10 +40,10 @@ from mvp_tui.config.values import (
     ConfigError,
     Source,
     expand_path,
-    is_loopback_host,
     parse_value,
 )
 from mvp_tui.keymap import BINDING_IDS
+from mvp_tui.node_protocol import is_loopback_name
 
 APP_NAME = "mvp-tui"
 CONFIG_ENV = "MVP_CONFIG"
@@ -321,7 +321,7 @@ def _check_rpc_bind(values: Mapping[str, object], sources: Mapping[str, Source])
     """The prompt RPC's token travels in clear text: a non-loopback address needs the user's
     explicit acknowledgement, else exit 2 with the fix."""
     addr = str(values["prompt.rpc_addr"])
-    if is_loopback_host(addr.rpartition(":")[0]) or values.get("prompt.rpc_allow_remote"):
+    if is_loopback_name(addr.rpartition(":")[0]) or values.get("prompt.rpc_allow_remote"):
         return
     raise ConfigError(
         f"[prompt] rpc_addr = {addr!r} from {sources['prompt.rpc_addr']} is not a loopback "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mvp_tui.config.spec import KeySpec, Kind
 from mvp_tui.errors import UserError
-from mvp_tui.node_protocol import url_host
+from mvp_tui.node_protocol import is_loopback_name, url_host
 from mvp_tui.run_ids import check_run_id
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -183,17 +183,6 @@ def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
     return value
 
 
-def is_loopback_host(host: str) -> bool:
-    """Whether `host` (an IP address, bracketed IPv6 allowed, or localhost) is loopback."""
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def plain_http_off_loopback(url: str) -> bool:
     """Whether `url` is `http://` to a host other than a loopback one (a secret sent there
     crosses the network in clear)."""
@@ -201,7 +190,7 @@ def plain_http_off_loopback(url: str) -> bool:
     if text[:7].lower() != "http://":
         return False
     host = url_host(text)  # the parsed host, never the text after an '@' or before a '?'
-    return host is None or not is_loopback_host(host)
+    return host is None or not is_loopback_name(host)
 
 
 def _addr(spec: KeySpec, text: str, source: Source) -> str:
