@@ -19,8 +19,7 @@ from mvp_tui.install_tag import kept_tag
 from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.vastai_server import FakeVast
-
-KEY = "fake-vast-key-0123456789"
+from tests.faults.harness import KEY, vast_env
 
 
 @pytest.fixture
@@ -34,21 +33,12 @@ def fake() -> Iterator[FakeVast]:
 
 
 def _install(fake: FakeVast, tmp_path: Path, name: str) -> dict[str, str]:
-    key = asyncssh.generate_private_key("ssh-ed25519")
     identity = tmp_path / f"id_{name}"
-    key.write_private_key(str(identity))
+    asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(identity))
     identity.chmod(0o600)
     return {
-        "MVP_NODE_PROVIDER": "vastai",
-        "VASTAI_API_KEY": KEY,
-        "VAST_URL": fake.url,
-        "MVP_VASTAI_SSH_IDENTITY": str(identity),
-        "MVP_VASTAI_POLL_INTERVAL_SECS": "1",
-        "MVP_LEASE_RECONCILE_WAITS_SECS": "0.05,0.1",
-        "MVP_LEASE_DESTROY_BACKOFF_SECS": "0.05",
-        "MVP_MAX_PRICE_PER_HOUR": "1.0",
+        **vast_env(fake, identity, tmp_path / name),
         "MVP_RUN_ID": "41",  # the same fixed run id on both machines
-        "MVP_STATE_DIR": str(tmp_path / name),
         "XDG_CONFIG_HOME": str(tmp_path / f"xdg-{name}"),
     }
 
