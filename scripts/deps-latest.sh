@@ -10,7 +10,6 @@ cd "$here"
 python=${PYTHON:-python3}
 uv=./scripts/uv.sh
 venv=.venv-latest
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 rm -rf "$venv"
 "$uv" venv --quiet --python "$python" "$venv"
 "$uv" pip install --quiet --python "$venv/bin/python" --resolution highest -e ".[dev,local,docs]"

@@ -12,8 +12,7 @@
 #
 # The `local` extra builds llama.cpp (llama-cpp-python[server]) from source: about 3.5 to 6
 # minutes on 2 cores the first time; uv keeps the wheel in its cache (~/.cache/uv), so later
-# installs take seconds. CMAKE_ARGS below make a portable build (no -march=native) without the
-# multimodal parts the server does not need.
+# installs take seconds (scripts/uv.sh sets the CMAKE_ARGS of a portable build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -26,7 +25,6 @@ inexact=()
 if [ "${1:-}" = "--keep" ]; then inexact=(--inexact); shift; fi
 extras=()
 for extra in "$@"; do extras+=(--extra "$extra"); done
-export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 if [ -d .venv ] && [ ! -x .venv/bin/python ]; then rm -rf .venv; fi
 case " $* " in
   *" local "*) [ -d .venv ] || echo "setup: installing from uv.lock (a first llama.cpp build takes 3-6 min)…" >&2 ;;

@@ -21,6 +21,9 @@ if [ ! -x "$uv_home/bin/uv" ]; then
   fi
 fi
 export UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1
+# Whatever uv builds llama.cpp for (set-up, deps-latest, the wheel check): a portable build (no
+# -march=native) without the multimodal parts, tests and tools the server does not need.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}"
 if [ "${1:-}" = "--cached-first" ]; then
   shift
   if "$uv_home/bin/uv" "$@" --offline 2>/dev/null; then exit 0; fi
