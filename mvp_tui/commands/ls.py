@@ -11,55 +11,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
-from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from mvp_tui.config import Config
 from mvp_tui.engine.ledger import LeaseLedger, money_text
 from mvp_tui.exit_codes import ExitCode
+from mvp_tui.lease.deadline import deadline_at, deadline_text
 from mvp_tui.lease.endpoint_record import load_endpoint
-from mvp_tui.lease.records import LeaseRecord, RecordStore
+from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.volumes import load_volumes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="JSON lines, one per lease")
     parser.add_argument("--all", action="store_true", help="closed runs too")
-
-
-def max_hours(config: Mapping[str, Any]) -> float | None:
-    """The run's `[limits] max_hours` as its record keeps it (flat `limits.max_hours`, or a
-    `limits` table); None when unset, 0 (no limit) or not a number."""
-    value = config.get("limits.max_hours")
-    limits = config.get("limits")
-    if value is None and isinstance(limits, Mapping):
-        value = limits.get("max_hours")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    hours = float(value)
-    return hours if math.isfinite(hours) and hours > 0 else None
-
-
-def deadline_at(lease: LeaseRecord, config: Mapping[str, Any]) -> float | None:
-    """When the node's switch destroys this lease: it ran at `running_at`, plus max_hours."""
-    hours = max_hours(config)
-    if hours is None or lease.running_at is None:
-        return None
-    return round(lease.running_at + hours * 3600.0, 3)
-
-
-def deadline_text(at: float | None, now: float) -> str:
-    if at is None:
-        return "no deadline"
-    try:
-        when = datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M")
-    except (OverflowError, OSError, ValueError):
-        return "deadline ?"
-    return f"ends {when}" + (" (passed)" if at <= now else "")
 
 
 def idle_text(mins: float | None) -> str:

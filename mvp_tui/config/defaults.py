@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 PROVIDERS = ("local", "docker", "vastai", "runpod")
+# The providers that rent a machine by the hour (their defaults guard money: image, deadline).
+RENTED_PROVIDERS = ("vastai", "runpod")
 PROFILES = ("local", "deploy")
 PROFILE_PROVIDER = {"local": "local", "deploy": "vastai"}
 

@@ -29,11 +29,13 @@ from mvp_tui.config.schema import (
     KEYS,
     PROFILE_PROVIDER,
     RENTED_IMAGE,
+    RENTED_PROVIDERS,
     KeySpec,
     Scope,
     Settings,
     build_settings,
 )
+from mvp_tui.config.sections.limits import BILLING_MAX_HOURS
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     LAYER_RANK,
@@ -148,7 +150,7 @@ class Config:
             vast_source = self.sources["vastai.image"]
             if LAYER_RANK[vast_source.layer] >= LAYER_RANK[source.layer]:
                 return vast, vast_source
-        if self.provider in ("vastai", "runpod") and source.layer == "default":
+        if self.rented and source.layer == "default":
             # The seed's default image is in no registry a rented host can pull.
             return RENTED_IMAGE, Source("default", "for rented nodes")
         return image, source
@@ -164,6 +166,21 @@ class Config:
     @property
     def provider(self) -> str:
         return self.settings.provider.kind or "local"
+
+    @property
+    def rented(self) -> bool:
+        """The provider rents a machine by the hour (Vast.ai, RunPod)."""
+        return self.provider in RENTED_PROVIDERS
+
+    @property
+    def max_hours(self) -> float | None:
+        """The run's deadline in hours, as the node's switch is armed with it: `[limits]
+        max_hours`, or BILLING_MAX_HOURS on a rented provider when unset (every seed pod had
+        a deadline); None: no deadline (0, or unset on this machine)."""
+        hours = self.settings.limits.max_hours
+        if hours is None and self.rented:
+            hours = BILLING_MAX_HOURS
+        return hours or None
 
     @property
     def profile(self) -> str:

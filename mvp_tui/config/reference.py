@@ -46,8 +46,9 @@ accepted, e.g.
 ```
 
 A 0, an empty list or empty text means what the key's documentation says, never a silent
-default: `[limits] max_price_per_hour`, `max_spend_usd` and `max_hours` = 0 mean no limit (as
-unset), the same for the offer list, the lease walk, the dashboard and the node's switch;
+default: `[limits] max_price_per_hour` and `max_spend_usd` = 0 mean no limit (as unset), the
+same for the offer list, the lease walk, the dashboard and the node's switch; `max_hours = 0`
+means no deadline (unset means 12 h on a rented provider);
 `idle_teardown_mins = 0` turns the silence switch off, `idle_stop_mins = 0` the idle stop;
 `openai_port = 0` picks a free port. Where a 0 or an empty value has no meaning (`[ssh]
 retry_initial_secs` / `retry_max_secs`, the timeouts, `[lease] reconcile_waits_secs = []`,

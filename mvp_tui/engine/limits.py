@@ -1,6 +1,7 @@
 """The run's spending limits, enforced: `[limits] max_spend_usd` and `max_hours` tear the
 lease down when reached (`max_price_per_hour` is enforced by the offer policy and the walk,
-before create). Unset or 0 means no limit, for each of them."""
+before create). Unset or 0 means no limit, for each of them, except that an unset `max_hours`
+is `BILLING_MAX_HOURS` on a rented provider (`Config.max_hours`)."""
 
 from __future__ import annotations
 
@@ -46,11 +47,12 @@ class Limits:
 
     @classmethod
     def from_config(cls, config: Config) -> Limits:
-        # A 0 reaches here as None already: the key table declares 0 = unset for each.
+        # A 0 of the spend and price caps reaches here as None already (the key table
+        # declares 0 = unset); max_hours keeps its 0, which means "none" where unset does not.
         limits = config.settings.limits
         return cls(
             max_spend_usd=limits.max_spend_usd,
-            max_hours=limits.max_hours,
+            max_hours=config.max_hours,
             max_price_per_hour=limits.max_price_per_hour,
         )
 

@@ -120,10 +120,14 @@ class Leasing:
 
     def _redacted_config(self) -> dict[str, object]:
         secret = {k for k in self.ctx.config.values if k.endswith("api_key")}
-        return {
+        kept = {
             key: ("<redacted>" if key in secret and value else _plain(value))
             for key, value in self.ctx.config.values.items()
         }
+        # The deadline the node was given, not the key as written (unset means 12 h on a
+        # rented provider): `mvp-tui ls` reads it from here.
+        kept["limits.max_hours"] = self.ctx.config.max_hours or 0.0
+        return kept
 
     async def earlier_leases(self) -> list[OpenLease]:
         """Leases of earlier runs of this provider that may still exist (the provider is

@@ -69,7 +69,7 @@ class WatchdogSettings:
             idle_stop = BILLING_IDLE_STOP_MINS if billing else None
         return cls(
             provider=config.provider,
-            max_hours=Limits.from_config(config).max_hours,  # unset or 0: no deadline
+            max_hours=Limits.from_config(config).max_hours,  # 0: none; unset: 12 h if rented
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and limits.require_node_watchdog,
             api_url=account.api_url if account else None,

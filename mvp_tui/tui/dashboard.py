@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from mvp_tui.datastream.hub import ChannelHub
     from mvp_tui.engine.controller import StopResult
     from mvp_tui.engine.run import RunEngine
+    from mvp_tui.lease.records import RunRecord
     from mvp_tui.tui.app import MvpApp
 
 
@@ -86,7 +87,7 @@ def exit_receipt(
     what the stops could not settle (a record unreadable, an unclear teardown)."""
     from mvp_tui.engine.ledger import LeaseLedger
     from mvp_tui.lease.account_check import recorded_check
-    from mvp_tui.lease.records import RecordError, RecordStore, RunRecord
+    from mvp_tui.lease.records import RecordError, RecordStore
 
     records: list[RunRecord] = []
     errors: list[str] = []
@@ -104,6 +105,7 @@ def exit_receipt(
     # confirmed by id only.
     unchecked = {run_id for run_id, check in checks if not check.listed}
     lines = ledger.receipt(now, unchecked=unchecked)
+    lines += deadline_lines(records, now)
     for _run_id, check in checks:  # what the provider's account showed after the teardown
         lines += check.lines(unconfirmed=False)  # the unconfirmed are lease lines above
     named = set(ledger.may_bill)
@@ -117,6 +119,25 @@ def exit_receipt(
     lines += errors
     unsettled = any(not r.nothing_bills for r in results) or bool(errors)
     return ExitReceipt(lines, bool(ledger.may_bill) or unsettled)
+
+
+def deadline_lines(records: Sequence[RunRecord], now: float) -> list[str]:
+    """For each lease that may still bill, when its node ends it on its own (`max_hours`)."""
+    from mvp_tui.lease.deadline import deadline_at, deadline_text, max_hours
+    from mvp_tui.untrusted import clean_line
+
+    lines: list[str] = []
+    for record in records:
+        for lease in record.open_leases():
+            at = deadline_at(lease, record.config)
+            if at is None or not lease.provider_id:
+                continue
+            hours = max_hours(record.config)
+            lines.append(
+                f"lease {clean_line(lease.provider_id, 40)}: its node "
+                f"{deadline_text(at, now)} on its own ([limits] max_hours = {hours:g})"
+            )
+    return lines
 
 
 RECEIPT_FILE = "receipt.txt"

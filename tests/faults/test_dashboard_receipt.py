@@ -99,5 +99,8 @@ async def test_keep_running_prints_what_still_bills(fake: FakeVast, tmp_path: Pa
     assert line is not None, text
     assert f"run {line.group(1)}: 1 lease" in text and "1 may still bill" in text
     assert text.count(f"mvp-tui down {line.group(1)}") == 1  # said once, not twice
+    # The kept lease's own end: the node's 12 h deadline (no [limits] max_hours set).
+    assert re.search(rf"lease {instance}: its node ends \d{{4}}-\d\d-\d\d \d\d:\d\d on its own "
+                     r"\(\[limits\] max_hours = 12\)", text), text
     assert [i["id"] for i in fake.billing()] == [instance]
     assert_receipt_matches(text, tmp_path / "state", code)

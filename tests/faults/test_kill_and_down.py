@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +130,13 @@ async def test_until_leased_keeps_the_lease_on_record_for_down(
     up = await acli("up", "--headless", "--yes", "--until", "leased", env=env)
     verdict.exit_code(up.returncode, up.stderr, expected=0, what="up --until leased")
     verdict.left_billing(fake, state, 1)
-    assert [row["provider_id"] for row in _ls(env)] == [str(fake.billing()[0]["id"])]
+    (row,) = _ls(env)
+    assert row["provider_id"] == str(fake.billing()[0]["id"])
+    # No [limits] max_hours set: a rented lease still gets the node's 12 h deadline (seed #115).
+    assert isinstance(row["deadline_at"], float)
+    assert 11.9 * 3600 < row["deadline_at"] - time.time() <= 12 * 3600
+    (create,) = [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
+    assert create.body["env"]["MVP_MAX_HOURS"] == "12.0"  # the node was told the same deadline
     await _down_all(env, fake, state, verdict)
 
 

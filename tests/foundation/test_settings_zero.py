@@ -107,6 +107,29 @@ def test_set_spend_and_hours_limits_reach_guard_and_node(tmp_path: Path) -> None
     assert WatchdogSettings.from_config(config, billing=True).node_env()["MVP_MAX_HOURS"] == "0.5"
 
 
+RUNPOD = '[provider]\nkind = "runpod"\n\n[runpod]\napi_key = "key-123456"\n\n'
+
+
+@pytest.mark.parametrize("rented", [VAST, RUNPOD], ids=["vastai", "runpod"])
+def test_unset_max_hours_is_a_12_hour_deadline_on_rented_providers(
+    tmp_path: Path, rented: str
+) -> None:
+    """Seed #115: every pod had a deadline; a kept lease that a tool keeps busy still ends."""
+    config = load(tmp_path, rented)
+    assert Limits.from_config(config).max_hours == 12.0
+    assert WatchdogSettings.from_config(config, billing=True).node_env()["MVP_MAX_HOURS"] == "12.0"
+    assert RunSettings.from_config(config).limits.max_hours == 12.0
+
+
+@pytest.mark.parametrize("kind", ["local", "docker"])
+def test_unset_max_hours_is_no_deadline_where_nothing_is_rented(
+    tmp_path: Path, kind: str
+) -> None:
+    config = load(tmp_path, f'[provider]\nkind = "{kind}"\n')
+    assert Limits.from_config(config).max_hours is None
+    assert "MVP_MAX_HOURS" not in WatchdogSettings.from_config(config, billing=False).node_env()
+
+
 def test_zero_idle_teardown_turns_the_silence_switch_off(tmp_path: Path) -> None:
     off = load(tmp_path, VAST + "[limits]\nidle_teardown_mins = 0\n")
     assert WatchdogSettings.from_config(off, billing=True).idle_mins is None

@@ -40,9 +40,11 @@ def _getter_read(node: ast.AST) -> bool:
 
 
 def _subscript_read(node: ast.AST) -> bool:
-    """config["section.key"], config.values["section.key"] (not a source lookup)."""
+    """config["section.key"], config.values["section.key"] (not a source lookup, nor a
+    record's copy being written)."""
     return (
         isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
         and not _is_sources(node.value)
         and isinstance(node.slice, ast.Constant)
         and isinstance(node.slice.value, str)

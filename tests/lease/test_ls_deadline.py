@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mvp_tui.commands.ls import deadline_at, max_hours
 from mvp_tui.lease import LeaseRecord, LeaseRecordState, RecordStore
+from mvp_tui.lease.deadline import deadline_at, max_hours
 
 RUNNING_AT = 1_764_504_253.7  # 2025-11-30 12:04:13.7 UTC
 

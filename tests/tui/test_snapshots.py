@@ -23,6 +23,7 @@ from tests.widgets.data import (
     downloading,
     fixed_clock,
     publish_node,
+    settle,
     ssh_events,
     wait_until,
     walk_events,
@@ -69,7 +70,7 @@ def switch_run(
         # The lease table measured its switch column while the panes were still settling
         # (a resize, a header tick): lay it out once more at the final size.
         app.query_one(LeasesPane)._render_leases()
-        await pilot.pause()
+        await settle(pilot)
         # The screenshot ends with `App.exit`, which asks first while a lease is live; this
         # shell has no engine holding one, so let that exit through.
         app._exit_cleared = True

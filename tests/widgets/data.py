@@ -338,6 +338,22 @@ async def wait_until(
     await asyncio.wait_for(turn(), limit_s)
 
 
+async def settle(pilot: Pilot[object], limit_s: float = 20.0) -> None:
+    """Let the app run until two idle turns in a row draw the same screen: a pane re-laid out
+    on a resize, or a class set after a refresh (a scrollbar shown or hidden), has landed."""
+
+    async def turn() -> None:
+        last = None
+        while True:
+            await pilot.pause()
+            shot = pilot.app.export_screenshot()
+            if shot == last:
+                return
+            last = shot
+
+    await asyncio.wait_for(turn(), limit_s)
+
+
 # -- the node's dead-man's switch ---------------------------------------------------------
 RUNNING_AT = T0 + 73.7  # 7003 runs (walk_events)
 MAX_HOURS = 2.5

@@ -11,6 +11,9 @@ from mvp_tui.config.spec import Section, key
 # docs say it; the engine's WatchdogSettings applies it).
 BILLING_IDLE_TEARDOWN_MINS = 20.0
 BILLING_IDLE_STOP_MINS = 30.0
+# What an unset max_hours means on a rented provider: every seed pod had a deadline, so a
+# kept lease that a tool keeps busy (the idle stop never fires) still ends.
+BILLING_MAX_HOURS = 12.0
 
 
 @dataclass(frozen=True)
@@ -32,10 +35,12 @@ class LimitsSection(Section):
     max_hours: float | None = key(
         None,
         (
-            "tear down a lease after this many hours (the node enforces it too); unset or 0 = no "
+            "tear down a lease after this many hours (the node enforces it too); unset = "
+            f"{BILLING_MAX_HOURS:g} on rented providers (vastai, runpod), none elsewhere; 0 = no "
             "limit"
         ),
-        env="MVP_MAX_HOURS", flag="--max-hours", minimum=0, zero_is_unset=True, example=4.0,
+        env="MVP_MAX_HOURS", flag="--max-hours", minimum=0, example=4.0,
+        note="The lease confirm, `mvp-tui ls` and the exit receipt show the deadline.",
     )
     idle_teardown_mins: float | None = key(
         None,
