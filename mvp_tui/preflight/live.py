@@ -65,6 +65,13 @@ class Bounds:
     def minute_usd(self) -> float:
         return self.cheapest.price_per_hour / 60.0
 
+    def why_deadline(self, max_minutes: float) -> str:
+        priciest = max(o.price_per_hour for o in self.offers)
+        if priciest <= 0 or self.max_hours * 60.0 >= max_minutes:
+            return f"--max-minutes {max_minutes:g}"
+        return (f"the cap's worth at ${priciest:.3f}/h, the dearest of the {len(self.offers)} "
+                "offer(s) it may walk")
+
 
 class CapTooLow(ConfigError):
     """The cap is below one minute of the cheapest offer: nothing is rented (exit 2)."""
@@ -208,7 +215,8 @@ async def run_live(config: Config, opts: LiveOptions, out: TextIO = sys.stdout) 
         f"{len(limits.offers)}"))
     report.step("bounds", True, (
         f"tears down at {usd(limits.max_spend_usd)} spent; the node's switch is armed with a "
-        f"{limits.max_hours * 60:.1f} min deadline it keeps without this machine"))
+        f"{limits.max_hours * 60:.1f} min deadline it keeps without this machine "
+        f"({limits.why_deadline(opts.max_minutes)})"))
     engine = RunEngine(bounded(run_config, limits), lambda event: record_event(report, event))
     report.redact = engine.redactor
     report.spent = lambda: engine.ledger.spent(engine.now(), engine.run_id)
