@@ -188,6 +188,10 @@ class Report:
         if said is not None:
             self.step(*said)
 
+    def create_sent(self) -> bool:
+        """Whether a create went to the provider (an attempt starts just before it)."""
+        return any(r.get("event") == "attempt_started" for r in self.records)
+
     def _streamed(self) -> bool:
         return any(s.name == "first token" for s in self.steps)
 
@@ -291,7 +295,12 @@ def verdict(report: Report, opts: LiveOptions, result: StopResult, reason: str,
                       reason or "teardown not confirmed: a lease may still bill")
     served = any(s.name == "prompt" and s.ok for s in report.steps)
     account = result.account
-    if billing and (account is None or not account.nothing_bills):
+    if billing and account is None and not report.create_sent():
+        # The run ended before its first create (a missing key, the model): nothing of it
+        # can bill, and `down --all` would be advice for a lease that never was.
+        report.step("account", True, f"not listed: no create was sent to {opts.provider}, "
+                    "so nothing of this run can bill")
+    elif billing and (account is None or not account.nothing_bills):
         why = account.error if account is not None and account.error else "not listed"
         report.step("account", False, f"the account could not be checked ({why}): each "
                     "delete was confirmed by its id only; run `mvp-tui down --all` later")

@@ -1,6 +1,7 @@
 """What a `check --live` run proved of the facts no fake can: each fact is one line of
 `FACTS`, a name and a judge that reads the run's records (its engine events and the agent's
-records, as JSON) and says ✓ proven, ✗ failed or – not exercised, with what showed it.
+records, as JSON) and says ✓ proven, ✗ failed or – not proven (the run could not show it),
+with what showed it or why not.
 
 A new fact is one more line here: a judge is a plain function of the records."""
 
@@ -19,10 +20,10 @@ RENTED = ("vastai", "runpod")
 class Mark(enum.Enum):
     PROVEN = "proven"
     FAILED = "failed"
-    NOT_EXERCISED = "not exercised"
+    NOT_PROVEN = "not proven"
 
 
-MARKS = {Mark.PROVEN: "✓", Mark.FAILED: "✗", Mark.NOT_EXERCISED: "–"}
+MARKS = {Mark.PROVEN: "✓", Mark.FAILED: "✗", Mark.NOT_PROVEN: "–"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ Judge = Callable[[Seen], Verdict]
 
 
 def _not(why: str) -> Verdict:
-    return Mark.NOT_EXERCISED, why
+    return Mark.NOT_PROVEN, why
 
 
 def start_command(seen: Seen) -> Verdict:

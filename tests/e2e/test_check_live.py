@@ -15,12 +15,23 @@ import signal
 import sys
 from pathlib import Path
 
+import asyncssh
+
 from tests.agent.procs import alive
 from tests.e2e.node import Node
 from tests.e2e.test_node_watchdog import KEY, creates, destroyed_by_itself, rented_env
 from tests.fakes.runpod_server import FakeRunPod
+from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
-from tests.faults.harness import TRACEBACK, until_true
+from tests.faults.harness import (
+    TRACEBACK,
+    acli,
+    cli,
+    open_leases,
+    records_match,
+    until_true,
+    vast_env,
+)
 from tests.runpod.conftest import assert_contract
 from tests.runpod.test_e2e import catalog, runpod_env, start_pod_command
 
@@ -184,31 +195,50 @@ async def test_local_passes_and_leaves_no_process(tiny_gguf: Path, tmp_path: Pat
     report = json.loads(again.text)
     assert report["ok"] and report["exit_code"] == 0 and report["nothing_bills"]
     assert [s["step"] for s in report["steps"]] == STEPS
-    assert {f["status"] for f in report["facts"]} == {"not exercised"}
-    assert [f["fact"] for f in report["facts"]][0] == "start command"
+    assert {f["status"] for f in report["facts"]} == {"not proven"}
+    assert report["facts"][0]["fact"] == "start command"
 
 
 def test_a_cap_below_one_minute_of_the_cheapest_offer_rents_nothing(tmp_path: Path) -> None:
-    import subprocess
-
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.30)  # $0.005 a minute
         fake.add_offer(dph_total=0.50)
-        env = {"MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": KEY,
-               "MVP_VASTAI_API_URL": fake.url, "MVP_STATE_DIR": str(tmp_path / "state"),
-               "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("MVP_", "VAST"))}
-        done = subprocess.run(
-            [sys.executable, "-m", "mvp_tui", "check", "--live", "vastai", "--max-spend",
-             "0.004"], capture_output=True, text=True, env={**base, **env}, timeout=120)
+        # Everything a rent needs (an SSH identity, a model on disk): without the refusal the
+        # run would go on to create, not stop at a missing key or at the hub.
+        identity = tmp_path / "id_ed25519"
+        asyncssh.generate_private_key("ssh-ed25519").write_private_key(str(identity))
+        identity.chmod(0o600)
+        env = {**vast_env(fake, identity, tmp_path / "state"),
+               "MVP_GGUF_LOCAL_PATH": str(write_tiny_gguf(tmp_path / "tiny.gguf"))}
+        done = cli("check", "--live", "vastai", "--max-spend", "0.004", env=env)
+        assert creates(fake) == 0 and fake.instances() == [], done.stdout + done.stderr
         assert done.returncode == 2, done.stdout + done.stderr
         assert "--max-spend $0.0040 is below one minute of the cheapest vastai offer" \
             in done.stderr
         assert "$0.300/h = $0.0050 a minute" in done.stderr
         assert "nothing was rented; fix: raise --max-spend to at least $0.0050" in done.stderr
-        assert creates(fake) == 0 and fake.instances() == []
         assert not fake.account_keys, "no SSH key was registered either"
         assert TRACEBACK not in done.stderr and KEY not in done.stderr + done.stdout
+
+
+def test_a_run_that_ends_before_renting_says_nothing_can_bill(tmp_path: Path) -> None:
+    """A check that fails before its first create (here: no SSH identity) says so, rather
+    than that the account could not be listed and `down --all` is needed."""
+    with FakeVast(api_key=KEY) as fake:
+        fake.add_offer(dph_total=0.30)
+        env = {**vast_env(fake, tmp_path / "no-such-key", tmp_path / "state"),
+               "MVP_GGUF_LOCAL_PATH": str(write_tiny_gguf(tmp_path / "tiny.gguf"))}
+        done = cli("check", "--live", "vastai", env=env)
+        assert creates(fake) == 0, done.stdout
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stdout.splitlines()
+        steps = [m for line in lines if (m := STEP_LINE.match(line))]
+        (account,) = [m for m in steps if m["name"] == "account"]
+        assert account["mark"] == "✓", account.string
+        assert "no create was sent to vastai, so nothing of this run can bill" in account.string
+        assert "down --all" not in done.stdout
+        assert lines[-1].startswith("result: nothing bills;") and "no-such-key" in lines[-1]
+        assert lines[-1].endswith("(exit 1)")
 
 
 async def test_kill_9_leaves_the_nodes_switch_to_end_the_lease(
@@ -225,6 +255,33 @@ async def test_kill_9_leaves_the_nodes_switch_to_end_the_lease(
             check.proc.send_signal(signal.SIGKILL)
             await check.proc.wait()
         assert fake.billing() == [instance], "the killed check left its lease (the premise)"
+        # On record as open, as a killed `up` leaves it: `ls` and `down --all` know of it.
+        state = tmp_path / "state"
+        assert [lease.provider_id for lease in open_leases(state)] == [str(instance["id"])]
         await destroyed_by_itself(fake, instance["id"], 18 + 60)
         assert fake.billing() == [] and fake.scope_violations == []
         await until_true("the fake to list nothing", lambda: fake.instances() == [], 5)
+        # `down --all` then finds it gone and closes the record (the fault matrix's checks).
+        down = await acli("down", "--all", "--yes", env=env)
+        assert down.returncode == 0 and TRACEBACK not in down.stderr, down.stderr
+        records_match(fake, state)
+        assert open_leases(state) == []
+
+
+def test_the_docs_name_every_step_and_fact() -> None:
+    """docs/commands.md#check lists what a user will read: each step and each fact, the
+    flags and their defaults (the doc is written by hand; this keeps it whole)."""
+    from mvp_tui.preflight.live_facts import FACTS
+    from mvp_tui.preflight.live_options import DEFAULT_MAX_MINUTES, DEFAULT_MAX_SPEND_USD
+    from mvp_tui.preflight.live_steps import STEPS as EVENT_STEPS
+
+    text = (Path(__file__).parents[2] / "docs" / "commands.md").read_text()
+    section = text[text.index("### `check --live`"):text.index("## `config`")]
+    named = {said[0] for r in EVENT_STEPS.values()
+             if (said := r({"status": "failed", "outcome": "created"})) is not None}
+    for name in {*STEPS, *named, "boot guard", "secret"}:
+        assert f"`{name}`" in section, name
+    for name, _ in FACTS:
+        assert f"| `{name}` |" in section, name
+    assert f"`--max-spend` (default `${DEFAULT_MAX_SPEND_USD:.2f}`)" in section
+    assert f"`--max-minutes` (default {DEFAULT_MAX_MINUTES:g})" in section
