@@ -4,6 +4,9 @@ no spend), the SSH identity, the local engine, the state dir and the clock. Exit
 every check that applies passes, else 1 (a config that does not load exits 2 before any
 check, as every command does).
 
+`--live PROVIDER` runs a canary instead (preflight/live.py): lease the cheapest offer, bring
+it up, stream one prompt, tear down and check the account, under `--max-spend`.
+
 Provider text is untrusted and every line may quote it: all output is cleaned of control
 and escape sequences and redacted of every configured secret before it is printed."""
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 from typing import Any
 
@@ -27,8 +31,50 @@ MAX_CHARS = 600
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from mvp_tui.preflight.live_options import (
+        DEFAULT_MAX_MINUTES,
+        DEFAULT_MAX_SPEND_USD,
+        LIVE_PROVIDERS,
+    )
+
     parser.add_argument("--json", action="store_true",
-                        help="one JSON object: ok, and each check's name, status, detail, fix")
+                        help="one JSON object: ok, and each check's name, status, detail, fix "
+                        "(with --live: each step, each fact, the exit code)")
+    parser.add_argument(
+        "--live", metavar="PROVIDER", choices=LIVE_PROVIDERS,
+        help=f"a canary run on PROVIDER ({', '.join(LIVE_PROVIDERS)}): lease the cheapest "
+        "offer, bring it up, stream one prompt, tear down and check the account; every step "
+        "with its time and cost, then which unverified facts it proved. Rents: the cap bounds it",
+    )
+    parser.add_argument(
+        "--max-spend", metavar="USD", type=_usd, default=DEFAULT_MAX_SPEND_USD,
+        help=f"--live's spend cap (default ${DEFAULT_MAX_SPEND_USD:g}); the run tears down at "
+        "it and the node is armed with its worth in time; below one minute of the cheapest "
+        "offer nothing is rented (exit 2)",
+    )
+    parser.add_argument(
+        "--max-minutes", metavar="N", type=_minutes, default=DEFAULT_MAX_MINUTES,
+        help=f"--live's deadline (default {DEFAULT_MAX_MINUTES:g}), if sooner than the cap's "
+        "worth; the node's switch ends the lease then, with or without this machine",
+    )
+
+
+def _usd(text: str) -> float:
+    return _positive(text, "--max-spend", "USD, e.g. 0.10")
+
+
+def _minutes(text: str) -> float:
+    return _positive(text, "--max-minutes", "minutes, e.g. 20")
+
+
+def _positive(text: str, flag: str, example: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{flag} {text!r} is not a positive number ({example})")
+    return value
 
 
 async def run_checks(config: Config) -> tuple[list[Check], list[str]]:
@@ -87,6 +133,12 @@ def as_text(checks: list[Check], redact: Redactor) -> str:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
+    if args.live:
+        from mvp_tui.preflight.live import run_live
+        from mvp_tui.preflight.live_options import LiveOptions
+
+        options = LiveOptions(args.live, args.max_spend, args.max_minutes, args.json)
+        return asyncio.run(run_live(config, options))
     checks, secrets = asyncio.run(run_checks(config))
     redact = Redactor(secrets)
     ok = all(c.status is not CheckStatus.FAILED for c in checks)
