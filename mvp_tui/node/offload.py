@@ -7,7 +7,9 @@ On a node with GPUs the single-node llama-server gets `-ngl 999` (every layer: b
 fits, since about b7500). A build without `--fit` (its `--help` does not name it) gets
 `-ngl 999` either way: passing it an unknown flag would end the engine, and a model too big
 then fails to load, which is the host's failure like any other. `-lv 4` too: the load lines
-are llama.cpp's info level, which the 2026 builds print only at verbosity 4.
+are llama.cpp's info level, which the 2026 builds print only at verbosity 4; a build whose
+`--help` names no `-lv` (before llama.cpp's 2024 logging rework) prints them by default and
+would refuse the flag.
 
 The log says `load_tensors: offloaded 33/33 layers to GPU`, then one `model buffer size` line
 per device (`CUDA0 model buffer size = 4403.50 MiB`, `CPU_Mapped model buffer size = …`;
@@ -66,25 +68,40 @@ def offload_plan(gpus: list[dict[str, Any]], need_mib: int, server: str) -> Offl
     if not gpus:
         return None
     vram = sum(int(g.get("memory_mib") or 0) for g in gpus)
-    every = ("-ngl", ALL_LAYERS, *LOAD_LOG_VERBOSITY)
+    verbose = LOAD_LOG_VERBOSITY if has_verbosity_flag(server) else ()
+    every = ("-ngl", ALL_LAYERS, *verbose)
     if need_mib and need_mib <= vram:
         return OffloadPlan(every, "all", f"the fit: {need_mib:,} MiB needed, {vram:,} MiB VRAM")
     if has_fit_flag(server):
         why = "the fit is unknown" if not need_mib else f"{need_mib:,} MiB needed > {vram:,} MiB"
-        return OffloadPlan(("--fit", "on", *LOAD_LOG_VERBOSITY), "fit", why + ": --fit on")
+        return OffloadPlan(("--fit", "on", *verbose), "fit", why + ": --fit on")
     return OffloadPlan(every, "all", "this llama-server has no --fit: every layer asked")
 
 
-def has_fit_flag(server: str) -> bool:
-    """Whether this llama-server knows `--fit` (its `--help` names it); False when it cannot
-    say (an unknown flag would end the engine; -ngl is known to every build)."""
+def _help_text(server: str) -> bytes | None:
+    """This llama-server's `--help` (None when it cannot be run)."""
     try:
         done = subprocess.run(
             [server, "--help"], capture_output=True, timeout=HELP_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return b"--fit " in done.stdout + done.stderr
+        return None
+    return done.stdout + done.stderr
+
+
+def has_fit_flag(server: str) -> bool:
+    """Whether this llama-server knows `--fit` (its `--help` names it); False when it cannot
+    say (an unknown flag would end the engine; -ngl is known to every build)."""
+    text = _help_text(server)
+    return text is not None and b"--fit " in text
+
+
+def has_verbosity_flag(server: str) -> bool:
+    """Whether this llama-server knows `-lv`: False only when its `--help` was read and names
+    no `--verbosity` (an older build: it prints the load lines anyway). A help that cannot
+    be read keeps `-lv 4`: without it a current build's log would prove nothing."""
+    text = _help_text(server)
+    return text is None or b"--verbosity" in text or b"-lv," in text
 
 
 class OffloadLog:

@@ -121,16 +121,21 @@ async def test_allow_partial_offload_serves_with_a_warning(
         await run.kill()
 
 
-@pytest.mark.parametrize(("no_fit", "flag"), [("", "--fit"), ("1", "-ngl")])
+@pytest.mark.parametrize(("no_fit", "no_lv", "flag"),
+                         [("", "", "--fit"), ("1", "", "-ngl"), ("1", "1", "-ngl")])
 async def test_an_unknown_need_asks_fit_on_unless_the_build_predates_it(
-    tmp_path: Path, tiny_model: Path, gpu_node: Path, no_fit: str, flag: str
+    tmp_path: Path, tiny_model: Path, gpu_node: Path, no_fit: str, no_lv: str, flag: str
 ) -> None:
-    env = node_env(tmp_path, tiny_model, gpu_node, "cuda_v100_ggml_ci.log", FAKE_NO_FIT=no_fit)
+    """The fake refuses a flag its help does not name, as llama-server does: a build from
+    before `--fit` gets every layer, one from before `-lv` no `-lv` either, and both serve."""
+    env = node_env(tmp_path, tiny_model, gpu_node, "cuda_v100_ggml_ci.log", FAKE_NO_FIT=no_fit,
+                   FAKE_NO_VERBOSITY=no_lv)
     run = await AgentRun.start(env)
     try:
         assert (await run.weights())["type"] == "WeightsLoaded"
         argv = argv_of(run)
         assert flag in argv and ("--fit" in argv) == (not no_fit)
+        assert ("-lv" in argv) == (not no_lv)
         await run.send("shutdown\n")
         assert await run.wait_exit() == 0
     finally:

@@ -124,6 +124,21 @@ def test_fit_support_is_read_from_the_servers_help(
     assert not offload.has_fit_flag(str(tmp_path / "missing"))
 
 
+def test_verbosity_support_is_read_from_the_servers_help(
+    tmp_path: Path, fake_llama_server_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build from before the 2024 logging rework has no `-lv` (it would refuse it, and
+    prints the load lines anyway); a help that cannot be read keeps it."""
+    server = str(fake_llama_server_dir / "llama-server")
+    assert offload.has_verbosity_flag(server)
+    assert offload.has_verbosity_flag(str(tmp_path / "missing"))
+    monkeypatch.setenv("FAKE_NO_VERBOSITY", "1")
+    assert not offload.has_verbosity_flag(server)
+    monkeypatch.setenv("FAKE_NO_FIT", "1")
+    plan = offload_plan(H100, 0, server)
+    assert plan is not None and plan.flags == ("-ngl", "999")
+
+
 def test_the_record_reads_back_as_the_panes_line() -> None:
     record = {"type": ENGINE_OFFLOAD, "layers": 33, "layers_total": 33, "asked": "all",
               "buffers_mib": {"CUDA0": 4403.5, "CPU_Mapped": 281.81}, "problem": ""}
