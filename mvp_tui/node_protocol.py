@@ -32,6 +32,10 @@ NODE_AGENT_NOTICE = "NodeAgentNotice"
 WEIGHTS_LOADED = "WeightsLoaded"
 WORKER_FATAL = "WorkerFatal"
 RPC_SERVER_READY = "RpcServerReady"  # a multi-node worker's RPC server listens
+# What llama-server's own load log says it put on the GPUs ("offloaded N/M layers to GPU",
+# one "model buffer size" line per device) against what it was asked; on the agent channel,
+# once the engine is healthy and before its verdict (`offload_report` reads it).
+ENGINE_OFFLOAD = "EngineOffload"
 
 WATCHDOG_PHASE = "watchdog"  # the dead-man's switch's NodeAgentPhase / NodeAgentProgress
 
@@ -94,6 +98,60 @@ def int_field(record: dict[str, Any], name: str) -> int | None:
     """An integer field (not a bool), or None when absent or of another type."""
     value = record.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+OFFLOAD_ASKED = ("all", "fit")  # -ngl 999 (the fit says it fits) | --fit on (it may not)
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    """An `EngineOffload` record, checked: the layers on the GPUs of all, each device's model
+    buffer (MiB, in the log's order), what was asked, and why the node refused it ("" when
+    it did not; `allowed` when [model] allow_partial_offload let a shortfall through)."""
+
+    layers: int
+    total: int
+    buffers_mib: tuple[tuple[str, float], ...]
+    asked: str
+    problem: str = ""
+    allowed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def summary(self) -> str:
+        """`33/33 layers · CUDA0 4,403 MiB` (host buffers left out: they hold what stays)."""
+        gpus = [(name, mib) for name, mib in self.buffers_mib if is_gpu_buffer(name)]
+        shown = " · ".join(f"{name} {mib:,.0f} MiB" for name, mib in gpus) or "no GPU buffer"
+        return f"{self.layers}/{self.total} layers · {shown}"
+
+
+def is_gpu_buffer(device: str) -> bool:
+    """Whether a `model buffer size` line's device is a GPU (CUDA0, Vulkan0, ROCm0, Metal):
+    not the host's memory (CPU, CPU_Mapped, CPU_REPACK, CUDA_Host pinned memory) and not a
+    multi-node run's RPC endpoint (`host:port`)."""
+    return not (device.upper().startswith("CPU") or device.endswith("_Host") or ":" in device)
+
+
+def offload_report(record: dict[str, Any]) -> OffloadReport | None:
+    """The `EngineOffload` record's facts, or None when it is not one or is malformed."""
+    if record_type(record) != ENGINE_OFFLOAD:
+        return None
+    layers, total = int_field(record, "layers"), int_field(record, "layers_total")
+    asked, raw = record.get("asked"), record.get("buffers_mib")
+    if layers is None or total is None or asked not in OFFLOAD_ASKED or not isinstance(raw, dict):
+        return None
+    buffers = tuple(
+        (str(name)[:40], float(mib))
+        for name, mib in raw.items()
+        if isinstance(mib, (int, float)) and not isinstance(mib, bool)  # a tuple: 3.8 nodes
+    )
+    problem = record.get("problem")
+    return OffloadReport(
+        layers, total, buffers, str(asked), problem if isinstance(problem, str) else "",
+        record.get("allowed") is True,
+    )
 
 
 # The engine's web UI, opened by the dashboard through the node's gate (mvp_tui/node/gate.py).
@@ -465,6 +523,14 @@ class AgentEnv(_EnvGroup):
         "leave it unset (loopback)",
     )
     max_context: int = _env("MVP_MAX_CONTEXT", _integer(0), 0, "set a whole number ≥ 0")
+    # The fit's VRAM need per node (MiB; model_fit.ModelNeed): a GPU node with at least this
+    # much gets every layer (-ngl), one with less, or an unknown need (0), `--fit on`.
+    vram_need_mib: int = _env("MVP_VRAM_NEED_MIB", _integer(0), 0, "set MiB, or unset it")
+    # [model] allow_partial_offload: fewer layers on the GPU than asked is a warning, not
+    # the host's failure.
+    allow_partial_offload: bool = _env(
+        "MVP_ALLOW_PARTIAL_OFFLOAD", _flag, False, "set [model] allow_partial_offload"
+    )
     engine_threads: int = _env("MVP_ENGINE_THREADS", _integer(0), 0, "set a whole number ≥ 0")
     engine_cmd: str = _env("MVP_ENGINE_CMD", _text, "", "set the engine's command line")
     engine_kind: str = _env("MVP_ENGINE_KIND", _text, "", "leave it unset")

@@ -36,12 +36,14 @@ from mvp_tui.lease.events import (
 )
 from mvp_tui.node_protocol import (
     BOOT_GUARD_PHASE,
+    ENGINE_OFFLOAD,
     NODE_AGENT_PHASE,
     NODE_AGENT_PROGRESS,
     RPC_SERVER_READY,
     WATCHDOG_PHASE,
     WEIGHTS_LOADED,
     WORKER_FATAL,
+    offload_report,
 )
 from mvp_tui.ssh.events import AgentExited, AgentStarted, AttemptOutcome, HostKeyPinned, SshAttempt
 from mvp_tui.untrusted import clean_line, one_line_ascii
@@ -158,6 +160,7 @@ class BootstrapModel:
         self.guard: Stage | None = None  # the boot guard's row, once the agent reported it
         self.idle_stop: Stage | None = None  # the node's idle stop, once its switch has one
         self.idle_stop_mins: float | None = None
+        self.offload: Stage | None = None  # the engine's GPU offload, once the agent proved it
 
     @property
     def failed(self) -> bool:
@@ -187,6 +190,8 @@ class BootstrapModel:
         for extra in (self.idle_stop, self.guard):  # under the switch's row: they bound the
             if extra is not None:  # bill together
                 fixed.insert(at, extra)
+        if self.offload is not None:  # under the engine's row: what its load log says
+            fixed.insert(fixed.index(self.stages[StageId.ENGINE]) + 1, self.offload)
         return [*before, *fixed, *self.workers.values(), *after]
 
     # -- events ---------------------------------------------------------------------------
@@ -319,6 +324,8 @@ class BootstrapModel:
             return self._agent_progress(value, when)
         if kind == WEIGHTS_LOADED:
             return self._weights_loaded(value, when)
+        if kind == ENGINE_OFFLOAD:
+            return self._offload(value, when)
         if kind == WORKER_FATAL:
             reason = _text(value.get("reason")) or "the node cannot serve"
             self.stages[StageId.ENGINE].finish(when, Status.FAILED, reason)
@@ -561,6 +568,25 @@ class BootstrapModel:
             detail += f", loaded in {load_ms / 1000:.1f} s"
         detail += self._placement(value.get("placement_mib"))
         self.stages[StageId.ENGINE].finish(when, Status.DONE, detail)
+        return True
+
+    def _offload(self, value: dict[str, Any], when: float) -> bool:
+        """`offload  33/33 layers · CUDA0 4,403 MiB`: the engine's own load log on a node with
+        GPUs; short of what was asked, the row fails with why (or says it was allowed)."""
+        report = offload_report(value)
+        if report is None:
+            return False
+        row = self.offload = Stage("offload")
+        summary = " ".join(clean_line(report.summary(), DETAIL_CHARS).split())
+        if report.ok:
+            row.finish(when, Status.DONE, summary)
+        elif report.allowed:
+            row.finish(when, Status.DONE, f"{summary} (short: allow_partial_offload)")
+            row.full = f"{summary}; {_reason(report.problem)}"
+        else:
+            row.finish(when, Status.FAILED, summary)
+            row.full = f"{summary}; {_reason(report.problem)}"
+        row.compact = f"{report.layers}/{report.total} layers"
         return True
 
     # -- a multi-node run's workers ------------------------------------------------------

@@ -1,5 +1,6 @@
 """`mvp-tui hosts`: the host journal, newest first, one line per attempt (provider, host,
-GPU, stage reached, ok or why it failed, seconds, cost); `avoided` marks the failures that
+GPU, stage reached, ok or why it failed, what the engine offloaded to the GPUs, seconds,
+cost); `avoided` marks the failures that
 put a host last on the board and in headless runs now (`[lease] avoid_failed_hosts_days`).
 
 Reads only the state dir: no provider is asked, nothing is imported beyond the journal.
@@ -14,6 +15,8 @@ import sys
 import time
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from mvp_tui.config import Config
 from mvp_tui.exit_codes import ExitCode
@@ -41,9 +44,11 @@ def _when(at: float) -> str:
 
 
 def _result(o: HostOutcome) -> str:
+    # What the engine's log said it put on the GPUs: "ok" on a GPU node proves little alone.
+    offload = f" · offload {o.offload.summary()}" if o.offload is not None else ""
     if o.ok:
-        return "ok"
-    return f"failed: {o.reason}" if o.reason else "failed"
+        return "ok" + offload
+    return (f"failed: {o.reason}" if o.reason else "failed") + offload
 
 
 def _json(o: HostOutcome, avoided: bool) -> dict[str, Any]:
@@ -52,6 +57,7 @@ def _json(o: HostOutcome, avoided: bool) -> dict[str, Any]:
         "offer_id": o.offer_id, "gpu_name": o.gpu_name, "stage": o.stage, "ok": o.ok,
         "reason": o.reason, "stage_secs": dict(o.stage_secs), "seconds": round(o.seconds, 3),
         "cost_usd": o.cost_usd, "blames_host": o.blames_host, "avoided": avoided,
+        "offload": msgspec.to_builtins(o.offload),
     }
 
 

@@ -28,6 +28,7 @@ from mvp_tui.events import EngineEvent
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import LeaseRecord, RecordStore
 from mvp_tui.lease.settings import WalkSettings
+from mvp_tui.node_protocol import AgentEnv
 from mvp_tui.providers.base import Offer, Provider
 from mvp_tui.secrets import Redactor
 
@@ -62,6 +63,7 @@ class RunContext:
     ssh_public_key: str | None = None
     port_taken: int = 0  # [prompt] openai_port, when something else held it
     local_port_asked: int = 0  # the port a local node was asked to serve on
+    vram_need_mib: int = 0  # the fit's need per node, once read (0: unknown)
 
     def _rebind(self, **changes: object) -> None:
         for name, value in changes.items():
@@ -114,6 +116,12 @@ class RunContext:
         self.redactor.add(api_key)
         self.redactor.add(rpc_token)
         self._rebind(api_key=api_key, rpc_token=rpc_token)
+
+    def note_vram_need(self, mib: int) -> None:
+        """The fit's need per node, read: the node gets it (every layer on a GPU that holds
+        it, `--fit on` on one that does not: mvp_tui/node/offload.py)."""
+        need = AgentEnv(vram_need_mib=mib).to_env(("vram_need_mib",))
+        self._rebind(vram_need_mib=mib, node_env={**self.node_env, **need})
 
     def note_port_taken(self, port: int) -> None:
         self._rebind(port_taken=port)

@@ -3,10 +3,14 @@ until this user's own runs measured it.
 
 Each generated token reads every weight once plus the KV cache, so decode is bounded by
 bandwidth ÷ (model bytes + KV bytes at the run's context); llama.cpp reaches a share of that
-bound that depends on the GPU's class (peers-2026-12-02.md §2.2, llama.cpp 8B Q4_K_M at batch
-1: RTX 3090 936 GB/s → 112 tok/s, 4090 1008 → 128, L40S 864 → 114, i.e. 57–80 % on consumer
-and workstation cards; A100 SXM 2039 → 133, H100 PCIe 2000 → 144, i.e. 32–36 % on
-datacenter HBM cards). $/1M tokens = 277.8 × $/h ÷ tok/s (10⁶ tokens ÷ 3600 s). Pure numbers.
+bound that depends on the GPU's class. Consumer and workstation (GDDR) cards: 0.75, from the
+2026 builds' batch-1 decode of 8B Q4 models (peers-2026-12-07.md §3.2: RTX 6000 Ada 960 GB/s,
+llama 8B Q4_0 → 168.9 tok/s, 0.82 of the bound; RTX 3090 936 GB/s, granite 8B Q4_K_M → 127.0,
+0.73), the value that puts both within 10 % (the May-2024 builds reached 0.57–0.80, median
+0.62). Datacenter HBM cards: 0.34, still the 2024 figure (A100 SXM 2039 GB/s → 133 tok/s,
+H100 PCIe 2000 → 144; peers-2026-12-02.md §2.2): no 2025–26 measurement of them was found.
+A user's own runs replace both (lease/learned.py). $/1M tokens = 277.8 × $/h ÷ tok/s (10⁶
+tokens ÷ 3600 s). Pure numbers.
 
 A tiny model's bound is absurd (a 1.5 MB file on a 3090: 390,000 tok/s): each streamed token
 also costs the server its sampling and its SSE event, whatever the model. Native llama-server
@@ -21,8 +25,9 @@ from dataclasses import dataclass
 from mvp_tui.providers.base import Offer
 
 USD_PER_MTOK_FACTOR = 1e6 / 3600  # 277.8: $/h over tok/s gives $ per million tokens
-# Share of the bandwidth bound llama.cpp reaches (the table's medians, rounded).
-EFFICIENCY_CONSUMER = 0.62
+# Share of the bandwidth bound llama.cpp reaches (see above: 2026 builds on GDDR cards, the
+# 2024 figure on HBM ones).
+EFFICIENCY_CONSUMER = 0.75
 EFFICIENCY_DATACENTER = 0.34
 # The most tokens a second llama-server streams, whatever the model (see above).
 STREAM_CEILING_TOK_S = 4000.0

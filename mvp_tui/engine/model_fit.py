@@ -58,6 +58,11 @@ class ModelNeed:
         return self.base_bytes + self.margin_bytes
 
     @property
+    def per_node_mib(self) -> int:
+        """What a node needs, in MiB rounded up (the node compares it with its own GPUs)."""
+        return math.ceil(self.per_node_bytes / (1024 * 1024))
+
+    @property
     def per_node_gb(self) -> int:
         """What a node needs, in whole GB (GiB, as the board's VRAM column), rounded up."""
         return math.ceil(self.per_node_bytes / GIB)

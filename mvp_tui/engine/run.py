@@ -214,7 +214,9 @@ class RunEngine:
         from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
 
         nodes = self.config.settings.runtime.nodes
-        return await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
+        need = await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
+        self.ctx.note_vram_need(need.per_node_mib)  # the node's -ngl follows the fit
+        return need
 
     async def search_offers(self, limit: int = 64) -> list[Offer]:
         policy = dataclasses.replace(self.settings.policy, limit=limit)

@@ -29,12 +29,20 @@ from mvp_tui.engine.failures import (
 from mvp_tui.engine.ready_summary import stage_parts, summary_text
 from mvp_tui.engine.run_core import NodeVerdicts
 from mvp_tui.lease.events import DeleteReason
-from mvp_tui.lease.host_journal import HostJournal, HostOutcome, config_model_key, host_key
+from mvp_tui.lease.host_journal import (
+    HostJournal,
+    HostOutcome,
+    Offload,
+    config_model_key,
+    host_key,
+)
 from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.teardown import teardown_lease
 from mvp_tui.node_protocol import (
+    ENGINE_OFFLOAD,
     NODE_AGENT_PHASE,
     is_agent_channel,
+    offload_report,
     parse_record,
     record_type,
 )
@@ -53,6 +61,7 @@ class AttemptStage:
         self.leases = leases
         self.stage = Stage.CREATE
         self.stage_started: dict[Stage, float] = {}
+        self.offload: Offload | None = None  # the engine's load log, as the agent read it
         ctx.hub.listeners.append(self._on_stage_frame)
 
     def detach(self) -> None:
@@ -62,12 +71,19 @@ class AttemptStage:
     def begin(self) -> None:
         """A new attempt: it starts at create, now."""
         self.stage, self.stage_started = Stage.CREATE, {Stage.CREATE: self.ctx.clock()}
+        self.offload = None
 
     def _on_stage_frame(self, frame: Frame) -> None:
-        """The agent's phases move the attempt's stage on (model, engine, serving)."""
+        """The agent's phases move the attempt's stage on (model, engine, serving); its
+        `EngineOffload` is kept for the journal."""
         if not is_agent_channel(frame.channel):
             return
         record = parse_record(frame.payload)
+        if record_type(record) == ENGINE_OFFLOAD:
+            report = offload_report(record)
+            if report is not None:
+                self.offload = Offload.from_report(report)
+            return
         if record_type(record) != NODE_AGENT_PHASE or record.get("status") != "started":
             return
         stage = AGENT_PHASE_STAGES.get(str(record.get("phase")))
@@ -114,6 +130,7 @@ class AttemptStage:
             blames_host=failure is None or failure.scope is FailureScope.HOST,
             image=ctx.config.node_image()[0],  # the board's ~ready: this host has it cached
             model=config_model_key(ctx.config),  # learned ~ready is per model served
+            offload=self.offload,  # a GPU run that was a CPU run stays on record
         )
         try:
             HostJournal(ctx.config.state_dir, redact=ctx.redactor).append(outcome)

@@ -95,6 +95,7 @@ class Leasing:
 
     async def lease(self, offers: Sequence[Offer]) -> WalkResult:
         self.leases.use_offers({o.offer_id: o for o in offers})
+        await self._read_local_need()
         if self.cluster.settings.multi:
             ssh = self.ctx.provider.info.ssh
             result = await self.cluster.lease(
@@ -104,6 +105,23 @@ class Leasing:
             result = await self.walk(offers, self.ctx.walk_settings())
         self.leases.hold(result.lease)
         return result
+
+    async def _read_local_need(self) -> None:
+        """A model file on this machine: its fit, read before the lease when the board has
+        not (a headless run), so the node asks for every layer where it fits. A hub model's
+        is read only when the board asks: no extra hub request here (unknown: `--fit on`)."""
+        local = self.ctx.settings.model.gguf_local_path
+        if self.ctx.vram_need_mib or local is None or not local.is_file():
+            return
+        from mvp_tui.engine.model_need import ModelNeedError, read_model_need
+
+        try:
+            need = await read_model_need(self.ctx.settings.model,
+                                         nodes=self.ctx.config.settings.runtime.nodes,
+                                         environ=self.ctx.environ)
+        except (ModelNeedError, OSError):
+            return  # unknown: the node asks `--fit on`
+        self.ctx.note_vram_need(need.per_node_mib)
 
     async def walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
         walk = LeaseWalk(

@@ -101,6 +101,7 @@ class ModelSettings:
         "max_context": "model.max_context",
         "download_floor_mbps": "model.download_floor_mbps",
         "download_floor_window_s": "model.download_floor_window_secs",
+        "allow_partial_offload": "model.allow_partial_offload",
     }
 
     model_id: str
@@ -113,6 +114,8 @@ class ModelSettings:
     # A download under this rate (Mbit/s) for a whole window is the host's failure.
     download_floor_mbps: float = ModelSection.download_floor_mbps
     download_floor_window_s: float = ModelSection.download_floor_window_secs
+    # Fewer layers on the GPU than asked (or no CUDA device) is a warning, not the host's failure.
+    allow_partial_offload: bool = ModelSection.allow_partial_offload
 
     @classmethod
     def from_config(cls, config: Config) -> ModelSettings:
@@ -133,6 +136,7 @@ class ModelSettings:
             max_context=model.max_context,
             download_floor_mbps=model.download_floor_mbps,
             download_floor_window_s=model.download_floor_window_secs,
+            allow_partial_offload=model.allow_partial_offload,
         )
 
 
@@ -190,9 +194,11 @@ def node_env(
     provider: str,
     run_id: str,
     environ: Mapping[str, str] | None = None,
+    vram_need_mib: int = 0,
 ) -> dict[str, str]:
     """The node agent's environment for this run and model (`AgentEnv`, and the provider the
-    switch falls back on), with what the caller's environment passes through."""
+    switch falls back on), with what the caller's environment passes through; `vram_need_mib`
+    is the fit's need per node when the run has read it (0: unknown)."""
     environ = os.environ if environ is None else environ
     local = model.gguf_local_path
     agent = AgentEnv(
@@ -214,6 +220,8 @@ def node_env(
             if model.download_floor_mbps > 0
             else AgentEnv.download_floor_window_s
         ),
+        vram_need_mib=vram_need_mib,
+        allow_partial_offload=model.allow_partial_offload,
     )
     always = ["run_id", "node_id", "stage_index", "layer_end_exclusive", "model_id"]
     if local is None:  # the hub's keys as the seed writes them, a revision when one is set

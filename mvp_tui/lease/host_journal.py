@@ -50,6 +50,7 @@ import msgspec
 import msgspec.structs
 
 from mvp_tui.config import Config
+from mvp_tui.node_protocol import OFFLOAD_ASKED, OffloadReport
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import Redact, clean_line
 
@@ -69,9 +70,53 @@ ANY_DATA_CENTER = "*"  # a RunPod host whose data center is not known (the type 
 REASON_CHARS = 600
 SHORT_CHARS = 120
 MAX_STAGES = 16
+MAX_DEVICES = 16  # model buffers kept per attempt (one per GPU, plus the host's)
 # Only the journal's tail is read: a journal that grew for years still loads in a moment,
 # and months of attempts fit (a line is a few hundred bytes).
 MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+class Offload(msgspec.Struct, frozen=True, kw_only=True):
+    """What the engine's own load log said it put on the node's GPUs (the agent's
+    `EngineOffload`): the layers offloaded of all, each device's model buffer (MiB), what
+    was asked (`-ngl 999`: "all", `--fit on`: "fit"), and whether the node took it as
+    proven (False: it failed the host, or `allow_partial_offload` let it serve)."""
+
+    asked: str
+    layers: int
+    total: int
+    buffers_mib: Mapping[str, float] = msgspec.field(default_factory=dict)
+    proven: bool = True
+
+    @classmethod
+    def from_report(cls, report: OffloadReport) -> Offload:
+        return cls(asked=report.asked, layers=report.layers, total=report.total,
+                   buffers_mib=dict(report.buffers_mib), proven=report.ok)
+
+    def summary(self) -> str:
+        """`33/33 layers · CUDA0 1,455 MiB` (the Bootstrap pane's words)."""
+        report = OffloadReport(self.layers, self.total, tuple(self.buffers_mib.items()),
+                               self.asked)
+        return report.summary() + ("" if self.proven else " (not proven)")
+
+
+def _offload(offload: Offload | None, redact: Redact | None = None) -> Offload | None:
+    """`offload` bounded and cleaned (written or read: the file may have been edited by
+    hand): known `asked`, counts ≥ 0, at most MAX_DEVICES finite buffers under clean names."""
+    if offload is None:
+        return None
+    return msgspec.structs.replace(
+        offload,
+        asked=offload.asked if offload.asked in OFFLOAD_ASKED else "?",
+        layers=max(0, offload.layers),
+        total=max(0, offload.total),
+        buffers_mib={
+            clean_line(name, 40, redact=redact): round(max(0.0, mib), 2)
+            for name, mib in [b for b in offload.buffers_mib.items() if math.isfinite(b[1])][
+                :MAX_DEVICES
+            ]
+        },
+    )
 
 
 class HostOutcome(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,6 +139,9 @@ class HostOutcome(msgspec.Struct, frozen=True, kw_only=True):
     blames_host: bool = True
     image: str = ""  # the container image it ran: a host that pulled it has it cached
     model: str = ""  # the model it served (`model_key`): learned ~ready is per model
+    # On a node with GPUs, what the engine's load log said it offloaded (None: no such
+    # record; a CPU node, or the attempt ended before its engine loaded).
+    offload: Offload | None = None
 
     @property
     def counts_against_host(self) -> bool:
@@ -246,6 +294,7 @@ class HostJournal:
             at=round(outcome.at, 3),
             stage_secs=_stages(outcome.stage_secs, self._redact),
             cost_usd=_finite(outcome.cost_usd, 6),
+            offload=_offload(outcome.offload, self._redact),
         )
         self._append_line(msgspec.json.encode(_cleaned(line, self._redact)))
 
@@ -438,4 +487,6 @@ def _from_json(line: bytes) -> HostOutcome | SpeedSample | None:
         outcome = _read_outcome(line)
     except (msgspec.MsgspecError, RecursionError):  # not JSON, not UTF-8, or not a line's shape
         return None
-    return _cleaned(msgspec.structs.replace(outcome, stage_secs=_stages(outcome.stage_secs)))
+    return _cleaned(msgspec.structs.replace(
+        outcome, stage_secs=_stages(outcome.stage_secs), offload=_offload(outcome.offload)
+    ))

@@ -26,6 +26,7 @@ from mvp_tui.node.engine import (
 from mvp_tui.node.frames import Emitter
 from mvp_tui.node.gate import Gate
 from mvp_tui.node.hub import DownloadError, hub_metadata
+from mvp_tui.node.offload import LOG_GRACE_S, OffloadLog, OffloadPlan, offload_plan, offload_problem
 from mvp_tui.node.prefetch import read_prefetch, stop_prefetch
 from mvp_tui.node.probe import probe_environment
 from mvp_tui.node.settings import (
@@ -63,6 +64,9 @@ class Agent:
         self.engine: Engine | None = None
         self.gate: Gate | None = None
         self._engine_key = ""  # the key the engine itself checks (llama-server, llama_cpp)
+        self.gpus: list[dict[str, Any]] = []  # what the probe found (nvidia-smi)
+        self.offload: OffloadPlan | None = None  # asked of llama-server on a node with GPUs
+        self.offload_log = OffloadLog()
 
     def run(self) -> int:
         s = self.settings
@@ -84,6 +88,7 @@ class Agent:
         """The node as found; an image without an engine fails here, before the model is
         downloaded, naming everything it lacks."""
         detail = probe_environment(settings)
+        self.gpus = list(detail["gpus"])
         if LACKS_ENGINE in detail["lacks"]:
             failure = no_engine()
             lacks = "; ".join(detail["lacks"])
@@ -246,6 +251,9 @@ class Agent:
             settings = copy.copy(self.settings)
             settings.engine_host, settings.engine_port = ENGINE_HOST, 0
         spec = engine_spec(settings, model, self._alias())
+        if spec.kind == "llama-server" and not settings.engine_cmd:  # a user's command is theirs
+            self.offload = offload_plan(self.gpus, settings.vram_need_mib, spec.argv[0])
+            spec.argv += list(self.offload.flags) if self.offload is not None else []
         if self.settings.api_key and spec.key_env:
             # Passed on purpose (the filter below drops *KEY* names), in the environment,
             # never argv: the engine checks the key too, so its private port is no way
@@ -253,11 +261,15 @@ class Agent:
             self._engine_key = self.settings.api_key
             spec.env[spec.key_env] = self._engine_key
         engine = Engine(spec, self.emitter, self.control)
+        engine.on_line = self.offload_log.feed if self.offload is not None else None
         self.engine = engine
         engine_env = {k: v for k, v in self.env.items() if not is_secret_name(k)}
         cwd = model.parent if model.parent.is_dir() else Path.cwd()
         pid = engine.start(engine_env, cwd)
-        return {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
+        detail = {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
+        if self.offload is not None:
+            detail["offload"] = {"asked": self.offload.asked, "why": self.offload.why}
+        return detail
 
     def _open_gate(self, engine: Engine) -> tuple[int, str]:
         """The port and URL clients use: the gate's once it listens, else the engine's."""
@@ -329,6 +341,7 @@ class Agent:
             if event is not None and event[0] == Control.ENGINE_EXIT:
                 raise self._engine_died(event[1], "before it was ready")
         load_ms = ms_since(started)
+        self._prove_offload()
         port, base_url = self._open_gate(engine)
         self._report_loaded(
             WEIGHTS_LOADED,
@@ -345,6 +358,36 @@ class Agent:
             else None,
         )
         return {"url": url, "load_ms": load_ms}
+
+    def _prove_offload(self) -> None:
+        """On a node with GPUs: what the engine's load log says it offloaded, reported; less
+        than asked, or no GPU device at all, fails this host (the run tries the next offer)
+        unless [model] allow_partial_offload makes it a warning."""
+        plan = self.offload
+        if plan is None:
+            return
+        log = self.offload_log
+        log.wait(LOG_GRACE_S)
+        problem = offload_problem(plan, log)
+        allowed = bool(problem) and self.settings.allow_partial_offload
+        self.emitter.offload(
+            asked=plan.asked, why=plan.why, layers=log.layers or 0, layers_total=log.total or 0,
+            buffers_mib=dict(log.buffers), gpus=[g.get("name", "") for g in self.gpus],
+            problem=problem, allowed=allowed,
+        )
+        if not problem:
+            return
+        if allowed:
+            self.emitter.notice(f"[model] allow_partial_offload = true: serving anyway; {problem}")
+            return
+        raise PhaseFailed(
+            f"GPU offload not proven: {problem}",
+            fix="this host is given up for the next offer; set [model] allow_partial_offload "
+            "= true to serve anyway, or choose an image whose llama-server is built with CUDA",
+            detail={"offload": {"layers": log.layers, "layers_total": log.total,
+                                "buffers_mib": dict(log.buffers), "asked": plan.asked}},
+            scope=SCOPE_HOST,
+        )
 
     def _report_loaded(self, kind: str, **fields: Any) -> None:
         """The engine serves: say so (a role may first check more, and raise PhaseFailed)."""

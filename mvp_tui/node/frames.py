@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from mvp_tui.node_protocol import (
+    ENGINE_OFFLOAD,
     NODE_AGENT_NOTICE,
     NODE_AGENT_PHASE,
     NODE_AGENT_PROGRESS,
@@ -87,6 +88,10 @@ class Emitter:
 
     def notice(self, message: str) -> None:
         self.frame(self.agent_channel, self._record(NODE_AGENT_NOTICE, message=message))
+
+    def offload(self, **fields: Any) -> None:
+        """What the engine's load log says it put on the GPUs (`EngineOffload`)."""
+        self.frame(self.agent_channel, self._record(ENGINE_OFFLOAD, **fields))
 
     def weights(self, kind: str, **fields: Any) -> None:
         self.frame(WEIGHTS_CHANNEL, self._record(kind, **fields))

@@ -19,6 +19,7 @@ from mvp_tui.node.agent import Agent
 from mvp_tui.node.control import Control, Interrupted, PhaseFailed, ms_since
 from mvp_tui.node.engine import Engine, EngineSpec, _die_with_parent_hook, pick_free_port
 from mvp_tui.node.frames import Emitter, clean_text
+from mvp_tui.node.offload import parse_buffer_line
 from mvp_tui.node.probe import probe_environment
 from mvp_tui.node.settings import (
     ENGINE_HOST,
@@ -53,9 +54,6 @@ RPC_BIN_FIX = (
 )
 RPC_PROBE_TIMEOUT_S = 1.0
 PLACEMENT_GRACE_S = 10.0  # how long the placement proof waits for the log reader to catch up
-# llama.cpp's load log: `load_tensors:   RPC0[127.0.0.1:50052] model buffer size = 12.3 MiB`
-# (one per device) and `CPU_Mapped model buffer size = …` for what stayed on the main node.
-_BUFFER_LINE = re.compile(r"(\S+?)(?:\[([^\]\s]+)\])? model buffer size =\s*([0-9.]+) MiB")
 
 
 class RoleSettings:
@@ -180,16 +178,6 @@ def rpc_reachable(endpoint: str, timeout: float = RPC_PROBE_TIMEOUT_S) -> bool:
             return True
     except OSError:
         return False
-
-
-def parse_buffer_line(text: str) -> tuple[str, float] | None:
-    """(device, MiB) from a `model buffer size` log line; the device of an RPC buffer is its
-    endpoint ("127.0.0.1:50052"), any other keeps its name ("CPU_Mapped")."""
-    match = _BUFFER_LINE.search(text)
-    if match is None:
-        return None
-    name, endpoint, mib = match.groups()
-    return (endpoint if endpoint and name.startswith("RPC") else name), float(mib)
 
 
 class RpcWorkerEngine(Engine):

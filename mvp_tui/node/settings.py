@@ -69,6 +69,8 @@ class Settings:
         self.engine_threads = read.engine_threads
         self.engine_cmd = read.engine_cmd
         self.engine_kind = read.engine_kind
+        self.vram_need_mib = read.vram_need_mib
+        self.allow_partial_offload = read.allow_partial_offload
         # Kept from the engine's environment (a *KEY* name) but for LLAMA_API_KEY, set on
         # purpose.
         self.api_key = read.api_key

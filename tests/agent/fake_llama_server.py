@@ -5,7 +5,12 @@ FAKE_LOADING_PROBES: how many /health probes get 503 first (-1: never ready).
 FAKE_READY_HINT_AFTER_S: instead, loading ends by itself that long after the server listens,
 and the server then says so on its log ("main: model loaded", as llama-server does).
 At start it prints one JSON line: its argv and the names of secret-looking env variables.
-FAKE_LOG_FILE: a file whose lines it prints next, as its own log (e.g. `-lv 4` debug lines).
+FAKE_LOG_FILE: a file whose lines it prints next, as its own log (e.g. `-lv 4` debug lines,
+or a recorded load log with its "offloaded N/M layers to GPU" line).
+`--help` prints the flags the agent looks for, as llama-server does; FAKE_NO_FIT=1: as a
+build from before `--fit` (2025) prints them; FAKE_NO_VERBOSITY=1: as one from before the
+2024 logging rework (no `-lv`). Such a build refuses the flag it lacks, as llama-server
+refuses any unknown argument.
 """
 
 from __future__ import annotations
@@ -52,7 +57,21 @@ class Handler(BaseHTTPRequestHandler):
         print("fake-llama-server: " + format % args, flush=True)
 
 
+HELP = "-ngl,  --gpu-layers, --n-gpu-layers N   max. number of layers to store in VRAM\n"
+VERBOSITY_HELP = "-lv,   --verbosity, --log-verbosity N   set the verbosity threshold\n"
+FIT_HELP = "-fit,  --fit [on|off]                   whether to adjust unset arguments to fit\n"
+
+
 def main() -> None:
+    lacks = {flag for flag, env in (("--fit", "FAKE_NO_FIT"), ("-lv", "FAKE_NO_VERBOSITY"))
+             if os.environ.get(env)}
+    if "--help" in sys.argv:
+        sys.stdout.write(HELP + ("" if "-lv" in lacks else VERBOSITY_HELP)
+                         + ("" if "--fit" in lacks else FIT_HELP))
+        return
+    for flag in lacks & set(sys.argv):
+        print(f"error: invalid argument: {flag}", file=sys.stderr, flush=True)
+        sys.exit(1)
     secret_names = [k for k in os.environ if any(p in k.upper() for p in ("KEY", "TOKEN"))]
     print(json.dumps({"argv": sys.argv[1:], "secret_env": secret_names}), flush=True)
     log_file = os.environ.get("FAKE_LOG_FILE")

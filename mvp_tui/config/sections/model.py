@@ -60,3 +60,12 @@ class ModelSection(Section):
         None, "context length; unset = the engine's default", env="MVP_MAX_CONTEXT",
         flag="--max-context", minimum=16, example=4096,
     )
+    allow_partial_offload: bool = key(
+        False,
+        (
+            "on a node with GPUs, serve even when llama-server's load log shows fewer layers on "
+            "the GPU than asked, or no CUDA device (a warning); false = that host fails and the "
+            "next offer is tried"
+        ),
+        env="MVP_ALLOW_PARTIAL_OFFLOAD", flag="--allow-partial-offload",
+    )
