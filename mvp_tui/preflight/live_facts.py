@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mvp_tui.node_protocol import is_gpu_buffer, offload_report
+
 Record = dict[str, Any]
 
 RENTED = ("vastai", "runpod")
@@ -146,15 +148,20 @@ def cuda_floor(seen: Seen) -> Verdict:
 
 
 def offload(seen: Seen) -> Verdict:
-    """The model's layers on the GPU, as the agent read them from the engine's log."""
-    if seen.abandoned("offload"):
-        return Mark.FAILED, "fewer layers were offloaded than asked"
-    records = seen.named("offload")
-    if records:
-        last = records[-1]
-        said = last.get("detail") or last.get("text") or last.get("offloaded")
-        return Mark.PROVEN, f"the engine reported its offload ({said})"
-    return _not("no offload record came from the agent")
+    """The model's layers on the GPU, as the agent read them from the engine's log (its
+    `EngineOffload` record: mvp_tui/node_protocol.py)."""
+    reports = [r for r in map(offload_report, seen.records) if r is not None]
+    if seen.abandoned("offload") or any(not r.ok and not r.allowed for r in reports):
+        return Mark.FAILED, "fewer layers were offloaded than asked, or none to a GPU"
+    if not reports:
+        return _not("no offload record came from the agent")
+    last = reports[-1]
+    if not any(is_gpu_buffer(name) for name, _ in last.buffers_mib):
+        return _not(f"the engine ran on no GPU ({last.summary()})")
+    if not last.ok:
+        return Mark.FAILED, f"a partial offload, allowed by [model] allow_partial_offload " \
+            f"({last.summary()})"
+    return Mark.PROVEN, f"the engine's log: {last.summary()}"
 
 
 # The facts, in the order printed: (name, judge).
