@@ -152,6 +152,26 @@ class LeaseStatus:
     started_at: float | None = None
     detail: str = ""
     data_center: str = ""  # RunPod: where the pod landed (the host memory's key)
+    # The provider says the container runs (RunPod: RUNNING), reachable or not yet: from
+    # then on its log shows whether the start command ran (`StartChecker`).
+    container_up: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StartCheck:
+    """What an instance's log says of its start command: ran (True), did not (False: the
+    image's own entrypoint ran instead; `problem` and `fix` say so), or cannot tell yet."""
+
+    ran: bool | None
+    problem: str = ""
+    fix: str = ""
+
+
+@runtime_checkable
+class StartChecker(Protocol):
+    """A provider that can tell from an instance's log whether its start command ran."""
+
+    async def start_check(self, provider_id: str) -> StartCheck: ...
 
 
 class DestroyOutcome(enum.Enum):

@@ -61,6 +61,16 @@ class WalkSettings:
     destroy_backoff_max_s: float = LeaseSection.destroy_backoff_secs * DESTROY_BACKOFF_GROWTH
     max_price_per_hour: float | None = LimitsSection.max_price_per_hour
     max_ambiguous_per_offer: int = 2
+    # Reads of an instance that fail in a row (the provider's API answers 5xx, or nothing)
+    # before the attempt ends with the API's last error instead of waiting out its budget
+    # (seed 003 `Wait::Failed`). Each read already carries the client's own retries.
+    read_failure_limit: int = 5
+    # Within this long after the container runs, its log is read for whether the start
+    # command ran (RunPod: the image's own entrypoint may run instead, which never gets
+    # SSH), every `start_check_every_s`, the first read that long after it runs (what the
+    # entrypoint prints comes at once; a read is a log stream held open briefly).
+    start_check_s: float = 60.0
+    start_check_every_s: float = 15.0
     label_prefix: str = LeaseSection.label_prefix
     # [lease] owner_tag; None = the tag kept in the state dir (`lease/identity.py`)
     owner_tag: str | None = LeaseSection.owner_tag
