@@ -533,14 +533,10 @@ class LeaseWalk:
         raise _Stop(WalkFailure.PROVIDER_ERROR, f"{end.reason} — {end.fix}")
 
     def _read_failed(self, provider_id: str, failures: int, last_error: str) -> _Abandon:
-        name = self.provider.info.name
-        return _Abandon(
-            f"the {name} API failed {failures} reads of lease {provider_id} in a row while "
-            f"it came up (last error: {last_error}); the lease was deleted rather than "
-            "waited for",
-            f"check the {name} status page and your network, then run again; `mvp-tui ls` "
-            "shows whether anything still bills",
+        reason, fix = walk_texts.api_failing(
+            self.provider.info.name, provider_id, failures, last_error
         )
+        return _Abandon(reason, fix)
 
     async def _check_start(self, provider_id: str) -> _Abandon | bool | None:
         """The instance's log on its start command (`StartChecker`): an end when the image's
