@@ -174,6 +174,29 @@ class StartChecker(Protocol):
     async def start_check(self, provider_id: str) -> StartCheck: ...
 
 
+@runtime_checkable
+class VramNeedUser(Protocol):
+    """A provider whose offer search can take the run's own VRAM need as its floor (RunPod
+    `auto` with no `min_vram_gb`: seed 003's `vram_floor_gb`)."""
+
+    vram_floor_key: str  # the config key that sets a floor of the user's own
+
+    @property
+    def wants_vram_need(self) -> bool:
+        """Whether the run's need would set the floor (no floor of the user's own)."""
+        ...
+
+    @property
+    def vram_floor_gb(self) -> int:
+        """The floor per GPU the next search keeps, in whole GB."""
+        ...
+
+    def use_vram_need(self, per_node_bytes: int | None) -> int:
+        """Take one node's need (the board's fit) as the floor, None: the provider's own
+        fallback (the need could not be read); returns the floor per GPU."""
+        ...
+
+
 class DestroyOutcome(enum.Enum):
     ACCEPTED = "accepted"  # the provider took the request; confirm by listing
     GONE = "gone"  # it did not exist (404 / not found): nothing bills

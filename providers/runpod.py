@@ -417,20 +417,25 @@ class RunPodProvider(ProviderBase):
 
     # -- auto's VRAM floor (seed 003 `vram_floor_gb`) ---------------------------------------
 
+    vram_floor_key = "[runpod] min_vram_gb"
+
     @property
     def wants_vram_need(self) -> bool:
         """Whether the run's VRAM need sets the floor: `auto` with no min_vram_gb set."""
         return not self.settings.gpu_types and self.settings.min_vram_gb is None
 
-    def use_vram_need(self, per_node_bytes: int) -> int:
+    def use_vram_need(self, per_node_bytes: int | None) -> int:
         """The run's need per pod (the board's fit: weights, cache and margin) as auto's floor
         per GPU, in whole GB as the catalog's `memory`; the next search and every catalog
-        re-read of the walk keep it. Returns the floor."""
+        re-read of the walk keep it. None (unread, e.g. another model's that the hub did not
+        give): FALLBACK_MIN_VRAM_GB again. Returns the floor."""
         count = max(1, self.settings.gpu_count)
-        self._need_gb = max(1, math.ceil(per_node_bytes / count / GIB))
+        self._need_gb = (
+            None if per_node_bytes is None else max(1, math.ceil(per_node_bytes / count / GIB))
+        )
         if self._policy.auto:
             self._policy = dataclasses.replace(self._policy, min_vram_gb=self.vram_floor_gb)
-        return self._need_gb
+        return self.vram_floor_gb
 
     @property
     def vram_floor_gb(self) -> int:

@@ -126,7 +126,7 @@ class RunpodSection(Section):
             "a RunPod pod template whose container start command is mvp-tui's boot command "
             "(`python -m mvp_tui.providers.runpod_boot` prints it): pods are created from it "
             "and the create sends no `args`; unset = the start command goes in `args` (see "
-            "docs/providers.md, RunPod's start command)"
+            "docs/providers/runpod.md, \"The start command\")"
         ),
         env="MVP_RUNPOD_TEMPLATE_ID", flag="--runpod-template-id", example="30zmvf89kd",
     )
