@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,8 @@ class WalkSettings:
     onstart: str | None = None
     ssh_public_key: str | None = None
     sleep: Sleep = asyncio.sleep
+    # The ready wait's clock: tests pair it with `sleep` to run the wait on fake time.
+    monotonic: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         check_prefix(self.label_prefix)

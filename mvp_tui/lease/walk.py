@@ -553,7 +553,7 @@ class LeaseWalk:
         (`_Abandon`: why no other offer would do better either)."""
         s = self.settings
         provider_id = lease.provider_id or ""
-        started = time.monotonic()
+        started = s.monotonic()
         last_raw: str | None = None
         last_error = ""
         failures = 0  # reads failed in a row
@@ -570,7 +570,7 @@ class LeaseWalk:
                     return self._read_failed(provider_id, failures, last_error)
             else:
                 failures = 0
-                now = time.monotonic()
+                now = s.monotonic()
                 if status.container_up and next_check is None:
                     next_check, last_check = now + s.start_check_every_s, now + s.start_check_s
                 due = next_check is not None and next_check <= now <= last_check
@@ -596,10 +596,10 @@ class LeaseWalk:
                             run_id=self.run_id,
                             provider_id=provider_id,
                             raw_state=raw,
-                            waited_s=round(time.monotonic() - started, 3),
+                            waited_s=round(s.monotonic() - started, 3),
                         )
                     )
-            if time.monotonic() - started >= s.ready_timeout_s:
+            if s.monotonic() - started >= s.ready_timeout_s:
                 last = last_raw or "never answered"
                 why = f"; last error: {last_error}" if last_error else ""
                 return (

@@ -447,6 +447,9 @@ class FakeRunPod:
                 "id": template_id, "name": f"template {template_id}", "image": image,
                 "args": args, "disk": 50, "ports": list(ports), "env": dict(env or {}),
                 "serverless": serverless, "startSsh": False, "startJupyter": False,
+                # The rest of the document's required Template fields.
+                "mounts": {}, "registry": None, "public": False, "category": "NVIDIA",
+                "allowedCudaVersions": [],
             }
             return template_id
 

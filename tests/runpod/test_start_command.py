@@ -5,6 +5,7 @@ once, deleted, with the cause and the fix named, not after the SSH budget."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure
 from mvp_tui.lease import events as ev
+from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import CreateRequest, Outcome, SelectionPolicy
 from mvp_tui.providers.runpod import USER_AGENT
 from mvp_tui.providers.runpod_boot import BOOT_MARKER, pod_args, pod_command
@@ -161,3 +163,51 @@ async def test_a_pod_running_the_images_entrypoint_is_ended_within_a_minute(
     assert reads, "the start check reads the container log"
     record = json.loads(next((tmp_path / "state").rglob("*.json")).read_text())
     assert all(lease["state"] == "deleted" for lease in record["leases"])
+
+
+class FakeTime:
+    """The walk's clock and sleep on fake time: a sleep moves the clock, never waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+async def test_with_the_default_schedule_the_pod_ends_within_its_first_minute(
+    fake: FakeRunPod, tmp_path: Path
+) -> None:
+    """The shipped schedule (a poll every 5 s, the log read 15 s after RUNNING, then every
+    15 s) on fake time: the attempt ends within 60 s of the first RUNNING read, while the
+    SSH budget (600 s) is far from spent."""
+    fake.args_reach_entrypoint = True
+    fake.provisioning_polls = 3  # PROVISIONING for a while first: the minute is RUNNING's
+    clock = FakeTime()
+    defaults = WalkSettings()
+    assert (defaults.start_check_every_s, defaults.start_check_s) == (15.0, 60.0)
+    settings = fast_settings(
+        image=LLAMA_IMAGE, ready_timeout_s=10 * MINUTE_S, poll_interval_s=5.0,
+        start_check_s=defaults.start_check_s, start_check_every_s=defaults.start_check_every_s,
+        sleep=clock.sleep, monotonic=clock.monotonic,
+    )
+    provider = make_provider(fake, probe_ssh_banner=True)
+    store, sink = RecordStore(tmp_path / "state"), RecordingSink()
+    try:
+        offers = await provider.search_offers(POLICY)
+        walk = LeaseWalk(provider, store, sink, settings, run_id="r-5a7c0002")
+        started = clock.now
+        result = await walk.run(offers)
+    finally:
+        await provider.aclose()
+    assert result.failure is WalkFailure.PROVIDER_ERROR, result.reason
+    assert "image's own entrypoint" in result.reason
+    running = [e for e in sink.of(ev.LeasePending) if e.raw_state.startswith("RUNNING")]
+    assert running, [e.raw_state for e in sink.of(ev.LeasePending)]
+    ran_for = clock.now - started - running[0].waited_s
+    assert 15.0 <= ran_for <= MINUTE_S, f"ended {ran_for:.0f} s (fake) after RUNNING"
+    assert fake.pods() == [] and len(fake.deleted()) == 1
