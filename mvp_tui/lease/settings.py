@@ -66,10 +66,11 @@ class WalkSettings:
     # before the attempt ends with the API's last error instead of waiting out its budget
     # (seed 003 `Wait::Failed`). Each read already carries the client's own retries.
     read_failure_limit: int = 5
-    # Within this long after the container runs, its log is read for whether the start
-    # command ran (RunPod: the image's own entrypoint may run instead, which never gets
-    # SSH), every `start_check_every_s`, the first read that long after it runs (what the
-    # entrypoint prints comes at once; a read is a log stream held open briefly).
+    # Once the container runs, its log is read for whether the start command ran (RunPod:
+    # the image's own entrypoint may run instead, which never gets SSH): every
+    # `start_check_every_s` within `start_check_s` of it (the first read that long after
+    # it: what the entrypoint prints comes at once), then every `start_check_s` (an image
+    # still pulling prints later), until the log shows the start command or SSH answers.
     start_check_s: float = 60.0
     start_check_every_s: float = 15.0
     label_prefix: str = LeaseSection.label_prefix

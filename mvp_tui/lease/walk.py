@@ -558,7 +558,7 @@ class LeaseWalk:
         last_error = ""
         failures = 0  # reads failed in a row
         next_check: float | None = None  # when the log is read next (once the container runs)
-        last_check = 0.0
+        often_until = 0.0  # the end of RUNNING's first minute, when reads come more often
         start_known = False  # the log said the start command ran
         while True:
             try:
@@ -572,10 +572,13 @@ class LeaseWalk:
                 failures = 0
                 now = s.monotonic()
                 if status.container_up and next_check is None:
-                    next_check, last_check = now + s.start_check_every_s, now + s.start_check_s
-                due = next_check is not None and next_check <= now <= last_check
+                    next_check, often_until = now + s.start_check_every_s, now + s.start_check_s
+                due = next_check is not None and next_check <= now
                 if due and not start_known and not status.ssh:
-                    next_check = now + s.start_check_every_s
+                    # Then once a start_check_s: RunPod says RUNNING while the image may
+                    # still be pulling, so its entrypoint may speak later (runpod.md §0.4).
+                    later = now >= often_until
+                    next_check = now + (s.start_check_s if later else s.start_check_every_s)
                     verdict = await self._check_start(provider_id)
                     if isinstance(verdict, _Abandon):
                         return verdict

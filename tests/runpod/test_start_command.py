@@ -211,3 +211,50 @@ async def test_with_the_default_schedule_the_pod_ends_within_its_first_minute(
     ran_for = clock.now - started - running[0].waited_s
     assert 15.0 <= ran_for <= MINUTE_S, f"ended {ran_for:.0f} s (fake) after RUNNING"
     assert fake.pods() == [] and len(fake.deleted()) == 1
+
+
+class LatePull(FakeTime):
+    """RunPod says RUNNING while the image still pulls (runpod.md §0.4): the entrypoint's
+    usage reaches the pod's log only `after_s` (fake) after the create."""
+
+    def __init__(self, fake: FakeRunPod, after_s: float) -> None:
+        super().__init__()
+        self.fake, self.at = fake, self.now + after_s
+        self.held: dict[str, list[tuple[str, str]]] = {}
+
+    async def sleep(self, seconds: float) -> None:
+        with self.fake._lock:
+            logs = self.fake._pod_logs
+            for pod_id in [p for p in logs if p not in self.held]:
+                self.held[pod_id], logs[pod_id] = logs[pod_id], []
+            if self.now + seconds >= self.at:
+                for pod_id, lines in self.held.items():
+                    logs[pod_id] = lines
+        await super().sleep(seconds)
+
+
+async def test_an_entrypoint_that_speaks_after_the_first_minute_still_ends_the_pod(
+    fake: FakeRunPod, tmp_path: Path
+) -> None:
+    """The usage comes 3 minutes (fake) after the create: the log is read again once a
+    minute after RUNNING's first, so the pod ends soon after, not at the SSH budget."""
+    fake.args_reach_entrypoint = True
+    clock = LatePull(fake, after_s=3 * MINUTE_S)
+    settings = fast_settings(
+        image=LLAMA_IMAGE, ready_timeout_s=10 * MINUTE_S, poll_interval_s=5.0,
+        sleep=clock.sleep, monotonic=clock.monotonic,
+    )
+    provider = make_provider(fake, probe_ssh_banner=True)
+    store, sink = RecordStore(tmp_path / "state"), RecordingSink()
+    try:
+        offers = await provider.search_offers(POLICY)
+        walk = LeaseWalk(provider, store, sink, settings, run_id="r-5a7c0003")
+        started = clock.now
+        result = await walk.run(offers)
+    finally:
+        await provider.aclose()
+    assert result.failure is WalkFailure.PROVIDER_ERROR, result.reason
+    assert "image's own entrypoint" in result.reason
+    took = clock.now - started
+    assert 3 * MINUTE_S <= took <= 4 * MINUTE_S + 10, f"ended {took:.0f} s (fake) after create"
+    assert len(fake.create_requests()) == 1 and fake.pods() == []
