@@ -219,17 +219,19 @@ class RunEngine:
         from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
 
         nodes = self.config.settings.runtime.nodes
-        key = (self.settings.model, nodes)
-        if self._need is not None and self._need[0] == key:
-            return self._need[1]
-        need = await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
-        self._need = (key, need)
-        return need
+        return await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
+
+    async def _model_need_once(self) -> ModelNeed:
+        """`model_need`, read once per model (every offer search asks for it)."""
+        key = (self.settings.model, self.config.settings.runtime.nodes)
+        if self._need is None or self._need[0] != key:
+            self._need = (key, await self.model_need())
+        return self._need[1]
 
     async def search_offers(self, limit: int = 64) -> list[Offer]:
         """The provider's offers; a provider that takes the run's VRAM need as its floor
         (RunPod `auto`) gets it first (`vram_floor.py`)."""
-        said = await floor_from_need(self.provider, self.model_need)
+        said = await floor_from_need(self.provider, self._model_need_once)
         if said is not None and said != self.vram_floor_said:
             self.vram_floor_said = said
             self.log(said)
