@@ -152,6 +152,49 @@ class LeaseStatus:
     started_at: float | None = None
     detail: str = ""
     data_center: str = ""  # RunPod: where the pod landed (the host memory's key)
+    # The provider says the container runs (RunPod: RUNNING), reachable or not yet: from
+    # then on its log shows whether the start command ran (`StartChecker`).
+    container_up: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StartCheck:
+    """What an instance's log says of its start command: ran (True), did not (False: the
+    image's own entrypoint ran instead; `problem` and `fix` say so), or cannot tell yet."""
+
+    ran: bool | None
+    problem: str = ""
+    fix: str = ""
+
+
+@runtime_checkable
+class StartChecker(Protocol):
+    """A provider that can tell from an instance's log whether its start command ran."""
+
+    async def start_check(self, provider_id: str) -> StartCheck: ...
+
+
+@runtime_checkable
+class VramNeedUser(Protocol):
+    """A provider whose offer search can take the run's own VRAM need as its floor (RunPod
+    `auto` with no `min_vram_gb`: seed 003's `vram_floor_gb`)."""
+
+    vram_floor_key: str  # the config key that sets a floor of the user's own
+
+    @property
+    def wants_vram_need(self) -> bool:
+        """Whether the run's need would set the floor (no floor of the user's own)."""
+        ...
+
+    @property
+    def vram_floor_gb(self) -> int:
+        """The floor per GPU the next search keeps, in whole GB."""
+        ...
+
+    def use_vram_need(self, per_node_bytes: int | None) -> int:
+        """Take one node's need (the board's fit) as the floor, None: the provider's own
+        fallback (the need could not be read); returns the floor per GPU."""
+        ...
 
 
 class DestroyOutcome(enum.Enum):

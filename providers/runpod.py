@@ -31,6 +31,7 @@ import base64
 import contextlib
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,11 @@ from urllib.parse import quote
 import httpx
 
 from mvp_tui import __version__
-from mvp_tui.config.sections.runpod import DEFAULT_MIN_CUDA_VERSION, RunpodSection
+from mvp_tui.config.sections.runpod import (
+    DEFAULT_MIN_CUDA_VERSION,
+    FALLBACK_MIN_VRAM_GB,
+    RunpodSection,
+)
 from mvp_tui.node_protocol import api_url_env
 from mvp_tui.providers import runpod_logs, runpod_secrets, runpod_volumes
 from mvp_tui.providers.base import (
@@ -61,6 +66,7 @@ from mvp_tui.providers.base import (
     SecretOutcome,
     SelectionPolicy,
     SshEndpoint,
+    StartCheck,
     StoredSecret,
 )
 from mvp_tui.providers.marketplace_http import (
@@ -71,7 +77,7 @@ from mvp_tui.providers.marketplace_http import (
     checked_api_url,
     ensure_account_key,
 )
-from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_args
+from mvp_tui.providers.runpod_boot import BOOT_MARKER, HOST_KEY_ENV, pod_args
 from mvp_tui.providers.runpod_catalog import (
     CLOUDS,
     PROVIDER_NAME,
@@ -99,6 +105,11 @@ _DETAIL_CHARS = 300
 _HEAD_BYTES = _DETAIL_CHARS * 4 + 1024
 _MAX_LIST_PAGES = 100
 _BANNER_TIMEOUT_S = 3.0
+GIB = 1024**3
+# The start check reads the pod's container log briefly: its backfill is all it needs.
+_START_LOG_LINES = 100
+_START_LOG_TOTAL_S = 3.0
+PRINT_START_COMMAND = "python -m mvp_tui.providers.runpod_boot"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAPACITY = ("no longer any instances", "no instances", "not enough", "could not be placed")
 _PENDING = {"PROVISIONING", "STARTING", "CREATED", "RESTARTING"}
@@ -138,13 +149,17 @@ class RunPodSettings:
         "gpu_count": "runpod.gpu_count",
         "min_vram_gb": "runpod.min_vram_gb",
         "container_disk_gb": "runpod.container_disk_gb",
+        "template_id": "runpod.template_id",
     }
 
     gpu_types: tuple[str, ...] = RunpodSection.gpu_types  # in the user's order; empty = auto
     cloud: str = RunpodSection.cloud  # SECURE | COMMUNITY | ALL
     gpu_count: int = RunpodSection.gpu_count
-    min_vram_gb: int = RunpodSection.min_vram_gb
+    # auto's VRAM floor per GPU; None: the run's own need (`use_vram_need`), else
+    # FALLBACK_MIN_VRAM_GB
+    min_vram_gb: int | None = RunpodSection.min_vram_gb
     container_disk_gb: int = RunpodSection.container_disk_gb
+    template_id: str | None = RunpodSection.template_id  # the start command's template
     # [runpod] min_cuda_version (unset: DEFAULT_MIN_CUDA_VERSION); None: any host.
     min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION
     max_out_of_stock: int = 3
@@ -161,6 +176,7 @@ class RunPodSettings:
             gpu_count=runpod.gpu_count,
             min_vram_gb=runpod.min_vram_gb,
             container_disk_gb=runpod.container_disk_gb,
+            template_id=(runpod.template_id or "").strip() or None,
             min_cuda_version=runpod.min_cuda_version or DEFAULT_MIN_CUDA_VERSION,
             volume=VolumeSettings.from_section(runpod),
         )
@@ -325,6 +341,7 @@ def lease_status(row: Mapping[str, Any], user: str, redact: Redact) -> LeaseStat
         started_at=_timestamp(row.get("startedAt")) or _timestamp(row.get("createdAt")),
         detail=detail,
         data_center=clean_line(center, 64, redact=redact) if isinstance(center, str) else "",
+        container_up=status == "RUNNING",
     )
 
 
@@ -392,10 +409,41 @@ class RunPodProvider(ProviderBase):
         self.last_reorder_error: str | None = None  # why the last catalog re-read failed
         self._policy = WalkPolicy()
         self._host_keys: dict[str, str] = {}  # label → private host key, base64 (secret)
+        self._need_gb: int | None = None  # the run's VRAM need per GPU (`use_vram_need`)
         self._secret_names: dict[str, str] = {}  # label → the stored secret holding its key
 
     def __repr__(self) -> str:
         return f"RunPodProvider(api_url={self._api_url!r}, cloud={self.settings.cloud!r})"
+
+    # -- auto's VRAM floor (seed 003 `vram_floor_gb`) ---------------------------------------
+
+    vram_floor_key = "[runpod] min_vram_gb"
+
+    @property
+    def wants_vram_need(self) -> bool:
+        """Whether the run's VRAM need sets the floor: `auto` with no min_vram_gb set."""
+        return not self.settings.gpu_types and self.settings.min_vram_gb is None
+
+    def use_vram_need(self, per_node_bytes: int | None) -> int:
+        """The run's need per pod (the board's fit: weights, cache and margin) as auto's floor
+        per GPU, in whole GB as the catalog's `memory`; the next search and every catalog
+        re-read of the walk keep it. None (unread, e.g. another model's that the hub did not
+        give): FALLBACK_MIN_VRAM_GB again. Returns the floor."""
+        count = max(1, self.settings.gpu_count)
+        self._need_gb = (
+            None if per_node_bytes is None else max(1, math.ceil(per_node_bytes / count / GIB))
+        )
+        if self._policy.auto:
+            self._policy = dataclasses.replace(self._policy, min_vram_gb=self.vram_floor_gb)
+        return self.vram_floor_gb
+
+    @property
+    def vram_floor_gb(self) -> int:
+        """auto's VRAM floor per GPU: min_vram_gb when set, else the run's need, else
+        FALLBACK_MIN_VRAM_GB (the need could not be read)."""
+        if self.settings.min_vram_gb is not None:
+            return self.settings.min_vram_gb
+        return self._need_gb if self._need_gb is not None else FALLBACK_MIN_VRAM_GB
 
     def add_secret(self, secret: str) -> None:
         """Another secret this client must never show (e.g. a host key sent in a pod's env)."""
@@ -534,7 +582,7 @@ class RunPodProvider(ProviderBase):
         self._policy = WalkPolicy(
             gpu_types=s.gpu_types,
             gpu_count=s.gpu_count,
-            min_vram_gb=s.min_vram_gb,
+            min_vram_gb=self.vram_floor_gb,
             max_price_per_hour=policy.max_price_per_hour,
             max_out_of_stock=s.max_out_of_stock,
         )
@@ -602,12 +650,20 @@ class RunPodProvider(ProviderBase):
             "ports": [SSH_PORT],
             "env": env,
             "disk": max(1, self.settings.container_disk_gb),
-            # Our own start command runs sshd with the pinned host key (runpod_boot.py), in
-            # the document's one start field; startSsh would only inject the account's keys,
-            # which PUBLIC_KEY already carries.
+            # Our own start command runs sshd with the pinned host key (runpod_boot.py);
+            # startSsh would only inject the account's keys, which PUBLIC_KEY already carries.
             "startSsh": False,
-            "args": pod_args(),
         }
+        template = self.settings.template_id
+        if template:
+            # The template's start command is ours in the documented JSON form; body fields
+            # override the template's (CreatePodRequest.templateId), so no `args` goes with
+            # it, while the image stays the configured one (its CUDA floor is sent above).
+            body["templateId"] = template
+        else:
+            # The document's one start field; whether v2 reads the JSON form there is
+            # unverified (runpod_boot.py): the walk's start check catches a pod that did not.
+            body["args"] = pod_args()
         if data_centers:
             body["dataCenterIds"] = list(data_centers)
         if self.volume is not None:  # the model cache: mounted, so the pod lives beside it
@@ -774,6 +830,40 @@ class RunPodProvider(ProviderBase):
                 f"RunPod did not give pod {clean_line(provider_id, 60)}'s logs: {why}",
                 fix="none needed: the delete goes on without them",
             ) from None
+
+    async def start_check(self, provider_id: str) -> StartCheck:
+        """Whether the pod's start command ran, from its container log (`start_verdict`);
+        unknown (`ran=None`) while the log tells neither or cannot be read."""
+        try:
+            lines = await runpod_logs.read_tail(
+                self._http.stream_client, _pod_path(provider_id), _START_LOG_LINES,
+                self._redact, total_s=_START_LOG_TOTAL_S, source="container",
+            )
+        except httpx.HTTPError:
+            return StartCheck(None)
+        ran, usage = runpod_logs.start_verdict(lines)
+        if ran is not False:
+            return StartCheck(ran)
+        template = self.settings.template_id
+        route = (
+            f"template {clean_line(template, 60)!r}'s container start command"
+            if template
+            else "the start command sent in the create's `args`"
+        )
+        problem = (
+            f"RunPod pod {clean_line(provider_id, 60)} ran its image's own entrypoint, not "
+            f"{route}: its log has no {BOOT_MARKER} line and shows the "
+            f"entrypoint's usage ({clean_line(usage, 80)!r}), so it will never get SSH"
+        )
+        fix = (
+            f"make template {clean_line(template, 60)!r}'s container start command the text "
+            f"`{PRINT_START_COMMAND}` prints (this mvp-tui version's)"
+            if template
+            else "set [runpod] template_id (env MVP_RUNPOD_TEMPLATE_ID) to a RunPod template "
+            f"whose container start command is the text `{PRINT_START_COMMAND}` prints "
+            "(docs/providers/runpod.md, \"The start command\")"
+        )
+        return StartCheck(False, problem, fix)
 
     async def destroy(self, provider_id: str) -> DestroyResult:
         """`DELETE /pods/{id}`: 204 → ACCEPTED (the caller confirms with `get`), a RunPod 404

@@ -1,5 +1,6 @@
 """A pod's last log lines: `GET /v2/pods/{id}/logs?tail=N` (getPodLogs in RunPod's v2 OpenAPI
-document), read before the pod is deleted, since RunPod drops its logs with it (seed 003).
+document), read before the pod is deleted, since RunPod drops its logs with it (seed 003),
+and in the first minute after RUNNING, to see whether the start command ran (`start_verdict`).
 
 The answer is a Server-Sent Events stream that stays open: the backfill of `tail` lines comes
 first, then live lines. Each event's `data:` is `{"source", "line", "ts"}`. The read stops
@@ -12,15 +13,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Iterable
 
 import httpx
 
+from mvp_tui.providers.runpod_boot import BOOT_MARKER
 from mvp_tui.untrusted import Redact, clean_line
 
 IDLE_S = 0.5
 TOTAL_S = 4.0
 LINE_CHARS = 500
+# The first lines llama.cpp's images print when their entrypoint (`/app/tools.sh`, from
+# llama.cpp's .devops/tools.sh) is handed arguments it does not know, as it is when RunPod
+# passes the start command to it as arguments: `echo "Unknown command: $arg1"`, then
+# `echo "Available commands: "` and the list (`--run (-r)`, `--server (-s)`, …).
+ENTRYPOINT_USAGE = ("Unknown command:", "Available commands:")
+_SOURCE_PREFIX = re.compile(r"^\[[a-z]+\] ")
+
+
+def start_verdict(lines: Iterable[str]) -> tuple[bool | None, str]:
+    """Whether the start command ran, from a pod's container log lines (`read_tail`'s, the
+    `[source] ` prefix allowed): True at a boot line (`BOOT_MARKER` first on its line: the
+    usage text quotes the whole start command, marker and all, but never starts with it),
+    False with the first usage line when the image's own entrypoint printed its usage and no
+    boot line came, None when the log tells neither (yet)."""
+    usage = ""
+    for line in lines:
+        text = _SOURCE_PREFIX.sub("", line, count=1).lstrip()
+        if text.startswith(BOOT_MARKER):
+            return True, ""
+        if not usage and text.startswith(ENTRYPOINT_USAGE):
+            usage = text
+    return (False, usage) if usage else (None, "")
 
 
 def event_line(data: str) -> str | None:
@@ -52,15 +77,20 @@ async def read_tail(
     *,
     idle_s: float = IDLE_S,
     total_s: float = TOTAL_S,
+    source: str | None = None,
 ) -> list[str]:
     """Up to `lines` of the pod's last log lines, oldest first; [] when there are none or
-    the API does not answer 200 (a best-effort read never raises for an HTTP answer)."""
+    the API does not answer 200 (a best-effort read never raises for an HTTP answer).
+    `source`: `container` or `system` only (the document's LogSource); None: both."""
     kept: list[str] = []
     headers = {"Accept": "text/event-stream"}
+    params: dict[str, str | int] = {"tail": lines}
+    if source is not None:
+        params["source"] = source
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(total_s):
             async with client.stream(
-                "GET", f"{path}/logs", params={"tail": lines}, headers=headers
+                "GET", f"{path}/logs", params=params, headers=headers
             ) as response:
                 if response.status_code != 200:
                     return []

@@ -25,7 +25,7 @@ from mvp_tui.lease.host_journal import (
     host_key,
     load_memory,
 )
-from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.providers.base import Offer, ProviderError, VramNeedUser
 from mvp_tui.untrusted import clean_line
 
 COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "tok/s", "$/Mtok", "~ready", "$/GiB·h",
@@ -65,8 +65,10 @@ def render_table(
     )
 
 
-async def _search(config: Config, limit: int) -> list[Offer]:
+async def _search(config: Config, limit: int, need: ModelNeed | None) -> list[Offer]:
     provider = build_provider(config)
+    if need is not None and isinstance(provider, VramNeedUser) and provider.wants_vram_need:
+        provider.use_vram_need(need.per_node_bytes)  # as `up` searches (engine/vram_floor.py)
     try:
         offers = await provider.search_offers(selection_policy(config, limit))
     finally:
@@ -105,15 +107,15 @@ async def _need(config: Config) -> tuple[ModelNeed | None, str]:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
+    need, why = asyncio.run(_need(config))
     try:
-        offers = asyncio.run(_search(config, max(1, args.limit)))
+        offers = asyncio.run(_search(config, max(1, args.limit), need))
     except ProviderError as exc:  # the provider cannot be asked: say why, no traceback
         print(f"mvp-tui: {clean_line(str(exc), 600)}", file=sys.stderr)
         return int(ExitCode.RUN_FAILED)
     now = time.time()
     memory = load_memory(config, now)
     offers = memory.order(offers)  # the order `up --headless` tries them in
-    need, why = asyncio.run(_need(config))
     outlook = outlook_for(need, image=config.node_image()[0],
                           image_gb=config.settings.image.size_gb,
                           has_image=memory.has_image, learned=memory.learned,

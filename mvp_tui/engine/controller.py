@@ -276,10 +276,13 @@ class RunController:
             engine.serving.pause_prompts()  # queued prompts wait for the next node
         self._set_state(RunState.BRINGING_UP)
         if not await engine.attempts.discard_attempt(failure):
+            # A run-wide cause has its own fix (the provider's API down: its status page).
+            then = f"; then {failure.fix}" if failure.scope is FailureScope.RUN else ""
             raise RunFailed(
                 f"the failed host's lease could not be confirmed deleted and may still bill; "
                 f"no other lease is made ({failure.reason})",
-                f"retry with `mvp-tui down {engine.run_id}` or check the provider's console",
+                f"retry with `mvp-tui down {engine.run_id}` or check the provider's console"
+                + then,
             )
         if failure.scope is FailureScope.RUN:
             raise RunFailed(failure.reason, failure.fix)

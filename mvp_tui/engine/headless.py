@@ -378,8 +378,9 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
             )
     if not offers:
         where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
+        floor = f" ({engine.vram_floor_said})" if engine.vram_floor_said else ""
         raise RunFailed(
-            f"no {engine.config.provider} offer matches the policy; loosen {where} or "
+            f"no {engine.config.provider} offer matches the policy{floor}; loosen {where} or "
             "[limits] max_price_per_hour"
         )
     return offers

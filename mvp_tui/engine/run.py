@@ -49,6 +49,7 @@ from mvp_tui.engine.run_lease import Leasing
 from mvp_tui.engine.run_serve import Serving
 from mvp_tui.engine.run_teardown import Teardown
 from mvp_tui.engine.settings import RunSettings
+from mvp_tui.engine.vram_floor import floor_from_need
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.lease.records import LeaseRecord
@@ -108,6 +109,10 @@ class RunEngine:
         self.attempts = Attempts(ctx, self.leases, self.link, self.verdicts, self.attempt)
         self.leasing = Leasing(ctx, self.leases, self.cluster, self.link)
         self._flusher: asyncio.Task[None] | None = None
+        # The model's need as last read, with what it was read for (the picker changes it).
+        self._need: tuple[tuple[object, int], ModelNeed] | None = None
+        # The VRAM floor's line (`vram_floor.py`), logged once per change.
+        self.vram_floor_said: str | None = None
         describe_run(ctx)
 
     # -- what changes over a run, read from its owner -------------------------------------
@@ -218,7 +223,20 @@ class RunEngine:
         self.ctx.note_vram_need(need.per_node_mib)  # the node's -ngl follows the fit
         return need
 
+    async def _model_need_once(self) -> ModelNeed:
+        """`model_need`, read once per model (every offer search asks for it)."""
+        key = (self.settings.model, self.config.settings.runtime.nodes)
+        if self._need is None or self._need[0] != key:
+            self._need = (key, await self.model_need())
+        return self._need[1]
+
     async def search_offers(self, limit: int = 64) -> list[Offer]:
+        """The provider's offers; a provider that takes the run's VRAM need as its floor
+        (RunPod `auto`) gets it first (`vram_floor.py`)."""
+        said = await floor_from_need(self.provider, self._model_need_once)
+        if said is not None and said != self.vram_floor_said:
+            self.vram_floor_said = said
+            self.log(said)
         policy = dataclasses.replace(self.settings.policy, limit=limit)
         offers = await self.provider.search_offers(policy)
         skipped = len(self.provider.last_skipped)

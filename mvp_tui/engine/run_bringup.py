@@ -42,6 +42,7 @@ from mvp_tui.lease.endpoint_record import (
 )
 from mvp_tui.lease.port_owner import port_owner
 from mvp_tui.lease.records import AgentLogMark, LeaseRecord
+from mvp_tui.lease.walk_texts import api_failing
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
 from mvp_tui.providers.base import LeaseState, ProviderError
 from mvp_tui.providers.vast_host_key import (
@@ -119,7 +120,7 @@ class NodeLink:
                                   stage=Stage.ENGINE.value, budget_s=round(timeout, 1)))
         try:
             async with asyncio.timeout(timeout):
-                await unless(self._start_node(lease), self.watch_lease())
+                await unless(self._start_node(lease), self.watch_lease(bringing_up=True))
         except TimeoutError:
             unreached = self.attempt.stage is Stage.SSH  # its sshd never let us in
             kind = "ssh_unreachable" if unreached else "not_ready"
@@ -212,21 +213,29 @@ class NodeLink:
         else:
             await self._until_ready_or_exit()
 
-    async def watch_lease(self) -> None:
+    async def watch_lease(self, *, bringing_up: bool = False) -> None:
         """Returns only by raising `AttemptFailed` when the provider says the lease's
         instance exited, stopped or is gone (polled at the provider's poll interval); waits
-        for ever on a provider that does not bill (a local child is watched as a process)."""
+        for ever on a provider that does not bill (a local child is watched as a process).
+        While `bringing_up`, reads failing `read_failure_limit` times in a row end the
+        attempt too (a serving node is not given up for an API outage)."""
         lease = self.leases.lease_record
         if lease is None or not lease.provider_id or not self.ctx.provider.info.billing:
             await asyncio.Event().wait()
             return
         walk = self.ctx.walk_settings()  # its sleep too (tests and benches time it)
+        failures = 0
         while True:
             await walk.sleep(walk.poll_interval_s)
             try:
                 status = await self.ctx.provider.get(lease.provider_id)
-            except ProviderError:
-                continue  # transient: the next poll asks again
+            except ProviderError as exc:
+                failures += 1  # transient, unless it goes on (seed 003 `Wait::Failed`)
+                if bringing_up and failures >= walk.read_failure_limit:
+                    failure = self._api_down(lease.provider_id, failures, exc)
+                    raise self.attempt_failed(failure) from None
+                continue
+            failures = 0
             if status.state in (LeaseState.DEAD, LeaseState.STOPPED, LeaseState.GONE):
                 raw = one_line_ascii(status.raw_state or status.state.value, 40)
                 detail = one_line_ascii(status.detail, 200, redact=self.ctx.redactor)
@@ -240,6 +249,16 @@ class NodeLink:
                         "nothing to fix here: the host failed; another offer is tried",
                     )
                 )
+
+    def _api_down(self, provider_id: str, failures: int, error: ProviderError) -> AttemptFailure:
+        """The provider's API failed `failures` reads in a row: the attempt ends now (its
+        lease deleted as any failed attempt's, best effort) rather than after its budget;
+        run-wide, since another offer would meet the same API."""
+        last = one_line_ascii(str(error), 300, redact=self.ctx.redactor)
+        reason, fix = api_failing(self.ctx.provider.info.name, provider_id, failures, last)
+        return AttemptFailure(
+            self.attempt.stage, FailureScope.RUN, "provider_api_failing", reason, fix
+        )
 
     def _fatal_failure(self) -> AttemptFailure:
         fatal = self.verdicts.watch.fatal

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,17 @@ class WalkSettings:
     destroy_backoff_max_s: float = LeaseSection.destroy_backoff_secs * DESTROY_BACKOFF_GROWTH
     max_price_per_hour: float | None = LimitsSection.max_price_per_hour
     max_ambiguous_per_offer: int = 2
+    # Reads of an instance that fail in a row (the provider's API answers 5xx, or nothing)
+    # before the attempt ends with the API's last error instead of waiting out its budget
+    # (seed 003 `Wait::Failed`). Each read already carries the client's own retries.
+    read_failure_limit: int = 5
+    # Once the container runs, its log is read for whether the start command ran (RunPod:
+    # the image's own entrypoint may run instead, which never gets SSH): every
+    # `start_check_every_s` within `start_check_s` of it (the first read that long after
+    # it: what the entrypoint prints comes at once), then every `start_check_s` (an image
+    # still pulling prints later), until the log shows the start command or SSH answers.
+    start_check_s: float = 60.0
+    start_check_every_s: float = 15.0
     label_prefix: str = LeaseSection.label_prefix
     # [lease] owner_tag; None = the tag kept in the state dir (`lease/identity.py`)
     owner_tag: str | None = LeaseSection.owner_tag
@@ -71,6 +83,8 @@ class WalkSettings:
     onstart: str | None = None
     ssh_public_key: str | None = None
     sleep: Sleep = asyncio.sleep
+    # The ready wait's clock: tests pair it with `sleep` to run the wait on fake time.
+    monotonic: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         check_prefix(self.label_prefix)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NoReturn
 
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import attempt_secrets, walk_texts
@@ -76,6 +76,7 @@ from mvp_tui.providers.base import (
     ProviderError,
     SecretOutcome,
     SshEndpoint,
+    StartChecker,
 )
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
@@ -107,6 +108,15 @@ class WalkResult:
     @property
     def endpoint(self) -> SshEndpoint | None:
         return self.lease.ssh if self.lease else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Abandon:
+    """A lease that will not come up, for a reason no other offer would fix: it is
+    destroyed and the walk stops with `reason` and `fix`."""
+
+    reason: str
+    fix: str
 
 
 class _Stop(Exception):
@@ -489,10 +499,13 @@ class LeaseWalk:
     # ---- waiting for running -----------------------------------------------------------------
 
     async def _settle(self, lease: LeaseRecord) -> LeaseRecord | None:
-        """Wait until the lease runs with an SSH endpoint; else destroy it (None → next)."""
+        """Wait until the lease runs with an SSH endpoint; else destroy it (None → next).
+        An end no other offer would fix (`_Abandon`) destroys it and stops the walk."""
         status = await self._wait_running(lease)
         if isinstance(status, LeaseStatus):
             return self._mark_running(lease, status)
+        if isinstance(status, _Abandon):
+            await self._abandon(lease, status)
         reason = status
         lease.detail = f"not ready: {reason}"
         self._emit(
@@ -505,19 +518,71 @@ class LeaseWalk:
         await self._destroy_or_stop(lease, DeleteReason.NOT_READY)
         return None
 
-    async def _wait_running(self, lease: LeaseRecord) -> LeaseStatus | str:
-        """The RUNNING status with an SSH endpoint, or why the lease will not get there."""
+    async def _abandon(self, lease: LeaseRecord, end: _Abandon) -> NoReturn:
+        """Destroy the lease (best effort: confirmed if the API lets it be) and stop the
+        walk with `end`'s cause; an unconfirmed delete adds that it may still bill."""
+        lease.detail = f"abandoned: {end.reason}"
+        self._emit(
+            LeaseNotReady(run_id=self.run_id, provider_id=lease.provider_id or "",
+                          reason=end.reason)
+        )
+        try:
+            await self._destroy_or_stop(lease, DeleteReason.NOT_READY)
+        except _Stop as stop:
+            raise _Stop(stop.failure, f"{end.reason} — {end.fix}; {stop.reason}") from None
+        raise _Stop(WalkFailure.PROVIDER_ERROR, f"{end.reason} — {end.fix}")
+
+    def _read_failed(self, provider_id: str, failures: int, last_error: str) -> _Abandon:
+        reason, fix = walk_texts.api_failing(
+            self.provider.info.name, provider_id, failures, last_error
+        )
+        return _Abandon(reason, fix)
+
+    async def _check_start(self, provider_id: str) -> _Abandon | bool | None:
+        """The instance's log on its start command (`StartChecker`): an end when the image's
+        own entrypoint ran instead, True when the command ran, None when it cannot tell."""
+        if not isinstance(self.provider, StartChecker):
+            return True
+        check = await self.provider.start_check(provider_id)
+        if check.ran is False:
+            return _Abandon(self._clean(check.problem), self._clean(check.fix))
+        return check.ran
+
+    async def _wait_running(self, lease: LeaseRecord) -> LeaseStatus | str | _Abandon:
+        """The RUNNING status with an SSH endpoint, or why the lease will not get there
+        (`_Abandon`: why no other offer would do better either)."""
         s = self.settings
         provider_id = lease.provider_id or ""
-        started = time.monotonic()
+        started = s.monotonic()
         last_raw: str | None = None
         last_error = ""
+        failures = 0  # reads failed in a row
+        next_check: float | None = None  # when the log is read next (once the container runs)
+        often_until = 0.0  # the end of RUNNING's first minute, when reads come more often
+        start_known = False  # the log said the start command ran
         while True:
             try:
                 status = await self.provider.get(provider_id)
-            except ProviderError as exc:  # transient: keep looking until the deadline
+            except ProviderError as exc:  # transient, unless it goes on
                 last_error = self._clean(str(exc))
+                failures += 1
+                if failures >= s.read_failure_limit:
+                    return self._read_failed(provider_id, failures, last_error)
             else:
+                failures = 0
+                now = s.monotonic()
+                if status.container_up and next_check is None:
+                    next_check, often_until = now + s.start_check_every_s, now + s.start_check_s
+                due = next_check is not None and next_check <= now
+                if due and not start_known and not status.ssh:
+                    # Then once a start_check_s: RunPod says RUNNING while the image may
+                    # still be pulling, so its entrypoint may speak later (runpod.md §0.4).
+                    later = now >= often_until
+                    next_check = now + (s.start_check_s if later else s.start_check_every_s)
+                    verdict = await self._check_start(provider_id)
+                    if isinstance(verdict, _Abandon):
+                        return verdict
+                    start_known = verdict is True
                 # A node reached without SSH (a local child process) is ready when it runs.
                 needs_ssh = self.provider.info.ssh
                 if status.state is LeaseState.RUNNING and (status.ssh or not needs_ssh):
@@ -534,10 +599,10 @@ class LeaseWalk:
                             run_id=self.run_id,
                             provider_id=provider_id,
                             raw_state=raw,
-                            waited_s=round(time.monotonic() - started, 3),
+                            waited_s=round(s.monotonic() - started, 3),
                         )
                     )
-            if time.monotonic() - started >= s.ready_timeout_s:
+            if s.monotonic() - started >= s.ready_timeout_s:
                 last = last_raw or "never answered"
                 why = f"; last error: {last_error}" if last_error else ""
                 return (

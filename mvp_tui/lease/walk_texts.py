@@ -37,8 +37,26 @@ def no_capacity(
 def unclear_warning(provider: str, labels: Sequence[str]) -> str:
     """After a failed walk with creates that got no clear answer (the seed's warning)."""
     what = "a pod" if provider in _TYPE_WALKS else "an instance"
-    name = {"runpod": "RunPod", "vastai": "Vast.ai"}.get(provider, provider)
+    name = provider_name(provider)
     return (
         f"the create calls {', '.join(labels)} got no clear answer from {name}: {what} may "
         "still appear; check `mvp-tui ls`"
+    )
+
+
+def provider_name(provider: str) -> str:
+    """A provider's name as its users write it."""
+    return {"runpod": "RunPod", "vastai": "Vast.ai"}.get(provider, provider)
+
+
+def api_failing(provider: str, provider_id: str, failures: int, last_error: str) -> tuple[str, str]:
+    """(reason, fix) when the provider's API failed `failures` reads of a lease in a row
+    while it came up (seed 003 `Wait::Failed`: the attempt ends, the lease is deleted)."""
+    name = provider_name(provider)
+    return (
+        f"the {name} API failed {failures} reads of lease {provider_id} in a row while it "
+        f"came up (last error: {last_error}); the attempt ends here rather than wait out "
+        "its budget",
+        f"check {name}'s status page and this machine's network, then run again; "
+        "`mvp-tui ls` shows whether anything still bills",
     )

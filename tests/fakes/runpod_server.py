@@ -18,7 +18,20 @@ env may refer to one as `{{ RUNPOD_SECRET_<name> }}`: `container_env` substitute
 pod boots (a reference to no secret stays as written, as an unresolved template would).
 
 Pod logs (`GET /v2/pods/{id}/logs`, getPodLogs): an SSE stream of the lines `add_log_lines`
-gave the pod, the last `tail` first, then held open `log_hold_s` as the live stream is.
+gave the pod (of the `source` asked for, both when none: LogSource `container`|`system`), the
+last `tail` first, then held open `log_hold_s` as the live stream is.
+
+Templates (CreatePodRequest.templateId): `add_template` puts one on the account; a create
+naming it takes the template's image, args and ports where the body has none and merges env
+per key (the body's win); an unknown id is a 404, a serverless template a 422 (the
+document's words). The start command: a template's `args` in RunPod's JSON form
+(`{"entrypoint": […], "cmd": […]}`) replaces the image's entrypoint, as RunPod documents for
+a template's container start command. Whether the create's own `args` does too is not
+documented (the document: "Arguments passed to the container entrypoint"):
+`args_reach_entrypoint = True` plays the document's reading: the body's `args` go to the
+image's own entrypoint, which for llama.cpp's images (ENTRYPOINT `/app/tools.sh`) prints its
+usage into the pod's container log (`TOOLS_SH_USAGE`, from llama.cpp's .devops/tools.sh)
+and starts nothing; the pod stays RUNNING and its SSH port never answers.
 
 Faults per operation ("catalog", "create", "get", "list", "logs", "delete", "ssh_keys_get",
 "ssh_keys_put", "billing", "secret_create", "secret_delete"): `script(op, Fault(...))`
@@ -45,6 +58,7 @@ import copy
 import json
 import re
 import secrets
+import socket
 import threading
 import time
 from collections import deque
@@ -79,6 +93,26 @@ _CREATE_FIELDS = {
     "templateId",
 }
 _GPU_FIELDS = {"id", "count", "allowedCudaVersions", "minCudaVersion"}
+# llama.cpp's images: ENTRYPOINT ["/app/tools.sh"] (.devops/cuda.Dockerfile, full target).
+LLAMA_CPP_IMAGE = re.compile(r"(^|/)ggml-org/llama\.cpp:|(^|/)ggerganov/llama\.cpp:")
+# What /app/tools.sh (llama.cpp .devops/tools.sh, the version that execs ./llama-server)
+# prints for an argument it does not know; `{arg1}` is its first argument.
+TOOLS_SH_USAGE = (
+    "Unknown command: {arg1}",
+    "Available commands: ",
+    "  --run (-r): Run a model previously converted into ggml",
+    '              ex: -m /models/7B/ggml-model-q4_0.bin -p "Building a website can be done '
+    'in 10 simple steps:" -n 512',
+    "  --convert (-c): Convert a llama model into ggml",
+    '              ex: --outtype f16 "/models/7B/" ',
+    "  --quantize (-q): Optimize with quantization process ggml",
+    '              ex: "/models/7B/ggml-model-f16.bin" "/models/7B/ggml-model-q4_0.bin" 2',
+    "  --all-in-one (-a): Execute --convert & --quantize",
+    '              ex: "/models/" 7B',
+    "  --server (-s): Run a model on the server",
+    "              ex: -m /models/7B/ggml-model-q4_0.bin -c 2048 -ngl 43 -mg 1 --port 8080",
+)
+LOG_SOURCES = ("container", "system")
 # Account secrets, per docs.runpod.io/api-reference-v2/account/create-a-secret.
 SECRET_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.\-/]*$")
 SECRET_REFERENCE = re.compile(r"\{\{\s*RUNPOD_SECRET_([a-zA-Z0-9_.\-/]+)\s*\}\}")
@@ -150,6 +184,7 @@ class _Pod:
     destroyed_by: str | None = None
     ssh: tuple[str, int] | None = None
     cmd: tuple[str, ...] = ()  # the start command its `args` gave (never shown)
+    no_sshd: bool = False  # its container runs the image's own entrypoint: no SSH ever
     exited: bool = False  # stopped: EXITED, still billing its disk (PodStatus)
 
 
@@ -168,6 +203,13 @@ def _start_command(args: str) -> tuple[str, ...]:
         return ()
     argv = [*start.get("entrypoint", []), *start.get("cmd", [])]
     return tuple(argv) if all(isinstance(a, str) for a in argv) else ()
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _iso(at: float) -> str:
@@ -234,6 +276,10 @@ class FakeRunPod:
         # Every secret id ever deleted, in order (tests assert on what went, and when).
         self.deleted_secrets: list[str] = []
         self._pod_logs: dict[str, list[tuple[str, str]]] = {}  # pod id → (source, line)
+        self._templates: dict[str, dict[str, Any]] = {}  # Template rows, by id
+        # True: the create's own `args` reach the image's entrypoint as arguments (the
+        # document's words); False: read as RunPod's JSON start command, as a template's is.
+        self.args_reach_entrypoint = False
         # How long a log stream stays open after its backfill (the real one stays open).
         self.log_hold_s = 10.0
 
@@ -385,6 +431,28 @@ class FakeRunPod:
         with self._lock:
             self._pods[pod_id].exited = True
 
+    def add_template(
+        self,
+        template_id: str,
+        *,
+        image: str = "ghcr.io/ggml-org/llama.cpp:full-cuda",
+        args: str = "",
+        ports: tuple[str, ...] = ("22/tcp",),
+        env: dict[str, str] | None = None,
+        serverless: bool = False,
+    ) -> str:
+        """A pod template on the account (the document's Template)."""
+        with self._lock:
+            self._templates[template_id] = {
+                "id": template_id, "name": f"template {template_id}", "image": image,
+                "args": args, "disk": 50, "ports": list(ports), "env": dict(env or {}),
+                "serverless": serverless, "startSsh": False, "startJupyter": False,
+                # The rest of the document's required Template fields.
+                "mounts": {}, "registry": None, "public": False, "category": "NVIDIA",
+                "allowedCudaVersions": [],
+            }
+            return template_id
+
     def add_log_lines(self, pod_id: str, *lines: str, source: str = "container") -> None:
         """Lines in the pod's log (`GET /v2/pods/{id}/logs` streams them)."""
         with self._lock:
@@ -519,11 +587,22 @@ class FakeRunPod:
             "createdAt": _iso(now),
             "startedAt": None,
         }
+        args = str(body.get("args") or "")
+        # A template's start command replaces the entrypoint (documented); the create's own
+        # `args` do so only unless `args_reach_entrypoint`.
+        from_template = bool(body.get("_args_from_template"))
+        honoured = from_template or not self.args_reach_entrypoint
         pod = _Pod(row=row, gpu_id=gpu_id, no_ssh_reads=self.no_ssh_reads,
-                   cmd=_start_command(body.get("args") or ""))
+                   cmd=_start_command(args) if honoured else ())
         n = len(self._pods)
         pod.ssh = self.ssh_endpoint or ("127.0.0.1", 10000 + n)
         self._pods[pod_id] = pod
+        if args and not pod.cmd and LLAMA_CPP_IMAGE.search(row["image"]):
+            # /app/tools.sh got the args as its first argument: its usage, and nothing runs.
+            pod.no_sshd = True
+            pod.ssh = ("127.0.0.1", _closed_port())
+            usage = [line.format(arg1=args) for line in TOOLS_SH_USAGE]
+            self._pod_logs.setdefault(pod_id, []).extend(("container", u) for u in usage)
         return pod
 
     def _view(self, pod: _Pod) -> dict[str, Any]:
@@ -549,6 +628,8 @@ class FakeRunPod:
         if pod.looks < self.provisioning_polls + pod.no_ssh_reads:
             return row  # RUNNING is not readiness: no direct endpoint, no runtime yet
         if "22/tcp" in row["ports"] and pod.ssh is not None:
+            # A pod that runs no sshd still shows its mapped port (recorded: portMappings
+            # present while TCP to it stays closed); nothing listens there.
             host, port = pod.ssh
             row["ssh"]["direct"] = {
                 "host": host,
@@ -899,10 +980,20 @@ class FakeRunPod:
             errors.append("$.name: required")
         if not isinstance(body.get("args", ""), str):
             errors.append("$.args: expected a string")
+        template_id = body.get("templateId")
+        if "templateId" in body and (not isinstance(template_id, str) or not template_id):
+            errors.append("$.templateId: expected a string of at least 1 character")
         if "templateId" not in body and not isinstance(body.get("image"), str):
             errors.append("$.image: required")
         if errors:
             return problem(422, "Request validation failed.", errors=errors)
+        if isinstance(template_id, str):
+            template = self._templates.get(template_id)
+            if template is None:
+                return problem(404, f"template {template_id} not found")
+            if template["serverless"]:
+                return problem(422, "a serverless template cannot create a pod")
+            body = self._from_template(body, template)
         if not isinstance(gpu, dict) or not isinstance(gpu.get("id"), str):
             return problem(400, "exactly one of gpu or cpu must be set")
         gpu_id = gpu["id"]
@@ -929,6 +1020,19 @@ class FakeRunPod:
         if self.node_env_file is not None:
             self.write_instance_env(str(pod.row["id"]), self.node_env_file)
         return _Reply(201, self._view(pod))
+
+    @staticmethod
+    def _from_template(body: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+        """The create as the template resolves it: body fields override the template's,
+        except `env`, merged per key with the body's values winning."""
+        merged = dict(body)
+        for name in ("image", "args", "ports", "disk"):
+            if name not in merged and template.get(name) not in (None, ""):
+                merged[name] = copy.deepcopy(template[name])
+                if name == "args":
+                    merged["_args_from_template"] = True
+        merged["env"] = {**template.get("env", {}), **(body.get("env") or {})}
+        return merged
 
     def _get(self, pod_id: str) -> _Reply:
         pod = self._pods.get(pod_id)
@@ -959,8 +1063,13 @@ class FakeRunPod:
         raw = query.get("tail", "100")
         if not raw.isdigit() or int(raw) > 5000:
             return problem(400, "tail must be an integer from 0 to 5000")
+        source = query.get("source")
+        if source is not None and source not in LOG_SOURCES:
+            return problem(422, "Request validation failed.",
+                           errors=["$.source: expected container or system"])
         tail = int(raw)
-        lines = self._pod_logs.get(pod_id, [])[-tail:] if tail else []
+        kept = [(s, line) for s, line in self._pod_logs.get(pod_id, []) if source in (None, s)]
+        lines = kept[-tail:] if tail else []
         now = _iso(self.clock())
         events = []
         for n, (source, line) in enumerate(lines, 1):

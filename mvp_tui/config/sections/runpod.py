@@ -13,6 +13,9 @@ from mvp_tui.config.spec import Scope, Section, key
 # is unset: the default image is a CUDA 12 build, and a pod placed on an older driver cannot
 # run it (it fails only once the engine starts). 12.8 as dstack sends it (runpod.md §5).
 DEFAULT_MIN_CUDA_VERSION = "12.8"
+# The auto walk's VRAM floor per GPU when min_vram_gb is unset and the model's need cannot
+# be read (the hub does not answer): the floor before the need was used.
+FALLBACK_MIN_VRAM_GB = 16
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,14 @@ class RunpodSection(Section):
         50, "container disk in GB", env="MVP_RUNPOD_CONTAINER_DISK_GB",
         flag="--runpod-container-disk-gb", minimum=1,
     )
-    min_vram_gb: int = key(
-        16, "VRAM floor per GPU in GB for gpu_types = auto", env="MVP_RUNPOD_MIN_VRAM_GB",
-        flag="--runpod-min-vram-gb", minimum=0,
+    min_vram_gb: int | None = key(
+        None,
+        (
+            "VRAM floor per GPU in GB for gpu_types = auto; unset = the run's own need (the "
+            f"model's fit at max_context, split over gpu_count), {FALLBACK_MIN_VRAM_GB} when the"
+            " model's size cannot be read"
+        ),
+        env="MVP_RUNPOD_MIN_VRAM_GB", flag="--runpod-min-vram-gb", minimum=0, example=24,
     )
     gpu_count: int = key(
         1, "GPUs per pod", env="MVP_RUNPOD_GPU_COUNT", flag="--runpod-gpu-count", minimum=1,
@@ -111,6 +119,16 @@ class RunpodSection(Section):
             "says none), for the spend line and `ls`"
         ),
         env="MVP_RUNPOD_NETWORK_VOLUME_USD_PER_GB_MONTH", minimum=0,
+    )
+    template_id: str | None = key(
+        None,
+        (
+            "a RunPod pod template whose container start command is mvp-tui's boot command "
+            "(`python -m mvp_tui.providers.runpod_boot` prints it): pods are created from it "
+            "and the create sends no `args`; unset = the start command goes in `args` (see "
+            "docs/providers/runpod.md, \"The start command\")"
+        ),
+        env="MVP_RUNPOD_TEMPLATE_ID", flag="--runpod-template-id", example="30zmvf89kd",
     )
     poll_interval_secs: float = key(
         5.0, "seconds between pod status polls while a pod comes up (overbrainer polls every 5 s)",
