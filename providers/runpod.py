@@ -145,7 +145,7 @@ class RunPodSettings:
     gpu_count: int = RunpodSection.gpu_count
     min_vram_gb: int = RunpodSection.min_vram_gb
     container_disk_gb: int = RunpodSection.container_disk_gb
-    # [runpod] min_cuda_version (unset: DEFAULT_MIN_CUDA_VERSION); None: any host.
+    # [runpod] min_cuda_version (unset: the image's floor, [image] cuda_min); None: any host.
     min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION
     max_out_of_stock: int = 3
     probe_ssh_banner: bool = True
@@ -153,15 +153,18 @@ class RunPodSettings:
     volume: VolumeSettings | None = None  # [runpod] network_volume: the model cache
 
     @classmethod
-    def from_section(cls, runpod: RunpodSection) -> RunPodSettings:
-        """[runpod] as loaded (`config.settings.runpod`; min_cuda_version checked there)."""
+    def from_section(cls, runpod: RunpodSection,
+                     cuda_floor: str | None = DEFAULT_MIN_CUDA_VERSION) -> RunPodSettings:
+        """[runpod] as loaded (`config.settings.runpod`; min_cuda_version checked there);
+        `cuda_floor`: the node image's (`Config.cuda_floor`), which min_cuda_version
+        overrides."""
         return cls(
             gpu_types=tuple(t for t in runpod.gpu_types if t.strip()),
             cloud=runpod.cloud,
             gpu_count=runpod.gpu_count,
             min_vram_gb=runpod.min_vram_gb,
             container_disk_gb=runpod.container_disk_gb,
-            min_cuda_version=runpod.min_cuda_version or DEFAULT_MIN_CUDA_VERSION,
+            min_cuda_version=runpod.min_cuda_version or cuda_floor,
             volume=VolumeSettings.from_section(runpod),
         )
 

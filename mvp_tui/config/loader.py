@@ -29,6 +29,7 @@ from mvp_tui.config.schema import (
     KEYS,
     PROFILE_PROVIDER,
     RENTED_IMAGE,
+    RENTED_IMAGE_CUDA_MIN,
     KeySpec,
     Scope,
     Settings,
@@ -152,6 +153,22 @@ class Config:
             # The seed's default image is in no registry a rented host can pull.
             return RENTED_IMAGE, Source("default", "for rented nodes")
         return image, source
+
+    def cuda_floor(self) -> str | None:
+        """The node image's CUDA floor as major.minor, or None for no floor: `[image] cuda_min`
+        when set ("0": none), else the pinned default image's (`RENTED_IMAGE_CUDA_MIN`)."""
+        value = self.settings.image.cuda_min
+        if value is None:
+            return RENTED_IMAGE_CUDA_MIN
+        text = value.strip()
+        if text in ("0", "0.0"):
+            return None
+        if not re.fullmatch(r"\d+\.\d+", text):
+            raise ConfigError(
+                f"[image] cuda_min = {value!r} (from {self.sources.get('image.cuda_min')}) is "
+                "not valid: expected major.minor, e.g. 12.4 (0 = no floor)"
+            )
+        return text
 
     @property
     def confirm_lease(self) -> bool:

@@ -19,6 +19,7 @@ from mvp_tui.config.defaults import (
     PROFILES,
     PROVIDERS,
     RENTED_IMAGE,
+    RENTED_IMAGE_CUDA_MIN,
     WHOLE_MODEL,
 )
 from mvp_tui.config.sections.app import ObservabilitySection, OffersSection, StateSection, UiSection
@@ -47,6 +48,7 @@ __all__ = [
     "PROFILE_PROVIDER",
     "PROVIDERS",
     "RENTED_IMAGE",
+    "RENTED_IMAGE_CUDA_MIN",
     "SECTIONS",
     "SECTION_CLASSES",
     "UI_KEYS_SECTION",

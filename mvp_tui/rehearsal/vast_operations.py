@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.rehearsal.http_fake import Reply
-from mvp_tui.rehearsal.vast_offers import matches, search_offers, sort_rows
+from mvp_tui.rehearsal.vast_offers import matches, priced, search_offers, sort_rows
 from mvp_tui.rehearsal.vast_replies import (
     ask_gone_404,
     ask_gone_410,
@@ -82,6 +82,8 @@ class VastOperations:
     # Vast's known trap (vast-cli PR #403): the create's `price` ignored, the instance rented
     # on demand without a word (`is_bid` false).
     silent_on_demand: bool
+    # Search columns whose filter the server ignores (a fault: the client checks again).
+    unfiltered: set[str]
 
     # -- what the instance's container is given --------------------------------------------
 
@@ -115,6 +117,10 @@ class VastOperations:
         raw_price = body.get("price")
         price = float(raw_price) if isinstance(raw_price, int | float) else None
         is_bid = price is not None and not self.silent_on_demand
+        # The instance bills the disk it was created with (its own dph_total says so).
+        raw_disk = body.get("disk")
+        disk = float(raw_disk) if isinstance(raw_disk, int | float) else 10.0
+        offer = priced(offer, disk)
         # A bid's GPU part is the bid; storage bills besides (dph_total − dph_base).
         storage = max(0.0, float(offer["dph_total"]) - float(offer.get("dph_base") or 0.0))
         gpu_price = price if is_bid else offer.get("dph_base")
@@ -307,7 +313,7 @@ class VastOperations:
     # -- operations (run under the lock) ----------------------------------------------------
 
     def _search(self, query: Any) -> Reply:
-        return search_offers(self._offers, query)
+        return search_offers(self._offers, query, frozenset(self.unfiltered))
 
     def _create(self, ask_id: int, body: Any) -> Reply:
         if not isinstance(body, dict):

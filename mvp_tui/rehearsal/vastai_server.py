@@ -122,6 +122,9 @@ class FakeVast(VastOperations):
         self._actor = "account"  # whose key the operation running under the lock carries
         self._linger_after_destroy = 0
         self.silent_on_demand = False  # creates ignore `price` (rent on demand, say nothing)
+        # Search filters the server ignores, by column (e.g. {"cuda_max_good"}): offers the
+        # query excludes come back anyway, for the client's own check to catch.
+        self.unfiltered: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
