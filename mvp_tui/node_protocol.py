@@ -164,10 +164,11 @@ DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
 
 # The image a rented node runs by default, and its CUDA floor, declared together: llama.cpp's
 # CUDA image pinned to the build llama-cpp-python 0.3.36 (uv.lock) vendors, b11312 (commit
-# 0c1e570), so the engine's flags and log lines change only when the pin moves. That
-# commit's docker.yml builds the `cuda` tags from .devops/cuda.Dockerfile on
-# nvidia/cuda:12.8.1-runtime-ubuntu24.04: a host whose driver supports CUDA < 12.8 cannot
-# start it. Moving the pin: docs/providers/index.md#the-node-image.
+# 0c1e570: its CHANGELOG; `llama-server --version` of scripts/llama-rpc-build.sh's build), so
+# the engine's flags and log lines change only when the pin moves. That commit's
+# docs/docker.md builds the CUDA 12 images with CUDA_VERSION 12.8.1: a host whose driver
+# supports CUDA < 12.8 cannot start it. Moving the pin: docs/providers/index.md#moving-the-pin.
+LLAMA_CPP_PYTHON = "0.3.36"  # uv.lock's pin the build is read from (a test holds the two)
 LLAMA_CPP_BUILD = "b11312"
 RENTED_IMAGE = f"ghcr.io/ggml-org/llama.cpp:full-cuda-{LLAMA_CPP_BUILD}"
 RENTED_IMAGE_CUDA_MIN = "12.8"
