@@ -219,6 +219,17 @@ DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 DEFAULT_VASTAI_API_URL = "https://console.vast.ai"
 DEFAULT_RUNPOD_API_URL = "https://api.runpod.io/v2"  # REST v1 was retired on 2026-11-15
 DEFAULT_PROVIDER_ENV_FILE = "/proc/1/environ"
+
+# The image a rented node runs by default, and its CUDA floor, declared together: llama.cpp's
+# CUDA image pinned to the build llama-cpp-python 0.3.36 (uv.lock) vendors, b11312 (commit
+# 0c1e570: its CHANGELOG; `llama-server --version` of scripts/llama-rpc-build.sh's build), so
+# the engine's flags and log lines change only when the pin moves. That commit's
+# docs/docker.md builds the CUDA 12 images with CUDA_VERSION 12.8.1: a host whose driver
+# supports CUDA < 12.8 cannot start it. Moving the pin: docs/providers/index.md#moving-the-pin.
+LLAMA_CPP_PYTHON = "0.3.36"  # uv.lock's pin the build is read from (a test holds the two)
+LLAMA_CPP_BUILD = "b11312"
+RENTED_IMAGE = f"ghcr.io/ggml-org/llama.cpp:full-cuda-{LLAMA_CPP_BUILD}"
+RENTED_IMAGE_CUDA_MIN = "12.8"
 ENGINE_BIND_HOSTS = ("127.0.0.1", "0.0.0.0")  # loopback, or every interface (a Docker bridge)
 NODE_ROLES = ("single", "main", "worker")
 SWITCH_PROVIDERS = ("vastai", "runpod", "local", "docker")

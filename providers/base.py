@@ -28,6 +28,12 @@ class SelectionPolicy:
     require_verified: bool = True
     max_price_per_hour: float | None = None
     limit: int = 64
+    # The node image's CUDA floor (`[image] cuda_min`): a host whose driver supports less
+    # cannot start the image. None: no floor.
+    min_cuda: float | None = None
+    # The disk the create asks for (`[vastai] disk_gb`): priced into each offer (Vast's
+    # `allocated_storage`) and required free on the host (`disk_space`). None: not asked.
+    disk_gb: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,12 @@ class Offer:
     # storage Vast bills besides. 0: on demand. An outbid pauses the instance.
     bid_per_hour: float = 0.0
     on_demand_per_hour: float = 0.0  # the same offer on demand, for comparison (bids only)
+    # Vast: the host's free disk in GB (`disk_space`); None when not reported.
+    disk_space_gb: float | None = None
+    # Why this offer is never rented, though listed (Vast: the host's CUDA driver is below
+    # the image's floor, or its free disk below the disk the run asks for): the board shows
+    # it dimmed with this reason, the walk and the headless pick skip it. "" = rentable.
+    refused: str = ""
 
     @property
     def bid(self) -> bool:

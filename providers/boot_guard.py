@@ -61,6 +61,8 @@ class GuardTarget:
     gone: str  # an ERE a 404 body must match to count as "already gone"
     id_chars: str  # the characters an id may hold (a sh bracket expression)
     id_fallback: str = ""  # sh that finds the id another way when the variable is unset
+    # sh run after each destroy answer: where a 410 sends the next try ("" = nowhere)
+    retired: str = ""
 
 
 VAST = GuardTarget(
@@ -74,6 +76,9 @@ VAST = GuardTarget(
     id_chars="0-9",
     # Vast's own boot reads the id from VAST_CONTAINERLABEL ("C.<id>") when CONTAINER_ID is unset
     id_fallback='[ -n "$i" ] || { i=${VAST_CONTAINERLABEL:-}; i=${i#C.}; }\n',
+    # A 410 (`deprecated_endpoint`: v0 retired, peers 2026-12-07 V7) is never "gone": the
+    # next tries go to the same destroy on v1 (idempotent: a v1 URL has no /api/v0/).
+    retired=' [ "$r" = 410 ]&&u=${u%%/api/v0/*}/api/v1/instances/$i/\n',
 )
 RUNPOD = GuardTarget(
     id_name="RUNPOD_POD_ID",
@@ -103,11 +108,11 @@ open("b","wb").write(b[:4096]);print(c)"""
 
 _SCRIPT = """mvp_boot_guard() {
 g=${@DIRENV@:-@DIR@}
-mkdir -p "$g" && chmod 700 "$g" && cd "$g" || return
+mkdir -p "$g"&&chmod 700 "$g"&&cd "$g"||return
 rm -f @DOWN@ @VERDICT@
 l() { echo "$(date) $*" >>log; }
-v() { echo "$*" >v.tmp && mv -f v.tmp @VERDICT@; l "$*"; }
-d() { [ -e @DOWN@ ] && l stood down; }
+v() { echo "$*" >v.tmp&&mv -f v.tmp @VERDICT@; l "$*"; }
+d() { [ -e @DOWN@ ]&&l stood down; }
 i=${@ID@:-}
 @IDFALLBACK@k=${@KEY@:-}
 s=${@GRACE@:-@DEFGRACE@}
@@ -115,27 +120,27 @@ u=${@URLENV@:-@URL@}
 case $u in *[!0-9A-Za-z.:/_-]*);;https://*|http://127.0.0.1[:/]*|http://localhost[:/]*)false
 esac&&{ v failed @URLENV@ is not an https base URL;return;}
 u=${u%/}@PATH@
-case $i in ''|*[!@IDCHARS@]*) v failed no usable @ID@ in the container env; return;; esac
-[ -n "$k" ] || { v failed no @KEY@ in the container env; return; }
-case $s in ''|*[!0-9]*) v failed @GRACE@=$s is not whole seconds; return;; esac
-[ "$s" -gt 0 ] || { v off; return; }
+case $i in ''|*[!@IDCHARS@]*) v failed no usable @ID@ in the container env;return;;esac
+[ -n "$k" ]||{ v failed no @KEY@ in the container env;return;}
+case $s in ''|*[!0-9]*) v failed @GRACE@=$s is not whole seconds;return;;esac
+[ "$s" -gt 0 ]||{ v off;return;}
 p=$(command -v python3) h=python3
-[ -n "$p" ] || { h=curl; command -v curl >/dev/null; } || {
- v failed this image has neither python3 nor curl; return; }
+[ -n "$p" ]||{ h=curl; command -v curl >/dev/null; }||{
+ v failed this image has neither python3 nor curl;return;}
 v armed $h $s
 P='@PYTHON@'
 n=0 t=0 w=${@RETRYENV@:-@DEFRETRY@}
-while [ $n -lt $s ]; do d && return; sleep 1; n=$((n+1)); done
+while [ $n -lt $s ]; do d&&return;sleep 1;n=$((n+1));done
 l "no agent in $s s: destroying $i"
 while [ $t -lt 8 ]; do
- d && return
+ d&&return
  if [ -n "$p" ]; then r=$(printf %s "$k" | "$p" -c "$P" "$u" @PYBODY@ 2>>log)
  else r=$(printf 'Authorization: Bearer %s\\n' "$k" | curl -sS -m 30 -o b -w '%{http_code}' \\
   -X DELETE -H @- -H 'User-Agent: @UA@' -H 'Content-Type: application/json' @CURLBODY@"$u" 2>>log)
  fi
  l "destroy: HTTP $r"
- [ "$r" = 404 ] && grep -Eq '@GONE@' b && { l gone; return; }
- sleep $w; [ $w -lt 60 ] && w=$((w*2)); t=$((t+1))
+@RETIRED@ [ "$r" = 404 ]&&grep -Eq '@GONE@' b&&{ l gone;return;}
+ sleep $w;[ $w -lt 60 ]&&w=$((w*2));t=$((t+1))
 done
 l gave up
 }
@@ -167,6 +172,7 @@ def guard_script(target: GuardTarget) -> str:
         "@PYBODY@": f"'{body}'" if body else "",
         "@CURLBODY@": f"-d '{body}' " if body else "",
         "@GONE@": target.gone,
+        "@RETIRED@": target.retired,
         "@UA@": USER_AGENT,
     }
     text = _SCRIPT

@@ -160,7 +160,7 @@ class RunPodSettings:
     min_vram_gb: int | None = RunpodSection.min_vram_gb
     container_disk_gb: int = RunpodSection.container_disk_gb
     template_id: str | None = RunpodSection.template_id  # the start command's template
-    # [runpod] min_cuda_version (unset: DEFAULT_MIN_CUDA_VERSION); None: any host.
+    # [runpod] min_cuda_version (unset: the image's floor, [image] cuda_min); None: any host.
     min_cuda_version: str | None = DEFAULT_MIN_CUDA_VERSION
     max_out_of_stock: int = 3
     probe_ssh_banner: bool = True
@@ -168,8 +168,11 @@ class RunPodSettings:
     volume: VolumeSettings | None = None  # [runpod] network_volume: the model cache
 
     @classmethod
-    def from_section(cls, runpod: RunpodSection) -> RunPodSettings:
-        """[runpod] as loaded (`config.settings.runpod`; min_cuda_version checked there)."""
+    def from_section(cls, runpod: RunpodSection,
+                     cuda_floor: str | None = DEFAULT_MIN_CUDA_VERSION) -> RunPodSettings:
+        """[runpod] as loaded (`config.settings.runpod`; min_cuda_version checked there);
+        `cuda_floor`: the node image's (`Config.cuda_floor`), which min_cuda_version
+        overrides."""
         return cls(
             gpu_types=tuple(t for t in runpod.gpu_types if t.strip()),
             cloud=runpod.cloud,
@@ -177,7 +180,7 @@ class RunPodSettings:
             min_vram_gb=runpod.min_vram_gb,
             container_disk_gb=runpod.container_disk_gb,
             template_id=(runpod.template_id or "").strip() or None,
-            min_cuda_version=runpod.min_cuda_version or DEFAULT_MIN_CUDA_VERSION,
+            min_cuda_version=runpod.min_cuda_version or cuda_floor,
             volume=VolumeSettings.from_section(runpod),
         )
 

@@ -28,6 +28,12 @@ Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, dec
   with that id: destroyed, confirmed, and the next offer tried. An outbid later pauses the
   instance (`cur_state == intended_status == next_state == "stopped"`): `get` says STOPPED
   and the serving run replaces the host.
+- A 410 on a v0 single-instance route (`GET`/`DELETE /api/v0/instances/{id}/`: one report
+  says Vast retired them with `deprecated_endpoint`, peers 2026-12-07 V6/V7) is never read as
+  "gone": the read goes to the v1 list the CLI uses, filtered on the id (absent there = gone,
+  as the reference's "confirm gone with either"); the delete goes to
+  `DELETE /api/v1/instances/{id}/` with the same `{}` body (no source documents it; the
+  teardown's confirmation reads the v1 list either way).
 """
 
 from __future__ import annotations
@@ -88,6 +94,7 @@ RENTALS = ("on-demand", "bid")
 BID_CHECK_READS = 3
 BID_PRICE_SLACK = 1.01  # Vast rounds prices; more than 1 % over our bid is not our bid
 LIST_PAGE_SIZE = 25  # the v1 list's maximum
+V0_RETIRED = 410  # a v0 single-instance route's `deprecated_endpoint`: ask v1 instead
 _MAX_LIST_PAGES = 2000
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RATE_LIMIT_FIX = (
@@ -392,8 +399,7 @@ class VastAiProvider(ProviderBase):
         instance = result.provider_id or ""
         row: Mapping[str, Any] | None = None
         for _ in range(BID_CHECK_READS):
-            reply = await self._call("GET", f"/api/v0/instances/{instance}/",
-                                     params={"owner": "me"})
+            reply = await self._read_one(instance)
             if isinstance(reply, NoAnswer) or not isinstance(reply.body, Mapping):
                 continue
             found = reply.body.get("instances")
@@ -417,6 +423,8 @@ class VastAiProvider(ProviderBase):
         instance = _numeric_id(provider_id, "instance id")
         action = f"reading instance {instance}"
         reply = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
+        if not isinstance(reply, NoAnswer) and reply.status == V0_RETIRED:
+            return await self._get_v1(instance, action)
         if not isinstance(reply, NoAnswer) and is_instance_gone(reply):
             return gone(instance, self._redact(reply.detail()))
         answer = self._usable(reply, action, need_object=True)
@@ -434,6 +442,42 @@ class VastAiProvider(ProviderBase):
                 f"Vast.ai answered {action} with another instance's row",
                 fix="retry; if it persists, report it to Vast.ai support",
             )
+        status = lease_status(row, user=self._ssh_user, provider_id=instance, redact=self._redact)
+        return self._redacted(status)
+
+    async def _read_one(self, instance: str) -> Answer | NoAnswer:
+        """`GET /api/v0/instances/{id}/?owner=me`; after a 410 there, the v1 list's row for the
+        id in the v0 shape (`{"instances": row | null}`), so every caller reads one shape."""
+        reply = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
+        if isinstance(reply, NoAnswer) or reply.status != V0_RETIRED:
+            return reply
+        return await self._v1_row(instance)
+
+    async def _v1_row(self, instance: str) -> Answer | NoAnswer:
+        """The v1 list (as the CLI calls it) filtered on the id: its answer, with a 2xx body
+        recast as `{"instances": <the row> | None}`."""
+        params: dict[str, str | int] = {
+            "select_filters": json.dumps({"id": {"eq": int(instance)}}),
+            "order_by": json.dumps([{"col": "id", "dir": "asc"}]),
+            "limit": LIST_PAGE_SIZE,
+        }
+        reply = await self._call("GET", "/api/v1/instances/", params=params)
+        if isinstance(reply, NoAnswer) or not 200 <= reply.status < 300:
+            return reply
+        rows = reply.body.get("instances") if isinstance(reply.body, Mapping) else None
+        if not isinstance(rows, list):
+            return dataclasses.replace(reply, body=None)  # not the list's shape: unusable
+        row = next((r for r in rows if isinstance(r, Mapping) and instance_id(r) == instance),
+                   None)
+        return dataclasses.replace(reply, body={"instances": row})
+
+    async def _get_v1(self, instance: str, action: str) -> LeaseStatus:
+        """`get` after a 410 on the v0 read: the v1 list's row, or GONE when it lists none."""
+        answer = self._usable(await self._v1_row(instance), f"{action} (v1 list, after the "
+                              "v0 read answered 410)", need_object=True)
+        row = answer.body.get("instances")
+        if not isinstance(row, Mapping):
+            return gone(instance, "Vast.ai's v1 instance list no longer lists it")
         status = lease_status(row, user=self._ssh_user, provider_id=instance, redact=self._redact)
         return self._redacted(status)
 
@@ -484,6 +528,16 @@ class VastAiProvider(ProviderBase):
         lease walk retries and confirms with `get`/`list_by_label`."""
         instance = _numeric_id(provider_id, "instance id")
         answer = await self._call("DELETE", f"/api/v0/instances/{instance}/", body={})
+        if not isinstance(answer, NoAnswer) and answer.status == V0_RETIRED:
+            # Never "gone" on a 410: the same destroy on v1, then confirmed as ever (get).
+            retired = self._redact(answer.detail())
+            answer = await self._call("DELETE", f"/api/v1/instances/{instance}/", body={})
+            if not isinstance(answer, NoAnswer) and not 200 <= answer.status < 300:
+                return DestroyResult(
+                    DestroyOutcome.FAILED,
+                    detail=self._redact(f"v0 destroy: {retired}; v1 destroy: {answer.detail()}"),
+                    http_status=answer.status,
+                )
         if isinstance(answer, NoAnswer):
             return DestroyResult(DestroyOutcome.FAILED, detail=answer.reason)
         if answer.status == 429:

@@ -28,7 +28,10 @@ def gpu_name_for_api(name: str) -> str:
 def build_search_query(policy: SelectionPolicy, *, bid: bool = False) -> dict[str, Any]:
     """The JSON body of a bundles search for `policy`: on-demand, cheapest first; with
     `bid`, interruptible offers (`type: "bid"`) whose `min_bid` is within the price cap (the
-    on-demand `dph_total` is then no limit: the bid is what is paid)."""
+    on-demand `dph_total` is then no limit: the bid is what is paid). With `policy.disk_gb`,
+    `allocated_storage` prices that disk into `dph_total` (vast-cli `search_offers` always
+    sends it) and `disk_space` asks the host for it; with `policy.min_cuda`, `cuda_max_good`
+    keeps hosts whose driver is older than the image out."""
     query: dict[str, Any] = {"rentable": {"eq": True}}
     if policy.gpu_name:
         query["gpu_name"] = {"eq": gpu_name_for_api(policy.gpu_name)}
@@ -44,6 +47,13 @@ def build_search_query(policy: SelectionPolicy, *, bid: bool = False) -> dict[st
         query["verified"] = {"eq": True}
     if policy.max_price_per_hour is not None:
         query["min_bid" if bid else "dph_total"] = {"lte": policy.max_price_per_hour}
+    if policy.min_cuda is not None:
+        # The image's CUDA floor: a host whose driver supports less refuses the container.
+        query["cuda_max_good"] = {"gte": policy.min_cuda}
+    if policy.disk_gb is not None:
+        # As the CLI sends it: `dph_total` then includes the storage the create rents.
+        query["disk_space"] = {"gte": policy.disk_gb}
+        query["allocated_storage"] = policy.disk_gb
     query["order"] = [["min_bid" if bid else "dph_total", "asc"]]
     query["type"] = "bid" if bid else "on-demand"
     query["limit"] = policy.limit
@@ -139,6 +149,7 @@ def normalise_offer(row: Any, redact: Redact | None = None) -> Offer:
         ram_mib=round(cpu_ram) if cpu_ram is not None and cpu_ram > 0 else 0,
         download_usd_per_gb=max(0.0, _number(row, "inet_down_cost", required=False) or 0.0),
         mem_bw_gbps=max(0.0, _number(row, "gpu_mem_bw", required=False) or 0.0),
+        disk_space_gb=_number(row, "disk_space", required=False),
     )
 
 
@@ -161,8 +172,32 @@ def as_bid(offer: Offer, row: Mapping[str, Any], factor: float,
                    on_demand_per_hour=offer.price_per_hour)
 
 
+# Vast reports `cuda_max_good` as a float (12.8); a little slack for its rounding.
+_CUDA_SLACK = 1e-6
+
+
+def host_unfit(offer: Offer, policy: SelectionPolicy) -> str | None:
+    """Why the offer's host cannot run this run's image or hold its disk (the image's CUDA
+    floor, `disk_gb`), or None. Unknown counts as unfit: nothing proves it would start."""
+    floor = policy.min_cuda
+    if floor is not None and (offer.cuda_max is None or offer.cuda_max + _CUDA_SLACK < floor):
+        have = "unknown" if offer.cuda_max is None else f"{offer.cuda_max:g}"
+        return (f"cuda_max_good {have} < the image's CUDA floor {floor:g} ([image] cuda_min): "
+                "its driver cannot start the image")
+    disk = policy.disk_gb
+    if disk is not None and (offer.disk_space_gb is None or offer.disk_space_gb < disk):
+        have = "unknown" if offer.disk_space_gb is None else f"{offer.disk_space_gb:g} GB"
+        return f"disk_space {have} < [vastai] disk_gb {disk:g} GB"
+    return None
+
+
 def policy_violation(offer: Offer, policy: SelectionPolicy) -> str | None:
     """Why `offer` falls outside `policy`, or None when it qualifies."""
+    return _selection_violation(offer, policy) or host_unfit(offer, policy)
+
+
+def _selection_violation(offer: Offer, policy: SelectionPolicy) -> str | None:
+    """`policy_violation` less `host_unfit`: the offers the user did not ask to see."""
     if (
         policy.gpu_name
         and offer.gpu_name.casefold() != gpu_name_for_api(policy.gpu_name).casefold()
@@ -205,8 +240,10 @@ def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None =
     """Normalise a bundles answer (`{"offers": [...]}`) and re-apply `policy` client-side.
 
     Raises `MalformedOffer` only when the answer as a whole is not an offer list; bad rows
-    are skipped with their reason kept. With `redact`, provider texts are redacted before
-    they are cut. With `bid_factor`, each offer is priced at our bid (`as_bid`).
+    are skipped with their reason kept. An offer whose host cannot run the image or hold the
+    disk (`host_unfit`) stays, marked `refused` with the reason: never rented. With
+    `redact`, provider texts are redacted before they are cut. With `bid_factor`, each offer
+    is priced at our bid (`as_bid`).
     """
     rows = answer.get("offers") if isinstance(answer, Mapping) else None
     if not isinstance(rows, list):
@@ -227,11 +264,13 @@ def read_offers(answer: Any, policy: SelectionPolicy, *, redact: Redact | None =
                 page.skipped.append(f"{_row_name(index, row, redact)}: not biddable: {priced}")
                 continue
             offer = priced
-        why = policy_violation(offer, policy)
+        why = _selection_violation(offer, policy)
         if why is not None:
             page.skipped.append(f"{_row_name(index, row, redact)}: outside policy: {why}")
             continue
-        page.offers.append(offer)
+        unfit = host_unfit(offer, policy)
+        # Listed (a server that ignored the filter), shown dimmed with why, never rented.
+        page.offers.append(replace(offer, refused=unfit) if unfit else offer)
     page.offers.sort(key=lambda o: (o.price_per_hour, int(o.offer_id)))
     del page.offers[policy.limit :]
     return page

@@ -327,6 +327,9 @@ def offer_detail(
                  if speed.measured else "predicted from its memory bandwidth")
         lines.append(f"decode {speed.tok_cell} tok/s · {speed.mtok_cell} $ per 1M tokens "
                      f"({basis})")
+    if offer.refused:
+        lines += ["", f"Never rented: {clean_line(offer.refused, 600)}.",
+                  "Pick another offer; the floor is [image] cuda_min, the disk [vastai] disk_gb."]
     if failure is not None:
         lines += ["", f"Host memory: this host {clean_line(failure, 600)}.",
                   "It is tried after the others; pick it (space) to try it anyway."]

@@ -96,6 +96,9 @@ UNKNOWN_COST = float("inf")  # an offer whose decode speed is unknown: its $/Mto
 BID_MARK = " bid"  # after the $/h of a Vast interruptible offer: the price is our bid
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
+# The pick cell of an offer its provider refuses to rent (`Offer.refused`: a host that cannot
+# start the image or hold the disk): dimmed, listed last, `i` says why; never leased.
+REFUSED = "refused"
 FAILURE_CHARS = 600
 # Why an offer's host is avoided (its recent failure, in words), or None: the host memory
 # (lease/host_journal.py), handed in by the app.
@@ -180,6 +183,7 @@ class OfferRow:
     gone: bool = False  # the provider said it is sold: dimmed until the next refresh
     failed: bool = False  # its host failed recently: badged, sorted after the others
     unfit: bool = False  # the model does not fit its VRAM: dimmed, sorted last
+    refused: bool = False  # never rented (`Offer.refused`): dimmed, sorted last, not pickable
 
 
 # Not frozen: a refresh makes 10,000, and a frozen dataclass sets each field through
@@ -283,6 +287,7 @@ class OffersModel:
         self.ascending = SortKey.PRICE.ascending_first
         self._picks: list[str] = []
         self._gone: set[str] = set()
+        self._refused: set[str] = set()  # ids of offers marked `Offer.refused`
         self._failure_text: FailureText = _no_failure
         self._failed: dict[str, str] = {}  # id -> why its host is avoided (cleaned)
         self._outlook_of: Outlook = no_outlook
@@ -315,6 +320,8 @@ class OffersModel:
         self._set_outlooks()
         self._picks = [key for key in self._picks if key in self._entries]
         self._gone &= set(self._entries)  # still listed after a refresh: still marked
+        self._refused = {k for k, e in self._entries.items() if e.offer.refused}
+        self._picks = [key for key in self._picks if key not in self._refused]
         per_gib = sorted(filter((0.0).__lt__, self._values[Column.PER_GIB]))  # the > 0, in C
         self._cheap_limit = per_gib[int(len(per_gib) * CHEAP_FRACTION)] if per_gib else 0.0
         self._failed = self._failures()
@@ -455,7 +462,8 @@ class OffersModel:
         """Add the offer at the end of the fallback list, or take it out."""
         if offer_id in self._picks:
             self._picks.remove(offer_id)
-        elif offer_id in self._entries and offer_id not in self._gone:
+        elif (offer_id in self._entries and offer_id not in self._gone
+              and offer_id not in self._refused):
             self._picks.append(offer_id)
 
     # -- output ---------------------------------------------------------------------------
@@ -514,6 +522,9 @@ class OffersModel:
             if self._unfit:  # after even a failed host: the model cannot load there at all
                 unfit = self._unfit
                 order = [k for k in order if k not in unfit] + [k for k in order if k in unfit]
+            if self._refused:  # last of all: it is never rented, whatever it costs
+                no = self._refused
+                order = [k for k in order if k not in no] + [k for k in order if k in no]
             self._orders[sort] = order
         return self._orders[sort]
 
@@ -531,9 +542,10 @@ class OffersModel:
         offer = entry.offer
         gone = offer_id in self._gone
         failed = offer_id in self._failed
+        refused = offer_id in self._refused
         per_gib = offer.price_per_gib_vram_hour
-        cheap = 0 < per_gib <= self._cheap_limit and not gone
-        cells = [GONE if gone else _pick_text(pick, failed)]
+        cheap = 0 < per_gib <= self._cheap_limit and not gone and not refused
+        cells = [GONE if gone else REFUSED if refused else _pick_text(pick, failed)]
         outlook = self.outlook(offer_id)
         for column in COLUMNS[1:]:
             if column in OUTLOOK_COLUMNS:
@@ -545,7 +557,7 @@ class OffersModel:
             else:
                 cells.append(_NUMBERS[column].text(offer))
         unfit = offer_id in self._unfit
-        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed, unfit)
+        return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed, unfit, refused)
 
     def widths(self) -> tuple[int, ...]:
         """Each column's width in cells, wide enough for its header and every offer's text.
@@ -560,6 +572,8 @@ class OffersModel:
                 width = cell_len(column.value)
                 if column is Column.PICK:
                     width = max(width, len(str(len(self._entries))), len(GONE))
+                    if self._refused:
+                        width = max(width, len(REFUSED))
                     if self._failed:
                         width = max(width, len(_pick_text(len(self._entries), failed=True)))
                 elif column in (Column.TOKS, Column.PER_MTOK):
@@ -618,8 +632,10 @@ class OffersModel:
             # the highlighted one itself is the user's choice (the confirm warns).
             view = [k for k in self.view() if k == highlighted or k not in self._unfit]
             start = view.index(highlighted) if highlighted in view else 0
-            keys = [k for k in view[start:] if k not in self._gone][: max(1, max_attempts)]
-        return tuple(self._entries[k].offer for k in keys if k in self._entries)
+            keys = [k for k in view[start:] if k not in self._gone and k not in self._refused]
+            keys = keys[: max(1, max_attempts)]
+        return tuple(self._entries[k].offer for k in keys
+                     if k in self._entries and k not in self._refused)
 
     def subtitle(self, provider: str) -> str:
         """`vastai · 214 match · sort $/h ↑ · filter '4090' · 2 picked` for the border."""
@@ -629,6 +645,8 @@ class OffersModel:
             parts.append(f"{len(self._gone)} gone")
         if self._failed:
             parts.append(f"{len(self._failed)} failed host last (i: why)")
+        if self._refused:
+            parts.append(f"{len(self._refused)} refused (i: why)")
         if self._unfit:
             where = "last" if self.show_unfit else "hidden"
             parts.append(f"{len(self._unfit)} too small {where}")

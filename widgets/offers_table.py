@@ -326,7 +326,7 @@ class OffersTable(ScrollView, can_focus=True):
 
     def _row_strip(self, row: OfferRow, styles: _Styles, *, cursor: bool) -> Strip:
         plain = styles.cursor if cursor else styles.base
-        if row.gone:  # sold: the whole row dimmed, "gone" in its pick cell
+        if row.gone or row.refused:  # sold, or never rented: the whole row dimmed
             plain = plain + styles.gone if cursor else styles.gone
         elif row.unfit:  # the model cannot fit its VRAM: the whole row dimmed
             plain = plain + styles.unfit if cursor else styles.unfit

@@ -47,8 +47,16 @@ def _row(o: Offer, memory: HostMemory, outlook: Outlook) -> tuple[str, ...]:
         seen.speed.tok_cell if seen.speed else "?", seen.speed.mtok_cell if seen.speed else "?",
         seen.ready.cell if seen.ready else "?", f"{o.price_per_gib_vram_hour:.4f}",
         f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
-        clean_line(o.location, 32), FAILED_BADGE if memory.failure(o) is not None else "",
+        clean_line(o.location, 32), _note(o, memory),
     )
+
+
+def _note(o: Offer, memory: HostMemory) -> str:
+    """The last column: why the offer is never rented (`Offer.refused`), else its host's
+    recent failure badge."""
+    if o.refused:
+        return "never rented: " + clean_line(o.refused, 120)
+    return FAILED_BADGE if memory.failure(o) is not None else ""
 
 
 def render_table(

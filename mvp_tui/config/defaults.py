@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mvp_tui.node_protocol import RENTED_IMAGE, RENTED_IMAGE_CUDA_MIN
+
 PROVIDERS = ("local", "docker", "vastai", "runpod")
 # The providers that rent a machine by the hour (their defaults guard money: image, deadline).
 RENTED_PROVIDERS = ("vastai", "runpod")
@@ -13,9 +15,10 @@ DEFAULT_HF_FILE = "Llama-3.2-1B-Instruct-Q4_K_M.gguf"
 DEFAULT_MODEL_ID = "llama-3.2-1b-instruct-q4"
 DEFAULT_IMAGE = "mvp-node:latest"
 # What a rented node runs when neither [image] node nor the provider's image is set: llama.cpp's
-# own CUDA image (python3 for the agent; llama-server at /app/llama-server, not on PATH, which
-# the agent knows). DEFAULT_IMAGE is the seed's name for a locally built image.
-RENTED_IMAGE = "ghcr.io/ggml-org/llama.cpp:full-cuda"
+# own CUDA image, pinned to a build, with its CUDA floor beside it (both in node_protocol.py,
+# which the node reads too; python3 for the agent; llama-server at /app/llama-server, not on
+# PATH, which the agent knows). DEFAULT_IMAGE is the seed's name for a locally built image.
+__all__ = ["RENTED_IMAGE", "RENTED_IMAGE_CUDA_MIN"]
 DEFAULT_RPC_ADDR = "127.0.0.1:19777"
 
 WHOLE_MODEL = (

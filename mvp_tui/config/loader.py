@@ -29,6 +29,7 @@ from mvp_tui.config.schema import (
     KEYS,
     PROFILE_PROVIDER,
     RENTED_IMAGE,
+    RENTED_IMAGE_CUDA_MIN,
     RENTED_PROVIDERS,
     KeySpec,
     Scope,
@@ -155,6 +156,11 @@ class Config:
             return RENTED_IMAGE, Source("default", "for rented nodes")
         return image, source
 
+    def cuda_floor(self) -> str | None:
+        """The node image's CUDA floor as major.minor, or None for no floor: `[image] cuda_min`
+        when set ("0": none), else the pinned default image's (`RENTED_IMAGE_CUDA_MIN`)."""
+        return _cuda_floor(self.settings.image.cuda_min, self.sources.get("image.cuda_min"))
+
     @property
     def confirm_lease(self) -> bool:
         """Whether renting must be confirmed: `[vastai] confirm_lease` for Vast.ai (the
@@ -268,6 +274,8 @@ def load_config(
         if spec.dotted not in values:
             take(spec)
     _check_rpc_bind(values, sources)
+    cuda_min = values.get("image.cuda_min")
+    _cuda_floor(cuda_min if isinstance(cuda_min, str) else None, sources.get("image.cuda_min"))
     check_multinode_rpc(provider, values, sources)
     cautions = read_key_files(values, sources)
     check_key_urls(values, sources, env)
@@ -332,6 +340,22 @@ def _inert_warnings(values: Mapping[str, object], sources: Mapping[str, Source])
             f"{spec.label} = {shown} from {source} is accepted and has no effect here: {spec.inert}"
         )
     return tuple(lines)
+
+
+def _cuda_floor(value: str | None, source: Source | None) -> str | None:
+    """`[image] cuda_min` as major.minor; unset: the pinned default image's floor; "0": none."""
+    if value is None:
+        return RENTED_IMAGE_CUDA_MIN
+    text = value.strip()
+    if text in ("0", "0.0"):
+        return None
+    if not re.fullmatch(r"\d{1,3}\.\d{1,3}", text):
+        raise ConfigError(
+            f"[image] cuda_min = {value!r} from {source} is not a CUDA version: set it as "
+            f"major.minor, e.g. 12.4 (0 = no floor; unset = {RENTED_IMAGE_CUDA_MIN}, the "
+            "default image's)"
+        )
+    return text
 
 
 def _check_rpc_bind(values: Mapping[str, object], sources: Mapping[str, Source]) -> None:

@@ -19,6 +19,7 @@ from mvp_tui.config.defaults import (
     PROFILES,
     PROVIDERS,
     RENTED_IMAGE,
+    RENTED_IMAGE_CUDA_MIN,
     RENTED_PROVIDERS,
     WHOLE_MODEL,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "PROFILE_PROVIDER",
     "PROVIDERS",
     "RENTED_IMAGE",
+    "RENTED_IMAGE_CUDA_MIN",
     "RENTED_PROVIDERS",
     "SECTIONS",
     "SECTION_CLASSES",

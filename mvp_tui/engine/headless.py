@@ -48,6 +48,7 @@ from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError
 from mvp_tui.secrets import Redactor
+from mvp_tui.untrusted import clean_line
 
 UNTIL = ("leased", "ready")
 
@@ -139,7 +140,8 @@ def _pick(
     """The offers to walk: `--offer` ids in their order (picked by hand: kept as given), or
     the best `max_offers`, those on a host that failed recently after the others."""
     if not opts.offer_ids:
-        ordered = memory.order(offers) if memory is not None else offers
+        rentable = [o for o in offers if not o.refused]  # never a host that cannot run it
+        ordered = memory.order(rentable) if memory is not None else rentable
         return ordered[: opts.max_offers]
     by_ref = {(o.provider, o.offer_id): o for o in offers}
     refs = [offer_ref(text, own) for text in opts.offer_ids]
@@ -148,6 +150,14 @@ def _pick(
         raise ConfigError(
             f"--offer {', '.join(missing)} is not among the {len(offers)} offers that match "
             "the policy; run `mvp-tui offers` to see them"
+        )
+    refused = [f"{i}: {clean_line(by_ref[(k, i)].refused, 200)}" for k, i in refs
+               if by_ref[(k, i)].refused]
+    if refused:
+        raise ConfigError(
+            f"--offer {'; '.join(refused)}: that host is never rented; pick another offer "
+            "(`mvp-tui offers`), or set [image] cuda_min / [vastai] disk_gb if the floor is "
+            "wrong for your image"
         )
     return [by_ref[ref] for ref in refs]
 

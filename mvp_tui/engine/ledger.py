@@ -157,7 +157,9 @@ class LeaseLedger:
             self._created(e.label, e.adopted_id, e.run_id, provider, since)
 
     def _pending(self, e: lease.LeasePending, provider: str) -> None:
-        self._entry(e.provider_id, e.run_id, provider, e.at)
+        entry = self._entry(e.provider_id, e.run_id, provider, e.at)
+        if e.price_per_hour:  # the instance's own rate replaces the offer's
+            entry.price_per_hour = e.price_per_hour
 
     def _running_now(self, e: lease.LeaseRunning, provider: str) -> None:
         since = e.created_at if e.created_at is not None else e.at - e.after_s

@@ -80,7 +80,7 @@ def _runpod(config: Config) -> Provider:
         return RunPodProvider(
             api_key=api_key,
             api_url=runpod.api_url,
-            settings=RunPodSettings.from_section(runpod),
+            settings=RunPodSettings.from_section(runpod, config.cuda_floor()),
         )
     except ProviderError as exc:
         raise ConfigError(str(exc)) from None

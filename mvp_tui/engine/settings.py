@@ -184,7 +184,14 @@ def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:
         require_verified=vast.require_verified if vast else False,
         max_price_per_hour=config.settings.limits.max_price_per_hour,
         limit=limit,
+        # Vast's search and its client-side check: the image's CUDA floor, the disk asked.
+        min_cuda=_floor(config.cuda_floor()) if vast else None,
+        disk_gb=float(vast.disk_gb) if vast else None,
     )
+
+
+def _floor(text: str | None) -> float | None:
+    return float(text) if text is not None else None
 
 
 def node_env(

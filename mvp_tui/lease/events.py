@@ -112,6 +112,9 @@ class LeasePending(EngineEvent):
     provider_id: str
     raw_state: str
     waited_s: float
+    # What the instance itself says it bills (Vast: its row's `dph_total`, the disk it was
+    # created with priced in), once it says so; None: the offer's price stands.
+    price_per_hour: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

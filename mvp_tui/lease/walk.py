@@ -200,7 +200,7 @@ class LeaseWalk:
         while queue:
             offer = queue.pop(0)
             tried.append(offer)
-            if self._over_cap(offer):
+            if self._over_cap(offer) or self._refused(offer):
                 continue
             self._emit(
                 OfferPicked(
@@ -592,7 +592,8 @@ class LeaseWalk:
                     raw = self._clean(status.raw_state) or status.state.value
                     return f"the instance is {raw}" + (f": {detail}" if detail else "")
                 raw = self._clean(status.raw_state) or status.state.value
-                if raw != last_raw:
+                priced = self._take_price(lease, status)
+                if raw != last_raw or priced:
                     last_raw = raw
                     self._emit(
                         LeasePending(
@@ -600,6 +601,7 @@ class LeaseWalk:
                             provider_id=provider_id,
                             raw_state=raw,
                             waited_s=round(s.monotonic() - started, 3),
+                            price_per_hour=status.price_per_hour,
                         )
                     )
             if s.monotonic() - started >= s.ready_timeout_s:
@@ -610,6 +612,16 @@ class LeaseWalk:
                     f"(last state: {last}{why})"
                 )
             await s.sleep(s.poll_interval_s)
+
+    def _take_price(self, lease: LeaseRecord, status: LeaseStatus) -> bool:
+        """The instance's own $/h in place of the offer's, once it reports one (Vast's row
+        `dph_total` prices the disk the create rented); whether it changed the record."""
+        price = status.price_per_hour
+        if not price or price == lease.price_per_hour:
+            return False
+        lease.price_per_hour = price
+        self.store.save(self._rec)
+        return True
 
     def _mark_running(self, lease: LeaseRecord, status: LeaseStatus) -> LeaseRecord:
         ssh = status.ssh
@@ -821,6 +833,23 @@ class LeaseWalk:
         if cap is None or offer.price_per_hour <= cap:
             return False
         reason = f"{offer.price_per_hour:.4f} USD/h is over max_price_per_hour {cap:.4f}"
+        self._emit(
+            OfferSkipped(
+                run_id=self.run_id,
+                offer_id=offer.offer_id,
+                price_per_hour=offer.price_per_hour,
+                reason=reason,
+            )
+        )
+        self._misses.append(f"offer {offer.offer_id} skipped: {reason}")
+        return True
+
+    def _refused(self, offer: Offer) -> bool:
+        """An offer its provider marked never to rent (`Offer.refused`: a host that cannot
+        start the image or hold the disk) is skipped, whoever picked it."""
+        if not offer.refused:
+            return False
+        reason = self._clean(offer.refused, 200)
         self._emit(
             OfferSkipped(
                 run_id=self.run_id,

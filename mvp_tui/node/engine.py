@@ -22,7 +22,7 @@ from mvp_tui.node.control import SCOPE_RUN, Control, PhaseFailed
 from mvp_tui.node.engine_lines import PrivateLines
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.settings import ENGINE_HOST, LAST_LINES_KEPT, Settings
-from mvp_tui.node_protocol import AgentEnv
+from mvp_tui.node_protocol import RENTED_IMAGE, AgentEnv
 
 if TYPE_CHECKING:
     pass
@@ -141,7 +141,7 @@ def model_unreadable(lines: list[str]) -> bool:
 
 # llama.cpp's own images (the "full" and "server" targets) keep llama-server in /app, off PATH.
 KNOWN_LLAMA_SERVERS = ("/app/llama-server",)
-RENTED_IMAGE_HINT = "ghcr.io/ggml-org/llama.cpp:full-cuda"
+RENTED_IMAGE_HINT = RENTED_IMAGE  # the pinned default (node_protocol.py)
 
 
 def find_llama_server() -> str | None:

@@ -29,6 +29,7 @@ WATCHDOG_HTTP_TIMEOUT_S = 10.0
 WATCHDOG_RETRY_CAP_S = 30.0
 WATCHDOG_WAIT_CAP_S = 30.0  # the timer thread looks again at least this often (clock jumps)
 VERDICT_ATTEMPTS = 4
+V0_RETIRED = 410  # Vast's `deprecated_endpoint` on a v0 route: the v1 route is asked instead
 VAST_RATE_LIMIT_WAIT_S = 3.0  # Vast's 429s carry no Retry-After; its destroy threshold is 3.0
 REQUIRE_HINT = "or set [limits] require_node_watchdog = false to rent without the node switch"
 _CREDENTIAL_NAMES = {
@@ -299,7 +300,12 @@ class InstanceApi:
 
 
 class VastInstanceApi(InstanceApi):
-    """Vast v0, as the official client calls it for one instance (ours research/vastai.md)."""
+    """Vast v0, as the official client calls it for one instance (ours research/vastai.md).
+
+    A 410 on a v0 route (`deprecated_endpoint`: one report says Vast retired them, peers
+    2026-12-07 V6/V7) is never "gone": the read asks the v1 list the CLI uses for our own id
+    (its row, or none: then gone) and answers in the v0 shape; the delete is sent again to
+    `/api/v1/instances/{id}/` (undocumented; the read that confirms every delete decides)."""
 
     name = "Vast"
 
@@ -308,10 +314,31 @@ class VastInstanceApi(InstanceApi):
         return f"{self.base_url}/api/v0/instances/{self.creds.instance_id}/"
 
     def read(self) -> ApiAnswer:
-        return api_request("GET", self.url + "?owner=me", self.creds.key)
+        answer = api_request("GET", self.url + "?owner=me", self.creds.key)
+        return self._v1_read() if answer.status == V0_RETIRED else answer
 
     def delete(self) -> ApiAnswer:
-        return api_request("DELETE", self.url, self.creds.key, body={})
+        answer = api_request("DELETE", self.url, self.creds.key, body={})
+        if answer.status != V0_RETIRED:
+            return answer
+        v1 = f"{self.base_url}/api/v1/instances/{self.creds.instance_id}/"
+        return api_request("DELETE", v1, self.creds.key, body={})
+
+    def _v1_read(self) -> ApiAnswer:
+        """Our own row from `GET /api/v1/instances/` filtered on our id, as `{"instances":
+        row | None}` (the v0 read's shape); any other answer as it came."""
+        query = urllib.parse.urlencode({
+            "select_filters": json.dumps({"id": {"eq": int(self.creds.instance_id)}}),
+            "order_by": json.dumps([{"col": "id", "dir": "asc"}]),
+            "limit": "25",
+        })
+        answer = api_request("GET", f"{self.base_url}/api/v1/instances/?{query}", self.creds.key)
+        rows = answer.field("instances") if answer.status == 200 else None
+        if not isinstance(rows, list):
+            return answer
+        own = [r for r in rows if isinstance(r, dict)
+               and str(r.get("id")) == self.creds.instance_id]
+        return ApiAnswer(200, {"instances": own[0] if own else None})
 
     def write_probe(self) -> ApiAnswer | None:
         # "a no-op since it's already running" (Vast's docker-environment docs): the key

@@ -160,14 +160,42 @@ def sort_rows(rows: list[dict[str, Any]], order: list[tuple[str, bool]]) -> list
     return rows
 
 
-def search_offers(offers: dict[int, dict[str, Any]], query: Any) -> Reply:
-    """POST /bundles/ over `offers`: every filter applied, sorted, one page."""
+# Storage Vast prices into `dph_total` when a search sends no `allocated_storage` (the docs'
+# default; the CLI always sends its own, 5 GiB unless --storage). A row's stored `dph_total`
+# is its price at this much storage.
+DEFAULT_ALLOCATED_GB = 8.0
+HOURS_PER_MONTH = 730  # `storage_cost` is $/GB/month; Vast bills storage per hour
+
+
+def priced(row: dict[str, Any], storage_gb: float) -> dict[str, Any]:
+    """`row` with its prices at `storage_gb` of storage (reference/vastai.md §2: `dph_total`
+    is all-in, GPU plus storage at `allocated_storage`; `storage_cost` $/GB/month)."""
+    cost = float(row.get("storage_cost") or 0.0)
+    delta = cost * (storage_gb - DEFAULT_ALLOCATED_GB) / HOURS_PER_MONTH
+    out = dict(row)
+    for column in ("dph_total", "discounted_dph_total"):
+        if isinstance(out.get(column), int | float):
+            out[column] = round(float(out[column]) + delta, 6)
+    out["storage_total_cost"] = round(cost * storage_gb / HOURS_PER_MONTH, 6)
+    return out
+
+
+def search_offers(
+    offers: dict[int, dict[str, Any]], query: Any, ignored: frozenset[str] = frozenset()
+) -> Reply:
+    """POST /bundles/ over `offers`: priced at the query's `allocated_storage`, every filter
+    applied (on the prices as answered) but those on `ignored` columns, sorted, one page."""
     if not isinstance(query, dict):
         return error_reply(400, "invalid_request", "Invalid json body")
-    rows = [o for o in offers.values()]
+    storage = query.get("allocated_storage", DEFAULT_ALLOCATED_GB)
+    try:
+        storage_gb = float(storage)
+    except (TypeError, ValueError):
+        return error_reply(400, "invalid_request", "allocated_storage must be a number")
+    rows = [priced(o, storage_gb) for o in offers.values()]
     reserved = {"order", "type", "limit", "allocated_storage", "disable_bundling", "extra_ids"}
     for column, ops in query.items():
-        if column in reserved:
+        if column in reserved or column in ignored:
             continue
         rows = [r for r in rows if column not in r or matches(r[column], ops)]
     order = query.get("order") or [["score", "desc"]]

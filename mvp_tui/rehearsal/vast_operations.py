@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.rehearsal.http_fake import Reply
-from mvp_tui.rehearsal.vast_offers import matches, search_offers, sort_rows
+from mvp_tui.rehearsal.vast_offers import matches, priced, search_offers, sort_rows
 from mvp_tui.rehearsal.vast_replies import (
     ask_gone_404,
     ask_gone_410,
@@ -47,12 +47,40 @@ class Instance:
     lingering: int = 0  # show/list answers that still show it after its destroy was accepted
 
 
-def in_scope(instance_id: int, op: str | None, path: str, body: Any = None) -> bool:
+def in_scope(
+    instance_id: int, op: str | None, path: str, body: Any = None,
+    query: dict[str, str] | None = None,
+) -> bool:
     """An instance key may only show, start, stop or destroy its own instance (Vast's docs:
-    it "can only start, stop, or destroy that specific instance", and read it)."""
+    it "can only start, stop, or destroy that specific instance", and read it). Read through
+    the v1 list, it may ask for its own row only (`select_filters` `{"id": {"eq": <own>}}`):
+    whether Vast lets it is not documented; the fake takes the narrowest reading that lets
+    a node confirm its own end once the v0 read is retired."""
+    if op == "list":
+        return _own_id_filter(instance_id, (query or {}).get("select_filters"))
     own = path.rstrip("/").split("/")[-1] == str(instance_id)
     state_only = isinstance(body, dict) and set(body) == {"state"}
     return own and (op in ("show", "destroy") or (op == "manage" and state_only))
+
+
+def _own_id_filter(instance_id: int, raw: str | None) -> bool:
+    try:
+        filters = json.loads(raw or "")
+    except ValueError:
+        return False
+    if not isinstance(filters, dict) or set(filters) != {"id"}:
+        return False
+    wanted = filters["id"].get("eq") if isinstance(filters["id"], dict) else None
+    return str(wanted) == str(instance_id)
+
+
+# Vast's documented answer to a retired v0 route (the v0 list: reference/vastai.md §1), as a
+# retired single-instance route would give it (peers 2026-12-07 V6/V7: one unverified report).
+def deprecated_v0(path: str) -> Reply:
+    return error_reply(
+        410, "deprecated_endpoint",
+        f"{path.rstrip('/')}/ is deprecated. Use /api/v1/instances/ instead.",
+    )
 
 
 class VastOperations:
@@ -82,6 +110,11 @@ class VastOperations:
     # Vast's known trap (vast-cli PR #403): the create's `price` ignored, the instance rented
     # on demand without a word (`is_bid` false).
     silent_on_demand: bool
+    # Search columns whose filter the server ignores (a fault: the client checks again).
+    unfiltered: set[str]
+    # v0 single-instance operations ("show", "destroy", "manage") that answer 410
+    # `deprecated_endpoint`, as one report says Vast now does (peers 2026-12-07 V6/V7).
+    retired_v0: set[str]
 
     # -- what the instance's container is given --------------------------------------------
 
@@ -115,6 +148,10 @@ class VastOperations:
         raw_price = body.get("price")
         price = float(raw_price) if isinstance(raw_price, int | float) else None
         is_bid = price is not None and not self.silent_on_demand
+        # The instance bills the disk it was created with (its own dph_total says so).
+        raw_disk = body.get("disk")
+        disk = float(raw_disk) if isinstance(raw_disk, int | float) else 10.0
+        offer = priced(offer, disk)
         # A bid's GPU part is the bid; storage bills besides (dph_total − dph_base).
         storage = max(0.0, float(offer["dph_total"]) - float(offer.get("dph_base") or 0.0))
         gpu_price = price if is_bid else offer.get("dph_base")
@@ -272,6 +309,10 @@ class VastOperations:
         def guarded(fn: Any, *args: Any) -> Any:
             return (lambda: bad_json) if not body_ok else (lambda: fn(*args))
 
+        if rest[:1] == ["instances"] and len(rest) == 2 and rest[1].isdigit():
+            op = {"GET": "show", "PUT": "manage", "DELETE": "destroy"}.get(method)
+            if op in self.retired_v0:
+                return op, lambda: deprecated_v0(path)
         match method, rest:
             case ("POST", ["bundles"]):
                 return "search", guarded(self._search, body)
@@ -294,6 +335,11 @@ class VastOperations:
                 return "destroy_bulk", guarded(self._destroy_bulk, body)
             case ("GET", ["v1", "instances"]):
                 return "list", lambda: self._list(query)
+            case ("DELETE", ["v1", "instances", iid]) if iid.isdigit():
+                # The v1 twin of the v0 destroy, same body and answers. No primary source
+                # documents it (the CLI destroys on v0 only); the unverified report of V6/V7
+                # says "the /instances family is v1". What a client tries after a v0 410.
+                return "destroy", lambda: self._destroy(int(iid))
             case ("GET", ["ssh"]):
                 return "ssh_list", self._ssh_list
             case ("POST", ["ssh"]):
@@ -307,7 +353,7 @@ class VastOperations:
     # -- operations (run under the lock) ----------------------------------------------------
 
     def _search(self, query: Any) -> Reply:
-        return search_offers(self._offers, query)
+        return search_offers(self._offers, query, frozenset(self.unfiltered))
 
     def _create(self, ask_id: int, body: Any) -> Reply:
         if not isinstance(body, dict):

@@ -7,7 +7,8 @@ with `Content-Type: application/json` exactly (the CLI compares it by string equ
 
 State: offers (an offer can be rented once), instances that move `loading → running` after
 `loading_polls` observations (show or list: deterministic, no wall clock), account SSH keys
-and credit. Faults are scripted per operation (`script`, `rate_limit`, `fail_destroy`, …);
+and credit. Faults are scripted per operation (`script`, `rate_limit`, `fail_destroy`, …;
+`retired_v0`: the v0 single-instance routes answer 410 `deprecated_endpoint`);
 the operation names are "search", "create", "show", "list", "destroy", "ssh_list",
 "ssh_create", "user", plus "manage" (PUT /instances/{id}/) and "gpu_names".
 
@@ -122,6 +123,13 @@ class FakeVast(VastOperations):
         self._actor = "account"  # whose key the operation running under the lock carries
         self._linger_after_destroy = 0
         self.silent_on_demand = False  # creates ignore `price` (rent on demand, say nothing)
+        # Search filters the server ignores, by column (e.g. {"cuda_max_good"}): offers the
+        # query excludes come back anyway, for the client's own check to catch.
+        self.unfiltered: set[str] = set()
+        # v0 single-instance operations answering 410 deprecated_endpoint: "show" (GET),
+        # "destroy" (DELETE), "manage" (PUT) on /api/v0/instances/{id}/; the v1 list (and a
+        # DELETE /api/v1/instances/{id}/) keep answering.
+        self.retired_v0: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -336,7 +344,7 @@ class FakeVast(VastOperations):
         if cut_off:
             handler.drop()  # its host's network never got the request here
             return
-        if owner is not None and not in_scope(owner, op, path, body):
+        if owner is not None and not in_scope(owner, op, path, body, query):
             with self._lock:
                 self.scope_violations.append(
                     RecordedRequest(method, parts.path, query, headers, body)

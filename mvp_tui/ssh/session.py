@@ -26,6 +26,7 @@ import asyncssh
 
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.node import follow
+from mvp_tui.node_protocol import RENTED_IMAGE
 from mvp_tui.providers.base import SshEndpoint
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh.agent_launch import (
@@ -793,8 +794,8 @@ class NodeSession:
     def _unfit_error(self, result: AttemptResult) -> ImageUnfit:
         return ImageUnfit(
             f"lease {self.lease_key}: {result.detail}",
-            fix="pick an image that holds python3 (the default for rented nodes, "
-            "ghcr.io/ggml-org/llama.cpp:full-cuda, does): [image] node or --image",
+            fix=f"pick an image that holds python3 (the default for rented nodes, "
+            f"{RENTED_IMAGE}, does): [image] node or --image",
         )
 
     def _local_error(self, result: AttemptResult) -> LocalSshProblem:

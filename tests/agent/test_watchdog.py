@@ -696,3 +696,34 @@ async def test_the_switch_runs_on_the_oldest_node_python(
         assert fake.destroyed_by(iid) == "instance"
     assert run.phase_detail("probe", "ready")["python"].startswith(f"{OLDEST}.")
     assert run.non_frames == [] and b"Traceback" not in run.stderr
+
+
+async def test_with_vasts_v0_routes_retired_the_switch_proves_and_destroys_through_v1(
+    tmp_path: Path, tiny_model: Path, path_with: str
+) -> None:
+    """v0's single-instance read and delete answer 410 `deprecated_endpoint` (peers
+    2026-12-07 V6/V7): the verdict reads our row from the v1 list, the deadline's destroy goes
+    to v1 and is confirmed there; the 410 is never taken for "gone"."""
+    with FakeVast() as fake:
+        iid = fake.add_instance()
+        fake.retired_v0 = {"show", "destroy"}
+        environ = fake.write_instance_env(iid, tmp_path / "environ")
+        key = fake.instance_env(iid)["CONTAINER_API_KEY"]
+        overrides = {"MVP_MAX_HOURS": "0.0005", "MVP_LEASE_STARTED_AT": repr(time.time())}
+        env = _env(tmp_path, tiny_model, path_with, **_vast_env(fake, environ, **overrides))
+        run = await AgentRun.start(env)
+        try:
+            verdict = (await run.wait_phase("watchdog", "ready"))["detail"]
+            assert verdict["armed"] is True and verdict["destroy_proven"] is True
+            final = await run.wait_for(_watchdog("ready", destroyed=True), within=60)
+            assert final["detail"]["attempts"] == 1
+            assert await run.wait_exit() == 0
+        finally:
+            await run.kill()
+        assert fake.destroyed_by(iid) == "instance" and fake.billing() == []
+        assert fake.scope_violations == []
+        calls = _instance_key_requests(fake, key)
+        assert ("DELETE", f"/api/v0/instances/{iid}/") in calls
+        assert ("DELETE", f"/api/v1/instances/{iid}/") in calls
+        assert ("GET", "/api/v1/instances/") in calls
+    assert key.encode() not in bytes(run.stdout + run.stderr)

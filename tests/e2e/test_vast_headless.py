@@ -20,6 +20,7 @@ from tests.e2e.headless import HeadlessRun, event
 from tests.fakes.vastai_server import FakeVast
 
 KEY = "fake-vast-key-0123456789"
+AT_50_GB = 0.30 + 0.15 * (50 - 8) / 730  # the 3090's $/h with the default 50 GB disk
 
 
 @pytest.fixture
@@ -79,7 +80,9 @@ def test_offers_json_is_filtered_and_sorted(vast_env: dict[str, str], tmp_path: 
     assert result.returncode == 0, result.stderr
     offers = json.loads(result.stdout)
     assert [o["gpu_name"] for o in offers] == ["RTX 3090", "RTX 4090"]  # H100 is over the cap
-    assert offers[0]["price_per_hour"] == pytest.approx(0.30)
+    # All-in as the CLI searches it: the offer's 0.30 at Vast's default 8 GB, plus the
+    # [vastai] disk_gb = 50 the create rents (allocated_storage; 0.15 $/GB/month ÷ 730 h).
+    assert offers[0]["price_per_hour"] == pytest.approx(AT_50_GB)
     table = cli("offers", env=vast_env)
     assert "RTX 3090" in table.stdout.splitlines()[1]
     no_key_anywhere(tmp_path / "state", result.stdout, result.stderr, table.stdout)
@@ -98,7 +101,7 @@ def test_until_leased_then_ls_and_down(
     assert up.returncode == 0, up.stderr
     records = [json.loads(line) for line in up.stdout.splitlines()]
     running = next(r for r in records if r["event"] == "lease_running")
-    assert running["price_per_hour"] == pytest.approx(0.30)
+    assert running["price_per_hour"] == pytest.approx(AT_50_GB)
     assert len(fake.billing()) == 1  # deliberately kept, recorded for `down`
     assert fake.account_keys, "the SSH public key was registered before the create"
     ls = cli("ls", "--json", env=vast_env)
@@ -171,4 +174,32 @@ def test_spend_limit_tears_the_lease_down(vast_env: dict[str, str], fake: FakeVa
     assert limit["limit"] == "max_spend_usd" and limit["reached"] >= 0.00005
     assert "[limits] max_spend_usd" in up.stderr
     assert [r["event"] for r in records].count("lease_deleted") == 1
+    assert fake.billing() == []
+
+
+def test_a_host_below_the_images_cuda_floor_is_never_rented_even_by_offer_id(
+    vast_env: dict[str, str], fake: FakeVast
+) -> None:
+    """A server that lets a host below the image's CUDA floor (12.8, the pinned image's)
+    through the search: the headless walk skips it though it is the cheapest, and naming it
+    with --offer is refused before anything is created."""
+    fake.unfiltered = {"cuda_max_good"}
+    old = fake.add_offer(dph_total=0.10, gpu_name="RTX 3090", cuda_max_good=12.4)
+    listed = json.loads(cli("offers", "--json", env=vast_env).stdout)
+    (row,) = [o for o in listed if str(o["offer_id"]) == str(old)]  # listed, marked
+    assert "cuda_max_good 12.4 < the image's CUDA floor 12.8" in row["refused"]
+    table = cli("offers", env=vast_env).stdout
+    (line,) = [ln for ln in table.splitlines() if ln.startswith(f"{old} ")]
+    assert "never rented: cuda_max_good 12.4" in line
+
+    by_hand = cli("up", "--headless", "--yes", "--until", "leased", "--offer", str(old),
+                  env=vast_env)
+    assert by_hand.returncode == 2, by_hand.stderr
+    assert "never rented" in by_hand.stderr and "cuda_max_good 12.4" in by_hand.stderr
+    assert [r for r in fake.requests if r.method == "PUT" and "/asks/" in r.path] == []
+
+    up = cli("up", "--headless", "--yes", "--until", "leased", "--down-after", env=vast_env)
+    assert up.returncode == 0, up.stderr
+    creates = [r.path for r in fake.requests if r.method == "PUT" and "/asks/" in r.path]
+    assert creates and all(f"/asks/{old}/" not in p for p in creates)
     assert fake.billing() == []

@@ -34,6 +34,7 @@ from mvp_tui.widgets.offers import offer_detail
 from mvp_tui.widgets.offers_model import DROP_ORDER, Column, OffersModel, SortKey
 from tests.fakes.vastai_server import FakeVast
 from tests.tui.fit_data import header_gguf
+from tests.tui.test_dashboard_run import DISK_50_GB
 from tests.widgets.data import offer
 
 Q4_8B = 4_912_898_304  # Llama-3.1-8B Q4_K_M, the measured table's model
@@ -126,7 +127,8 @@ def test_offers_json_predicts_then_shows_what_this_user_measured(
         per_token = Q4_8B + 32 * 8 * 256 * 2 * 4096
         assert fast["tok_per_s"] == pytest.approx(0.75 * 1008e9 / per_token, abs=0.1)
         assert fast["tok_per_s"] == pytest.approx(2 * slow["tok_per_s"], abs=0.2)
-        for row, price in ((fast, 0.40), (slow, 0.20)):
+        # Each at its all-in $/h: the search prices in the 50 GB disk the create rents.
+        for row, price in ((fast, 0.40 + DISK_50_GB), (slow, 0.20 + DISK_50_GB)):
             assert row["usd_per_mtok"] == pytest.approx(
                 USD_PER_MTOK_FACTOR * price / row["tok_per_s"], rel=1e-3)
         assert fast["ready"]["basis"] == "formula"  # type: ignore[index]
@@ -147,7 +149,8 @@ def test_offers_json_predicts_then_shows_what_this_user_measured(
     # what this user measured wins, above or below the prediction.
     assert fast["tok_per_s"] == 97.5
     assert fast["ttft_ms"] == 31.0  # llama-server's prompt time
-    assert fast["usd_per_mtok"] == pytest.approx(USD_PER_MTOK_FACTOR * 0.40 / 97.5, rel=1e-3)
+    assert fast["usd_per_mtok"] == pytest.approx(
+        USD_PER_MTOK_FACTOR * (0.40 + DISK_50_GB) / 97.5, rel=1e-3)
     assert slow["measured"] is False  # another GPU model: still predicted
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Button
 
 from mvp_tui.engine.events import OffersListed
@@ -14,7 +15,7 @@ from mvp_tui.providers.base import Outcome
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
 from tests.fakes.vastai_server import FakeVast
-from tests.tui.test_dashboard_run import KEY, dashboard, is_, vast_env
+from tests.tui.test_dashboard_run import DISK_50_GB, KEY, dashboard, is_, vast_env
 from tests.widgets.harness import screen_text
 
 
@@ -46,7 +47,9 @@ async def test_enter_on_a_sold_offer_leases_the_next_and_marks_it_gone(tmp_path:
             assert f" {third} " not in text.split("tried in this order")[1]
             screen.query_one("#lease-go", Button).press()
             running = await seen.first(is_(lease.LeaseRunning), within=30)
-            assert running.price_per_hour == 0.45  # type: ignore[attr-defined]
+            # The 4090's all-in $/h: its 0.45 with the 50 GB disk priced in.
+            assert running.price_per_hour == pytest.approx(  # type: ignore[attr-defined]
+                0.45 + DISK_50_GB, abs=1e-6)
             answered = [e for e in seen.events if isinstance(e, lease.AttemptAnswered)]
             assert [e.outcome for e in answered] == [Outcome.UNAVAILABLE.value, "created"]
             # The board is re-read behind the walk (a second search), without the sold offer.

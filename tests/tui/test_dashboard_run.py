@@ -28,6 +28,9 @@ from tests.prompt.waiting import WaitingSink
 from tests.tui.apps import FIXED_NOW
 
 KEY = "fake-vast-key-0123456789"
+# What the default [vastai] disk_gb = 50 adds to a fake offer's $/h (priced at Vast's default
+# 8 GB): the search's allocated_storage, at the fake's 0.15 $/GB/month over 730 h.
+DISK_50_GB = 0.15 * (50 - 8) / 730
 
 
 def is_(cls: type[EngineEvent]):  # type: ignore[no-untyped-def]
@@ -149,7 +152,8 @@ async def test_vast_lease_whose_node_cannot_be_reached_is_torn_down(
         await pilot.pause()
         app.screen.query_one("#lease-go", Button).press()
         running = await seen.first(is_(lease.LeaseRunning), within=30)
-        assert running.price_per_hour == pytest.approx(0.30)  # type: ignore[attr-defined]
+        assert running.price_per_hour == pytest.approx(  # type: ignore[attr-defined]
+            0.30 + DISK_50_GB, abs=1e-6)  # with the 50 GB disk it rents priced in
         await seen.first(is_(lease.LeaseDeleted), within=30)
         for _ in range(200):  # the pane's fact is a message behind the recorded event
             if app.live_leases == 0:

@@ -67,7 +67,9 @@ async def test_an_instance_made_on_demand_silently_is_destroyed_and_said(
     sink = RecordingSink()
     result = await _walk(bidder, tmp_path, sink).run(offers)
     assert not result.ok and result.failure is WalkFailure.REJECTED
-    assert "on demand (is_bid is not true) at 0.500 $/h although we bid 0.240 $/h" in (
+    # On demand at the offer's dph_total with the walk's 20 GB disk priced in (0.50 is at
+    # Vast's default 8 GB; + 12 GB × 0.15 $/GB/month ÷ 730 h): the instance's own dph_total.
+    assert "on demand (is_bid is not true) at 0.502 $/h although we bid 0.240 $/h" in (
         result.reason)
     assert "it is destroyed" in result.reason
     assert fake.billing() == []  # destroyed, confirmed

@@ -258,3 +258,29 @@ def test_the_fake_refuses_an_onstart_over_vasts_cap(fake: FakeVast) -> None:
     assert refused.value.code == 400
     assert json.loads(refused.value.read())["error"] == "invalid_args"
     assert fake.instances() == []
+
+
+@pytest.mark.parametrize("tool", ["python3", "curl"])
+async def test_a_410_on_the_v0_destroy_is_never_gone_and_the_guard_destroys_on_v1(
+    fake: FakeVast, provider: VastAiProvider, tmp_path: Path, tool: str
+) -> None:
+    """v0's single-instance DELETE retired (410 `deprecated_endpoint`, peers 2026-12-07 V7):
+    the guard does not stop there; its next tries go to `/api/v1/instances/{id}/` until that
+    says gone."""
+    instance = await rent(fake, provider, grace_s=1)
+    fake.retired_v0 = {"destroy"}
+    path = None if tool == "python3" else only_tools(tmp_path, "curl")
+    env = {**fake.container_env(instance), "HOME": str(tmp_path), "MVP_BOOT_GUARD_RETRY_S": "1"}
+    with Container(env, tmp_path / "guard", script=fake.onstart_of(instance) or "",
+                   path=path) as node:
+        node.wait_log("gone", 40)
+        node.wait_ended(10)
+    assert fake.destroyed_by(instance) == "instance" and fake.billing() == []
+    key = fake.instance_env(instance)["CONTAINER_API_KEY"]
+    paths = [r.path for r in fake.requests
+             if r.method == "DELETE" and r.headers.get("authorization") == f"Bearer {key}"]
+    assert paths[0] == f"/api/v0/instances/{instance}/"
+    assert set(paths[1:]) == {f"/api/v1/instances/{instance}/"} and len(paths) >= 3
+    log = node.log()
+    assert "destroy: HTTP 410" in log and log.index("HTTP 410") < log.index("gone")
+    assert fake.scope_violations == []

@@ -74,26 +74,40 @@ def run_cli(cli: Path, fake: FakeVast, home: Path, *args: str, key: str | None =
 async def test_search_offers_agrees_with_the_provider(
     vastai_cli: Path, fake: FakeVast, provider: VastAiProvider, tmp_path: Path
 ) -> None:
+    """The CLI's search (`--storage 50`, CUDA and disk filters) and the provider's with
+    `disk_gb = 50` and the image's CUDA floor send the same filters and get the same offers at
+    the same all-in prices: `dph_total` with 50 GB of storage in it."""
     cheap = fake.add_offer(dph_total=0.21)
     mid = fake.add_offer(dph_total=0.35)
     fake.add_offer(dph_total=1.40)  # over the price cap
     fake.add_offer(dph_total=0.25, gpu_name="A100 PCIE")
     fake.add_offer(dph_total=0.15, verification="unverified")  # the CLI's default drops it
+    fake.add_offer(dph_total=0.16, cuda_max_good=12.4)  # its driver cannot start the image
+    fake.add_offer(dph_total=0.17, disk_space=30.0)  # no room for the 50 GB disk
 
     rows = run_cli(
-        vastai_cli, fake, tmp_path, "search", "offers", "gpu_name=RTX_4090 dph<1", "-o", "dph+"
+        vastai_cli, fake, tmp_path, "search", "offers",
+        "gpu_name=RTX_4090 dph<1 cuda_max_good>=12.8 disk_space>=50", "-o", "dph+",
+        "--storage", "50",
     )
 
     assert [row["id"] for row in rows] == [cheap, mid]
     (request,) = [r for r in fake.requests if r.path == "/api/v0/bundles/"]
     assert request.body["gpu_name"] == {"eq": "RTX 4090"}
     assert request.body["order"] == [["dph_total", "asc"]]
+    assert request.body["allocated_storage"] == 50.0
 
     offers = await provider.search_offers(
-        SelectionPolicy(gpu_name="RTX 4090", max_price_per_hour=1.0)
+        SelectionPolicy(gpu_name="RTX 4090", max_price_per_hour=1.0, min_cuda=12.8, disk_gb=50)
     )
+    ours = [r for r in fake.requests if r.path == "/api/v0/bundles/"][-1]
+    assert ours.body["allocated_storage"] == request.body["allocated_storage"]
+    for name in ("cuda_max_good", "disk_space"):  # the CLI sends the numbers as text
+        (op, theirs), = request.body[name].items()
+        assert ours.body[name] == {op: float(theirs)}, name
     assert [o.offer_id for o in offers] == [str(cheap), str(mid)]
     assert [o.price_per_hour for o in offers] == [row["dph_total"] for row in rows]
+    assert rows[0]["dph_total"] == pytest.approx(0.21 + 0.15 * (50 - 8) / 730, abs=1e-6)
     assert [o.gpu_ram_mib for o in offers] == [row["gpu_ram"] for row in rows]
 
 

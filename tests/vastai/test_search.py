@@ -39,6 +39,48 @@ async def test_query_carries_every_policy_filter(fake: FakeVast, provider: VastA
     }
 
 
+async def test_query_prices_the_disk_and_asks_for_the_image_cuda_floor(
+    fake: FakeVast, provider: VastAiProvider
+) -> None:
+    """As vast-cli sends it: `allocated_storage` = the disk the create rents, so `dph_total`
+    includes it; `cuda_max_good` and `disk_space` keep out hosts that cannot start the image
+    or hold the disk (peers §1.1 V2-V4)."""
+    fit = fake.add_offer(dph_total=0.30)
+    fake.add_offer(dph_total=0.20, cuda_max_good=12.4)  # driver older than the image's CUDA
+    fake.add_offer(dph_total=0.21, disk_space=40.0)  # no room for 50 GB
+
+    offers = await provider.search_offers(SelectionPolicy(min_cuda=12.8, disk_gb=50))
+
+    (request,) = [r for r in fake.requests if r.path == "/api/v0/bundles/"]
+    assert request.body["allocated_storage"] == 50
+    assert request.body["cuda_max_good"] == {"gte": 12.8}
+    assert request.body["disk_space"] == {"gte": 50}
+    assert [o.offer_id for o in offers] == [str(fit)]
+    # 0.30 is its price at Vast's default 8 GB; 42 GB more at 0.15 $/GB/month over 730 h.
+    assert offers[0].price_per_hour == pytest.approx(0.30 + 0.15 * 42 / 730)
+    assert offers[0].refused == ""
+
+
+async def test_a_host_the_server_lists_below_the_floor_is_kept_but_refused(
+    fake: FakeVast, provider: VastAiProvider
+) -> None:
+    """A server that ignores the filters (or a row without the field) cannot slip a host
+    past the client: the offer is listed with why it is never rented."""
+    fake.unfiltered = {"cuda_max_good", "disk_space"}
+    fit = fake.add_offer(dph_total=0.30)
+    old = fake.add_offer(dph_total=0.20, cuda_max_good=12.4)
+    small = fake.add_offer(dph_total=0.21, disk_space=40.0)
+    unknown = fake.add_offer(dph_total=0.22, cuda_max_good=None)
+
+    offers = await provider.search_offers(SelectionPolicy(min_cuda=12.8, disk_gb=50))
+
+    refused = {o.offer_id: o.refused for o in offers}
+    assert refused[str(fit)] == ""
+    assert "cuda_max_good 12.4 < the image's CUDA floor 12.8" in refused[str(old)]
+    assert "disk_space 40 GB < [vastai] disk_gb 50 GB" in refused[str(small)]
+    assert "cuda_max_good unknown" in refused[str(unknown)]
+
+
 async def test_offer_is_normalised_with_documented_units(
     fake: FakeVast, provider: VastAiProvider
 ) -> None:
@@ -79,6 +121,7 @@ async def test_offer_is_normalised_with_documented_units(
         ram_mib=128785,
         download_usd_per_gb=0.003,  # inet_down_cost: image pulls bill per GB, outside $/h
         mem_bw_gbps=908.1,  # gpu_mem_bw: what decode speed is bounded by
+        disk_space_gb=512.0,  # disk_space: the host's free disk
     )
     assert offer.vram_gib_total == pytest.approx(2 * 24564 / 1024)
 

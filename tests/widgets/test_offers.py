@@ -423,3 +423,50 @@ async def test_an_offer_the_walk_found_sold_is_marked_gone_at_once_and_never_wal
         pane.update_offers(fresh, providers=["vastai"])
         await pilot.pause()
         assert "vastai:1004" not in pane.table.keys
+
+
+REFUSED_WHY = ("cuda_max_good 12.4 < the image's CUDA floor 12.8 ([image] cuda_min): its "
+               "driver cannot start the image")
+
+
+async def test_a_refused_offer_is_dimmed_last_with_its_reason_and_never_leased() -> None:
+    """`Offer.refused` (a host below the image's CUDA floor): listed, dimmed as a sold row,
+    after every other, "refused" in its pick cell, `i` gives the reason; space cannot pick
+    it and Enter on it leases the offers after it, never it."""
+    from mvp_tui.widgets.detail import DetailScreen
+
+    offers = [replace(o, refused=REFUSED_WHY) if o.offer_id == "1004" else o
+              for o in small_offers()]
+    app = harness()
+    async with app.run_test(size=SIZE) as pilot:
+        pane = app.query_one(OffersPane)
+        pane.set_offers(offers)
+        pane.focus()
+        await pilot.pause()
+        table = pane.table
+        # The cheapest offer, yet last: nothing sorts a host that cannot start the image up.
+        assert table.keys[-1] == "vastai:1004" and table.keys[0] == "vastai:1001"
+        assert painted(table, "vastai:1004").split()[0] == "refused"
+        assert "1 refused (i: why)" in str(pane.border_subtitle)
+        row = pane.model.row("vastai:1004")
+        assert row.refused and not row.cheap
+        line = table.render_line(table.keys.index("vastai:1004") + 1)
+        dimmed = table.rich_style + table.get_component_rich_style("offers-table--gone")
+        assert dimmed != table.rich_style
+        assert {seg.style for seg in line if seg.text.strip()} == {dimmed}  # as a sold row
+        await pilot.press("end", "i")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+        assert f"Never rented: {REFUSED_WHY}." in screen.text
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("space")  # not pickable
+        assert pane.model.picks == ()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not app.of(OffersPane.LeaseRequested)  # the only offer from here is refused
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        (message,) = app.of(OffersPane.LeaseRequested)
+        assert "1004" not in [o.offer_id for o in message.offers]

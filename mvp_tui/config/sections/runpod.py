@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from mvp_tui.config.defaults import RENTED_IMAGE_CUDA_MIN
 from mvp_tui.config.spec import Scope, Section, key
 
-# The host driver's CUDA floor sent on every create (and catalog read) when min_cuda_version
-# is unset: the default image is a CUDA 12 build, and a pod placed on an older driver cannot
-# run it (it fails only once the engine starts). 12.8 as dstack sends it (runpod.md §5).
-DEFAULT_MIN_CUDA_VERSION = "12.8"
+# The host driver's CUDA floor sent on every create (and catalog read) when neither
+# min_cuda_version nor [image] cuda_min is set: the default image's own floor (its base is
+# CUDA 12.8.1; a pod placed on an older driver fails only once the engine starts).
+DEFAULT_MIN_CUDA_VERSION = RENTED_IMAGE_CUDA_MIN
 # The auto walk's VRAM floor per GPU when min_vram_gb is unset and the model's need cannot
 # be read (the hub does not answer): the floor before the need was used.
 FALLBACK_MIN_VRAM_GB = 16
@@ -82,8 +83,9 @@ class RunpodSection(Section):
     min_cuda_version: str | None = key(
         None,
         (
-            "lowest CUDA version of the host, as major.minor (e.g. 12.4); unset = "
-            f"{DEFAULT_MIN_CUDA_VERSION}, so the CUDA image does not land on an older driver"
+            "lowest CUDA version of the host, as major.minor (e.g. 12.4), over [image] "
+            "cuda_min; unset = [image] cuda_min (itself unset = "
+            f"{DEFAULT_MIN_CUDA_VERSION}, the default image's floor)"
         ),
         env="MVP_RUNPOD_MIN_CUDA_VERSION", flag="--runpod-min-cuda-version", example="12.4",
     )

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mvp_tui.config.defaults import DEFAULT_IMAGE, PROFILES, PROVIDERS, RENTED_IMAGE, WHOLE_MODEL
+from mvp_tui.config.defaults import (
+    DEFAULT_IMAGE,
+    PROFILES,
+    PROVIDERS,
+    RENTED_IMAGE,
+    RENTED_IMAGE_CUDA_MIN,
+    WHOLE_MODEL,
+)
 from mvp_tui.config.spec import Kind, Section, key
 
 
@@ -101,4 +108,14 @@ class ImageSection(Section):
             "$/h (the first hour's) counts it in; 0 = not counted"
         ),
         env="MVP_IMAGE_SIZE_GB", flag="--image-size-gb", minimum=0, example=6.5,
+    )
+    cuda_min: str | None = key(
+        None,
+        (
+            "the node image's CUDA floor, as major.minor: hosts whose driver supports less are "
+            "never rented (Vast: cuda_max_good, RunPod: minCudaVersion unless [runpod] "
+            f"min_cuda_version is set); unset = {RENTED_IMAGE_CUDA_MIN}, the floor of the "
+            f"default image {RENTED_IMAGE}; 0 = no floor"
+        ),
+        env="MVP_IMAGE_CUDA_MIN", flag="--image-cuda-min", example="12.4",
     )
