@@ -251,6 +251,9 @@ class VastAiProvider(ProviderBase):
             raise ProviderError(f"[vastai] rental = {clean_line(rental, 40)!r} is not one of "
                                 f"{', '.join(RENTALS)}", fix='set [vastai] rental = "on-demand"')
         self._bid_factor = max(1.0, bid_factor) if rental == "bid" else None
+        # The v0 single-instance routes that answered 410 in this process ("read",
+        # "delete"): `check --live` reports which routes a real account still serves.
+        self.v0_retired: set[str] = set()
         self._http: MarketplaceClient[Answer] = MarketplaceClient(
             MARKET,
             api_key=api_key,
@@ -424,6 +427,7 @@ class VastAiProvider(ProviderBase):
         action = f"reading instance {instance}"
         reply = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
         if not isinstance(reply, NoAnswer) and reply.status == V0_RETIRED:
+            self.v0_retired.add("read")
             return await self._get_v1(instance, action)
         if not isinstance(reply, NoAnswer) and is_instance_gone(reply):
             return gone(instance, self._redact(reply.detail()))
@@ -451,6 +455,7 @@ class VastAiProvider(ProviderBase):
         reply = await self._call("GET", f"/api/v0/instances/{instance}/", params={"owner": "me"})
         if isinstance(reply, NoAnswer) or reply.status != V0_RETIRED:
             return reply
+        self.v0_retired.add("read")
         return await self._v1_row(instance)
 
     async def _v1_row(self, instance: str) -> Answer | NoAnswer:
@@ -530,6 +535,7 @@ class VastAiProvider(ProviderBase):
         answer = await self._call("DELETE", f"/api/v0/instances/{instance}/", body={})
         if not isinstance(answer, NoAnswer) and answer.status == V0_RETIRED:
             # Never "gone" on a 410: the same destroy on v1, then confirmed as ever (get).
+            self.v0_retired.add("delete")
             retired = self._redact(answer.detail())
             answer = await self._call("DELETE", f"/api/v1/instances/{instance}/", body={})
             if not isinstance(answer, NoAnswer) and not 200 <= answer.status < 300:

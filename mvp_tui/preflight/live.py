@@ -36,10 +36,11 @@ from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.session import RunSession
 from mvp_tui.events import EngineEvent
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.preflight.live_facts import Fact, Seen, judge
+from mvp_tui.preflight.live_facts import V1_FALLBACK, Fact, Seen, judge
 from mvp_tui.preflight.live_options import LiveOptions
 from mvp_tui.preflight.live_steps import Record, Step, step_of
 from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.providers.vastai import VastAiProvider
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -281,6 +282,8 @@ async def _run(engine: RunEngine, report: Report, limits: Bounds, opts: LiveOpti
             loop.remove_signal_handler(sig)
     if signalled:
         reason = reason or f"interrupted by {signalled[0]}"
+    if isinstance(engine.provider, VastAiProvider) and engine.provider.v0_retired:
+        report.records.append({"event": V1_FALLBACK, "routes": sorted(engine.provider.v0_retired)})
     return verdict(report, opts, result, reason, engine.provider.info.billing)
 
 

@@ -17,6 +17,9 @@ from mvp_tui.node_protocol import is_gpu_buffer, offload_report
 Record = dict[str, Any]
 
 RENTED = ("vastai", "runpod")
+# The record `check --live` adds when Vast answered 410 on a v0 single-instance route
+# (`routes`: "read", "delete"), so the v1 fallback is what served.
+V1_FALLBACK = "vast_v1_fallback"
 
 
 class Mark(enum.Enum):
@@ -124,13 +127,14 @@ def vast_routes(seen: Seen) -> Verdict:
     """Which of Vast's single-instance routes answered (v0, or v1 after a 410)."""
     if seen.provider != "vastai":
         return _not(f"{seen.provider} has no v0/v1 routes")
-    fallbacks = seen.named("v1")
+    fallbacks = seen.events(V1_FALLBACK)
     deleted = [r for r in seen.events("lease_deleted") if r.get("deleted_by") != "node"]
     if not seen.leased:
         return _not("no instance was read")
     if seen.events("lease_delete_unconfirmed"):
         return Mark.FAILED, "the single-instance delete was not confirmed"
-    route = "v1 (after a 410 on v0)" if fallbacks else "v0"
+    retired = sorted({str(r) for f in fallbacks for r in f.get("routes", ())})
+    route = f"v1 (after a 410 on the v0 {' and '.join(retired)})" if fallbacks else "v0"
     if deleted:
         return Mark.PROVEN, f"the {route} single-instance read and delete answered"
     return Mark.PROVEN, f"the {route} single-instance read answered (no delete of ours ran)"

@@ -1,12 +1,13 @@
-"""`check --live`'s facts read the agent's own `EngineOffload` record (as the agent writes it,
-mvp_tui/node/frames.py): layers on a GPU prove the offload, a shortfall fails it, a run on no
-GPU proves nothing."""
+"""`check --live`'s facts, judged from records as they come: the offload from the agent's own
+`EngineOffload` record (mvp_tui/node/frames.py), layers on a GPU proving it, a shortfall
+failing it, a run on no GPU proving nothing; Vast's routes from the v1 fallback the provider
+met."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from mvp_tui.preflight.live_facts import Mark, Seen, offload
+from mvp_tui.preflight.live_facts import V1_FALLBACK, Mark, Seen, offload, vast_routes
 
 
 def engine_offload(layers: int, total: int, buffers: dict[str, float], problem: str = "",
@@ -45,3 +46,13 @@ def test_a_cpu_run_proves_nothing_and_fails_nothing() -> None:
     assert mark is Mark.NOT_PROVEN
     assert "no GPU" in detail
     assert offload(Seen("local", []))[0] is Mark.NOT_PROVEN
+
+
+def test_the_vast_routes_fact_names_the_v1_fallback_the_provider_met() -> None:
+    leased = [{"event": "lease_running"}, {"event": "lease_deleted", "deleted_by": "account"}]
+    mark, detail = vast_routes(Seen("vastai", leased))
+    assert mark is Mark.PROVEN and detail.startswith("the v0 ")
+    fallback = {"event": V1_FALLBACK, "routes": ["delete", "read"]}
+    mark, detail = vast_routes(Seen("vastai", [*leased, fallback]))
+    assert mark is Mark.PROVEN
+    assert "v1 (after a 410 on the v0 delete and read)" in detail

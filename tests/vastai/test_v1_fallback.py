@@ -87,6 +87,8 @@ async def test_a_410_on_the_v0_destroy_destroys_on_v1_and_the_teardown_confirms_
 
     assert check.confirmed, check.reason
     assert fake.billing() == [] and fake.destroyed_by(int(lease)) == "account"
+    # What `check --live` reports as the routes a real account answered.
+    assert provider.v0_retired == {"read", "delete"}
     assert _calls(fake, "DELETE", lease) == [f"/api/v0/instances/{lease}/",
                                              f"/api/v1/instances/{lease}/"]
 
