@@ -10,7 +10,6 @@ from pathlib import Path
 
 from mvp_tui.config.spec import KeySpec, Kind
 from mvp_tui.errors import UserError
-from mvp_tui.node_protocol import is_loopback_name, url_host
 from mvp_tui.run_ids import check_run_id
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -181,16 +180,6 @@ def _bounded(spec: KeySpec, value: float, raw: object, source: Source) -> float:
     if spec.maximum is not None and value > spec.maximum:
         raise value_error(spec, raw, source, "too large")
     return value
-
-
-def plain_http_off_loopback(url: str) -> bool:
-    """Whether `url` is `http://` to a host other than a loopback one (a secret sent there
-    crosses the network in clear)."""
-    text = url.strip()
-    if text[:7].lower() != "http://":
-        return False
-    host = url_host(text)  # the parsed host, never the text after an '@' or before a '?'
-    return host is None or not is_loopback_name(host)
 
 
 def _addr(spec: KeySpec, text: str, source: Source) -> str:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import ConfigError
-from mvp_tui.config.values import plain_http_off_loopback
 from mvp_tui.node.instance_api import SwitchSettings
 from mvp_tui.node.settings import ConfigError as NodeConfigError
 from mvp_tui.node.settings import Settings
+from mvp_tui.node_protocol import base_url_problem
 from mvp_tui.providers.base import ProviderError
 from mvp_tui.providers.runpod import RunPodProvider
 from mvp_tui.providers.vastai import VastAiProvider
@@ -68,11 +68,24 @@ def test_loopback_http_and_a_tokenless_hub_stay_allowed(
     load(tmp_path, env=env)
 
 
+def plain_http_off_loopback(url: str) -> bool:
+    """The rule every reader of a key's URL applies (config load, clients, node)."""
+    problem = base_url_problem(url, plain_http_ok=False)
+    return problem == "is plain http to a host that is not loopback"
+
+
 def test_the_rule_reads_the_host_not_the_text() -> None:
     assert plain_http_off_loopback("http://127.0.0.1.example.com")
-    assert plain_http_off_loopback("http://localhost@evil.example")  # the host is evil.example
-    assert not plain_http_off_loopback("http://user@127.0.0.1:80/x")
+    assert plain_http_off_loopback("HTTP://api.example.com")  # the scheme in any case
+    assert plain_http_off_loopback("hTTp://127.0.0.1.example.com/v2")
+    assert not plain_http_off_loopback("HTTP://127.0.0.1:80/x")
     assert not plain_http_off_loopback("https://api.example.com")
+    assert base_url_problem("https://api.example.com", plain_http_ok=False) is None
+    # user info is refused outright, whatever the host: `localhost@evil.example` is evil.example
+    assert "user info" in str(base_url_problem("http://localhost@evil.example",
+                                               plain_http_ok=False))
+    assert "user info" in str(base_url_problem("http://user@127.0.0.1:80/x",
+                                               plain_http_ok=False))
 
 
 def test_the_clients_and_the_node_refuse_it_too() -> None:
@@ -138,8 +151,11 @@ def test_the_node_checks_again_before_the_instance_key_goes_anywhere(url: str) -
 
 
 def test_loopback_is_decided_on_the_parsed_host() -> None:
-    assert plain_http_off_loopback("http://evil.example?@127.0.0.1")  # httpx: evil.example
-    assert plain_http_off_loopback("http://evil.example#@127.0.0.1")
+    # httpx reads these as evil.example: refused before the host is looked at
+    assert "a query" in str(base_url_problem("http://evil.example?@127.0.0.1",
+                                             plain_http_ok=False))
+    assert "a fragment" in str(base_url_problem("http://evil.example#@127.0.0.1",
+                                                plain_http_ok=False))
     assert plain_http_off_loopback("http://127.0.0.1.nip.io:80")
     ok = SwitchSettings({"MVP_WATCHDOG_PROVIDER": "runpod",
                          "MVP_RUNPOD_API_URL": "HTTP://[::1]:8080/v2/"})
