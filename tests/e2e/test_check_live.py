@@ -137,11 +137,13 @@ async def test_vastai_passes_and_leaves_nothing_billing(
         assert fake.billing() == [] and fake.instances() == []
         assert fake.destroyed_by(fake.destroyed()[0]) == "account"
         assert f"from offer {cheapest}" in check.step("leased")
-        assert "$0.400/h, $0.0067 a minute" in check.step("offers")
+        # Priced as Vast prices them, with the 50 GB disk the create rents (allocated_storage):
+        # $0.40/h + 42 GB more than the default 8 at $0.15/GB/month = $0.409/h.
+        assert "$0.409/h, $0.0068 a minute" in check.step("offers")
         # The node's switch is armed with the cap's worth in time at the dearest offer the
-        # check may walk: $0.10 / $0.90/h = 6.7 min.
-        assert "6.7 min deadline" in check.step("bounds")
-        assert "the cap's worth at $0.900/h, the dearest of the 2" in check.step("bounds")
+        # check may walk: $0.10 / $0.909/h = 6.6 min.
+        assert "6.6 min deadline" in check.step("bounds")
+        assert "the cap's worth at $0.909/h, the dearest of the 2" in check.step("bounds")
         armed = re.search(r"deadline in (\d+) s", check.step("node switch"))
         assert armed and 370 <= int(armed[1]) <= 400, check.step("node switch")
         assert "lists nothing of this run" in check.step("account")
@@ -215,8 +217,9 @@ def test_a_cap_below_one_minute_of_the_cheapest_offer_rents_nothing(tmp_path: Pa
         assert done.returncode == 2, done.stdout + done.stderr
         assert "--max-spend $0.0040 is below one minute of the cheapest vastai offer" \
             in done.stderr
-        assert "$0.300/h = $0.0050 a minute" in done.stderr
-        assert "nothing was rented; fix: raise --max-spend to at least $0.0050" in done.stderr
+        # $0.30/h with the 50 GB disk priced in (allocated_storage): $0.309/h
+        assert "$0.309/h = $0.0051 a minute" in done.stderr
+        assert "nothing was rented; fix: raise --max-spend to at least $0.0052" in done.stderr
         assert not fake.account_keys, "no SSH key was registered either"
         assert TRACEBACK not in done.stderr and KEY not in done.stderr + done.stdout
 

@@ -54,6 +54,8 @@ def _offer(price: float) -> Offer:
         up_mbps=500.0,
         location="XX",
         verified=True,
+        cuda_max=12.8,  # a host that can start the default image, with the disk asked
+        disk_space_gb=200.0,
     )
 
 
