@@ -537,6 +537,11 @@ class AgentEnv(_EnvGroup):
     # The fit's VRAM need per node (MiB; model_fit.ModelNeed): a GPU node with at least this
     # much gets every layer (-ngl), one with less, or an unknown need (0), `--fit on`.
     vram_need_mib: int = _env("MVP_VRAM_NEED_MIB", _integer(0), 0, "set MiB, or unset it")
+    # One slot's KV cache per node at the context (MiB; the fit's): unset [model] parallel,
+    # the node adds slots while its memory holds them past the need (mvp_tui/node/slots.py).
+    kv_slot_mib: int = _env("MVP_KV_SLOT_MIB", _integer(0), 0, "set MiB, or unset it")
+    # [model] parallel: llama-server's slots (-np); 0: as many as fit, at most 4.
+    parallel: int = _env("MVP_PARALLEL", _integer(0, 64), 0, "set [model] parallel (1-64)")
     # [model] allow_partial_offload: fewer layers on the GPU than asked is a warning, not
     # the host's failure.
     allow_partial_offload: bool = _env(

@@ -28,6 +28,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from mvp_tui.engine.endpoint_words import slots_words
 from mvp_tui.engine.events import EndpointReady, NodeReady
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
@@ -218,6 +219,8 @@ class PromptPane(Pane):
         elif isinstance(event, EndpointReady):
             self.openai_endpoint = clean_line(event.base_url.removeprefix("http://"), 64)
             self.endpoint_note = "OpenAI, key: y" if event.auth == "key" else "OpenAI, NO KEY"
+            if slots_words(event.slots):
+                self.endpoint_note += ", " + slots_words(event.slots)
             self._update_subtitle()
         elif isinstance(event, PortForwarded):
             self.openai_endpoint = f"127.0.0.1:{event.local_port}"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.config import Config
+from mvp_tui.engine.endpoint_words import slots_words
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint, process_alive
 from mvp_tui.lease.port_owner import port_owner
@@ -67,6 +68,7 @@ def facts(run_id: str, endpoint: EndpointRecord) -> dict[str, Any]:
         "serving": live(endpoint),
         "webui_url": webui_url(endpoint),
         "idle_stop_mins": endpoint.idle_stop_mins,
+        "slots": endpoint.slots,  # requests served at once; 0: the node did not say
         "rpc_addr": endpoint.rpc_addr,
         "rpc_token": endpoint.rpc_token if endpoint.rpc_addr else "",
     }
@@ -172,6 +174,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
         print(f"base url {values['base_url']}")
         print(f"api key  {values['api_key'] or '(none: unauthenticated)'}")
         print(f"model    {values['model']}")
+        if slots_words(endpoint.slots):
+            print(f"serves   {slots_words(endpoint.slots)}")
         print(f"web UI   {values['webui_url']} (the dashboard logs a browser in: `w`)")
         idle = values["idle_stop_mins"]
         print("idle stop " + (f"after {idle:g} min with no request" if idle else "off"))

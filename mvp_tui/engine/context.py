@@ -64,6 +64,7 @@ class RunContext:
     port_taken: int = 0  # [prompt] openai_port, when something else held it
     local_port_asked: int = 0  # the port a local node was asked to serve on
     vram_need_mib: int = 0  # the fit's need per node, once read (0: unknown)
+    kv_slot_mib: int = 0  # one slot's KV cache per node, once read (0: unknown)
 
     def _rebind(self, **changes: object) -> None:
         for name, value in changes.items():
@@ -117,11 +118,14 @@ class RunContext:
         self.redactor.add(rpc_token)
         self._rebind(api_key=api_key, rpc_token=rpc_token)
 
-    def note_vram_need(self, mib: int) -> None:
+    def note_vram_need(self, mib: int, kv_slot_mib: int = 0) -> None:
         """The fit's need per node, read: the node gets it (every layer on a GPU that holds
-        it, `--fit on` on one that does not: mvp_tui/node/offload.py)."""
-        need = AgentEnv(vram_need_mib=mib).to_env(("vram_need_mib",))
-        self._rebind(vram_need_mib=mib, node_env={**self.node_env, **need})
+        it, `--fit on` on one that does not: mvp_tui/node/offload.py), and one slot's KV cache
+        (the node adds slots while its memory holds them: mvp_tui/node/slots.py)."""
+        need = AgentEnv(vram_need_mib=mib, kv_slot_mib=kv_slot_mib).to_env(
+            ("vram_need_mib", "kv_slot_mib"))
+        self._rebind(vram_need_mib=mib, kv_slot_mib=kv_slot_mib,
+                     node_env={**self.node_env, **need})
 
     def note_port_taken(self, port: int) -> None:
         self._rebind(port_taken=port)

@@ -6,10 +6,21 @@ from __future__ import annotations
 from mvp_tui.engine.events import EndpointReady, IdleStopNotice
 
 
+def slots_words(slots: int) -> str:
+    """How many requests the engine serves at once, in words ("" when the node did not say:
+    a user's own engine command). One is said plainly: a second client's request waits for
+    the first's whole answer (llama-cpp-python's server)."""
+    if slots == 1:
+        return "one request at a time"
+    return f"{slots} requests at once" if slots > 1 else ""
+
+
 def endpoint_lines(event: EndpointReady) -> list[str]:
     """Where the endpoint is, then its warnings (`endpoint_warnings`)."""
     auth = "key: `mvp-tui endpoint --env`" if event.auth == "key" else "UNAUTHENTICATED"
-    line = f"OpenAI endpoint {event.base_url}/v1 (model {event.model}; {auth})"
+    slots = slots_words(event.slots)
+    line = f"OpenAI endpoint {event.base_url}/v1 (model {event.model}; {auth}"
+    line += f"; {slots})" if slots else ")"
     return [line, *endpoint_warnings(event)]
 
 

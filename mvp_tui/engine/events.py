@@ -141,6 +141,7 @@ class EndpointReady(EngineEvent):
     idle_stop_mins: float | None = None
     port_taken: int = 0
     port_owner: str = ""  # who held it then (`port_owner`), when that could be read
+    slots: int = 0  # requests the engine serves at once (1: one at a time); 0: unknown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -39,10 +39,19 @@ class ModelNeed:
     """The VRAM one run needs, per node, with what it is made of."""
 
     model_bytes: int
-    kv_bytes: int  # the whole model's, at `context`
+    kv_bytes: int  # the whole model's, at `context`, for every slot
     context: int
     nodes: int = 1
     source: str = ""  # where the figures came from (a path or the hub's URL), for detail
+    # The engine's slots (requests served at once): llama-server gives each its own cache of
+    # `context` tokens, so the cache is counted once per slot.
+    slots: int = 1
+
+    @property
+    def kv_slot_mib(self) -> int:
+        """One slot's KV cache per node, in MiB rounded up (the node adds slots by it)."""
+        per_slot = self.kv_bytes / max(1, self.slots) / max(1, self.nodes)
+        return math.ceil(per_slot / (1024 * 1024))
 
     @property
     def base_bytes(self) -> int:
@@ -86,10 +95,11 @@ class ModelNeed:
         """`needs 6 GB per node: 4.7 GB model + 0.5 GB KV at 4096 tokens + 0.7 GB margin`."""
         share = f"per node ({self.nodes} nodes)" if self.nodes > 1 else "per node"
         nodes = max(1, self.nodes)
+        slots = f" × {self.slots} slots" if self.slots > 1 else ""
         return (
             f"needs {self.per_node_gb} GB {share}: {self.model_bytes / nodes / GIB:.1f} GB "
             f"model + {self.kv_bytes / nodes / GIB:.1f} GB KV cache at {self.context:,} "
-            f"tokens + {self.margin_bytes / GIB:.1f} GB margin"
+            f"tokens{slots} + {self.margin_bytes / GIB:.1f} GB margin"
         )
 
 
@@ -118,7 +128,15 @@ UNKNOWN = FitVerdict(Fit.UNKNOWN)
 
 
 def need_from(shape: GgufShape, model_bytes: int, *, context: int | None, nodes: int,
-              source: str = "") -> ModelNeed:
-    """The need at `context` tokens (None: the engine's default, capped by the model's own)."""
+              source: str = "", slots: int = 1) -> ModelNeed:
+    """The need at `context` tokens (None: the engine's default, capped by the model's own)
+    in each of `slots` slots."""
     ctx = context or min(ENGINE_DEFAULT_CONTEXT, shape.context_length or ENGINE_DEFAULT_CONTEXT)
-    return ModelNeed(model_bytes, shape.kv_bytes(ctx), ctx, max(1, nodes), source)
+    slots = max(1, slots)
+    return ModelNeed(model_bytes, shape.kv_bytes(ctx) * slots, ctx, max(1, nodes), source, slots)
+
+
+def fit_slots(parallel: int | None) -> int:
+    """The slots the fit counts: `[model] parallel` when set; unset, one (the least a node
+    runs: it adds slots, up to 4, while its own memory holds them: mvp_tui/node/slots.py)."""
+    return parallel or 1

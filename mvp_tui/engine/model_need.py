@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mvp_tui.engine.gguf_shape import NotGguf, ShortRead, parse_shape
-from mvp_tui.engine.model_fit import ModelNeed, need_from
+from mvp_tui.engine.model_fit import ModelNeed, fit_slots, need_from
 from mvp_tui.engine.settings import ModelSettings
 from mvp_tui.node_protocol import AgentEnv
 
@@ -60,7 +60,8 @@ async def read_model_need(
     environ: Mapping[str, str],
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> ModelNeed:
-    """The need at `[model] max_context`; `ModelNeedError` says why when it cannot be read."""
+    """The need at `[model] max_context` in `[model] parallel` slots (unset: one);
+    `ModelNeedError` says why when it cannot be read."""
     local = model.gguf_local_path
     if local is not None and local.is_file():
         size, head = await asyncio.to_thread(_read_local, local)
@@ -74,7 +75,8 @@ async def read_model_need(
         raise ModelNeedError(f"{source}: the GGUF header ends early") from None
     except NotGguf as exc:
         raise ModelNeedError(f"{source}: {exc}") from None
-    return need_from(shape, size, context=model.max_context, nodes=nodes, source=source)
+    return need_from(shape, size, context=model.max_context, nodes=nodes, source=source,
+                     slots=fit_slots(model.parallel))
 
 
 def _read_local(path: Path) -> tuple[int, bytes]:

@@ -32,6 +32,7 @@ class WeightsLoaded:
     load_ms: int | None
     auth: str = "none"  # "key": the node's gate checks the run's key
     idle_stop_mins: float | None = None  # the node's idle stop, armed; None: off
+    slots: int = 0  # requests the engine serves at once (0: unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,9 @@ class NodeWatch:
         self.fatal = None
 
 
+MAX_SLOTS = 64  # [model] parallel's maximum: a node's larger figure is read as that
+
+
 def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> WeightsLoaded:
     return WeightsLoaded(
         model_id=clean_line(str(record.get("model_id") or ""), 200, redact=redact),
@@ -100,6 +104,7 @@ def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> Weig
         load_ms=int_field(record, "load_ms"),
         auth="key" if record.get("auth") == "key" else "none",
         idle_stop_mins=_minutes(record.get("idle_stop_mins")),
+        slots=min(max(int_field(record, "slots") or 0, 0), MAX_SLOTS),
     )
 
 

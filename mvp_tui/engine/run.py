@@ -220,7 +220,8 @@ class RunEngine:
 
         nodes = self.config.settings.runtime.nodes
         need = await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
-        self.ctx.note_vram_need(need.per_node_mib)  # the node's -ngl follows the fit
+        # The node's -ngl and its slots follow the fit.
+        self.ctx.note_vram_need(need.per_node_mib, need.kv_slot_mib)
         return need
 
     async def _model_need_once(self) -> ModelNeed:

@@ -172,6 +172,7 @@ class NodeLink:
                     model=endpoint.model,
                     auth=endpoint.auth,
                     idle_stop_mins=endpoint.idle_stop_mins,
+                    slots=endpoint.slots,
                     port_taken=self.ctx.port_taken,
                     port_owner=(
                         port_owner(self.ctx.port_taken, self.ctx.config.state_dir)
@@ -197,6 +198,7 @@ class NodeLink:
             endpoint.model = self.ctx.settings.model.model_id or "model"
             endpoint.auth = loaded.auth
             endpoint.idle_stop_mins = loaded.idle_stop_mins
+            endpoint.slots = loaded.slots
         endpoint.serving = serving
         self.endpoint = endpoint
         try:

@@ -185,6 +185,7 @@ def node_env_for(ctx: RunContext) -> dict[str, str]:
         run_id=ctx.run_id,
         environ=ctx.environ,
         vram_need_mib=ctx.vram_need_mib,
+        kv_slot_mib=ctx.kv_slot_mib,
     )
     env = {**env, **ctx.watchdog.node_env(), **AgentEnv(api_key=ctx.api_key).to_env(("api_key",))}
     return {**env, **_local_engine_port(ctx)}

@@ -121,7 +121,7 @@ class Leasing:
                                          environ=self.ctx.environ)
         except (ModelNeedError, OSError):
             return  # unknown: the node asks `--fit on`
-        self.ctx.note_vram_need(need.per_node_mib)
+        self.ctx.note_vram_need(need.per_node_mib, need.kv_slot_mib)
 
     async def walk(self, offers: Sequence[Offer], settings: WalkSettings) -> WalkResult:
         walk = LeaseWalk(

@@ -99,6 +99,7 @@ class ModelSettings:
         "gguf_revision": "model.gguf_revision",
         "tokenizer_local_path": "model.tokenizer_local_path",
         "max_context": "model.max_context",
+        "parallel": "model.parallel",
         "download_floor_mbps": "model.download_floor_mbps",
         "download_floor_window_s": "model.download_floor_window_secs",
         "allow_partial_offload": "model.allow_partial_offload",
@@ -111,6 +112,8 @@ class ModelSettings:
     gguf_revision: str | None
     tokenizer_local_path: Path | None
     max_context: int | None  # None: the engine's default
+    # The engine's slots (requests at once, each with max_context); None: as many as fit, ≤ 4.
+    parallel: int | None = ModelSection.parallel
     # A download under this rate (Mbit/s) for a whole window is the host's failure.
     download_floor_mbps: float = ModelSection.download_floor_mbps
     download_floor_window_s: float = ModelSection.download_floor_window_secs
@@ -134,6 +137,7 @@ class ModelSettings:
             gguf_revision=source.revision,
             tokenizer_local_path=model.tokenizer_local_path,
             max_context=model.max_context,
+            parallel=model.parallel,
             download_floor_mbps=model.download_floor_mbps,
             download_floor_window_s=model.download_floor_window_secs,
             allow_partial_offload=model.allow_partial_offload,
@@ -202,10 +206,12 @@ def node_env(
     run_id: str,
     environ: Mapping[str, str] | None = None,
     vram_need_mib: int = 0,
+    kv_slot_mib: int = 0,
 ) -> dict[str, str]:
     """The node agent's environment for this run and model (`AgentEnv`, and the provider the
     switch falls back on), with what the caller's environment passes through; `vram_need_mib`
-    is the fit's need per node when the run has read it (0: unknown)."""
+    is the fit's need per node when the run has read it (0: unknown), `kv_slot_mib` one slot's
+    KV cache per node at the context (the node adds slots while its memory holds them)."""
     environ = os.environ if environ is None else environ
     local = model.gguf_local_path
     agent = AgentEnv(
@@ -228,6 +234,8 @@ def node_env(
             else AgentEnv.download_floor_window_s
         ),
         vram_need_mib=vram_need_mib,
+        kv_slot_mib=kv_slot_mib,
+        parallel=model.parallel or 0,
         allow_partial_offload=model.allow_partial_offload,
     )
     always = ["run_id", "node_id", "stage_index", "layer_end_exclusive", "model_id"]

@@ -44,6 +44,7 @@ class EndpointRecord(msgspec.Struct, kw_only=True):
     model: str = ""
     auth: str = "key"  # "key" | "none": the node's gate checks the key, or nothing does
     idle_stop_mins: float | None = None  # the node's idle stop; None: off
+    slots: int = 0  # requests the engine serves at once (1: one at a time); 0: unknown
     serving: bool = False  # the last the run knew: its node serves at base_url
     pid: int = 0  # the mvp-tui process whose forward carries base_url (it ends with it)
     rpc_token: str = ""  # the prompt RPC's token: each request line's `token` field

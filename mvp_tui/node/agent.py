@@ -250,7 +250,7 @@ class Agent:
         if self._gate_wanted():  # the engine on a private loopback port; the gate on ours
             settings = copy.copy(self.settings)
             settings.engine_host, settings.engine_port = ENGINE_HOST, 0
-        spec = engine_spec(settings, model, self._alias())
+        spec = engine_spec(settings, model, self._alias(), self.gpus)
         if spec.kind == "llama-server" and not settings.engine_cmd:  # a user's command is theirs
             self.offload = offload_plan(self.gpus, settings.vram_need_mib, spec.argv[0])
             spec.argv += list(self.offload.flags) if self.offload is not None else []
@@ -267,6 +267,8 @@ class Agent:
         cwd = model.parent if model.parent.is_dir() else Path.cwd()
         pid = engine.start(engine_env, cwd)
         detail = {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
+        if spec.slots is not None:
+            detail["slots"] = {"slots": spec.slots.slots, "why": spec.slots.why}
         if self.offload is not None:
             detail["offload"] = {"asked": self.offload.asked, "why": self.offload.why}
         return detail
@@ -353,6 +355,9 @@ class Agent:
             engine_pid=engine.proc.pid if engine.proc else None,
             load_ms=load_ms,
             auth="key" if self.gate is not None and self.settings.api_key else "none",
+            # Requests served at once (0: unknown, a user's command): the endpoint line says
+            # "one request at a time" for 1.
+            slots=engine.spec.slots.slots if engine.spec.slots is not None else 0,
             idle_stop_mins=self.watchdog.settings.idle_stop_mins or None
             if self.watchdog is not None and self.gate is not None
             else None,

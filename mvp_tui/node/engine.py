@@ -22,6 +22,7 @@ from mvp_tui.node.control import SCOPE_RUN, Control, PhaseFailed
 from mvp_tui.node.engine_lines import PrivateLines
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.settings import ENGINE_HOST, LAST_LINES_KEPT, Settings
+from mvp_tui.node.slots import SlotPlan, node_memory_mib, slot_plan
 from mvp_tui.node_protocol import RENTED_IMAGE, AgentEnv
 
 if TYPE_CHECKING:
@@ -41,12 +42,15 @@ class EngineSpec:
         ready_path: str,
         port: int,
         env: Mapping[str, str] | None = None,
+        slots: SlotPlan | None = None,
     ) -> None:
         self.kind = kind
         self.argv = argv
         self.ready_path = ready_path
         self.port = port
         self.env = dict(env or {})  # added to the agent's environment for the engine
+        # The requests it serves at once, and why (None: a user's command, unknown).
+        self.slots = slots
 
     @property
     def base_url(self) -> str:
@@ -70,17 +74,28 @@ def pick_free_port() -> int:
         return port
 
 
-def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
-    """The engine command: MVP_ENGINE_CMD, else llama-server on PATH, else llama_cpp.server."""
+def engine_spec(
+    settings: Settings, model: Path, alias: str, gpus: list[dict[str, Any]] | None = None
+) -> EngineSpec:
+    """The engine command: MVP_ENGINE_CMD, else llama-server on PATH, else llama_cpp.server;
+    llama-server with its slots sized for this node (`gpus`: its GPUs; none: its RAM)."""
     port = settings.engine_port or pick_free_port()
     ctx = settings.max_context
     threads = settings.engine_threads
+
+    def plan(kind: str) -> SlotPlan:
+        return slot_plan(kind=kind, parallel=settings.parallel,
+                         memory_mib=node_memory_mib(gpus or []),
+                         need_mib=settings.vram_need_mib, kv_slot_mib=settings.kv_slot_mib)
+
     if settings.engine_cmd:
+        asked = plan("custom") if "{parallel}" in settings.engine_cmd else None
         values = {
             "{model}": str(model),
             "{host}": settings.engine_host,
             "{port}": str(port),
             "{ctx}": str(ctx),
+            "{parallel}": str(asked.slots if asked is not None else 1),
             "{alias}": alias,
             "{python}": sys.executable,
         }
@@ -93,14 +108,18 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
             "llama-server" if os.path.basename(argv[0]) == "llama-server" else "custom"
         )
         ready = "/health" if kind == "llama-server" else "/v1/models"
-        return EngineSpec(kind, argv, ready, port)
+        return EngineSpec(kind, argv, ready, port, slots=asked)
     server = find_llama_server()
     if server:
         host = settings.engine_host
+        slots = plan("llama-server")
         argv = [server, "-m", str(model), "--host", host, "--port", str(port), "-a", alias]
-        argv += ["-c", str(ctx)] if ctx else []
+        argv += ["-np", str(slots.slots)]
+        # llama-server splits -c over its slots: each keeps the whole [model] max_context.
+        argv += ["-c", str(ctx * slots.slots)] if ctx else []
         argv += ["-t", str(threads)] if threads else []
-        return EngineSpec("llama-server", argv, "/health", port, env=_beside_libs(server))
+        return EngineSpec("llama-server", argv, "/health", port, env=_beside_libs(server),
+                          slots=slots)
     if importlib.util.find_spec("llama_cpp") is not None:
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
         argv += ["--host", settings.engine_host, "--port", str(port)]
@@ -108,7 +127,8 @@ def engine_spec(settings: Settings, model: Path, alias: str) -> EngineSpec:
         argv += ["--model_alias", alias]
         argv += ["--n_ctx", str(ctx)] if ctx else []
         argv += ["--n_threads", str(threads)] if threads else []
-        return EngineSpec("llama-cpp-python", argv, "/v1/models", port)
+        return EngineSpec("llama-cpp-python", argv, "/v1/models", port,
+                          slots=plan("llama-cpp-python"))
     raise no_engine()
 
 

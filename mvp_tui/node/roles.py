@@ -28,6 +28,7 @@ from mvp_tui.node.settings import (
     ConfigError,
     Settings,
 )
+from mvp_tui.node.slots import slot_plan
 from mvp_tui.node.switch import Watchdog
 from mvp_tui.node_protocol import RPC_SERVER_READY, BootEnv, RoleEnv
 from mvp_tui.secrets import is_secret_name
@@ -378,7 +379,12 @@ class MainAgent(Agent):
         # -lv 4: the load log (the per-device `model buffer size` lines) is info level 4.
         argv += ["-ngl", str(role.gpu_layers), "-lv", "4"]
         argv += ["--tensor-split", role.tensor_split] if role.tensor_split else []
-        argv += ["-c", str(s.max_context)] if s.max_context else []
+        # Slots as on one node, but no node here knows the whole cluster's memory: unset
+        # [model] parallel is one slot.
+        slots = slot_plan(kind=LLAMA_SERVER_BIN, parallel=s.parallel, memory_mib=0,
+                          need_mib=0, kv_slot_mib=0)
+        argv += ["-np", str(slots.slots)]
+        argv += ["-c", str(s.max_context * slots.slots)] if s.max_context else []
         argv += ["-t", str(s.engine_threads)] if s.engine_threads else []
         for index, endpoint in enumerate(role.rpc_servers):
             if not rpc_reachable(endpoint):
@@ -387,7 +393,7 @@ class MainAgent(Agent):
                     fix="read that worker's channels (mvp.node.<id>.agent) for why",
                     detail={"worker": endpoint},
                 )
-        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port)
+        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port, slots=slots)
         engine = Engine(spec, self.emitter, self.control)
         engine.on_line = self._on_engine_line
         self.engine = engine

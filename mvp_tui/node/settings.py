@@ -70,6 +70,8 @@ class Settings:
         self.engine_cmd = read.engine_cmd
         self.engine_kind = read.engine_kind
         self.vram_need_mib = read.vram_need_mib
+        self.kv_slot_mib = read.kv_slot_mib
+        self.parallel = read.parallel
         self.allow_partial_offload = read.allow_partial_offload
         # Kept from the engine's environment (a *KEY* name) but for LLAMA_API_KEY, set on
         # purpose.
@@ -99,6 +101,7 @@ class Settings:
             "model_source": source,
             "engine_port": self.engine_port,
             "max_context": self.max_context,
+            "parallel": self.parallel or "auto",
             "engine_cmd": bool(self.engine_cmd),
             "control_fifo": self.control_fifo or None,
             "env_keys": sorted(k for k in env if k.startswith("MVP_")),

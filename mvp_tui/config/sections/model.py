@@ -60,6 +60,15 @@ class ModelSection(Section):
         None, "context length; unset = the engine's default", env="MVP_MAX_CONTEXT",
         flag="--max-context", minimum=16, example=4096,
     )
+    parallel: int | None = key(
+        None,
+        (
+            "requests llama-server serves at once (its slots, -np), each with the whole "
+            "max_context (the fit counts KV cache for every slot); unset = as many as fit the "
+            "node's memory, at most 4. llama-cpp-python's server serves one at a time"
+        ),
+        env="MVP_PARALLEL", flag="--parallel", minimum=1, maximum=64, example=4,
+    )
     allow_partial_offload: bool = key(
         False,
         (
