@@ -7,6 +7,11 @@ and the server then says so on its log ("main: model loaded", as llama-server do
 At start it prints one JSON line: its argv and the names of secret-looking env variables.
 FAKE_LOG_FILE: a file whose lines it prints next, as its own log (e.g. `-lv 4` debug lines,
 or a recorded load log with its "offloaded N/M layers to GPU" line).
+Slots as the pinned build (llama.cpp in llama-cpp-python 0.3.36, tools/server/server.cpp) has
+them: `-np N` slots, unset ("auto") 4; a request past them waits for a free one. A streamed
+POST /v1/chat/completions holds a slot while it streams; FAKE_STREAMS_TOGETHER=K: each stream
+sends its tokens only once K streams hold slots at the same time (what a test of K concurrent
+streams waits for), and ends without [DONE] when that does not come within 10 s.
 `--help` prints the flags the agent looks for, as llama-server does; FAKE_NO_FIT=1: as a
 build from before `--fit` (2025) prints them; FAKE_NO_VERBOSITY=1: as one from before the
 2024 logging rework (no `-lv`). Such a build refuses the flag it lacks, as llama-server
@@ -21,6 +26,9 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+AUTO_SLOTS = 4  # the pinned build's `-np -1` (auto): 4 slots, one unified KV cache
+TOGETHER_WAIT_S = 10.0
+
 
 def _arg(flag: str) -> str:
     return sys.argv[sys.argv.index(flag) + 1]
@@ -28,6 +36,30 @@ def _arg(flag: str) -> str:
 
 class Handler(BaseHTTPRequestHandler):
     loading_left = int(os.environ.get("FAKE_LOADING_PROBES", "3"))
+    slots = threading.Semaphore(AUTO_SLOTS)
+    together: threading.Barrier | None = None
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path != "/v1/chat/completions" or not body.get("stream"):
+            self._send(404, {"error": "not found"})
+            return
+        with Handler.slots:  # a request past the slots waits for one, as llama-server's do
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            if Handler.together is not None:
+                try:
+                    Handler.together.wait(TOGETHER_WAIT_S)
+                except threading.BrokenBarrierError:
+                    return  # no [DONE]: the streams never ran together
+            for word in ("one", " two", " three"):
+                chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
 
     def do_GET(self) -> None:
         if self.path == "/health":
@@ -79,6 +111,14 @@ def main() -> None:
         with open(log_file, encoding="utf-8") as lines:
             sys.stdout.write(lines.read())
         sys.stdout.flush()
+    slots = int(_arg("-np")) if "-np" in sys.argv else AUTO_SLOTS
+    Handler.slots = threading.Semaphore(slots)
+    ctx = int(_arg("-c")) if "-c" in sys.argv else 0
+    print(f"srv load_model: initializing, n_slots = {slots}, n_ctx_slot = {ctx // slots}",
+          flush=True)
+    together = os.environ.get("FAKE_STREAMS_TOGETHER")
+    if together:
+        Handler.together = threading.Barrier(int(together))
     server = ThreadingHTTPServer((_arg("--host"), int(_arg("--port"))), Handler)
     hint_after = os.environ.get("FAKE_READY_HINT_AFTER_S")
     if hint_after is not None:
