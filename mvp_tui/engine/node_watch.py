@@ -104,7 +104,8 @@ def _loaded(record: dict[str, Any], redact: Callable[[str], str] | None) -> Weig
         load_ms=int_field(record, "load_ms"),
         auth="key" if record.get("auth") == "key" else "none",
         idle_stop_mins=_minutes(record.get("idle_stop_mins")),
-        slots=min(max(int_field(record, "slots") or 0, 0), MAX_SLOTS),
+        # The record's `parallel`: the engine's slots (a word the node's 3.8 code can use).
+        slots=min(max(int_field(record, "parallel") or 0, 0), MAX_SLOTS),
     )
 
 

@@ -267,8 +267,8 @@ class Agent:
         cwd = model.parent if model.parent.is_dir() else Path.cwd()
         pid = engine.start(engine_env, cwd)
         detail = {"engine": spec.kind, "pid": pid, "port": spec.port, "argv": spec.argv}
-        if spec.slots is not None:
-            detail["slots"] = {"slots": spec.slots.slots, "why": spec.slots.why}
+        if spec.at_once is not None:
+            detail["parallel"] = {"slots": spec.at_once.slots, "why": spec.at_once.why}
         if self.offload is not None:
             detail["offload"] = {"asked": self.offload.asked, "why": self.offload.why}
         return detail
@@ -355,9 +355,9 @@ class Agent:
             engine_pid=engine.proc.pid if engine.proc else None,
             load_ms=load_ms,
             auth="key" if self.gate is not None and self.settings.api_key else "none",
-            # Requests served at once (0: unknown, a user's command): the endpoint line says
-            # "one request at a time" for 1.
-            slots=engine.spec.slots.slots if engine.spec.slots is not None else 0,
+            # Requests served at once, its slots (0: unknown, a user's command): the endpoint
+            # line says "one request at a time" for 1.
+            parallel=engine.spec.at_once.slots if engine.spec.at_once is not None else 0,
             idle_stop_mins=self.watchdog.settings.idle_stop_mins or None
             if self.watchdog is not None and self.gate is not None
             else None,

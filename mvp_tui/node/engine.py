@@ -42,15 +42,15 @@ class EngineSpec:
         ready_path: str,
         port: int,
         env: Mapping[str, str] | None = None,
-        slots: SlotPlan | None = None,
+        at_once: SlotPlan | None = None,
     ) -> None:
         self.kind = kind
         self.argv = argv
         self.ready_path = ready_path
         self.port = port
         self.env = dict(env or {})  # added to the agent's environment for the engine
-        # The requests it serves at once, and why (None: a user's command, unknown).
-        self.slots = slots
+        # The requests it serves at once (its slots), and why (None: a user's command, unknown).
+        self.at_once = at_once
 
     @property
     def base_url(self) -> str:
@@ -108,7 +108,7 @@ def engine_spec(
             "llama-server" if os.path.basename(argv[0]) == "llama-server" else "custom"
         )
         ready = "/health" if kind == "llama-server" else "/v1/models"
-        return EngineSpec(kind, argv, ready, port, slots=asked)
+        return EngineSpec(kind, argv, ready, port, at_once=asked)
     server = find_llama_server()
     if server:
         host = settings.engine_host
@@ -119,7 +119,7 @@ def engine_spec(
         argv += ["-c", str(ctx * slots.slots)] if ctx else []
         argv += ["-t", str(threads)] if threads else []
         return EngineSpec("llama-server", argv, "/health", port, env=_beside_libs(server),
-                          slots=slots)
+                          at_once=slots)
     if importlib.util.find_spec("llama_cpp") is not None:
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model)]
         argv += ["--host", settings.engine_host, "--port", str(port)]
@@ -128,7 +128,7 @@ def engine_spec(
         argv += ["--n_ctx", str(ctx)] if ctx else []
         argv += ["--n_threads", str(threads)] if threads else []
         return EngineSpec("llama-cpp-python", argv, "/v1/models", port,
-                          slots=plan("llama-cpp-python"))
+                          at_once=plan("llama-cpp-python"))
     raise no_engine()
 
 

@@ -393,7 +393,7 @@ class MainAgent(Agent):
                     fix="read that worker's channels (mvp.node.<id>.agent) for why",
                     detail={"worker": endpoint},
                 )
-        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port, slots=slots)
+        spec = EngineSpec(LLAMA_SERVER_BIN, argv, "/health", port, at_once=slots)
         engine = Engine(spec, self.emitter, self.control)
         engine.on_line = self._on_engine_line
         self.engine = engine

@@ -5,6 +5,7 @@ llama-cpp-python's server serves one request at a time, and its endpoint line sa
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,8 @@ def _argv_value(argv: list[str], flag: str) -> str:
 def _llama_server_spec(tmp_path: Path, model: Path, gpus: list[dict[str, object]],
                        **env: str) -> tuple[int, list[str]]:
     spec = engine_spec(Settings(agent_env(tmp_path, **env)), model, "tiny", gpus)
-    assert spec.kind == "llama-server" and spec.slots is not None
-    return spec.slots.slots, spec.argv
+    assert spec.kind == "llama-server" and spec.at_once is not None
+    return spec.at_once.slots, spec.argv
 
 
 @pytest.fixture
@@ -108,8 +109,8 @@ def test_llama_cpp_python_serves_one_request_at_a_time(
     monkeypatch.setattr(engine, "KNOWN_LLAMA_SERVERS", ())
     settings = Settings(agent_env(tmp_path, **{PARALLEL: "4", NEED: "600", KV_SLOT: "1"}))
     spec = engine_spec(settings, tiny_model, "tiny", GPU_8G)
-    assert spec.kind == "llama-cpp-python" and spec.slots is not None
-    assert spec.slots.slots == 1 and "one request at a time" in spec.slots.why
+    assert spec.kind == "llama-cpp-python" and spec.at_once is not None
+    assert spec.at_once.slots == 1 and "one request at a time" in spec.at_once.why
     assert "-np" not in spec.argv
 
 
@@ -124,7 +125,7 @@ def test_the_endpoint_line_says_one_request_at_a_time_for_one_slot() -> None:
 
 
 async def test_the_fit_counts_the_kv_cache_of_every_slot(tmp_path: Path, tiny_model: Path) -> None:
-    shape = parse_shape(tiny_model.read_bytes())
+    shape = parse_shape(await asyncio.to_thread(tiny_model.read_bytes))
     needs = {}
     for parallel in ("", "3"):
         loaded = config(tmp_path, MVP_MAX_CONTEXT="256", MVP_GGUF_LOCAL_PATH=str(tiny_model),

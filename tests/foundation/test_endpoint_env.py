@@ -104,7 +104,8 @@ def test_the_record_holds_the_configured_model_not_the_nodes_echo(tmp_path: Path
     prints) keeps the id this dashboard configured and sent it."""
     store = RecordStore(tmp_path)
     endpoint_path(store, RUN).parent.mkdir(parents=True)
-    loaded = SimpleNamespace(model_id="m\\'; touch X; #", auth="key", idle_stop_mins=None)
+    loaded = SimpleNamespace(model_id="m\\'; touch X; #", auth="key", idle_stop_mins=None,
+                             slots=0)
     ctx = SimpleNamespace(api_key=KEY, rpc_token="", store=store, run_id=RUN,
                           watchdog=SimpleNamespace(idle_stop_mins=None),
                           settings=SimpleNamespace(model=SimpleNamespace(model_id=SAFE)),
