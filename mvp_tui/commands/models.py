@@ -21,7 +21,7 @@ from mvp_tui.config import Config, ConfigPaths
 from mvp_tui.config.toml_file import save_hub_model
 from mvp_tui.engine.gguf_quants import QuantModel
 from mvp_tui.engine.hub_models import HubError, HubModels
-from mvp_tui.engine.model_fit import GIB
+from mvp_tui.engine.model_fit import GIB, fit_slots
 from mvp_tui.engine.quant_fit import RepoFit
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.untrusted import clean_line
@@ -114,7 +114,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
         settings = config.settings
         if args.repo:
             fit = asyncio.run(hub.fit(args.repo, (), context=settings.model.max_context,
-                                      nodes=settings.runtime.nodes))
+                                      nodes=settings.runtime.nodes,
+                                      slots=fit_slots(settings.model.parallel)))
         else:
             hits = asyncio.run(hub.search(args.query))
     except HubError as exc:

@@ -180,7 +180,8 @@ class HubModels:
             raise HubError(f"{url}: {exc}") from None
 
     async def fit(
-        self, repo: str, offers: Iterable[Offer], *, context: int | None, nodes: int
+        self, repo: str, offers: Iterable[Offer], *, context: int | None, nodes: int,
+        slots: int = 1,
     ) -> RepoFit:
         """The repo's quants, each one's need, and the largest each kind of offer holds. The
         shape (every quant's KV cache) is read from the smallest quant `[model]` could serve;
@@ -196,7 +197,7 @@ class HubModels:
             except HubError as exc:
                 note = str(exc)
         return repo_fit(repo, listing.quants, shape, offers, context=context, nodes=nodes,
-                        note=note)
+                        note=note, slots=slots)
 
 
 MAX_HUB_NUMBER = 1 << 50  # a file size (or count) past a pebibyte is no model's: unknown

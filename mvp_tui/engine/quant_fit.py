@@ -40,10 +40,13 @@ class OfferFit:
 
 
 def quant_needs(
-    quants: Sequence[QuantModel], shape: GgufShape, *, context: int | None, nodes: int
+    quants: Sequence[QuantModel], shape: GgufShape, *, context: int | None, nodes: int,
+    slots: int = 1,
 ) -> list[QuantNeed]:
-    """Each quant's need at `context` (None: the engine's default, capped by the model's)."""
-    return [QuantNeed(q, need_from(shape, q.size, context=context, nodes=nodes)) for q in quants]
+    """Each quant's need at `context` (None: the engine's default, capped by the model's) in
+    each of `slots` slots."""
+    return [QuantNeed(q, need_from(shape, q.size, context=context, nodes=nodes, slots=slots))
+            for q in quants]
 
 
 def _kind(offer: Offer) -> tuple[str, str, int, int, int]:
@@ -108,9 +111,10 @@ def repo_fit(
     context: int | None,
     nodes: int,
     note: str = "",
+    slots: int = 1,
 ) -> RepoFit:
     """The picker's view of `repo` against `offers` (None shape: sizes only)."""
     if shape is None:
         return RepoFit(repo, tuple(quants), note=note)
-    needs = quant_needs(quants, shape, context=context, nodes=nodes)
+    needs = quant_needs(quants, shape, context=context, nodes=nodes, slots=slots)
     return RepoFit(repo, tuple(quants), tuple(needs), tuple(best_quants(offers, needs)), note)

@@ -20,6 +20,7 @@ AUTO_MOST_SLOTS = 4
 # Each extra slot's cache also grows llama.cpp's compute buffers a little: the app's fit adds
 # 5% of what it counts as margin (mvp_tui/engine/model_fit.py MARGIN_FRACTION), so does this.
 SLOT_MARGIN_FRACTION = 0.05
+MEMINFO = Path("/proc/meminfo")
 ONE_AT_A_TIME = "llama-cpp-python"  # the engine kind whose server serves one request at once
 
 
@@ -53,13 +54,13 @@ def slot_plan(
     )
 
 
-def node_memory_mib(gpus: list[dict[str, Any]], meminfo: Path = Path("/proc/meminfo")) -> int:
+def node_memory_mib(gpus: list[dict[str, Any]], meminfo: Path | None = None) -> int:
     """What the engine serves from: the GPUs' VRAM, else the host's available RAM (0 when
     it cannot be read)."""
     if gpus:
         return sum(int(g.get("memory_mib") or 0) for g in gpus)
     try:
-        text = meminfo.read_text(encoding="ascii", errors="replace")
+        text = (meminfo or MEMINFO).read_text(encoding="ascii", errors="replace")
     except OSError:
         return 0
     for line in text.splitlines():

@@ -22,11 +22,13 @@ class HubCatalog:
         context: int | None,
         nodes: int,
         current: str,
+        slots: int = 1,
     ) -> None:
         self._hub = hub
         self._offers = offers  # the board's, in its order, read when a repo is listed
         self._context = context
         self._nodes = nodes
+        self._slots = slots  # the fit's slots ([model] parallel; unset: one)
         self._current = current
 
     @property
@@ -38,4 +40,4 @@ class HubCatalog:
 
     async def quants(self, repo: str) -> RepoFit:
         return await self._hub.fit(repo, self._offers(), context=self._context,
-                                   nodes=self._nodes)
+                                   nodes=self._nodes, slots=self._slots)

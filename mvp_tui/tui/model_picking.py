@@ -13,6 +13,7 @@ from mvp_tui.config.toml_file import save_hub_model
 from mvp_tui.config.values import Source
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.hub_models import HubModels
+from mvp_tui.engine.model_fit import fit_slots
 from mvp_tui.providers.base import Offer
 from mvp_tui.tui.board_wiring import BoardWiring
 from mvp_tui.tui.model_catalog import HubCatalog
@@ -53,6 +54,7 @@ class ModelPicking(BoardWiring):
             offers=self._board_offers,
             context=settings.model.max_context,
             nodes=settings.runtime.nodes,
+            slots=fit_slots(settings.model.parallel),
             current=_served(self.config),
         )
 

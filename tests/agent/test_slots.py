@@ -14,11 +14,14 @@ from mvp_tui.config import load_config
 from mvp_tui.config.loader import ConfigPaths
 from mvp_tui.engine.endpoint_words import endpoint_lines
 from mvp_tui.engine.events import EndpointReady
+from mvp_tui.engine.gguf_quants import QuantModel
 from mvp_tui.engine.gguf_shape import parse_shape
 from mvp_tui.engine.model_need import read_model_need
+from mvp_tui.engine.quant_fit import quant_needs
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.settings import RunSettings, node_env
 from mvp_tui.node import engine
+from mvp_tui.node import slots as slots_module
 from mvp_tui.node.engine import engine_spec
 from mvp_tui.node.settings import Settings
 from mvp_tui.node.slots import node_memory_mib
@@ -85,12 +88,13 @@ def test_unset_the_node_runs_as_many_slots_as_its_memory_holds_past_the_need(
 
 @pytest.mark.usefixtures("on_path")
 def test_without_gpus_the_slots_are_sized_by_the_hosts_available_memory(
-    tmp_path: Path, tiny_model: Path
+    tmp_path: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    memory = node_memory_mib([])
-    assert memory > 0  # this host's MemAvailable
-    slots, argv = _llama_server_spec(
-        tmp_path, tiny_model, [], **{NEED: str(max(1, memory - 2_100)), KV_SLOT: "1000"})
+    assert node_memory_mib([]) > 0  # this host's MemAvailable
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:    8388608 kB\n")
+    monkeypatch.setattr(slots_module, "MEMINFO", meminfo)  # 8,192 MiB available
+    slots, argv = _llama_server_spec(tmp_path, tiny_model, [], **{NEED: "6000", KV_SLOT: "1000"})
     assert slots == 3 and _argv_value(argv, "-np") == "3"
 
 
@@ -139,6 +143,10 @@ async def test_the_fit_counts_the_kv_cache_of_every_slot(tmp_path: Path, tiny_mo
     assert three.per_node_bytes > one.per_node_bytes
     assert three.kv_slot_mib == one.kv_slot_mib
     assert "× 3 slots" in three.describe()
+    # The model picker's fit of a hub repo's quants counts the slots too.
+    quant = QuantModel("Q4_K_M", ("m-Q4_K_M.gguf",), 1 << 30)
+    (picked,) = quant_needs([quant], shape, context=256, nodes=1, slots=3)
+    assert picked.need.kv_bytes == three.kv_bytes
 
 
 def test_parallel_reaches_the_node(tmp_path: Path) -> None:
