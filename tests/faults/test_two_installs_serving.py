@@ -230,7 +230,7 @@ async def dashboard_serving(account: FakeVast, env: dict[str, str], billing: int
     leased = len(term.output)
     # The prompt pane's title names the OpenAI endpoint once the node serves (the box is
     # drawn before); the prompt box takes the focus then, and the footer says " esc ".
-    await asyncio.to_thread(term.wait_for, "(OpenAI, key: y)", 100, leased)
+    await asyncio.to_thread(term.wait_for, "(OpenAI, key: y", 100, leased)
     await asyncio.to_thread(term.wait_for, " esc ", 30, term.output.find(b"(OpenAI", leased))
     await answers(env)
     return term

@@ -4,6 +4,7 @@ key, the Bootstrap pane's idle-stop row under the switch, and the idle stop's wa
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC
 
@@ -119,3 +120,19 @@ def test_the_idle_stop_warning_toast(snap_compare) -> None:  # type: ignore[no-u
     frames = idle_stop_frames(("idle_stop_armed", None), ("idle_stop_warning", 120.0))
     run_before = posting([*serving(), warning], settled, frames)
     assert snap_compare(_app(), terminal_size=(160, 48), run_before=run_before)
+
+
+async def test_the_prompt_panes_endpoint_line_says_one_request_at_a_time() -> None:
+    """An engine that serves one request at a time (llama-cpp-python's server: the node says
+    one slot): the Prompt pane's endpoint line says so, for the tools pointed at it."""
+    *before, ready = serving()
+    assert isinstance(ready, EndpointReady)
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for event in [*before, dataclasses.replace(ready, slots=1)]:
+            app.route(event)
+        pane = app.query_one(PromptPane)
+        await wait_until(pilot, lambda: "one request" in pane.endpoint_note)
+        assert str(pane.border_subtitle).endswith(
+            f"also on {URL.removeprefix('http://')} (OpenAI, key: y, one request at a time)")
+        app._exit_cleared = True
