@@ -97,3 +97,20 @@ async def test_llama_cpp_python_says_one_request_at_a_time(
     assert "one request at a time" in line, line
     assert shown.returncode == 0, shown.stderr
     assert "serves   one request at a time" in shown.stdout, shown.stdout
+
+
+async def test_unset_a_local_run_gets_as_many_slots_as_fit_at_most_four(tmp_path: Path) -> None:
+    """The run reads the local model's fit before it starts the node (a few MiB of KV cache a
+    slot here, GBs of RAM free): four slots, each with the whole context."""
+    model = write_tiny_gguf(tmp_path / "tiny.gguf", seed=0)
+    bin_dir = _fake_server_bin(tmp_path / "bin")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_LOADING_PROBES": "0",
+           "MVP_PROVIDER": "local", "MVP_MAX_CONTEXT": "256"}
+    args = ["--gguf-local-path", str(model), "--rpc-bind", "127.0.0.1:0"]
+    async with HeadlessRun(args, tmp_path / "state", env=env) as run:
+        ready = await run.until(event("endpoint_ready"), within=60)
+        run.signal(signal.SIGTERM)
+        await run.finish(within=60)
+    assert ready["slots"] == 4
+    said = [r for r in run.records if r.get("event") == "frame" and ".engine" in r["channel"]]
+    assert any("n_slots = 4, n_ctx_slot = 256" in json.dumps(r) for r in said), said[:3]
