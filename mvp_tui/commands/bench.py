@@ -22,6 +22,7 @@ from typing import TextIO
 
 from mvp_tui.commands.endpoint import live, newest_serving
 from mvp_tui.config import Config
+from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.endpoint_record import EndpointRecord, load_endpoint
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome, SpeedSample
@@ -60,6 +61,18 @@ class Served:
     gpu_name: str
     model: str  # `model_key`
     price_per_hour: float | None
+
+
+def usd_per_mtok(result: LevelResult, price_per_hour: float | None) -> float | None:
+    """$ per million output tokens at `price_per_hour` under the level's load."""
+    if price_per_hour is None or price_per_hour < 0 or result.aggregate_tok_s <= 0:
+        return None
+    return USD_PER_MTOK_FACTOR * price_per_hour / result.aggregate_tok_s
+
+
+def level_json(result: LevelResult, price_per_hour: float | None) -> dict[str, object]:
+    mtok = usd_per_mtok(result, price_per_hour)
+    return {**result.as_json(), "usd_per_mtok": round(mtok, 4) if mtok is not None else None}
 
 
 def served_by(outcomes: list[HostOutcome], run_id: str) -> HostOutcome | None:
@@ -117,7 +130,7 @@ def render_table(results: list[LevelResult], price: float | None) -> str:
             "errors", "$/Mtok")
     rows = [head]
     for r in results:
-        mtok = r.usd_per_mtok(price)
+        mtok = usd_per_mtok(r, price)
         rows.append((
             str(r.concurrency), f"{r.aggregate_tok_s:,.1f}", f"{r.per_stream_tok_s:,.1f}",
             _ms(r.ttft_p50_ms), _ms(r.ttft_p95_ms), str(r.requests), str(r.errors),
@@ -228,7 +241,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
             "run": run_id, "model": served.model, "gpu_name": served.gpu_name,
             "provider": served.provider, "host": served.host, "price_per_hour": price,
             "journaled": journaled and bool(kept),
-            "levels": [r.as_json(price) for r in results],
+            "levels": [level_json(r, price) for r in results],
         }))
     else:
         rate = "$/h not on record" if price is None else f"${price:.3f}/h"

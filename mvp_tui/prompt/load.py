@@ -5,8 +5,8 @@ Each level runs `concurrency` workers for `duration_s`; a worker streams one pro
 another (`PromptClient`, the dashboard's own client) until the time is up, and the request
 in flight then finishes (its tokens count; the level's wall time ends with the last one).
 Per level: the aggregate output tok/s (every stream's tokens over the level's wall time:
-what the GPU gives under that load, what $/Mtok is priced at), the median stream's rate,
-TTFT p50/p95 and the requests that failed. No Textual, no printing: `progress` is told.
+what the GPU gives under that load, what the caller prices $/Mtok at), the median stream's
+rate, TTFT p50/p95 and the requests that failed. No Textual, no printing: `progress` is told.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.events import PromptDone, PromptFault
 
@@ -54,7 +53,7 @@ class Progress:
 
 
 @dataclass(slots=True)
-class _Tally:
+class _LevelTally:
     tokens: int = 0
     requests: int = 0
     errors: int = 0
@@ -78,21 +77,13 @@ class LevelResult:
     ttft_p95_ms: float | None
     first_error: str = ""  # the first failure's one-line reason
 
-    def usd_per_mtok(self, price_per_hour: float | None) -> float | None:
-        """$ per million output tokens at `price_per_hour` under this load."""
-        if price_per_hour is None or price_per_hour < 0 or self.aggregate_tok_s <= 0:
-            return None
-        return USD_PER_MTOK_FACTOR * price_per_hour / self.aggregate_tok_s
-
-    def as_json(self, price_per_hour: float | None) -> dict[str, object]:
-        mtok = self.usd_per_mtok(price_per_hour)
+    def as_json(self) -> dict[str, object]:
         return {
             "concurrency": self.concurrency, "requests": self.requests, "errors": self.errors,
             "tokens": self.tokens, "wall_s": round(self.wall_s, 3),
             "aggregate_tok_s": round(self.aggregate_tok_s, 2),
             "per_stream_tok_s": round(self.per_stream_tok_s, 2),
             "ttft_p50_ms": _rounded(self.ttft_p50_ms), "ttft_p95_ms": _rounded(self.ttft_p95_ms),
-            "usd_per_mtok": round(mtok, 4) if mtok is not None else None,
             "first_error": self.first_error,
         }
 
@@ -137,7 +128,7 @@ async def run_level(
     clock: Callable[[], float] = time.perf_counter,
 ) -> LevelResult:
     """`concurrency` streams for `duration_s`; the figures of what they got."""
-    tally = _Tally()
+    tally = _LevelTally()
     start = clock()
     deadline = start + duration_s
 
