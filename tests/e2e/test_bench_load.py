@@ -83,7 +83,7 @@ async def test_bench_measures_a_local_native_run_at_1_and_4_streams(
     assert one[-2] == "0" and four[-2] == "0"  # no errors
     assert one[-1] == four[-1] == "0.00"  # this machine is a $0 lease
     assert "bench   4 stream(s) done:" in shown.stderr  # the progress on stderr
-    print(f"aggregate tok/s: 1 stream {agg_1:.1f}, 4 streams {agg_4:.1f} "
+    print(shown.stdout + f"aggregate tok/s: 1 stream {agg_1:.1f}, 4 streams {agg_4:.1f} "
           f"(x{agg_4 / agg_1:.2f}), load {os.getloadavg()[0]:.2f}")
 
     assert as_json.returncode == 0, as_json.stderr
