@@ -12,6 +12,7 @@ import pytest
 
 from mvp_tui.commands import bench as bench_command
 from mvp_tui.config import ConfigPaths, load_config
+from mvp_tui.engine import load_bench
 from mvp_tui.engine.decode_speed import USD_PER_MTOK_FACTOR
 from mvp_tui.prompt.client import PromptClient
 from mvp_tui.prompt.load import (
@@ -48,13 +49,13 @@ def test_the_table_prices_each_level_at_the_leases_rate() -> None:
     four = LevelResult(concurrency=4, requests=30, errors=1, tokens=2500, wall_s=10.0,
                        aggregate_tok_s=250.0, per_stream_tok_s=66.0, ttft_p50_ms=80.0,
                        ttft_p95_ms=210.0)
-    lines = bench_command.render_table([one, four], 0.90).splitlines()
+    lines = load_bench.render_table([one, four], 0.90).splitlines()
     assert lines[1].split() == ["1", "100.0", "104.0", "30", "ms", "55", "ms", "10", "0",
                                 f"{USD_PER_MTOK_FACTOR * 0.90 / 100:.2f}"]
     assert lines[2].split()[-1] == f"{USD_PER_MTOK_FACTOR * 0.90 / 250:.2f}"  # 1.00
     assert lines[2].split()[-2] == "1"
-    assert bench_command.render_table([one], None).splitlines()[1].split()[-1] == "?"
-    assert bench_command.level_json(four, 0.90)["usd_per_mtok"] == pytest.approx(1.0)
+    assert load_bench.render_table([one], None).splitlines()[1].split()[-1] == "?"
+    assert load_bench.level_json(four, 0.90)["usd_per_mtok"] == pytest.approx(1.0)
 
 
 async def test_a_level_against_a_refusing_endpoint_ends_with_its_errors() -> None:
