@@ -59,6 +59,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ls": ("ls", "list runs with leases that may still exist"),
     "endpoint": ("endpoint", "the serving run's local OpenAI endpoint: URL, key, model "
                  "(--env for eval, --json)"),
+    "bench": ("bench", "measure the serving run's model under load: N concurrent streams per "
+              "level, aggregate and per-stream tok/s, TTFT, $/Mtok, kept in the host journal "
+              "(--concurrency 1,4,8, --duration S, --json)"),
     "offers": ("offers", "print the filtered, sorted offer list (--json)"),
     "models": ("models", "choose a model by name: search the hub's GGUF repos (QUERY), or "
                "list a repo's quants with what each needs (--repo; --save QUANT writes it to "

@@ -127,7 +127,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
     outlook = outlook_for(need, image=config.node_image()[0],
                           image_gb=config.settings.image.size_gb,
                           has_image=memory.has_image, learned=memory.learned,
-                          model=config_model_key(config))
+                          model=config_model_key(config),
+                          concurrency=config.settings.prompt.concurrency)
     if args.json:
         json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")

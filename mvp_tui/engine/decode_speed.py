@@ -53,6 +53,9 @@ class DecodeSpeed:
     measured: bool  # from this user's own runs (the board shows no `~`)
     runs: int = 0  # how many measured answers the figure is the median of
     ttft_ms: float | None = None  # measured time to first token (the prompt's processing)
+    concurrency: int = 1  # the streams the figure is for (N: their aggregate tok/s)
+    one_stream: DecodeSpeed | None = None  # the one-stream figure, when this one is not it
+    loaded: DecodeSpeed | None = None  # the measured figure under load (`mvp-tui bench`)
 
     @property
     def tok_cell(self) -> str:
@@ -67,12 +70,22 @@ class DecodeSpeed:
         text = f"{value:.2f}" if value < 100 else f"{value:,.0f}"
         return f"{'' if self.measured else '~'}{text}"
 
-    def as_json(self) -> dict[str, object]:
+    def figures_json(self) -> dict[str, object]:
         mtok = self.usd_per_mtok
         return {"tok_per_s": round(self.tok_per_s, 1),
                 "usd_per_mtok": round(mtok, 4) if mtok is not None else None,
                 "measured": self.measured, "measured_runs": self.runs,
                 "ttft_ms": round(self.ttft_ms, 1) if self.ttft_ms is not None else None}
+
+    def as_json(self) -> dict[str, object]:
+        """The figure at `concurrency` (the board's), the one-stream figure and the loaded
+        one (`{"concurrency": N, ...}`, None when no bench measured one)."""
+        one = self.one_stream if self.one_stream is not None else self
+        loaded = self.loaded
+        return {**self.figures_json(), "concurrency": self.concurrency,
+                "one_stream": one.figures_json(),
+                "loaded": ({"concurrency": loaded.concurrency, **loaded.figures_json()}
+                           if loaded is not None else None)}
 
 
 def predict_tok_per_s(offer: Offer, bytes_per_token: int) -> float | None:

@@ -10,6 +10,7 @@ distinct value, so a refresh costs a few dictionary reads per offer (bench/bench
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -32,12 +33,18 @@ class OfferOutlook:
     def as_json(self) -> dict[str, object]:
         speed = self.speed.as_json() if self.speed is not None else {
             "tok_per_s": None, "usd_per_mtok": None, "measured": False, "measured_runs": 0,
-            "ttft_ms": None}
+            "ttft_ms": None, "concurrency": None, "one_stream": None, "loaded": None}
         return {**self.fit.as_json(), "ready": self.ready.as_json() if self.ready else None,
                 **speed}
 
 
 NO_OUTLOOK = OfferOutlook()
+
+
+def _guess_at(one: DecodeSpeed, concurrency: int) -> DecodeSpeed:
+    """The one-stream figure standing in at `concurrency` streams: not measured there, so
+    marked `~` (N streams give at least one's aggregate on llama-server's parallel slots)."""
+    return dataclasses.replace(one, measured=False, concurrency=concurrency, one_stream=one)
 # Per GPU model, bandwidth and card shape: the fit, the predicted tok/s, and the GPU model's
 # learned decode, ready and TTFT medians.
 _Group = tuple[FitVerdict, float | None, Figure | None, Figure | None, Figure | None]
@@ -56,10 +63,15 @@ def outlook_for(
     has_image: Callable[[Offer, str], bool],
     learned: Learned | None = None,
     model: str = "",
+    concurrency: int = 1,
 ) -> Outlook:
     """The board's per-offer outlook; `need` None (unreadable): fit unknown, the ready
     estimate counts only the image pull and the engine's start, and the speed is known only
-    where this user measured it. `model` is the learned figures' key (`model_key`)."""
+    where this user measured it. `model` is the learned figures' key (`model_key`).
+
+    `concurrency` ([prompt] concurrency): the streams the board's tok/s and $/Mtok are for.
+    Above 1, the figure `mvp-tui bench` measured at that level (the aggregate of N streams),
+    else the one-stream figure marked `~` (not measured at that load)."""
     history = learned if learned is not None else NOTHING
     if not model:
         history = NOTHING
@@ -67,6 +79,7 @@ def outlook_for(
     formula = ready_formula(image_gb, need.model_bytes if need is not None else 0)
     by_host = bool(history.speed_by_host or history.ready_by_host)
     learning = bool(history.speed_by_gpu or history.ready_by_gpu or by_host)
+    loading = bool(history.loaded_by_gpu) or concurrency > 1
     # What depends only on the GPU model, its bandwidth and the card shape: once per distinct
     # value.
     groups: dict[tuple[str, str, float, int, int, int], _Group] = {}
@@ -113,6 +126,32 @@ def outlook_for(
         elif predicted is not None:
             speed = DecodeSpeed(predicted, FACTOR * price / predicted if price >= 0 else None,
                                 False)
+        if loading and learning:
+            speed = under_load(offer, speed)
+        elif speed is not None and concurrency > 1:  # nothing measured: one stream, a guess
+            speed = _guess_at(speed, concurrency)
         return OfferOutlook(fit, ready, speed)
+
+    def measured_at(offer: Offer, streams: int) -> DecodeSpeed | None:
+        found = history.decode(offer, model, streams)
+        if found is None or found.value <= 0:
+            return None
+        price = offer.price_per_hour
+        ttft = history.gpu_ttft(offer.gpu_name, model, streams)
+        return DecodeSpeed(found.value, FACTOR * price / found.value if price >= 0 else None,
+                           True, found.runs, ttft.value if ttft is not None else None,
+                           concurrency=streams)
+
+    def under_load(offer: Offer, one: DecodeSpeed | None) -> DecodeSpeed | None:
+        """The figure at `concurrency`, carrying the one-stream one and the loaded one."""
+        top = concurrency if concurrency > 1 else history.gpu_loaded(offer.gpu_name, model)
+        loaded = measured_at(offer, top) if top > 1 else None
+        if concurrency == 1:
+            if one is None or loaded is None:
+                return one
+            return dataclasses.replace(one, loaded=loaded)
+        if loaded is not None:
+            return dataclasses.replace(loaded, one_stream=one, loaded=loaded)
+        return _guess_at(one, concurrency) if one is not None else None
 
     return outlook

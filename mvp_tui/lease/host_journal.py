@@ -155,7 +155,12 @@ class HostOutcome(msgspec.Struct, frozen=True, kw_only=True):
 class SpeedSample(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=SPEED_KIND):
     """One served answer's measured speed on one host (a `"kind": "speed"` line): the
     engine's own decode tok/s and time to first token (llama-server's `timings`, else the
-    client's clock), what the board's `tok/s`, `$/Mtok` learn from."""
+    client's clock), what the board's `tok/s`, `$/Mtok` learn from.
+
+    A `mvp-tui bench` level is the same line with `concurrency` N: `decode_tok_s` is then
+    the aggregate output tok/s of N concurrent streams (what the GPU gives under that load,
+    what $/Mtok is priced at), `ttft_ms` the median TTFT, `per_stream_tok_s` the median
+    stream's rate, `ttft_p95_ms` and `errors` as measured. An answer's line is level 1."""
 
     v: int = VERSION
     at: float
@@ -168,6 +173,10 @@ class SpeedSample(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", t
     ttft_ms: float
     tokens: int = 0
     context: int = 0  # the run's context (0: the engine's default)
+    concurrency: int = 1  # concurrent streams measured (1: one answer, or bench level 1)
+    per_stream_tok_s: float = 0.0  # bench: the median stream's rate (0: not measured)
+    ttft_p95_ms: float = 0.0  # bench: TTFT p95 (0: not measured)
+    errors: int = 0  # bench: requests that failed at that level
 
 
 class _Head(msgspec.Struct):
@@ -307,6 +316,10 @@ class HostJournal:
             ttft_ms=_finite(sample.ttft_ms),
             tokens=max(0, sample.tokens),
             context=max(0, sample.context),
+            concurrency=max(1, sample.concurrency),
+            per_stream_tok_s=_finite(sample.per_stream_tok_s),
+            ttft_p95_ms=_finite(sample.ttft_p95_ms),
+            errors=max(0, sample.errors),
         )
         self._append_line(msgspec.json.encode(_cleaned(line, self._redact)))
 
@@ -482,7 +495,8 @@ def _from_json(line: bytes) -> HostOutcome | SpeedSample | None:
         if head.kind == SPEED_KIND:
             speed = _read_speed(line)
             return _cleaned(msgspec.structs.replace(
-                speed, decode_tok_s=max(0.0, speed.decode_tok_s), ttft_ms=max(0.0, speed.ttft_ms)
+                speed, decode_tok_s=max(0.0, speed.decode_tok_s), ttft_ms=max(0.0, speed.ttft_ms),
+                concurrency=max(1, speed.concurrency),
             ))
         outcome = _read_outcome(line)
     except (msgspec.MsgspecError, RecursionError):  # not JSON, not UTF-8, or not a line's shape

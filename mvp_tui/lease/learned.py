@@ -4,7 +4,9 @@ show in place of its predictions.
 
 Figures are medians of the most recent runs (`RECENT`, within `DAYS`), keyed by the model
 served (`host_journal.model_key`): another model's speed or download says nothing of this
-one's. A host's own figures win over its GPU model's when it has some (its disk, its link,
+one's. Speeds are also keyed by the concurrency they were measured at (`level`): an answer
+is one stream; `mvp-tui bench` adds its levels (aggregate tok/s of N streams). A host's own
+figures win over its GPU model's when it has some (its disk, its link,
 its image cache); for the time to ready only when the host ran this image lately (its pull
 is then cached, which is what makes its own history the better guess).
 """
@@ -28,6 +30,11 @@ from mvp_tui.providers.base import Offer
 
 RECENT = 5  # the newest runs a median is taken over
 DAYS = 30.0  # older figures are forgotten (drivers, images and hosts change)
+
+
+def level(concurrency: int) -> str:
+    """A concurrency level as a speed key's last part."""
+    return str(max(1, concurrency))
 
 
 def gpu_key(name: str) -> str:
@@ -58,26 +65,36 @@ def _empty() -> Mapping[tuple[str, ...], Figure]:
 
 @dataclass(frozen=True, slots=True)
 class Learned:
-    """Medians by (GPU model, model) and (provider, host, model)."""
+    """Medians by (GPU model, model, level) and (provider, host, model, level) for speeds,
+    (GPU model, model) and (provider, host, model) for the time to ready."""
 
     speed_by_gpu: Mapping[tuple[str, ...], Figure] = field(default_factory=_empty)
     speed_by_host: Mapping[tuple[str, ...], Figure] = field(default_factory=_empty)
     ttft_by_gpu: Mapping[tuple[str, ...], Figure] = field(default_factory=_empty)
     ready_by_gpu: Mapping[tuple[str, ...], Figure] = field(default_factory=_empty)
     ready_by_host: Mapping[tuple[str, ...], Figure] = field(default_factory=_empty)
+    # (GPU model, model) -> the highest concurrency above 1 a bench measured there
+    loaded_by_gpu: Mapping[tuple[str, ...], int] = field(
+        default_factory=lambda: MappingProxyType({}))
 
-    def decode(self, offer: Offer, model: str) -> Figure | None:
-        """The measured decode tok/s for `model` on `offer`: its host's, else its GPU's."""
-        return self.host_decode(offer, model) or self.gpu_decode(offer.gpu_name, model)
+    def decode(self, offer: Offer, model: str, concurrency: int = 1) -> Figure | None:
+        """The measured tok/s for `model` on `offer` at `concurrency` streams (1: one
+        answer's decode; N: the aggregate of N): its host's, else its GPU's."""
+        return (self.host_decode(offer, model, concurrency)
+                or self.gpu_decode(offer.gpu_name, model, concurrency))
 
-    def host_decode(self, offer: Offer, model: str) -> Figure | None:
-        return _on_host(self.speed_by_host, offer, model)
+    def host_decode(self, offer: Offer, model: str, concurrency: int = 1) -> Figure | None:
+        return _on_host(self.speed_by_host, offer, model, level(concurrency))
 
-    def gpu_decode(self, gpu_name: str, model: str) -> Figure | None:
-        return self.speed_by_gpu.get((gpu_key(gpu_name), model))
+    def gpu_decode(self, gpu_name: str, model: str, concurrency: int = 1) -> Figure | None:
+        return self.speed_by_gpu.get((gpu_key(gpu_name), model, level(concurrency)))
 
-    def gpu_ttft(self, gpu_name: str, model: str) -> Figure | None:
-        return self.ttft_by_gpu.get((gpu_key(gpu_name), model))
+    def gpu_ttft(self, gpu_name: str, model: str, concurrency: int = 1) -> Figure | None:
+        return self.ttft_by_gpu.get((gpu_key(gpu_name), model, level(concurrency)))
+
+    def gpu_loaded(self, gpu_name: str, model: str) -> int:
+        """The highest concurrency above 1 measured on this GPU model for `model` (0: none)."""
+        return self.loaded_by_gpu.get((gpu_key(gpu_name), model), 0)
 
     def ready(self, offer: Offer, model: str, *, cached_image: bool) -> Figure | None:
         """Create → serving for `model`: the host's own when it ran this image lately, else
@@ -96,14 +113,15 @@ NOTHING = Learned()
 
 
 def _on_host(figures: Mapping[tuple[str, ...], Figure], offer: Offer,
-             model: str) -> Figure | None:
-    """The figure of the host `offer` runs on (a RunPod type: any host it may land on)."""
+             model: str, *tail: str) -> Figure | None:
+    """The figure of the host `offer` runs on (a RunPod type: any host it may land on);
+    `tail`: the key's parts after the model (a speed's level)."""
     if not figures:
         return None
     if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
-        return figures.get((offer.provider, host_key(offer), model))
+        return figures.get((offer.provider, host_key(offer), model, *tail))
     for host in hosts_of(offer):
-        found = figures.get((offer.provider, host, model))
+        found = figures.get((offer.provider, host, model, *tail))
         if found is not None:
             return found
     return None
@@ -116,13 +134,18 @@ def learn(outcomes: Iterable[HostOutcome], speeds: Iterable[SpeedSample], now: f
     speed_gpu: dict[tuple[str, ...], list[float]] = {}
     speed_host: dict[tuple[str, ...], list[float]] = {}
     ttft_gpu: dict[tuple[str, ...], list[float]] = {}
+    loaded: dict[tuple[str, ...], int] = {}
     for s in sorted(speeds, key=lambda s: s.at):
         if s.at < cutoff or s.decode_tok_s <= 0 or not s.model:
             continue
-        speed_gpu.setdefault((gpu_key(s.gpu_name), s.model), []).append(s.decode_tok_s)
-        speed_host.setdefault((s.provider, s.host, s.model), []).append(s.decode_tok_s)
+        at = level(s.concurrency)
+        gpu = gpu_key(s.gpu_name)
+        speed_gpu.setdefault((gpu, s.model, at), []).append(s.decode_tok_s)
+        speed_host.setdefault((s.provider, s.host, s.model, at), []).append(s.decode_tok_s)
         if s.ttft_ms > 0:
-            ttft_gpu.setdefault((gpu_key(s.gpu_name), s.model), []).append(s.ttft_ms)
+            ttft_gpu.setdefault((gpu, s.model, at), []).append(s.ttft_ms)
+        if s.concurrency > 1:
+            loaded[(gpu, s.model)] = max(loaded.get((gpu, s.model), 0), s.concurrency)
     ready_gpu: dict[tuple[str, ...], list[float]] = {}
     ready_host: dict[tuple[str, ...], list[float]] = {}
     for o in sorted(outcomes, key=lambda o: o.at):
@@ -133,5 +156,5 @@ def learn(outcomes: Iterable[HostOutcome], speeds: Iterable[SpeedSample], now: f
     return Learned(
         MappingProxyType(_figures(speed_gpu)), MappingProxyType(_figures(speed_host)),
         MappingProxyType(_figures(ttft_gpu)), MappingProxyType(_figures(ready_gpu)),
-        MappingProxyType(_figures(ready_host)),
+        MappingProxyType(_figures(ready_host)), MappingProxyType(loaded),
     )

@@ -40,6 +40,7 @@ from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.lease.restart import OpenLease
 from mvp_tui.providers.base import Offer
 from mvp_tui.themes import APP_CSS_PATH, DARK_VARIABLES, THEMES
+from mvp_tui.tui.bench_action import PALETTE_LEVEL_S, bench_live_run, palette_levels
 from mvp_tui.tui.bindings import all_bindings
 from mvp_tui.tui.board_wiring import WORK_GROUPS
 from mvp_tui.tui.endpoint_actions import (
@@ -576,6 +577,31 @@ class MvpApp(ModelPicking, ExitPath):
         self.notify(f"opening the engine's web UI on port {endpoint.port} (the node's own "
                     "pages, on a name of their own)", title="web UI", markup=False)
 
+    bench_level_s = PALETTE_LEVEL_S  # seconds per level of the palette's bench
+
+    def action_bench(self) -> None:
+        """`mvp-tui bench` on the live run: one stream, then [prompt] concurrency (else 4)."""
+        endpoint = self._serving_endpoint()
+        if endpoint is None:
+            self.notify("the node is not serving yet", severity="warning", markup=False)
+            return
+        run_id = self._session().run_id
+        levels = palette_levels(self.config.settings.prompt.concurrency)
+        self.notify(f"measuring the served model at {' then '.join(map(str, levels))} "
+                    f"stream(s), {self.bench_level_s:g} s each", title="bench", markup=False)
+        self.run_worker(self._bench(endpoint, run_id), name="bench", group="bench",
+                        exclusive=True, exit_on_error=False)
+
+    async def _bench(self, endpoint: EndpointRecord, run_id: str) -> None:
+        outcome = await bench_live_run(endpoint, run_id, self.config.state_dir,
+                                       self.config.settings.prompt.concurrency,
+                                       self.bench_level_s)
+        if not self.screen_stack:  # the app closed meanwhile
+            return
+        self.push_screen(ConfirmScreen(outcome.title, self.mode.redact(outcome.text),
+                                       [Choice("close", "Close", "primary")], focus="close",
+                                       cancel_value="close"))
+
     def on_key(self) -> None:
         """A key while the idle stop warned: the node hears of it (it counts as use)."""
         if self._idle_warned:
@@ -606,6 +632,8 @@ class MvpApp(ModelPicking, ExitPath):
              "own tools", self.action_copy_endpoint),
             ("Open the engine's web UI", "web-ui", "in the browser, through the same local "
              "port, with the key", self.action_open_web_ui),
+            ("Bench the served model", "", "tok/s, TTFT and $/Mtok at 1 and N concurrent "
+             "streams; kept for the board", self.action_bench),
             ("Open a channel's log", "channels-open", "the selected channel in the Channels "
              "pane", self._open_channel),
             ("Replay an archive", "", "how to replay this run's datastream archive",

@@ -49,13 +49,14 @@ class BoardResult:
     image: str = ""
     image_gb: float = 0.0
     model: str = ""  # the served model's key in the journal's learned figures
+    concurrency: int = 1  # [prompt] concurrency: the streams tok/s and $/Mtok are for
 
     def outlook(self, need: ModelNeed | None) -> Outlook:
         """Each offer's fit, ~ready and decode speed, from the model's need (None: unknown),
         the image and the host journal (its failures and this user's measured figures)."""
         return outlook_for(need, image=self.image, image_gb=self.image_gb,
                            has_image=self.memory.has_image, learned=self.memory.learned,
-                           model=self.model)
+                           model=self.model, concurrency=self.concurrency)
 
     def failure_text(self, offer: Offer) -> str | None:
         """Why `offer`'s host is avoided (`failed 2 h ago at ssh: …`), or None."""
@@ -155,6 +156,7 @@ class OfferBoard:
         result.image = self._config.node_image()[0]
         result.image_gb = self._config.settings.image.size_gb
         result.model = config_model_key(self._config)
+        result.concurrency = self._config.settings.prompt.concurrency
         return result
 
     async def model_need(self) -> tuple[ModelNeed | None, str]:

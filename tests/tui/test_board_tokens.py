@@ -26,7 +26,13 @@ from mvp_tui.engine.decode_speed import (
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.outlook import outlook_for
 from mvp_tui.engine.speed_log import ServedOn, SpeedLog
-from mvp_tui.lease.host_journal import HostJournal, HostOutcome, memory_from, model_key
+from mvp_tui.lease.host_journal import (
+    HostJournal,
+    HostOutcome,
+    SpeedSample,
+    memory_from,
+    model_key,
+)
 from mvp_tui.prompt.events import PromptDone
 from mvp_tui.providers.gpu_bandwidth import bandwidth_gbps
 from mvp_tui.widgets.lease_confirm import ON_OUTBID, LeaseConfirmScreen, LeaseLimits, offers_table
@@ -96,11 +102,15 @@ def test_runpods_gpu_types_get_their_bandwidth_from_the_table() -> None:
     assert bandwidth_gbps("Some Future GPU") == 0.0
 
 
+def _env(tmp_path: Path, fake: FakeVast, model: Path) -> dict[str, str]:
+    return {"HOME": str(tmp_path), "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": fake.api_key,
+            "VAST_URL": fake.url, "MVP_STATE_DIR": str(tmp_path / "state"),
+            "MVP_GGUF_LOCAL_PATH": str(model), "MVP_MAX_CONTEXT": "4096"}
+
+
 def _config(tmp_path: Path, fake: FakeVast, model: Path):  # type: ignore[no-untyped-def]
-    env = {"HOME": str(tmp_path), "MVP_NODE_PROVIDER": "vastai", "VASTAI_API_KEY": fake.api_key,
-           "VAST_URL": fake.url, "MVP_STATE_DIR": str(tmp_path / "state"),
-           "MVP_GGUF_LOCAL_PATH": str(model), "MVP_MAX_CONTEXT": "4096"}
-    return load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
+    return load_config(env=_env(tmp_path, fake, model),
+                       paths=ConfigPaths(default=tmp_path / "none.toml"))
 
 
 def _offers_json(config, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
@@ -251,3 +261,100 @@ def test_speed_lines_are_journal_lines_not_corruption(tmp_path: Path) -> None:
     (sample,) = journal.speeds
     assert sample.decode_tok_s == 55.0 and sample.ttft_ms == 5.0  # the client's clock
     assert sample.model == "m.gguf" and sample.gpu_name == "RTX 4090"
+
+
+def _bench_line(journal: HostJournal, gpu: str, host: str, streams: int, rate: float,
+                at: float) -> None:
+    """One `mvp-tui bench` level, as the command journals it."""
+    journal.append_speed(SpeedSample(
+        at=at, run_id="r-b", provider="vastai", host=host, gpu_name=gpu, model="llama-8b-q4.gguf",
+        decode_tok_s=rate, ttft_ms=40.0, tokens=900, concurrency=streams,
+        per_stream_tok_s=rate / streams, ttft_p95_ms=80.0))
+
+
+def test_the_board_shows_the_load_figure_at_prompt_concurrency_and_json_carries_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 40 item 3: a bench's levels are journaled per GPU model and host with their
+    concurrency; `[prompt] concurrency` 4 puts the aggregate measured at 4 streams on the
+    board (no `~`, $/Mtok at it), a GPU benched only at one stream shows that figure marked
+    `~` (not measured at 4), and `offers --json` carries the one-stream and the loaded
+    figure; at the default 1 the board is the one-stream figure, as before."""
+    model = header_gguf(tmp_path / "llama-8b-q4.gguf", size=Q4_8B)
+    journal = HostJournal(tmp_path / "state")
+    now = time.time()
+    for i, (one, four) in enumerate(((100.0, 300.0), (110.0, 340.0), (90.0, 320.0))):
+        _bench_line(journal, "RTX 4090", "7001", 1, one, now - 100 + i)
+        _bench_line(journal, "RTX 4090", "7001", 4, four, now - 100 + i)
+    _bench_line(journal, "RTX 3090", "7002", 1, 60.0, now - 50)
+    with FakeVast() as fake:
+        fake.add_offer(gpu_name="RTX 4090", gpu_mem_bw=1008.0, dph_total=0.40, machine_id=7001)
+        fake.add_offer(gpu_name="RTX 3090", gpu_mem_bw=504.0, dph_total=0.20, machine_id=7002)
+        config = _config(tmp_path, fake, model)
+        assert config.settings.prompt.concurrency == 1
+        default = {r["gpu_name"]: r for r in _offers_json(config, capsys)}
+        loaded_config = load_config(
+            env={**_env(tmp_path, fake, model), "MVP_PROMPT_CONCURRENCY": "4"},
+            paths=ConfigPaths(default=tmp_path / "none.toml"))
+        rows = {r["gpu_name"]: r for r in _offers_json(loaded_config, capsys)}
+    price = 0.40 + DISK_50_GB
+    fast = rows["RTX 4090"]
+    assert fast["concurrency"] == 4 and fast["measured"] is True and fast["measured_runs"] == 3
+    assert fast["tok_per_s"] == 320.0  # the median aggregate at 4 streams
+    assert fast["usd_per_mtok"] == pytest.approx(USD_PER_MTOK_FACTOR * price / 320.0, rel=1e-3)
+    assert fast["one_stream"] == {"tok_per_s": 100.0, "measured": True, "measured_runs": 3,
+                                  "usd_per_mtok": pytest.approx(
+                                      USD_PER_MTOK_FACTOR * price / 100.0, rel=1e-3),
+                                  "ttft_ms": 40.0}
+    assert fast["loaded"]["concurrency"] == 4 and fast["loaded"]["tok_per_s"] == 320.0
+    slow = rows["RTX 3090"]  # benched at one stream only: that figure, not measured at 4
+    assert slow["concurrency"] == 4 and slow["measured"] is False and slow["tok_per_s"] == 60.0
+    assert slow["one_stream"]["measured"] is True and slow["loaded"] is None
+    # The default, one stream: the one-stream figure measured, the loaded one beside it.
+    one = default["RTX 4090"]
+    assert one["concurrency"] == 1 and one["measured"] is True and one["tok_per_s"] == 100.0
+    assert one["loaded"]["concurrency"] == 4 and one["loaded"]["tok_per_s"] == 320.0
+
+    # The board's cells for the same journal: `~` before any bench line, measured after.
+    cards = [dataclasses.replace(offer("1", 0.40, "RTX 4090"), mem_bw_gbps=1008.0,
+                                 machine_id="7001"),
+             dataclasses.replace(offer("2", 0.20, "RTX 3090"), mem_bw_gbps=504.0,
+                                 machine_id="7002")]
+    need = ModelNeed(model_bytes=Q4_8B, kv_bytes=0, context=4096)
+    toks, mtok = list(Column).index(Column.TOKS), list(Column).index(Column.PER_MTOK)
+
+    def cells(memory_dir: Path, concurrency: int) -> dict[str, tuple[str, str]]:
+        read = HostJournal(memory_dir)
+        memory = memory_from(read.read(), now, 7, read.speeds)
+        board = OffersModel()
+        board.set_offers(cards)
+        board.set_outlook(outlook_for(need, image="i", image_gb=1, has_image=lambda o, i: False,
+                                      learned=memory.learned, model="llama-8b-q4.gguf",
+                                      concurrency=concurrency))
+        return {key: (board.row(key).cells[toks], board.row(key).cells[mtok])
+                for key in ("vastai:1", "vastai:2")}
+
+    before = cells(tmp_path / "none", 4)
+    assert before["vastai:1"][0].startswith("~") and before["vastai:1"][1].startswith("~")
+    after = cells(tmp_path / "state", 4)
+    assert after["vastai:1"] == ("320", f"{USD_PER_MTOK_FACTOR * 0.40 / 320:.2f}")
+    assert after["vastai:2"] == ("~60", f"~{USD_PER_MTOK_FACTOR * 0.20 / 60:.2f}")
+    assert cells(tmp_path / "state", 1)["vastai:1"] == (
+        "100", f"{USD_PER_MTOK_FACTOR * 0.40 / 100:.2f}")
+
+
+def test_an_answers_speed_line_from_before_bench_reads_as_one_stream(tmp_path: Path) -> None:
+    """A journal written before levels existed (no `concurrency` field) still teaches the
+    one-stream figure, and is no load figure."""
+    line = {"kind": "speed", "v": 1, "at": NOW, "run_id": "r-1", "provider": "vastai",
+            "host": "5555", "gpu_name": "RTX 4090", "model": "m.gguf", "decode_tok_s": 97.5,
+            "ttft_ms": 31.0, "tokens": 64, "context": 4096}
+    (tmp_path / "hosts.jsonl").write_text(json.dumps(line) + "\n")
+    journal = HostJournal(tmp_path)
+    memory = memory_from(journal.read(), NOW, 7, journal.speeds)
+    assert journal.corrupt == 0 and journal.speeds[0].concurrency == 1
+    assert memory.learned is not None
+    found = memory.learned.gpu_decode("RTX 4090", "m.gguf")
+    assert found is not None and found.value == 97.5
+    assert memory.learned.gpu_decode("RTX 4090", "m.gguf", 4) is None
+    assert memory.learned.gpu_loaded("RTX 4090", "m.gguf") == 0

@@ -57,6 +57,15 @@ class PromptSection(Section):
         env="MVP_PROMPT_OPENAI_PORT", flag="--openai-port", minimum=0, maximum=65535,
         note="It asks for the run's key: `mvp-tui endpoint --env` prints address, key and model.",
     )
+    concurrency: int = key(
+        1,
+        (
+            "concurrent streams the offer board's tok/s and $/Mtok are for: above 1, the "
+            "aggregate `mvp-tui bench` measured at that many on the GPU model or host (else "
+            "the one-stream figure, marked ~)"
+        ),
+        env="MVP_PROMPT_CONCURRENCY", minimum=1, maximum=256,
+    )
 
 
 @dataclass(frozen=True)
