@@ -1,4 +1,4 @@
-"""The Prompt pane: an input with history, the answer streamed as markdown, live figures.
+"""The Prompt pane: a conversation's transcript, the answer streamed as markdown, live figures.
 
 The engine port posts this pane its facts (`widgets/facts.py`): `NodeServing` opens the box
 (only then: the prompt queue exists from there on), `PromptStep`s tell each prompt's life,
@@ -9,6 +9,13 @@ Textual's `MarkdownStream` by one pump task, which appends (never re-renders the
 answer) and coalesces when tokens come faster than the screen; the answer's scroll is
 anchored to the bottom. Answer text is untrusted: cleaned by `safe_answer`, rendered as
 markdown with link opening off, never as Rich markup.
+
+The transcript: the turn on screen (question, streamed answer, figures) is the live one;
+when the next starts, it is frozen above as plain widgets (rendered once) and only the last
+`TURNS_SHOWN` stay in the widget tree; every turn stays in the `TranscriptLog` that ctrl+s
+saves. A marker sits where the engine's request stopped carrying earlier turns (the
+context was full); ctrl+n starts a new conversation; `y` (in the transcript: Esc from the
+box) copies the last answer.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -41,6 +48,7 @@ from mvp_tui.prompt.events import (
     TextDelta,
 )
 from mvp_tui.prompt.history import PromptHistory
+from mvp_tui.prompt.transcript import SavedTurn, TranscriptLog
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
@@ -55,6 +63,7 @@ if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on
 
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
+TURNS_SHOWN = 8  # earlier turns kept in the widget tree (all stay in the saved transcript)
 
 
 class PromptInput(Input):
@@ -95,6 +104,19 @@ class _Live:
     deltas: int = 0
 
 
+@dataclass(slots=True)
+class _Shown:
+    """The last turn, as the live widgets show it (frozen above when the next starts)."""
+
+    question: str
+    conversation: int  # the pane's conversation number; -1: not a turn of one (the RPC's)
+    parts: list[str]  # the answer so far, cleaned
+    figures: str = ""
+    fault: bool = False
+    done: bool = False  # answered in full: the engine's conversation holds it
+    dropped_before: int = 0
+
+
 class PromptPane(Pane):
     """Ask the served model; `PromptSubmitted` / `PromptCancelRequested` go to the app."""
 
@@ -108,6 +130,9 @@ class PromptPane(Pane):
         Binding("escape", "cancel_prompt", "cancel", id="prompt-cancel"),
         # Nothing to cancel: Esc leaves the box, so the dashboard's own keys (q, ?) work again.
         Binding("escape", "leave_box", "leave", show=False, id="prompt-leave"),
+        Binding("ctrl+n", "new_conversation", "new chat", id="prompt-new"),
+        Binding("ctrl+s", "save_transcript", "save chat", show=False, id="prompt-save"),
+        Binding("y", "copy_answer", "copy answer", show=False, id="prompt-copy"),
     ]
 
     class PromptSubmitted(Message):
@@ -122,6 +147,16 @@ class PromptPane(Pane):
 
     class LeaveRequested(Message):
         """Esc with nothing streaming: the app moves the focus out of the prompt box."""
+
+    class NewConversationRequested(Message):
+        """ctrl+n: the engine's next pane prompt starts a conversation (sends no turn)."""
+
+    class SaveRequested(Message):
+        """ctrl+s: the app writes the transcript into the run's directory."""
+
+        def __init__(self, transcript: TranscriptLog) -> None:
+            super().__init__()
+            self.transcript = transcript
 
     def __init__(self, *, id: str | None = "prompt-pane") -> None:
         super().__init__(id=id)
@@ -141,11 +176,18 @@ class PromptPane(Pane):
         self._markdown_mounted = False
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
         self.token_batches = 0  # coalesced token notices taken (each one batch of deltas)
+        self.transcript = TranscriptLog()
+        self.conversation = 0  # bumped by ctrl+n
+        self._shown: _Shown | None = None
+        self._dropped_marker: Static | None = None
+        self._pane_ids: set[int] = set()  # queued from this pane: turns of its conversation
+        self._rule_pending = False  # ctrl+n while a turn streamed: the rule goes after it
 
     def compose_content(self) -> ComposeResult:
-        yield Static(id="prompt-question")
-        yield VerticalScroll(id="prompt-answer")  # its Markdown: see _ensure_markdown
-        yield Static(id="prompt-stats")
+        with VerticalScroll(id="prompt-answer"):  # the transcript; its Markdown: _ensure_markdown
+            yield Vertical(id="prompt-earlier")
+            yield Static(id="prompt-question")
+            yield Static(id="prompt-stats")
         yield PromptInput(self.history, id="prompt-input")
 
     def on_mount(self) -> None:
@@ -162,7 +204,9 @@ class PromptPane(Pane):
         from textual.widgets import Markdown
 
         markdown = Markdown(id="prompt-markdown", open_links=False)
-        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(markdown)
+        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(
+            markdown, after="#prompt-question"
+        )
         self.run_worker(self._pump(markdown, mounted), group="prompt-stream", name="markdown pump")
 
     @property
@@ -200,12 +244,16 @@ class PromptPane(Pane):
     @on(TokensPending)
     def _tokens(self, message: TokensPending) -> None:
         self.token_batches += 1
+        taken = False
         for delta in message.take(message.prompt_id):
-            self._delta(delta)
+            taken = self._delta(delta) or taken
+        if taken:
+            self._show_stats()  # once a batch, not once a token
 
     def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):
-            self._delta(event)
+            if self._delta(event):
+                self._show_stats()
         elif isinstance(event, PromptQueued):
             self._queued(event)
         elif isinstance(event, PromptStarted):
@@ -233,6 +281,8 @@ class PromptPane(Pane):
         if event.prompt_id not in self._questions or event.source is not PromptSource.PANE:
             via = " via the prompt RPC" if event.source is PromptSource.RPC else ""
             self._questions[event.prompt_id] = f"(a {event.text_chars}-char prompt{via})"
+        if event.source is PromptSource.PANE:
+            self._pane_ids.add(event.prompt_id)
         self.waiting.add(event.prompt_id)
         self._show_stats()
 
@@ -240,6 +290,14 @@ class PromptPane(Pane):
         self.waiting.discard(event.prompt_id)
         self.live = _Live(event.prompt_id, event.at)
         question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
+        self._freeze_shown()
+        # Only the pane's own prompts are turns of its conversation (the RPC's stand alone).
+        pane_turn = event.prompt_id in self._pane_ids
+        self._pane_ids.discard(event.prompt_id)
+        self._shown = _Shown(question, self.conversation if pane_turn else -1, [],
+                             dropped_before=event.turns_dropped)
+        if event.turns_dropped:
+            self._mark_dropped(event.turns_sent, event.turns_dropped)
         self._show_question(question)
         self._reset, self._pending = True, []
         self._ensure_markdown()
@@ -248,21 +306,25 @@ class PromptPane(Pane):
         self.query_one("#prompt-stats", Static).set_class(False, "-fault")
         self._show_stats()
 
-    def _delta(self, event: TextDelta) -> None:
+    def _delta(self, event: TextDelta) -> bool:
+        """Take one delta of the live answer (False: not the live prompt's)."""
         live = self.live
         if live is None or event.prompt_id != live.prompt_id:
-            return
+            return False
         live.deltas += 1
         live.first_at = live.first_at if live.first_at is not None else event.at
         live.last_at = event.at
-        self._pending.append(safe_answer(event.text))
+        text = safe_answer(event.text)
+        self._pending.append(text)
+        if self._shown is not None:
+            self._shown.parts.append(text)
         self._wake.set()
-        if live.deltas % 8 == 1:
-            self._show_stats()
+        return True
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
         self.waiting.discard(event.prompt_id)
         self._questions.pop(event.prompt_id, None)
+        self._pane_ids.discard(event.prompt_id)
         stats = self.query_one("#prompt-stats", Static)
         current = self.live is not None and self.live.prompt_id == event.prompt_id
         if not current:
@@ -273,14 +335,23 @@ class PromptPane(Pane):
             stats.set_class(False, "-fault")
             self.rates.append(event.tokens_per_s)
             trend = f" · tok/s {sparkline(list(self.rates))}" if len(self.rates) > 1 else ""
-            stats.update(Text(summary(event) + trend + self._queue_note()))
+            figures = summary(event)
+            stats.update(Text(figures + trend + self._queue_note()))
         elif isinstance(event, PromptFault):
             stats.set_class(True, "-fault")
-            stats.update(Text(_fault_text(event) + self._queue_note()))
+            figures = _fault_text(event)
+            stats.update(Text(figures + self._queue_note()))
         else:
             stats.set_class(False, "-fault")
-            stats.update(Text("cancelled" + self._queue_note()))
+            figures = "cancelled"
+            stats.update(Text(figures + self._queue_note()))
         stats.display = True
+        shown = self._shown
+        if shown is not None:
+            shown.figures, shown.fault = figures, isinstance(event, PromptFault)
+            shown.done = isinstance(event, PromptDone)
+            self.transcript.add(SavedTurn(shown.question, "".join(shown.parts), figures,
+                                          shown.dropped_before))
 
     def _queue_note(self) -> str:
         return f" · {len(self.waiting)} waiting" if self.waiting else ""
@@ -309,6 +380,65 @@ class PromptPane(Pane):
             parts.append("waiting for the first token")
         stats.update(Text(" · ".join(parts) + self._queue_note()))
         stats.display = True
+
+    # -- the transcript ------------------------------------------------------------------
+    def _freeze_shown(self) -> None:
+        """The last turn leaves the live widgets for plain ones above, rendered once; the
+        oldest leave the widget tree (the saved transcript keeps them)."""
+        shown, self._shown = self._shown, None
+        if shown is None:
+            return
+        from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
+
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        turn = Vertical(
+            Static(Text("> " + one_line_ascii(shown.question, QUESTION_CHARS)),
+                   classes="turn-question"),
+            Static(RichMarkdown("".join(shown.parts), hyperlinks=False), classes="turn-answer"),
+            Static(Text(shown.figures), classes="turn-figures -fault" if shown.fault
+                   else "turn-figures"),
+            classes="turn",
+        )
+        # The marker counts the turns the engine's conversation holds: those answered in full.
+        turn.conversation = shown.conversation if shown.done else -1  # type: ignore[attr-defined]
+        earlier.mount(turn)
+        if self._rule_pending:
+            self._rule_pending = False
+            earlier.mount(Static(Text("── a new conversation ──"), classes="turn-rule"))
+        self._trim_earlier()
+
+    def _trim_earlier(self) -> None:
+        """At most `TURNS_SHOWN` turns in the tree, and no rule or marker left above them."""
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        turns = [child for child in earlier.children if child.has_class("turn")]
+        if len(turns) <= TURNS_SHOWN:
+            return
+        first_kept = turns[len(turns) - TURNS_SHOWN]
+        for child in list(earlier.children):
+            if child is first_kept:
+                break
+            if child is self._dropped_marker:  # what it marks is off screen: it stays on top
+                continue
+            child.remove()
+
+    def _mark_dropped(self, sent: int, dropped: int) -> None:
+        """The marker, just above the oldest turn the request still carried."""
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        ours = [child for child in earlier.children
+                if child.has_class("turn") and getattr(child, "conversation", -1)
+                == self.conversation]
+        text = Text(f"✂ {dropped} earlier turn{'s' if dropped != 1 else ''} not sent: "
+                    "the conversation is past [model] max_context")
+        if self._dropped_marker is not None:
+            self._dropped_marker.remove()
+        marker = Static(text, classes="turn-dropped")
+        self._dropped_marker = marker
+        if sent and len(ours) >= sent:
+            earlier.mount(marker, before=ours[len(ours) - sent])
+        elif sent:  # the oldest sent is off screen already: so is what was dropped
+            earlier.mount(marker, before=0) if earlier.children else earlier.mount(marker)
+        else:
+            earlier.mount(marker)
 
     def _update_subtitle(self) -> None:
         parts = [self.model_name] if self.model_name else []
@@ -358,7 +488,44 @@ class PromptPane(Pane):
         self.post_message(self.PromptCancelRequested())
 
     def action_leave_box(self) -> None:
+        """Esc, nothing streaming: from the box to the transcript (where `y` copies and the
+        arrows scroll), when there is one; from there (or with none) out of the pane."""
+        transcript = self.query_one("#prompt-answer", VerticalScroll)
+        if self.input.has_focus and transcript.display and self._shown is not None:
+            transcript.focus()
+            return
         self.post_message(self.LeaveRequested())
+
+    def action_new_conversation(self) -> None:
+        self.conversation += 1
+        self.transcript.new_conversation()
+        self._dropped_marker = None  # the next conversation's marker is its own
+        self.post_message(self.NewConversationRequested())
+        if self.live is not None:
+            self._rule_pending = True
+            return
+        if self._shown is None:
+            return
+        self._rule_pending = True
+        self._freeze_shown()
+        for selector in ("#prompt-question", "#prompt-stats"):
+            self.query_one(selector).display = False
+        self._reset, self._pending = True, []
+        self._wake.set()
+
+    def action_save_transcript(self) -> None:
+        if not len(self.transcript):
+            self.app.notify("nothing to save yet: no answer", severity="warning", markup=False)
+            return
+        self.post_message(self.SaveRequested(self.transcript))
+
+    def action_copy_answer(self) -> None:
+        answer = self.transcript.last_answer
+        if answer is None:
+            self.app.notify("no answer to copy yet", severity="warning", markup=False)
+            return
+        self.app.copy_to_clipboard(answer)
+        self.app.notify(f"the last answer copied ({len(answer):,} chars)", markup=False)
 
 
 def _fault_text(event: PromptFault) -> str:

@@ -6,6 +6,10 @@ FAKE_READY_HINT_AFTER_S: instead, loading ends by itself that long after the ser
 and the server then says so on its log ("main: model loaded", as llama-server does).
 At start it prints one JSON line: its argv and the names of secret-looking env variables.
 FAKE_LOG_FILE: a file whose lines it prints next, as its own log (e.g. `-lv 4` debug lines).
+FAKE_REQUESTS_FILE: each POST /v1/chat/completions body is appended there as one JSON line
+(what the engine received); the answer is streamed as llama-server streams it
+(llm-engine.md §4): a role chunk, `answer <n>` in content chunks (n counts the requests),
+the finish chunk, a usage/timings chunk with no choices, then `[DONE]`.
 """
 
 from __future__ import annotations
@@ -34,6 +38,34 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, {"status": "ok"})
         else:
             self._send(404, {"error": "not found"})
+
+    requests = 0
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path != "/v1/chat/completions":
+            self._send(404, {"error": "not found"})
+            return
+        Handler.requests += 1
+        log = os.environ.get("FAKE_REQUESTS_FILE")
+        if log:
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(json.dumps(json.loads(body)) + "\n")
+        words = ["answer", f" {Handler.requests}"]
+        chunks: list[dict[str, object]] = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+            *({"choices": [{"index": 0, "delta": {"content": w}}]} for w in words),
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            {"choices": [], "usage": {"completion_tokens": len(words)},
+             "timings": {"predicted_per_second": 1000.0, "prompt_ms": 1.0}},
+        ]
+        data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks)
+        data += b"data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     @staticmethod
     def loaded() -> None:
