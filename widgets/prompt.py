@@ -53,6 +53,7 @@ from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
 from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.released import release_removed_widgets
 from mvp_tui.widgets.sparkline import sparkline
 
 if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
@@ -322,6 +323,7 @@ class PromptPane(Pane):
         return True
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
+        release_removed_widgets()  # the last answer's and turns' widgets left the tree
         self.waiting.discard(event.prompt_id)
         self._questions.pop(event.prompt_id, None)
         self._pane_ids.discard(event.prompt_id)
@@ -378,7 +380,8 @@ class PromptPane(Pane):
             parts.append(f"TTFT {(live.first_at - live.started_at) * 1000:.0f} ms")
         else:
             parts.append("waiting for the first token")
-        stats.update(Text(" · ".join(parts) + self._queue_note()))
+        # Once a batch while the answer grows: one row, repainted without a layout pass.
+        stats.update(Text(" · ".join(parts) + self._queue_note()), layout=not stats.display)
         stats.display = True
 
     # -- the transcript ------------------------------------------------------------------

@@ -4,8 +4,8 @@ The engine serves one stream at a time (llama-cpp-python even aborts a running s
 second arrives), so prompts wait here, visibly, and run in order. Cancelling the active prompt
 closes its HTTP stream and the next one starts at once. The pane's prompts are turns of one
 conversation (`Conversation`: each request carries the earlier turns that fit the context);
-the prompt RPC's stay one prompt a request, as the seed defines them. Every event goes to the engine's sink
-and to the submitter's own listener (the RPC connection that asked, when there is one).
+the prompt RPC's stay one prompt a request, as the seed defines them. Every event goes to the
+engine's sink and to the submitter's own listener (the RPC connection that asked, if any).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.prompt.conversation import Conversation
 from mvp_tui.prompt.events import (
     FaultKind,
     PromptCancelled,
@@ -30,7 +31,6 @@ from mvp_tui.prompt.events import (
     TextDelta,
     is_end,
 )
-from mvp_tui.prompt.conversation import Conversation
 from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.untrusted import clean_line
 
@@ -283,6 +283,7 @@ class PromptQueue:
         """Stream one prompt, relaying its events and pricing its answer."""
         prompt = job.prompt
         conversation = self.conversation if prompt.turn else None
+        messages: Sequence[ChatMessage]
         if conversation is not None:
             generation = conversation.generation
             request = conversation.request(prompt.text, prompt.max_tokens)

@@ -5,6 +5,8 @@ in its own maps, while the saved transcript keeps every turn up to its bound."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 
 from textual.pilot import Pilot
@@ -95,9 +97,15 @@ async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
         app.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         prompts = 3 * TURNS_SHOWN
+        gone: list[weakref.ref[object]] = []  # the rendered lines of the turns trimmed away
         for n in range(1, prompts + 1):
             source = PromptSource.RPC if n % 2 else PromptSource.PANE
             await answer(pilot, app, n, f"answer {n}", source=source, dropped=n // 4)
+            if n == 2:
+                await pilot.pause()  # drawn: each of its widgets has rendered lines cached
+                first = pane.query(".turn").first()
+                gone += [weakref.ref(w._styles_cache) for w in first.walk_children(with_self=True)]
+                del first
         await pilot.pause()
         assert len(pane.query(".turn")) == TURNS_SHOWN
         assert len(pane.query(".turn-dropped")) <= 1
@@ -105,3 +113,7 @@ async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
         assert len(pane.transcript) == prompts  # all of them kept for ctrl+s, up to its bound
         assert not pane._questions and not pane._pane_ids and not pane.waiting
         assert app.port.take_tokens(prompts) == []
+        # A turn that left the tree is let go with its rendered lines (Textual's class-wide
+        # memo kept 1024 dead widgets' lines alive: widgets/released.py).
+        gc.collect()
+        assert gone and not [ref for ref in gone if ref() is not None]

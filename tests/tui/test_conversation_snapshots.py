@@ -57,7 +57,8 @@ async def three_turns(pilot: Pilot[None]) -> None:
             app.route(event)
         markdown = pane.query_one("#prompt-markdown", Markdown)
         answer = "".join(words)
-        await wait_until(pilot, lambda: markdown.source == answer and pane.live is None)
+        await wait_until(pilot, lambda markdown=markdown, answer=answer:  # type: ignore[misc]
+                         markdown.source == answer and pane.live is None)
         await pilot.pause()
     await wait_until(pilot, lambda: len(pane.query(".turn")) == 2)
     await pilot.pause()
