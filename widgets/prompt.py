@@ -116,6 +116,7 @@ class _Shown:
     fault: bool = False
     done: bool = False  # answered in full: the engine's conversation holds it
     dropped_before: int = 0
+    frozen: Vertical | None = None  # its frozen copy, built (hidden) once it was answered
 
 
 class PromptPane(Pane):
@@ -183,6 +184,7 @@ class PromptPane(Pane):
         self._dropped_marker: Static | None = None
         self._pane_ids: set[int] = set()  # queued from this pane: turns of its conversation
         self._rule_pending = False  # ctrl+n while a turn streamed: the rule goes after it
+        self._unformatted: list[tuple[Static, str]] = []  # frozen answers, still plain text
 
     def compose_content(self) -> ComposeResult:
         with VerticalScroll(id="prompt-answer"):  # the transcript; its Markdown: _ensure_markdown
@@ -348,6 +350,7 @@ class PromptPane(Pane):
             figures = "cancelled"
             stats.update(Text(figures + self._queue_note()))
         stats.display = True
+        self.call_after_refresh(self._after_answer)  # once this answer's last token is drawn
         shown = self._shown
         if shown is not None:
             shown.figures, shown.fault = figures, isinstance(event, PromptFault)
@@ -391,24 +394,71 @@ class PromptPane(Pane):
         shown, self._shown = self._shown, None
         if shown is None:
             return
-        from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
-
         earlier = self.query_one("#prompt-earlier", Vertical)
-        turn = Vertical(
-            Static(Text("> " + one_line_ascii(shown.question, QUESTION_CHARS)),
-                   classes="turn-question"),
-            Static(RichMarkdown("".join(shown.parts), hyperlinks=False), classes="turn-answer"),
-            Static(Text(shown.figures), classes="turn-figures -fault" if shown.fault
-                   else "turn-figures"),
-            classes="turn",
-        )
+        turn = shown.frozen
+        if turn is not None and turn.is_attached:  # built while idle: shown, not mounted
+            turn.set_classes("turn")
+            turn.display = True
+        else:
+            if turn is not None:
+                turn.remove()
+            turn = self._turn_widget(shown, formatted=False)
+            earlier.mount(turn)
         # The marker counts the turns the engine's conversation holds: those answered in full.
         turn.conversation = shown.conversation if shown.done else -1  # type: ignore[attr-defined]
-        earlier.mount(turn)
         if self._rule_pending:
             self._rule_pending = False
             earlier.mount(Static(Text("── a new conversation ──"), classes="turn-rule"))
         self._trim_earlier()
+
+    def _turn_widget(self, shown: _Shown, *, formatted: bool) -> Vertical:
+        """A frozen turn; its answer as markdown (`formatted`) or, while an answer streams,
+        as plain text until `_format_frozen` (rendering a long answer's markdown then would
+        hold up the streaming answer's tokens)."""
+        text = "".join(shown.parts)
+        if formatted:
+            from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
+
+            answer = Static(RichMarkdown(text, hyperlinks=False), classes="turn-answer")
+        else:
+            answer = Static(Text(text), classes="turn-answer")
+            self._unformatted.append((answer, text))
+            del self._unformatted[:-TURNS_SHOWN]  # the older ones leave the tree
+        return Vertical(
+            Static(Text("> " + one_line_ascii(shown.question, QUESTION_CHARS)),
+                   classes="turn-question"),
+            answer,
+            Static(Text(shown.figures), classes="turn-figures -fault" if shown.fault
+                   else "turn-figures"),
+            classes="turn",
+        )
+
+    def _after_answer(self) -> None:
+        """Once an answer's last token is drawn and none streams: the frozen answers as
+        markdown, and the last turn's frozen copy built, hidden, for the next start (mounting
+        it then would hold up the next answer's first tokens)."""
+        if self.live is not None:
+            return  # the next end does it
+        self._format_frozen()
+        shown = self._shown
+        if shown is None or shown.frozen is not None:
+            return
+        turn = self._turn_widget(shown, formatted=True)
+        turn.set_classes("turn-next")
+        turn.display = False
+        shown.frozen = turn
+        self.query_one("#prompt-earlier", Vertical).mount(turn)
+
+    def _format_frozen(self) -> None:
+        """The frozen answers as markdown, rendered once, while no answer streams."""
+        if self.live is not None:
+            return  # the next end does it
+        from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
+
+        for answer, text in self._unformatted:
+            if answer.is_attached:  # not trimmed away meanwhile
+                answer.update(RichMarkdown(text, hyperlinks=False))
+        self._unformatted.clear()
 
     def _trim_earlier(self) -> None:
         """At most `TURNS_SHOWN` turns in the tree, and no rule or marker left above them."""
@@ -511,6 +561,7 @@ class PromptPane(Pane):
             return
         self._rule_pending = True
         self._freeze_shown()
+        self.call_after_refresh(self._format_frozen)
         for selector in ("#prompt-question", "#prompt-stats"):
             self.query_one(selector).display = False
         self._reset, self._pending = True, []
