@@ -7,11 +7,13 @@ the figures are the dashboard's own. Then `--rpc` prompts go through the seed's 
 (one connection, one request after another, each through the pane's queue and the Prompt
 pane), then `--endpoint` prompts through the run's OpenAI endpoint (the forward and gate),
 and the process's RSS (/proc/self/status VmRSS) is sampled every `--every` prompts. The
-verdict: after the first 500 prompts RSS stays within 10 MiB. `--trace` also prints what
-grew most between the 500th prompt and the last (tracemalloc; it slows the run).
+verdict: after the first 500 prompts RSS stays within 10 MiB. `--trace` also prints, from
+prompt `--trace-from` (500) to the last, the live objects that grew by type and what holds the
+newest of them; with `--tracemalloc`, the Python heap's growth by file and traceback (slow).
+Faults (a loaded machine's timeouts) are counted, not fatal.
 
     .venv/bin/python bench/bench_soak.py [--rpc 5000] [--endpoint 1000] [--every 250]
-        [--trace] [--smoke]
+        [--trace [--trace-from N] [--tracemalloc]] [--smoke]
 """
 
 from __future__ import annotations
