@@ -4,11 +4,13 @@ The engine port posts this pane its facts (`widgets/facts.py`): `NodeServing` op
 (only then: the prompt queue exists from there on), `PromptStep`s tell each prompt's life,
 and `TokensPending` notices coalesce, each taking every delta waiting. The app hands back
 the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a text
-the engine refused leaves nothing behind. Deltas are gathered and handed to
-Textual's `MarkdownStream` by one pump task, which appends (never re-renders the whole
-answer) and coalesces when tokens come faster than the screen; the answer's scroll is
-anchored to the bottom. Answer text is untrusted: cleaned by `safe_answer`, rendered as
-markdown with link opening off, never as Rich markup.
+the engine refused leaves nothing behind. Deltas are gathered and appended to the
+answer's Markdown by one pump task, as Textual's `MarkdownStream` would (never re-rendering
+the whole answer, coalescing when tokens come faster than the screen), which also knows
+when an ended answer is all drawn; the answer's scroll is anchored to the bottom. Answer
+text is untrusted: cleaned by `safe_answer`, rendered as markdown with link opening off,
+never as Rich markup. No full collection of Python's cycle collector runs while an answer
+streams (`widgets/collector.py`).
 
 The transcript: the turn on screen (question, streamed answer, figures) is the live one;
 when the next starts, it is frozen above as plain widgets (rendered once) and only the last
@@ -51,6 +53,7 @@ from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.prompt.transcript import SavedTurn, TranscriptLog
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.widgets.collector import hold_full_collections, resume_full_collections
 from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.released import release_removed_widgets
@@ -58,7 +61,6 @@ from mvp_tui.widgets.sparkline import sparkline
 
 if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
     from textual.widgets import Markdown
-    from textual.widgets.markdown import MarkdownStream
 
     from mvp_tui.engine.ui_port import PromptEvent
 
@@ -173,8 +175,8 @@ class PromptPane(Pane):
         self._questions: dict[int, str] = {}  # by the queue's prompt id
         self._pending: list[str] = []
         self._reset = False
+        self._drain = False  # the live answer ended: the pump ends its stream once written
         self._wake = asyncio.Event()
-        self._stream: MarkdownStream | None = None
         self._markdown_mounted = False
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
         self.token_batches = 0  # coalesced token notices taken (each one batch of deltas)
@@ -211,6 +213,9 @@ class PromptPane(Pane):
             markdown, after="#prompt-question"
         )
         self.run_worker(self._pump(markdown, mounted), group="prompt-stream", name="markdown pump")
+
+    def on_unmount(self) -> None:
+        resume_full_collections()  # gone mid-answer: the collector is not left held
 
     @property
     def input(self) -> PromptInput:
@@ -292,6 +297,7 @@ class PromptPane(Pane):
     def _started(self, event: PromptStarted) -> None:
         self.waiting.discard(event.prompt_id)
         self.live = _Live(event.prompt_id, event.at)
+        hold_full_collections()  # until this answer is drawn (_after_answer)
         question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
         self._freeze_shown()
         # Only the pane's own prompts are turns of its conversation (the RPC's stand alone).
@@ -350,7 +356,8 @@ class PromptPane(Pane):
             figures = "cancelled"
             stats.update(Text(figures + self._queue_note()))
         stats.display = True
-        self.call_after_refresh(self._after_answer)  # once this answer's last token is drawn
+        self._drain = True  # the pump calls _after_answer once its last token is drawn
+        self._wake.set()
         shown = self._shown
         if shown is not None:
             shown.figures, shown.fault = figures, isinstance(event, PromptFault)
@@ -439,6 +446,7 @@ class PromptPane(Pane):
         it then would hold up the next answer's first tokens)."""
         if self.live is not None:
             return  # the next end does it
+        resume_full_collections()
         self._format_frozen()
         shown = self._shown
         if shown is None or shown.frozen is not None:
@@ -502,20 +510,22 @@ class PromptPane(Pane):
         self.border_subtitle = Text(" · ".join(parts))
 
     async def _pump(self, markdown: Markdown, mounted: Awaitable[None]) -> None:
-        """Hand gathered deltas to the markdown stream; restart it for each new prompt."""
+        """Append the gathered deltas to the answer's markdown, as `MarkdownStream` does:
+        what arrives while one append runs goes in the next, joined. Once an ended answer is
+        all in, `_after_answer` runs after the frame that draws its last token."""
         await mounted
         while True:
             await self._wake.wait()
             self._wake.clear()
             if self._reset:
                 self._reset = False
-                if self._stream is not None:
-                    await self._stream.stop()
                 await markdown.update("")
-                self._stream = type(markdown).get_stream(markdown)
-            if self._pending and self._stream is not None:
+            while self._pending and not self._reset:  # a new answer: reset first
                 text, self._pending = "".join(self._pending), []
-                await self._stream.write(text)
+                await markdown.append(text)
+            if self._drain and not self._reset:
+                self._drain = False
+                self.call_after_refresh(self._after_answer)
 
     # -- keys ----------------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:
