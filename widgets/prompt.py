@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on
 
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
+AFTER_DRAWN_S = 0.05  # the last frame's bytes written before the after-answer work
 TURNS_SHOWN = 8  # earlier turns kept in the widget tree (all stay in the saved transcript)
 
 
@@ -525,7 +526,10 @@ class PromptPane(Pane):
                 await markdown.append(text)
             if self._drain and not self._reset:
                 self._drain = False
-                self.call_after_refresh(self._after_answer)
+                # After the frame that draws the last token, and a moment more: the driver's
+                # writer thread puts that frame on the terminal, which the collector's walk
+                # (it holds the interpreter) and the frozen copy's render would hold up.
+                self.call_after_refresh(self.set_timer, AFTER_DRAWN_S, self._after_answer)
 
     # -- keys ----------------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:
