@@ -51,6 +51,7 @@ WIDGET_BINDING_IDS: frozenset[str] = frozenset({
     "offers-cursor-up", "offers-cursor-down", "offers-page-up", "offers-page-down",
     "offers-first", "offers-last", "offers-detail", "lease", "channels-open", "channel-log-back",
     "channel-log-follow", "channel-log-copy", "prompt-cancel", "prompt-leave",
+    "prompt-new", "prompt-save", "prompt-copy",
     "prompt-history-older", "prompt-history-newer",
     "bootstrap-detail", "leases-detail", "detail-copy", "help-close", "dialog-cancel",
     "dialog-left", "dialog-right", "dialog-scroll-up", "dialog-scroll-down", "dialog-page-up",

@@ -1,14 +1,23 @@
-"""The Prompt pane: an input with history, the answer streamed as markdown, live figures.
+"""The Prompt pane: a conversation's transcript, the answer streamed as markdown, live figures.
 
 The engine port posts this pane its facts (`widgets/facts.py`): `NodeServing` opens the box
 (only then: the prompt queue exists from there on), `PromptStep`s tell each prompt's life,
 and `TokensPending` notices coalesce, each taking every delta waiting. The app hands back
 the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a text
-the engine refused leaves nothing behind. Deltas are gathered and handed to
-Textual's `MarkdownStream` by one pump task, which appends (never re-renders the whole
-answer) and coalesces when tokens come faster than the screen; the answer's scroll is
-anchored to the bottom. Answer text is untrusted: cleaned by `safe_answer`, rendered as
-markdown with link opening off, never as Rich markup.
+the engine refused leaves nothing behind. Deltas are gathered and appended to the
+answer's Markdown by one pump task, as Textual's `MarkdownStream` would (never re-rendering
+the whole answer, coalescing when tokens come faster than the screen), which also knows
+when an ended answer is all drawn; the answer's scroll is anchored to the bottom. Answer
+text is untrusted: cleaned by `safe_answer`, rendered as markdown with link opening off,
+never as Rich markup. No full collection of Python's cycle collector runs while an answer
+streams (`widgets/collector.py`).
+
+The transcript: the turn on screen (question, streamed answer, figures) is the live one;
+when the next starts, it is frozen above as plain widgets (rendered once) and only the last
+`TURNS_SHOWN` stay in the widget tree; every turn stays in the `TranscriptLog` that ctrl+s
+saves. A marker sits where the engine's request stopped carrying earlier turns (the
+context was full); ctrl+n starts a new conversation; `y` (in the transcript: Esc from the
+box) copies the last answer.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -42,20 +51,24 @@ from mvp_tui.prompt.events import (
     TextDelta,
 )
 from mvp_tui.prompt.history import PromptHistory
+from mvp_tui.prompt.transcript import SavedTurn, TranscriptLog
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.widgets.collector import hold_full_collections, resume_full_collections
 from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.released import release_removed_widgets
 from mvp_tui.widgets.sparkline import sparkline
 
 if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
     from textual.widgets import Markdown
-    from textual.widgets.markdown import MarkdownStream
 
     from mvp_tui.engine.ui_port import PromptEvent
 
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
+AFTER_DRAWN_S = 0.05  # the last frame's bytes written before the after-answer work
+TURNS_SHOWN = 8  # earlier turns kept in the widget tree (all stay in the saved transcript)
 
 
 class PromptInput(Input):
@@ -96,6 +109,20 @@ class _Live:
     deltas: int = 0
 
 
+@dataclass(slots=True)
+class _Shown:
+    """The last turn, as the live widgets show it (frozen above when the next starts)."""
+
+    question: str
+    conversation: int  # the pane's conversation number; -1: not a turn of one (the RPC's)
+    parts: list[str]  # the answer so far, cleaned
+    figures: str = ""
+    fault: bool = False
+    done: bool = False  # answered in full: the engine's conversation holds it
+    dropped_before: int = 0
+    frozen: Vertical | None = None  # its frozen copy, built (hidden) once it was answered
+
+
 class PromptPane(Pane):
     """Ask the served model; `PromptSubmitted` / `PromptCancelRequested` go to the app."""
 
@@ -109,6 +136,9 @@ class PromptPane(Pane):
         Binding("escape", "cancel_prompt", "cancel", id="prompt-cancel"),
         # Nothing to cancel: Esc leaves the box, so the dashboard's own keys (q, ?) work again.
         Binding("escape", "leave_box", "leave", show=False, id="prompt-leave"),
+        Binding("ctrl+n", "new_conversation", "new chat", id="prompt-new"),
+        Binding("ctrl+s", "save_transcript", "save chat", show=False, id="prompt-save"),
+        Binding("y", "copy_answer", "copy answer", show=False, id="prompt-copy"),
     ]
 
     class PromptSubmitted(Message):
@@ -124,6 +154,16 @@ class PromptPane(Pane):
     class LeaveRequested(Message):
         """Esc with nothing streaming: the app moves the focus out of the prompt box."""
 
+    class NewConversationRequested(Message):
+        """ctrl+n: the engine's next pane prompt starts a conversation (sends no turn)."""
+
+    class SaveRequested(Message):
+        """ctrl+s: the app writes the transcript into the run's directory."""
+
+        def __init__(self, transcript: TranscriptLog) -> None:
+            super().__init__()
+            self.transcript = transcript
+
     def __init__(self, *, id: str | None = "prompt-pane") -> None:
         super().__init__(id=id)
         self.history = PromptHistory()
@@ -137,16 +177,24 @@ class PromptPane(Pane):
         self._questions: dict[int, str] = {}  # by the queue's prompt id
         self._pending: list[str] = []
         self._reset = False
+        self._drain = False  # the live answer ended: the pump ends its stream once written
         self._wake = asyncio.Event()
-        self._stream: MarkdownStream | None = None
         self._markdown_mounted = False
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
         self.token_batches = 0  # coalesced token notices taken (each one batch of deltas)
+        self.transcript = TranscriptLog()
+        self.conversation = 0  # bumped by ctrl+n
+        self._shown: _Shown | None = None
+        self._dropped_marker: Static | None = None
+        self._pane_ids: set[int] = set()  # queued from this pane: turns of its conversation
+        self._rule_pending = False  # ctrl+n while a turn streamed: the rule goes after it
+        self._unformatted: list[tuple[Static, str]] = []  # frozen answers, still plain text
 
     def compose_content(self) -> ComposeResult:
-        yield Static(id="prompt-question")
-        yield VerticalScroll(id="prompt-answer")  # its Markdown: see _ensure_markdown
-        yield Static(id="prompt-stats")
+        with VerticalScroll(id="prompt-answer"):  # the transcript; its Markdown: _ensure_markdown
+            yield Vertical(id="prompt-earlier")
+            yield Static(id="prompt-question")
+            yield Static(id="prompt-stats")
         yield PromptInput(self.history, id="prompt-input")
 
     def on_mount(self) -> None:
@@ -163,8 +211,13 @@ class PromptPane(Pane):
         from textual.widgets import Markdown
 
         markdown = Markdown(id="prompt-markdown", open_links=False)
-        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(markdown)
+        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(
+            markdown, after="#prompt-question"
+        )
         self.run_worker(self._pump(markdown, mounted), group="prompt-stream", name="markdown pump")
+
+    def on_unmount(self) -> None:
+        resume_full_collections()  # gone mid-answer: the collector is not left held
 
     @property
     def input(self) -> PromptInput:
@@ -201,12 +254,16 @@ class PromptPane(Pane):
     @on(TokensPending)
     def _tokens(self, message: TokensPending) -> None:
         self.token_batches += 1
+        taken = False
         for delta in message.take(message.prompt_id):
-            self._delta(delta)
+            taken = self._delta(delta) or taken
+        if taken:
+            self._show_stats()  # once a batch, not once a token
 
     def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):
-            self._delta(event)
+            if self._delta(event):
+                self._show_stats()
         elif isinstance(event, PromptQueued):
             self._queued(event)
         elif isinstance(event, PromptStarted):
@@ -236,13 +293,24 @@ class PromptPane(Pane):
         if event.prompt_id not in self._questions or event.source is not PromptSource.PANE:
             via = " via the prompt RPC" if event.source is PromptSource.RPC else ""
             self._questions[event.prompt_id] = f"(a {event.text_chars}-char prompt{via})"
+        if event.source is PromptSource.PANE:
+            self._pane_ids.add(event.prompt_id)
         self.waiting.add(event.prompt_id)
         self._show_stats()
 
     def _started(self, event: PromptStarted) -> None:
         self.waiting.discard(event.prompt_id)
         self.live = _Live(event.prompt_id, event.at)
+        hold_full_collections()  # until this answer is drawn (_after_answer)
         question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
+        self._freeze_shown()
+        # Only the pane's own prompts are turns of its conversation (the RPC's stand alone).
+        pane_turn = event.prompt_id in self._pane_ids
+        self._pane_ids.discard(event.prompt_id)
+        self._shown = _Shown(question, self.conversation if pane_turn else -1, [],
+                             dropped_before=event.turns_dropped)
+        if event.turns_dropped:
+            self._mark_dropped(event.turns_sent, event.turns_dropped)
         self._show_question(question)
         self._reset, self._pending = True, []
         self._ensure_markdown()
@@ -251,21 +319,26 @@ class PromptPane(Pane):
         self.query_one("#prompt-stats", Static).set_class(False, "-fault")
         self._show_stats()
 
-    def _delta(self, event: TextDelta) -> None:
+    def _delta(self, event: TextDelta) -> bool:
+        """Take one delta of the live answer (False: not the live prompt's)."""
         live = self.live
         if live is None or event.prompt_id != live.prompt_id:
-            return
+            return False
         live.deltas += 1
         live.first_at = live.first_at if live.first_at is not None else event.at
         live.last_at = event.at
-        self._pending.append(safe_answer(event.text))
+        text = safe_answer(event.text)
+        self._pending.append(text)
+        if self._shown is not None:
+            self._shown.parts.append(text)
         self._wake.set()
-        if live.deltas % 8 == 1:
-            self._show_stats()
+        return True
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
+        release_removed_widgets()  # the last answer's and turns' widgets left the tree
         self.waiting.discard(event.prompt_id)
         self._questions.pop(event.prompt_id, None)
+        self._pane_ids.discard(event.prompt_id)
         stats = self.query_one("#prompt-stats", Static)
         current = self.live is not None and self.live.prompt_id == event.prompt_id
         if not current:
@@ -276,14 +349,25 @@ class PromptPane(Pane):
             stats.set_class(False, "-fault")
             self.rates.append(event.tokens_per_s)
             trend = f" · tok/s {sparkline(list(self.rates))}" if len(self.rates) > 1 else ""
-            stats.update(Text(summary(event) + trend + self._queue_note()))
+            figures = summary(event)
+            stats.update(Text(figures + trend + self._queue_note()))
         elif isinstance(event, PromptFault):
             stats.set_class(True, "-fault")
-            stats.update(Text(_fault_text(event) + self._queue_note()))
+            figures = _fault_text(event)
+            stats.update(Text(figures + self._queue_note()))
         else:
             stats.set_class(False, "-fault")
-            stats.update(Text("cancelled" + self._queue_note()))
+            figures = "cancelled"
+            stats.update(Text(figures + self._queue_note()))
         stats.display = True
+        self._drain = True  # the pump calls _after_answer once its last token is drawn
+        self._wake.set()
+        shown = self._shown
+        if shown is not None:
+            shown.figures, shown.fault = figures, isinstance(event, PromptFault)
+            shown.done = isinstance(event, PromptDone)
+            self.transcript.add(SavedTurn(shown.question, "".join(shown.parts), figures,
+                                          shown.dropped_before))
 
     def _queue_note(self) -> str:
         return f" · {len(self.waiting)} waiting" if self.waiting else ""
@@ -310,8 +394,116 @@ class PromptPane(Pane):
             parts.append(f"TTFT {(live.first_at - live.started_at) * 1000:.0f} ms")
         else:
             parts.append("waiting for the first token")
-        stats.update(Text(" · ".join(parts) + self._queue_note()))
+        # Once a batch while the answer grows: one row, repainted without a layout pass.
+        stats.update(Text(" · ".join(parts) + self._queue_note()), layout=not stats.display)
         stats.display = True
+
+    # -- the transcript ------------------------------------------------------------------
+    def _freeze_shown(self) -> None:
+        """The last turn leaves the live widgets for plain ones above, rendered once; the
+        oldest leave the widget tree (the saved transcript keeps them)."""
+        shown, self._shown = self._shown, None
+        if shown is None:
+            return
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        turn = shown.frozen
+        if turn is not None and turn.is_attached:  # built while idle: shown, not mounted
+            turn.set_classes("turn")
+            turn.display = True
+        else:
+            if turn is not None:
+                turn.remove()
+            turn = self._turn_widget(shown, formatted=False)
+            earlier.mount(turn)
+        # The marker counts the turns the engine's conversation holds: those answered in full.
+        turn.conversation = shown.conversation if shown.done else -1  # type: ignore[attr-defined]
+        if self._rule_pending:
+            self._rule_pending = False
+            earlier.mount(Static(Text("── a new conversation ──"), classes="turn-rule"))
+        self._trim_earlier()
+
+    def _turn_widget(self, shown: _Shown, *, formatted: bool) -> Vertical:
+        """A frozen turn; its answer as markdown (`formatted`) or, while an answer streams,
+        as plain text until `_format_frozen` (rendering a long answer's markdown then would
+        hold up the streaming answer's tokens)."""
+        text = "".join(shown.parts)
+        if formatted:
+            from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
+
+            answer = Static(RichMarkdown(text, hyperlinks=False), classes="turn-answer")
+        else:
+            answer = Static(Text(text), classes="turn-answer")
+            self._unformatted.append((answer, text))
+            del self._unformatted[:-TURNS_SHOWN]  # the older ones leave the tree
+        return Vertical(
+            Static(Text("> " + one_line_ascii(shown.question, QUESTION_CHARS)),
+                   classes="turn-question"),
+            answer,
+            Static(Text(shown.figures), classes="turn-figures -fault" if shown.fault
+                   else "turn-figures"),
+            classes="turn",
+        )
+
+    def _after_answer(self) -> None:
+        """Once an answer's last token is drawn and none streams: the frozen answers as
+        markdown, and the last turn's frozen copy built, hidden, for the next start (mounting
+        it then would hold up the next answer's first tokens)."""
+        if self.live is not None:
+            return  # the next end does it
+        resume_full_collections()
+        self._format_frozen()
+        shown = self._shown
+        if shown is None or shown.frozen is not None:
+            return
+        turn = self._turn_widget(shown, formatted=True)
+        turn.set_classes("turn-next")
+        turn.display = False
+        shown.frozen = turn
+        self.query_one("#prompt-earlier", Vertical).mount(turn)
+
+    def _format_frozen(self) -> None:
+        """The frozen answers as markdown, rendered once, while no answer streams."""
+        if self.live is not None:
+            return  # the next end does it
+        from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
+
+        for answer, text in self._unformatted:
+            if answer.is_attached:  # not trimmed away meanwhile
+                answer.update(RichMarkdown(text, hyperlinks=False))
+        self._unformatted.clear()
+
+    def _trim_earlier(self) -> None:
+        """At most `TURNS_SHOWN` turns in the tree, and no rule or marker left above them."""
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        turns = [child for child in earlier.children if child.has_class("turn")]
+        if len(turns) <= TURNS_SHOWN:
+            return
+        first_kept = turns[len(turns) - TURNS_SHOWN]
+        for child in list(earlier.children):
+            if child is first_kept:
+                break
+            if child is self._dropped_marker:  # what it marks is off screen: it stays on top
+                continue
+            child.remove()
+
+    def _mark_dropped(self, sent: int, dropped: int) -> None:
+        """The marker, just above the oldest turn the request still carried."""
+        earlier = self.query_one("#prompt-earlier", Vertical)
+        ours = [child for child in earlier.children
+                if child.has_class("turn") and getattr(child, "conversation", -1)
+                == self.conversation]
+        text = Text(f"✂ {dropped} earlier turn{'s' if dropped != 1 else ''} not sent: "
+                    "the conversation is past [model] max_context")
+        if self._dropped_marker is not None:
+            self._dropped_marker.remove()
+        marker = Static(text, classes="turn-dropped")
+        self._dropped_marker = marker
+        if sent and len(ours) >= sent:
+            earlier.mount(marker, before=ours[len(ours) - sent])
+        elif sent:  # the oldest sent is off screen already: so is what was dropped
+            earlier.mount(marker, before=0) if earlier.children else earlier.mount(marker)
+        else:
+            earlier.mount(marker)
 
     def _update_subtitle(self) -> None:
         parts = [self.model_name] if self.model_name else []
@@ -322,20 +514,25 @@ class PromptPane(Pane):
         self.border_subtitle = Text(" · ".join(parts))
 
     async def _pump(self, markdown: Markdown, mounted: Awaitable[None]) -> None:
-        """Hand gathered deltas to the markdown stream; restart it for each new prompt."""
+        """Append the gathered deltas to the answer's markdown, as `MarkdownStream` does:
+        what arrives while one append runs goes in the next, joined. Once an ended answer is
+        all in, `_after_answer` runs after the frame that draws its last token."""
         await mounted
         while True:
             await self._wake.wait()
             self._wake.clear()
             if self._reset:
                 self._reset = False
-                if self._stream is not None:
-                    await self._stream.stop()
                 await markdown.update("")
-                self._stream = type(markdown).get_stream(markdown)
-            if self._pending and self._stream is not None:
+            while self._pending and not self._reset:  # a new answer: reset first
                 text, self._pending = "".join(self._pending), []
-                await self._stream.write(text)
+                await markdown.append(text)
+            if self._drain and not self._reset:
+                self._drain = False
+                # After the frame that draws the last token, and a moment more: the driver's
+                # writer thread puts that frame on the terminal, which the collector's walk
+                # (it holds the interpreter) and the frozen copy's render would hold up.
+                self.call_after_refresh(self.set_timer, AFTER_DRAWN_S, self._after_answer)
 
     # -- keys ----------------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -361,7 +558,45 @@ class PromptPane(Pane):
         self.post_message(self.PromptCancelRequested())
 
     def action_leave_box(self) -> None:
+        """Esc, nothing streaming: from the box to the transcript (where `y` copies and the
+        arrows scroll), when there is one; from there (or with none) out of the pane."""
+        transcript = self.query_one("#prompt-answer", VerticalScroll)
+        if self.input.has_focus and transcript.display and self._shown is not None:
+            transcript.focus()
+            return
         self.post_message(self.LeaveRequested())
+
+    def action_new_conversation(self) -> None:
+        self.conversation += 1
+        self.transcript.new_conversation()
+        self._dropped_marker = None  # the next conversation's marker is its own
+        self.post_message(self.NewConversationRequested())
+        if self.live is not None:
+            self._rule_pending = True
+            return
+        if self._shown is None:
+            return
+        self._rule_pending = True
+        self._freeze_shown()
+        self.call_after_refresh(self._format_frozen)
+        for selector in ("#prompt-question", "#prompt-stats"):
+            self.query_one(selector).display = False
+        self._reset, self._pending = True, []
+        self._wake.set()
+
+    def action_save_transcript(self) -> None:
+        if not len(self.transcript):
+            self.app.notify("nothing to save yet: no answer", severity="warning", markup=False)
+            return
+        self.post_message(self.SaveRequested(self.transcript))
+
+    def action_copy_answer(self) -> None:
+        answer = self.transcript.last_answer
+        if answer is None:
+            self.app.notify("no answer to copy yet", severity="warning", markup=False)
+            return
+        self.app.copy_to_clipboard(answer)
+        self.app.notify(f"the last answer copied ({len(answer):,} chars)", markup=False)
 
 
 def _fault_text(event: PromptFault) -> str:

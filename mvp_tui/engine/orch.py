@@ -43,7 +43,12 @@ from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL
 from mvp_tui.prompt.channel import orch_prompt_records
-from mvp_tui.prompt.events import PromptQueued, PromptRpcFailed, PromptRpcListening
+from mvp_tui.prompt.events import (
+    PromptQueued,
+    PromptRpcFailed,
+    PromptRpcListening,
+    is_end,
+)
 from mvp_tui.providers.docker_spec import DOCKER_GPUS_ENV, cached_model_target
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
@@ -465,3 +470,5 @@ class OrchTap:
                 record["status"],
                 record.get("detail") or {},
             )
+        if is_end(event):  # its records are out: the id is not needed again (nor kept)
+            self._request_ids.pop(getattr(event, "prompt_id", -1), None)

@@ -20,12 +20,14 @@ from mvp_tui.engine.failures import (
     Stage,
 )
 from mvp_tui.engine.limits import LimitReached, watch_limits
+from mvp_tui.engine.model_fit import ENGINE_DEFAULT_CONTEXT
 from mvp_tui.engine.run_bringup import NodeLink
 from mvp_tui.engine.run_core import NodeVerdicts, unless
 from mvp_tui.engine.speed_log import ServedOn, SpeedLog
 from mvp_tui.engine.stall import StallDetected
 from mvp_tui.lease.host_journal import HostJournal, config_model_key
-from mvp_tui.prompt.queue import PromptQueue
+from mvp_tui.prompt.conversation import Conversation
+from mvp_tui.prompt.queue import PromptQueue, Sampling
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 
 
@@ -67,7 +69,13 @@ class Serving:
         speeds = SpeedLog(HostJournal(self.ctx.config.state_dir, redact=redactor), self._serving,
                           self.ctx.clock, self.ctx.log)
         tap = speeds.tap(self.verdicts.stall.tap(self.ctx.sink))
-        self.prompts = PromptQueue(client, tap, price)
+        prompt = self.ctx.settings.prompt
+        context = self.ctx.settings.model.max_context or ENGINE_DEFAULT_CONTEXT
+        self.prompts = PromptQueue(
+            client, tap, price,
+            conversation=Conversation(context, system=prompt.system),
+            sampling=Sampling(prompt.temperature, prompt.top_p, prompt.seed),
+        )
         if rpc:
             addr = parse_rpc_addr(
                 self.ctx.settings.prompt.rpc_addr,

@@ -245,11 +245,16 @@ class RunSession:
         prompts = self.engine.prompts
         if prompts is None:
             return None
-        return prompts.submit(text, self.engine.settings.prompt.max_tokens)
+        return prompts.submit(text, self.engine.settings.prompt.max_tokens, turn=True)
 
     def cancel_prompt(self) -> None:
         if self.engine.prompts is not None:
             self.engine.prompts.cancel()
+
+    def new_conversation(self) -> None:
+        """The pane's next prompt starts a conversation: no earlier turn is sent."""
+        if self.engine.prompts is not None:
+            self.engine.prompts.new_conversation()
 
     async def postpone_idle_stop(self) -> bool:
         return await self.engine.serving.postpone_idle_stop()

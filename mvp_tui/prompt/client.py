@@ -182,6 +182,7 @@ class PromptClient:
         temperature: float | None = None,
         seed: int | None = None,
         stop: Sequence[str] | None = None,
+        top_p: float | None = None,
     ) -> dict[str, Any]:
         """The JSON body of a streamed chat request (a bare string is one user message)."""
         messages = (
@@ -199,6 +200,8 @@ class PromptClient:
         }
         if temperature is not None:
             body["temperature"] = temperature
+        if top_p is not None:
+            body["top_p"] = top_p
         if seed is not None:
             body["seed"] = seed
         if stop:
@@ -214,9 +217,11 @@ class PromptClient:
         temperature: float | None = None,
         seed: int | None = None,
         stop: Sequence[str] | None = None,
+        top_p: float | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Yield `TextDelta`s, then exactly one `PromptDone` or `PromptFault`."""
-        body = self.request_body(prompt, max_tokens, temperature=temperature, seed=seed, stop=stop)
+        body = self.request_body(prompt, max_tokens, temperature=temperature, seed=seed,
+                                 stop=stop, top_p=top_p)
         tally = _Tally(started=time.perf_counter())
         how = "closed the stream before [DONE]"
         try:

@@ -47,9 +47,12 @@ class PromptQueued(EngineEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PromptStarted(EngineEvent):
-    """The prompt's request is being sent to the engine."""
+    """The prompt's request is being sent to the engine; a pane prompt carries its
+    conversation's earlier turns, `turns_dropped` older ones left out to fit the context."""
 
     prompt_id: int
+    turns_sent: int = 0
+    turns_dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

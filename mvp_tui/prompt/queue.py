@@ -2,8 +2,10 @@
 
 The engine serves one stream at a time (llama-cpp-python even aborts a running stream when a
 second arrives), so prompts wait here, visibly, and run in order. Cancelling the active prompt
-closes its HTTP stream and the next one starts at once. Every event goes to the engine's sink
-and to the submitter's own listener (the RPC connection that asked, when there is one).
+closes its HTTP stream and the next one starts at once. The pane's prompts are turns of one
+conversation (`Conversation`: each request carries the earlier turns that fit the context);
+the prompt RPC's stay one prompt a request, as the seed defines them. Every event goes to the
+engine's sink and to the submitter's own listener (the RPC connection that asked, if any).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.prompt.conversation import Conversation
 from mvp_tui.prompt.events import (
     FaultKind,
     PromptCancelled,
@@ -48,6 +51,16 @@ class PendingPrompt:
     text: str
     max_tokens: int
     source: PromptSource
+    turn: bool = False  # a turn of the conversation: its request carries the earlier turns
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """`[prompt] temperature`, `top_p` and `seed`: None leaves the engine's default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
 
 
 @dataclass(slots=True)
@@ -76,11 +89,16 @@ class PromptQueue:
         *,
         system_prompt: str | None = None,
         history_size: int = 200,
+        conversation: Conversation | None = None,
+        sampling: Sampling | None = None,
     ) -> None:
         self._client_factory = client_factory
         self._sink = sink
         self.price_per_hour = price_per_hour
         self._system_prompt = system_prompt
+        # The pane's turns; without one (headless, benches) each prompt stands alone.
+        self.conversation = conversation
+        self.sampling = sampling or Sampling()
         self._pending: deque[_Job] = deque()
         self._active: _Job | None = None
         self._active_task: asyncio.Task[None] | None = None
@@ -114,12 +132,14 @@ class PromptQueue:
         source: PromptSource = PromptSource.PANE,
         listener: EventSink | None = None,
         request_id: int | None = None,
+        turn: bool = False,
     ) -> int:
         """Queue a prompt and return its id; it starts when every earlier one has ended.
-        `request_id` is an RPC client's own id, carried on the channel records."""
+        `request_id` is an RPC client's own id, carried on the channel records; `turn`: a
+        turn of the conversation (the pane's), sent with the earlier turns that fit."""
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        prompt = PendingPrompt(self._next_id, text, max_tokens, source)
+        prompt = PendingPrompt(self._next_id, text, max_tokens, source, turn)
         self._next_id += 1
         job = _Job(prompt, listener)
         position = len(self._pending) + (1 if self._active else 0)
@@ -254,13 +274,32 @@ class PromptQueue:
             partial_text=partial,
         )
 
+    def new_conversation(self) -> None:
+        """The pane's next prompt starts a new conversation (nothing earlier is sent)."""
+        if self.conversation is not None:
+            self.conversation.clear()
+
     async def _run(self, job: _Job) -> None:
         """Stream one prompt, relaying its events and pricing its answer."""
         prompt = job.prompt
-        self._emit(job, PromptStarted(at=time.time(), prompt_id=prompt.prompt_id))
+        conversation = self.conversation if prompt.turn else None
+        messages: Sequence[ChatMessage]
+        if conversation is not None:
+            generation = conversation.generation
+            request = conversation.request(prompt.text, prompt.max_tokens)
+            messages = request.messages
+            started = PromptStarted(at=time.time(), prompt_id=prompt.prompt_id,
+                                    turns_sent=request.turns_sent,
+                                    turns_dropped=request.turns_dropped)
+        else:
+            messages = self._messages(prompt.text)
+            started = PromptStarted(at=time.time(), prompt_id=prompt.prompt_id)
+        self._emit(job, started)
         client = self._client_factory()
+        sampling = self.sampling
         stream = client.stream(
-            self._messages(prompt.text), prompt.max_tokens, prompt_id=prompt.prompt_id
+            messages, prompt.max_tokens, prompt_id=prompt.prompt_id,
+            temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
         )
         try:
             async for event in stream:
@@ -268,6 +307,8 @@ class PromptQueue:
                     job.parts.append(event.text)
                     self._emit(job, event)
                 elif isinstance(event, PromptDone):
+                    if conversation is not None:
+                        conversation.record(prompt.text, event.final_text, generation)
                     cost = prompt_cost(self.price_per_hour, event.elapsed_ms)
                     self._emit(job, dataclasses.replace(event, cost_usd=cost))
                 else:

@@ -454,6 +454,21 @@ class MvpApp(ModelPicking, ExitPath):
             return
         self.query_one(PromptPane).asked(prompt_id, message.text)
 
+    @on(PromptPane.NewConversationRequested)
+    def _new_conversation(self) -> None:
+        self.mode.new_conversation()
+
+    @on(PromptPane.SaveRequested)
+    def _save_transcript(self, message: PromptPane.SaveRequested) -> None:
+        try:
+            path = message.transcript.save(self.mode.transcript_dir(self),
+                                           "mvp-tui: the Prompt pane's transcript")
+        except OSError as exc:
+            self.notify(clean_line(f"cannot save the transcript: {exc}", 300),
+                        severity="error", markup=False)
+            return
+        self.notify(clean_line(f"transcript saved: {path}", 300), markup=False)
+
     @on(PromptPane.LeaveRequested)
     def _leave_prompt_box(self) -> None:
         self.query_one("#offers-pane", Pane).focus()

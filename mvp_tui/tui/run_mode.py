@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import App
@@ -30,6 +31,7 @@ from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.session import EngineFactory, RunSession
 from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.lease.records import RecordStore
 from mvp_tui.tui.exit_path import EXIT_SIGNALS
 from mvp_tui.tui.offer_board import OfferBoard
 from mvp_tui.tui.replay_control import ReplayControl
@@ -189,6 +191,15 @@ class ShellMode:
     def cancel_prompt(self) -> None:
         """Nothing is answering here."""
 
+    def new_conversation(self) -> None:
+        """The pane's next prompt sends no earlier turn (no conversation here)."""
+
+    def transcript_dir(self, app: MvpApp) -> Path:
+        """Where ctrl+s saves the Prompt pane's transcript: the run's directory."""
+        run_id = self.run_id(app)
+        store = RecordStore(app.config.state_dir)
+        return store.run_dir(run_id) if run_id else store.state_dir / "transcripts"
+
     def choose_model(self, repo: str, file: str) -> None:
         """The next lease serves this model (no engine to tell here)."""
 
@@ -318,6 +329,12 @@ class LiveMode(ShellMode):
 
     def cancel_prompt(self) -> None:
         self.session.cancel_prompt()
+
+    def new_conversation(self) -> None:
+        self.session.new_conversation()
+
+    def transcript_dir(self, app: MvpApp) -> Path:
+        return self.session.run_dir
 
     def choose_model(self, repo: str, file: str) -> None:
         self.session.choose_model(repo, file)  # RunFailed: the app says why

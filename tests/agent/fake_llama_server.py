@@ -16,6 +16,10 @@ streams waits for), and ends without [DONE] when that does not come within 10 s.
 build from before `--fit` (2025) prints them; FAKE_NO_VERBOSITY=1: as one from before the
 2024 logging rework (no `-lv`). Such a build refuses the flag it lacks, as llama-server
 refuses any unknown argument.
+FAKE_REQUESTS_FILE: each POST /v1/chat/completions body is appended there as one JSON line
+(what the engine received); the answer is streamed as llama-server streams it
+(llm-engine.md §4): a role chunk, `answer <n>` in content chunks (n counts the requests),
+the finish chunk, a usage/timings chunk with no choices, then `[DONE]`.
 """
 
 from __future__ import annotations
@@ -39,28 +43,6 @@ class Handler(BaseHTTPRequestHandler):
     slots = threading.Semaphore(AUTO_SLOTS)
     together: threading.Barrier | None = None
 
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path != "/v1/chat/completions" or not body.get("stream"):
-            self._send(404, {"error": "not found"})
-            return
-        with Handler.slots:  # a request past the slots waits for one, as llama-server's do
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
-            if Handler.together is not None:
-                try:
-                    Handler.together.wait(TOGETHER_WAIT_S)
-                except threading.BrokenBarrierError:
-                    return  # no [DONE]: the streams never ran together
-            for word in ("one", " two", " three"):
-                chunk = {"choices": [{"index": 0, "delta": {"content": word}}]}
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-            self.wfile.write(b"data: [DONE]\n\n")
-
     def do_GET(self) -> None:
         if self.path == "/health":
             if Handler.loading_left != 0:
@@ -71,6 +53,41 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, {"status": "ok"})
         else:
             self._send(404, {"error": "not found"})
+
+    requests = 0
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path != "/v1/chat/completions":
+            self._send(404, {"error": "not found"})
+            return
+        with Handler.slots:  # a request past the slots waits for one, as llama-server's do
+            Handler.requests += 1
+            log = os.environ.get("FAKE_REQUESTS_FILE")
+            if log:
+                with open(log, "a", encoding="utf-8") as out:
+                    out.write(json.dumps(json.loads(body)) + "\n")
+            words = ["answer", f" {Handler.requests}"]
+            chunks: list[dict[str, object]] = [
+                {"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+                *({"choices": [{"index": 0, "delta": {"content": w}}]} for w in words),
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                {"choices": [], "usage": {"completion_tokens": len(words)},
+                 "timings": {"predicted_per_second": 1000.0, "prompt_ms": 1.0}},
+            ]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            if Handler.together is not None:
+                try:
+                    Handler.together.wait(TOGETHER_WAIT_S)
+                except threading.BrokenBarrierError:
+                    return  # no [DONE]: the streams never ran together
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
 
     @staticmethod
     def loaded() -> None:

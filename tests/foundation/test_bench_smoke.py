@@ -41,6 +41,7 @@ PEERS: dict[str, tuple[Callable[[], object], ...]] = {
     "bench_prompt": (require_engine,),
     "bench_ranking": (),
     "bench_runpod": (),
+    "bench_soak": (),  # the fake llama-server, no peer
     "bench_ssh": (_sshd,),
     "bench_startup": (),
     "bench_ui": (),

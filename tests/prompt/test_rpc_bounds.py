@@ -29,7 +29,7 @@ Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 class _NeverAnswers:
     """A prompt client whose answer never comes: a prompt stays active until cancelled."""
 
-    def stream(self, messages: Any, max_tokens: int, *, prompt_id: int) -> Any:
+    def stream(self, messages: Any, max_tokens: int, *, prompt_id: int, **sampling: Any) -> Any:
         return self._never()
 
     async def _never(self) -> AsyncIterator[Any]:

@@ -185,3 +185,15 @@ def test_each_host_of_a_walk_gets_its_runtime_ready_and_only_the_run_a_provision
     ready = [p for p in payloads(hub, "mvp.orch.bootstrap")
              if (p["phase"], p["status"]) == ("node_runtime_ready", "ready")]
     assert [p["detail"]["agent_pid"] for p in ready] == [101, 102]
+
+
+def test_the_tap_keeps_no_rpc_id_once_its_prompt_ended() -> None:
+    """Issue 40 §4: a day of RPC prompts must not grow the tap's map by one id each."""
+    orch, hub, _ = tap()
+    for n in range(1, 201):
+        orch(PromptQueued(prompt_id=n, text_chars=2, text_bytes=2, max_tokens=8, position=0,
+                          source=PromptSource.RPC, request_id=1000 + n))
+        orch(PromptStarted(prompt_id=n))
+        orch(PromptCancelled(prompt_id=n, was_active=True))
+    assert payloads(hub, "mvp.orch.prompt")[-1]["request_id"] == 1200  # still the client's
+    assert orch._request_ids == {}

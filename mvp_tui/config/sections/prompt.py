@@ -24,6 +24,26 @@ class PromptSection(Section):
         64, "default max tokens per prompt", env="MVP_PROMPT_MAX_TOKENS", flag="--max-tokens",
         minimum=1,
     )
+    system: str | None = key(
+        None,
+        (
+            "the Prompt pane's system prompt, sent first in each request of its conversation "
+            "(the prompt RPC's prompts stand alone, as the seed defines them)"
+        ),
+        env="MVP_PROMPT_SYSTEM", example="You are a concise assistant.",
+    )
+    temperature: float | None = key(
+        None, "sampling temperature of each prompt; unset = the engine's default",
+        env="MVP_PROMPT_TEMPERATURE", flag="--temperature", minimum=0, maximum=2, example=0.7,
+    )
+    top_p: float | None = key(
+        None, "nucleus sampling (top_p) of each prompt; unset = the engine's default",
+        env="MVP_PROMPT_TOP_P", flag="--top-p", minimum=0, maximum=1, example=0.9,
+    )
+    seed: int | None = key(
+        None, "sampling seed of each prompt (repeatable answers); unset = the engine's choice",
+        env="MVP_PROMPT_SEED", flag="--seed", minimum=0, example=42,
+    )
     rpc_allow_remote: bool = key(
         False,
         (

@@ -1,0 +1,121 @@
+"""Issue 40 §1/§4: the transcript's keys (Esc to the transcript, `y` copies the last answer,
+ctrl+s saves it as Markdown, ctrl+n starts a new conversation) and its bounds: after many
+prompts the pane keeps at most `TURNS_SHOWN` turns in the widget tree and nothing per prompt
+in its own maps, while the saved transcript keeps every turn up to its bound."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from pathlib import Path
+
+from textual.pilot import Pilot
+
+from mvp_tui.engine.events import NodeReady
+from mvp_tui.prompt.events import (
+    PromptDone,
+    PromptQueued,
+    PromptSource,
+    PromptStarted,
+    TextDelta,
+)
+from mvp_tui.tui.app import MvpApp
+from mvp_tui.widgets.prompt import TURNS_SHOWN, PromptPane
+from tests.tui.apps import make_app
+from tests.widgets.data import T0, wait_until
+
+
+def ready() -> NodeReady:
+    return NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
+                     local_url="http://127.0.0.1:18081")
+
+
+async def answer(pilot: Pilot[int], app: MvpApp, n: int, text: str, *,
+                 source: PromptSource = PromptSource.PANE, dropped: int = 0) -> None:
+    pane = app.query_one(PromptPane)
+    kept = len(pane.transcript)
+    if source is PromptSource.PANE:
+        pane.asked(n, f"question {n}")
+    app.route(PromptQueued(at=T0, prompt_id=n, text_chars=10, max_tokens=64, position=0,
+                           source=source))
+    app.route(PromptStarted(at=T0, prompt_id=n, turns_dropped=dropped))
+    app.route(TextDelta(at=T0 + 0.1, prompt_id=n, text=text))
+    app.route(PromptDone(at=T0 + 0.2, prompt_id=n, final_text=text, tokens_generated=1,
+                         elapsed_ms=200, ttft_ms=100, tokens_per_s=10.0))
+    await wait_until(pilot, lambda: pane.live is None and len(pane.transcript) > kept)
+
+
+async def test_y_copies_the_last_answer_and_ctrl_s_saves_the_transcript(tmp_path: Path) -> None:
+    app = make_app(env={"MVP_STATE_DIR": str(tmp_path / "state")})
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        await answer(pilot, app, 1, "the first answer")
+        await answer(pilot, app, 2, "the **second** answer")
+        pane.input.focus()
+        await pilot.press("escape")  # from the box to the transcript
+        await pilot.pause()
+        assert app.focused is pane.query_one("#prompt-answer")
+        await pilot.press("y")
+        assert app.clipboard == "the **second** answer"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: any((tmp_path / "state" / "transcripts").glob("*.md")))
+        await pilot.press("escape")  # and out of the pane
+        await pilot.pause()
+        assert app.focused is not None and pane not in app.focused.ancestors_with_self
+    saved = next((tmp_path / "state" / "transcripts").glob("transcript-*.md")).read_text()
+    assert "> question 1\n\nthe first answer" in saved
+    assert "> question 2\n\nthe **second** answer" in saved
+
+
+async def test_ctrl_n_starts_a_new_conversation() -> None:
+    app = make_app()
+    asked: list[object] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, PromptPane.NewConversationRequested):
+            asked.append(message)
+
+    async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        await answer(pilot, app, 1, "one")
+        pane.input.focus()
+        await pilot.press("ctrl+n")
+        await wait_until(pilot, lambda: bool(pane.query(".turn-rule")))
+        assert asked, "ctrl+n did not reach the app (the engine's conversation was kept)"
+        assert not pane.query_one("#prompt-question").display  # the live turn went above
+        assert "new conversation" in pane.transcript.markdown("t")
+
+
+async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        prompts = 3 * TURNS_SHOWN
+        gone: list[weakref.ref[object]] = []  # the rendered lines of the turns trimmed away
+        for n in range(1, prompts + 1):
+            source = PromptSource.RPC if n % 2 else PromptSource.PANE
+            await answer(pilot, app, n, f"answer {n}", source=source, dropped=n // 4)
+            if n == 2:
+                await pilot.pause()  # drawn: each of its widgets has rendered lines cached
+                first = pane.query(".turn").first()
+                gone += [weakref.ref(w._styles_cache) for w in first.walk_children(with_self=True)]
+                del first
+        await pilot.pause()
+        assert len(pane.query(".turn")) == TURNS_SHOWN
+        assert len(pane.query(".turn-dropped")) <= 1
+        shown = [w for w in pane.query_one("#prompt-earlier").children if w.display]
+        assert len(shown) <= TURNS_SHOWN + 1  # and the marker
+        assert len(pane.query_one("#prompt-earlier").children) <= TURNS_SHOWN + 2  # the next
+        assert len(pane.transcript) == prompts  # all of them kept for ctrl+s, up to its bound
+        assert not pane._questions and not pane._pane_ids and not pane.waiting
+        assert app.port.take_tokens(prompts) == []
+        # A turn that left the tree is let go with its rendered lines (Textual's class-wide
+        # memo kept 1024 dead widgets' lines alive: widgets/released.py).
+        gc.collect()
+        assert gone and not [ref for ref in gone if ref() is not None]

@@ -1,0 +1,86 @@
+"""Issue 40 §5: no full collection of Python's cycle collector while an answer streams (one
+walks every object the dashboard holds and stalls the tokens: widgets/collector.py), and the
+pane's after-answer work (the collector back, the frozen copy built) waits until the whole
+answer is in its markdown, not merely until the end event has arrived."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Awaitable
+
+from textual.widgets import Markdown
+
+from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptSource, PromptStarted, TextDelta
+from mvp_tui.widgets.collector import HELD_THRESHOLD, full_collections_held
+from mvp_tui.widgets.prompt import PromptPane
+from tests.tui.apps import make_app
+from tests.tui.test_conversation_keys import ready
+from tests.widgets.data import T0, wait_until
+
+WORDS = 400
+
+
+async def test_full_collections_wait_until_the_answer_is_drawn() -> None:
+    app = make_app()
+    oldest = gc.get_threshold()[2]
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        markdown = pane.query_one("#prompt-markdown", Markdown)
+        seen: list[tuple[bool, str]] = []  # at the after-answer work: held?, the markdown
+        after = pane._after_answer
+
+        def spy() -> None:
+            seen.append((full_collections_held(), markdown.source))
+            after()
+
+        pane._after_answer = spy  # type: ignore[method-assign]
+        # A slow screen: the answer's appends wait until the end event has long been handled.
+        gate = asyncio.Event()
+        append = markdown.append
+
+        def slow_append(text: str) -> Awaitable[None]:
+            async def later() -> None:
+                await gate.wait()
+                await append(text)
+            return later()
+
+        markdown.append = slow_append  # type: ignore[assignment, method-assign]
+        pane.asked(1, "count")
+        app.route(PromptQueued(at=T0, prompt_id=1, text_chars=5, max_tokens=WORDS, position=0,
+                               source=PromptSource.PANE))
+        app.route(PromptStarted(at=T0, prompt_id=1))
+        await wait_until(pilot, lambda: pane.live is not None)
+        assert gc.get_threshold()[2] == HELD_THRESHOLD  # held from the answer's start
+        words = [f" w{n}" for n in range(WORDS)]
+        for n, word in enumerate(words):  # a burst, as a fast engine sends it
+            app.route(TextDelta(at=T0 + 0.1 + n / 1000, prompt_id=1, text=word))
+        app.route(PromptDone(at=T0 + 1, prompt_id=1, final_text="".join(words),
+                             tokens_generated=WORDS, elapsed_ms=1000, ttft_ms=100,
+                             tokens_per_s=400.0))
+        await wait_until(pilot, lambda: pane.live is None)
+        for _ in range(3):
+            await pilot.pause()  # frames drawn, the answer still being appended
+        gate.set()
+        await wait_until(pilot, lambda: bool(seen) and not full_collections_held())
+        held, source = seen[0]
+        assert held, "the collector was given back before the answer's end"
+        assert source.rstrip().endswith("w399"), "after-answer work ran before the answer was in"
+        assert gc.get_threshold()[2] == oldest
+        assert pane._shown is not None and pane._shown.frozen is not None  # built, hidden
+
+
+async def test_an_app_closed_mid_answer_gives_the_collector_back() -> None:
+    app = make_app()
+    oldest = gc.get_threshold()[2]
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        app.route(PromptStarted(at=T0, prompt_id=1))
+        app.route(TextDelta(at=T0 + 0.1, prompt_id=1, text="half an answer"))
+        await wait_until(pilot, lambda: pane.live is not None)
+        assert full_collections_held()
+    assert not full_collections_held() and gc.get_threshold()[2] == oldest
