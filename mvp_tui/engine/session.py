@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from mvp_tui.config import ConfigError
 from mvp_tui.config.sections.prompt import PromptSection
@@ -247,14 +248,16 @@ class RunSession:
             return None
         return prompts.submit(text, self.engine.settings.prompt.max_tokens, turn=True)
 
-    def cancel_prompt(self) -> None:
-        if self.engine.prompts is not None:
-            self.engine.prompts.cancel()
-
-    def new_conversation(self) -> None:
-        """The pane's next prompt starts a conversation: no earlier turn is sent."""
-        if self.engine.prompts is not None:
-            self.engine.prompts.new_conversation()
+    def prompt_command(self, command: Literal["cancel", "new_conversation"]) -> None:
+        """`cancel`: the prompt answering now; `new_conversation`: the pane's next prompt
+        sends no earlier turn. Nothing before the run serves."""
+        prompts = self.engine.prompts
+        if prompts is None:
+            return
+        if command == "cancel":
+            prompts.cancel()
+        else:
+            prompts.new_conversation()
 
     async def postpone_idle_stop(self) -> bool:
         return await self.engine.serving.postpone_idle_stop()

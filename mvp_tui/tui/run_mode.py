@@ -328,10 +328,10 @@ class LiveMode(ShellMode):
         return self.session.submit(text)
 
     def cancel_prompt(self) -> None:
-        self.session.cancel_prompt()
+        self.session.prompt_command("cancel")
 
     def new_conversation(self) -> None:
-        self.session.new_conversation()
+        self.session.prompt_command("new_conversation")
 
     def transcript_dir(self, app: MvpApp) -> Path:
         return self.session.run_dir
