@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from mvp_tui.lease.atomic import write_atomic
 from mvp_tui.prompt.display import safe_answer
 
 KEPT_TURNS = 500
@@ -70,9 +71,11 @@ class TranscriptLog:
         return "\n".join(lines)
 
     def save(self, directory: Path, title: str, now: float | None = None) -> Path:
-        """Write the transcript into `directory` (created, private) and return its path."""
+        """Write the transcript into `directory` (created, private) as a 0600 file, atomically,
+        and return its path."""
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = directory / TRANSCRIPT_FILE.format(stamp=stamp)
-        path.write_text(self.markdown(title), encoding="utf-8")
+        # As every record of the run: private, and never half written.
+        write_atomic(path, self.markdown(title).encode("utf-8"))
         return path

@@ -105,6 +105,7 @@ def test_the_saved_transcript_keeps_every_turn_up_to_its_bound(tmp_path: Path) -
     path = log.save(tmp_path / "run", "title", now=0)
     text = path.read_text()
     assert path.parent == tmp_path / "run" and path.name == "transcript-19700101-000000.md"
+    assert path.stat().st_mode & 0o777 == 0o600  # private, as the run's other records
     assert "*(2 earlier turns were not kept.)*" in text
     assert "> q1\n\na1\n\n*1 tok*" in text and "\x1b" not in text
     assert "*(2 earlier turns were not sent with the next question" in text
