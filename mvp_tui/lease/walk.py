@@ -200,7 +200,7 @@ class LeaseWalk:
         while queue:
             offer = queue.pop(0)
             tried.append(offer)
-            if self._over_cap(offer) or self._refused(offer):
+            if self._skipped(offer):
                 continue
             self._emit(
                 OfferPicked(
@@ -828,28 +828,17 @@ class LeaseWalk:
             )
         return self._record
 
-    def _over_cap(self, offer: Offer) -> bool:
+    def _skipped(self, offer: Offer) -> bool:
+        """Whether the walk passes `offer` by, said and kept among the misses: over the
+        price cap, or marked never to rent by its provider (`Offer.refused`: a host that
+        cannot start the image or hold the disk), whoever picked it."""
         cap = self.settings.max_price_per_hour
-        if cap is None or offer.price_per_hour <= cap:
+        if cap is not None and offer.price_per_hour > cap:
+            reason = f"{offer.price_per_hour:.4f} USD/h is over max_price_per_hour {cap:.4f}"
+        elif offer.refused:
+            reason = self._clean(offer.refused, 200)
+        else:
             return False
-        reason = f"{offer.price_per_hour:.4f} USD/h is over max_price_per_hour {cap:.4f}"
-        self._emit(
-            OfferSkipped(
-                run_id=self.run_id,
-                offer_id=offer.offer_id,
-                price_per_hour=offer.price_per_hour,
-                reason=reason,
-            )
-        )
-        self._misses.append(f"offer {offer.offer_id} skipped: {reason}")
-        return True
-
-    def _refused(self, offer: Offer) -> bool:
-        """An offer its provider marked never to rent (`Offer.refused`: a host that cannot
-        start the image or hold the disk) is skipped, whoever picked it."""
-        if not offer.refused:
-            return False
-        reason = self._clean(offer.refused, 200)
         self._emit(
             OfferSkipped(
                 run_id=self.run_id,
