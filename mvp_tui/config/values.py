@@ -143,6 +143,10 @@ def _parse(spec: KeySpec, raw: object, source: Source) -> object:
     if kind is Kind.PATH:
         if not text:
             raise value_error(spec, raw, source, "empty")
+        if not text.isprintable():
+            # A path with an escape or control character is a paste gone wrong or hostile
+            # text; made as a folder it would land wherever the command ran.
+            raise value_error(spec, raw, source, "a control character inside")
         return expand_path(text)
     if kind is Kind.ADDR:
         return _addr(spec, text, source)

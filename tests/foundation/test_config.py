@@ -305,12 +305,30 @@ def test_the_report_quotes_config_text_without_its_escapes(tmp_path: Path) -> No
     """The comments of `mvp-tui config` quote the model's repo, file and revision and the
     state dir's path as they came: an escape in any of them never reaches the terminal."""
     osc = "\x1b]2;PWNED\x07"
-    state = tmp_path / f"state{osc}"
     config = load(tmp_path, env={"MVP_GGUF_REPO": f"owner/repo{osc}",
                                  "MVP_GGUF_FILE": f"m{osc}.gguf",
                                  "MVP_GGUF_REVISION": f"rev{osc}",
-                                 "MVP_STATE_DIR": str(state)})
+                                 "MVP_STATE_DIR": str(tmp_path / "state")})
     text = render(config)
     assert "\x1b" not in text and "\x07" not in text
     assert "# model served: hub repo owner/repo, file m.gguf at revision rev" in text
     assert f"(kept in {tmp_path}/state/owner_tag)" in text
+
+
+@pytest.mark.parametrize("layer", ["file", "env"])
+def test_a_path_with_a_control_character_is_refused_by_key_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layer: str
+) -> None:
+    """`[state] dir = "\x1b]2;…"` once became a folder named by the escape in whatever
+    directory `mvp-tui config` ran in (the config fuzz left one in the checkout): a path
+    key with a control character is an error naming the key and its source, escaped."""
+    monkeypatch.chdir(tmp_path)
+    osc = "\x1b]2;PWNED\x07"
+    toml = '[state]\ndir = "\\u001b]2;PWNED\\u0007"\n' if layer == "file" else None
+    env = {} if layer == "file" else {"MVP_STATE_DIR": f"state{osc}"}
+    with pytest.raises(ConfigError) as err:
+        load(tmp_path, toml, env=env)
+    message = str(err.value)
+    assert "[state] dir" in message and "control character" in message
+    assert "\x1b" not in message and "\x07" not in message
+    assert list(tmp_path.iterdir()) == ([tmp_path / "config.toml"] if layer == "file" else [])
