@@ -46,6 +46,10 @@ from mvp_tui.widgets.pane import Pane
 # The live mark ("▶", or "·") leads the lease cell: a column of its own cost two cells of
 # padding, which a ~58-cell pane (100x30) cannot spare beside a 4-decimal spend.
 LEASE_COLUMNS = ("lease", "GPU", "state", "uptime", "$/h", "spend")
+# What a pane too narrow for every column gives up first: never the lease or its money, and
+# never a horizontal scrollbar that hides the spend (a tagged lease id, "7001 (rehearsal)",
+# once pushed it off a 100x30 screen behind a one-glyph scrollbar).
+DROP_ORDER = ("uptime", "GPU", "state")
 SWITCH_COLUMN = "switch"
 PRICE_RISE_TOLERANCE = 0.001  # a quote this close to the leased price is the same price
 TABLE_ROWS = 8  # the table's max-height (app.tcss): more rows bring a scrollbar
@@ -243,12 +247,18 @@ class LeasesPane(Pane):
         rows = [self._cells(lease, now) for lease in leases]
         switches = [self._switch(lease, now) for lease in leases]
         told = any(switch.plain for switch in switches)  # else no column, no lines
-        column = told and self._fits([[*c, w] for c, w in zip(rows, switches, strict=True)])
+        every = (*LEASE_COLUMNS, SWITCH_COLUMN)
+        full = [[*c, w] for c, w in zip(rows, switches, strict=True)]
+        column = told and self._fits(full, every)
+        shown = every if column else self._columns_that_fit(full)
+        picks = [every.index(name) for name in shown]
         with self.app.batch_update():
-            self._set_columns((*LEASE_COLUMNS, SWITCH_COLUMN) if column else LEASE_COLUMNS)
+            self._set_columns(shown)
             table.clear()
-            for lease, cells, switch in zip(leases, rows, switches, strict=True):
-                table.add_row(*cells, *([switch] if column else []), key=lease.provider_id)
+            for lease, cells in zip(leases, full, strict=True):
+                # Auto height: Textual then drops the cells it drew before measuring the new
+                # columns (else a changed column set keeps its label-wide cells: "700  RTX").
+                table.add_row(*(cells[i] for i in picks), key=lease.provider_id, height=None)
             if selected is not None and selected.provider_id in self.model.leases:
                 table.move_cursor(row=table.get_row_index(selected.provider_id), animate=False)
             below = told and not column
@@ -265,28 +275,43 @@ class LeasesPane(Pane):
         for name in columns:
             table.add_column(name, key=name)
         self._columns = columns
-        # The switch column is only there when it fits; a resize that makes the table
-        # overflow for a moment (until `on_resize` drops it) must not leave a scrollbar.
-        # Scrolling comes back once the table has measured itself without the column.
-        if SWITCH_COLUMN in columns:
-            self.add_class("-switch-column")
+        # Columns are chosen to fit (the switch only when it fits, the others dropped in
+        # DROP_ORDER); a resize that makes the table overflow for a moment (until
+        # `on_resize` chooses again) must not leave a scrollbar. Scrolling comes back, once
+        # the table has measured itself, only where even the fewest columns overflow.
+        if columns != LEASE_COLUMNS:
+            self.add_class("-fitted")
         else:
-            table.call_after_refresh(self._switch_column_class)
+            table.call_after_refresh(self._fitted_class)
 
-    def _switch_column_class(self) -> None:
-        self.set_class(SWITCH_COLUMN in self._columns, "-switch-column")
+    def _fitted_class(self) -> None:
+        self.set_class(self._columns != LEASE_COLUMNS, "-fitted")
 
-    def _fits(self, rows: list[list[Text]]) -> bool:
-        """Whether the table with these cells fits the pane's width."""
+    def _columns_that_fit(self, rows: list[list[Text]]) -> tuple[str, ...]:
+        """The lease columns less the fewest of DROP_ORDER that make the table fit (all of
+        them before the pane is laid out; the fewest where nothing fits)."""
+        columns = LEASE_COLUMNS
+        if not self.content_size.width:
+            return columns
+        for name in DROP_ORDER:
+            if self._fits(rows, columns):
+                return columns
+            columns = tuple(c for c in columns if c != name)
+        return columns
+
+    def _fits(self, rows: list[list[Text]], columns: tuple[str, ...]) -> bool:
+        """Whether the table with these columns of these cells (one per column of LEASE_COLUMNS
+        and the switch) fits the pane's width."""
         width = self.content_size.width
         if not width:
             return False  # not laid out yet: lines below for now, a column once it is
         if not rows:
             return True
+        every = (*LEASE_COLUMNS, SWITCH_COLUMN)
         pad = 2 * self.table.cell_padding
         needed = sum(
-            pad + max(cell_len(label), *(cell_len(row[i].plain) for row in rows))
-            for i, label in enumerate((*LEASE_COLUMNS, SWITCH_COLUMN))
+            pad + max(cell_len(name), *(cell_len(row[every.index(name)].plain) for row in rows))
+            for name in columns
         )
         return needed + (SCROLLBAR_CELLS if len(rows) > TABLE_ROWS else 0) <= width
 

@@ -171,3 +171,36 @@ def test_a_secret_left_on_the_account_is_a_warning_with_its_remedy() -> None:
     ((text, tone),) = model.history[-1].parts
     assert "secret mvp_host_key_x left on the account (does not bill)" in text
     assert tone is Tone.WARN and "mvp-tui down r-1 --yes" in model.full_text()
+
+
+async def test_a_narrow_pane_drops_uptime_then_gpu_and_never_hides_the_money() -> None:
+    """A tagged lease id ("7003 (rehearsal)") made the six columns overflow a 100x30 pane: the
+    spend went off screen behind a one-glyph scrollbar. The pane now gives up uptime, then
+    the GPU, and keeps the lease, its state, $/h and spend, with no scrollbar."""
+    app = Harness(lambda: [LeasesPane(clock=fixed_clock(), tz=UTC, tag="rehearsal")])
+    async with app.run_test(size=(160, 20)) as pilot:
+        pane = app.query_one(LeasesPane)
+        for event in walk_events():
+            pane.handle_event(event)
+        await pilot.pause()
+        table = pane.table
+        assert [str(c.label) for c in table.columns.values()][:6] == [
+            "lease", "GPU", "state", "uptime", "$/h", "spend"
+        ]
+        for width, kept in [
+            (66, ["lease", "GPU", "state", "$/h", "spend"]),
+            (54, ["lease", "state", "$/h", "spend"]),
+            (44, ["lease", "$/h", "spend"]),
+        ]:
+            await pilot.resize_terminal(width, 20)
+            await pilot.pause()
+            assert [str(c.label) for c in table.columns.values()] == kept, width
+            assert table.get_cell("7003", "spend").plain == "$0.0071"
+            assert not table.show_horizontal_scrollbar
+            # On screen, whole (not cells cut to their column labels' width).
+            rows = [line for line in screen_text(app).splitlines() if "(rehearsal)" in line]
+            assert len(rows) == 2 and all("$0." in row for row in rows)
+            assert "7003 (rehearsal)" in rows[1] and rows[1].rstrip(" │").endswith("$0.0071")
+        await pilot.resize_terminal(160, 20)
+        await pilot.pause()
+        assert len(table.columns) >= 6
