@@ -50,6 +50,11 @@ class ColumnSpec:
     drop_rank: int | None = None  # a narrow board drops rank 0 first; None: always shown
     unknown: float | None = None
 
+    @property
+    def has_cell(self) -> bool:
+        """Whether an offer gives this column's cell (the board's pick column: the board's)."""
+        return any(f is not None for f in (self.text, self.raw, self.value, self.seen))
+
     def figure_of(self, offer: Offer, outlook: OfferOutlook) -> float:
         """The raw figure this column sorts by (0 for a column without one)."""
         if self.value is not None:

@@ -16,8 +16,11 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from mvp_tui.config import Config
+from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.offer_columns import SortKey
-from mvp_tui.engine.outlook import Outlook, no_outlook
+from mvp_tui.engine.outlook import Outlook, no_outlook, outlook_for
+from mvp_tui.lease.host_journal import HostMemory, config_model_key
 from mvp_tui.providers.base import Offer
 
 K = TypeVar("K")
@@ -92,3 +95,13 @@ class OfferRanking:
 
 
 BEST_FIRST = OfferRanking()  # the board's first order, and the walk's without picks
+
+
+def outlook_of(config: Config, need: ModelNeed | None, memory: HostMemory) -> Outlook:
+    """Each offer's fit, ~ready and decode speed as the board sees them (tui/offer_board.py),
+    for a ranking outside it: the model's need (None: fit unknown), the image and the host
+    journal's figures."""
+    return outlook_for(need, image=config.node_image()[0], image_gb=config.settings.image.size_gb,
+                       has_image=memory.has_image, learned=memory.learned,
+                       model=config_model_key(config),
+                       concurrency=config.settings.prompt.concurrency)
