@@ -405,8 +405,11 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
                 await other.aclose()
     now = engine.now()
     memory = load_memory(engine.config, now)
-    outlook = outlook_of(engine.config, await _need(engine), memory)
-    offers = _pick(offers, opts, own, memory, outlook)
+    # The fit orders the walk only where there is an order to make (not for picks by hand,
+    # nor for this machine's one offer): no model read for nothing.
+    ranked = not opts.offer_ids and sum(not o.refused for o in offers) > 1
+    need = await _need(engine) if ranked else None
+    offers = _pick(offers, opts, own, memory, outlook_of(engine.config, need, memory))
     for offer in offers:
         failure = memory.failure(offer)
         if failure is not None:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from types import MappingProxyType
 
+from mvp_tui.engine.offer_ranking import BEST_FIRST
 from mvp_tui.lease.host_journal import (
     DAY_S,
     JOURNAL_FILE,
@@ -24,7 +25,6 @@ from mvp_tui.lease.host_journal import (
     hosts_of,
     memory_from,
 )
-from mvp_tui.engine.offer_ranking import BEST_FIRST
 from mvp_tui.providers.base import Offer
 
 NOW = 1_780_000_000.0
