@@ -1,6 +1,7 @@
 """One ranking over three surfaces: the dashboard's board, `up --headless` (the offers it
 creates on, in order) and `mvp-tui offers` order the same Vast offers (the fake, over real
-HTTP) the same way, with a host that failed recently and offers the model cannot fit.
+HTTP) the same way, with a host that failed recently and offers the model cannot fit; and
+one column table, which `mvp-tui offers` prints as the board shows it.
 
 Six offers of a 30 GB model (33 GB a node): three 48 GB cards at 0.20 (its machine just
 failed), 0.30 (twice: ids 999 and 1000, a tie) and 0.40, and two 24 GB cards, the cheapest
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,13 +27,16 @@ import pytest
 from mvp_tui.commands import offers as offers_command
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.events import OffersListed
-from mvp_tui.lease.host_journal import HostJournal, HostOutcome
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.outlook import outlook_for
+from mvp_tui.lease.host_journal import HostJournal, HostMemory, HostOutcome
 from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.offers_model import COLUMNS, OffersModel, offer_key
 from tests.e2e.test_host_memory import created_ask_ids
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.tui.fit_data import GIB, header_gguf
 from tests.tui.test_dashboard_run import KEY, dashboard, is_, vast_env
-from tests.widgets.data import wait_until
+from tests.widgets.data import offer, wait_until
 
 BIG, SMALL = 49140, 24564  # MiB: a 48 GB card fits the model, a 24 GB one does not
 
@@ -100,3 +105,24 @@ async def test_the_board_headless_and_offers_order_the_same_offers_the_same_way(
     assert board == expected
     assert listed == expected
     assert walked == expected
+
+
+def test_offers_prints_the_boards_columns_with_the_boards_cells() -> None:
+    """`mvp-tui offers` reads the board's column table: its headers (the board's, but the
+    pick, between the id and the memory note) and, offer by offer, the board's cells (an
+    all-in bid price, a stock hint, a fit, a speed and a wait)."""
+    cards = [
+        dataclasses.replace(offer("1", 0.30, down=1500.0), bid_per_hour=0.30, stock="High",
+                            mem_bw_gbps=1008.0),
+        dataclasses.replace(offer("2", 0.25, "RTX A6000", vram_mib=49140), pull_usd=0.05),
+    ]
+    need = ModelNeed(model_bytes=30 * 10**9, kv_bytes=10**9, context=4096)
+    outlook = outlook_for(need, image="img", image_gb=3.6, has_image=lambda o, i: False)
+    model = OffersModel()
+    model.set_offers(cards)
+    model.set_outlook(outlook)
+    assert ("id", *(c.value for c in COLUMNS[1:]), "memory") == offers_command.HEADERS
+    for card in cards:
+        printed = offers_command._row(card, HostMemory(), outlook)
+        assert printed[1:-1] == model.row(offer_key(card)).cells[1:]
+    assert "0.300 bid" in offers_command._row(cards[0], HostMemory(), outlook)
