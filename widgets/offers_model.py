@@ -13,7 +13,7 @@ import contextlib
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 from rich.cells import cell_len
 
@@ -45,10 +45,10 @@ FAILURE_CHARS = 600
 FailureText = Callable[[Offer], str | None]
 # The columns whose cell is the provider's text (cleaned once per distinct text), those read
 # off the offer (sort values and widths from raw figures) and those read off its outlook.
-_RAW: tuple[tuple[Column, Callable[[Offer], str], int], ...] = tuple(
-    (c, c.spec.raw, c.spec.chars) for c in COLUMNS if c.spec.raw is not None
+_RAW: tuple[tuple[Column, Callable[[Offer], str], Callable[[Offer], float] | None], ...] = tuple(
+    (c, c.spec.raw, c.spec.value) for c in COLUMNS if c.spec.raw is not None
 )
-_RAW_AT = {column: at for at, (column, _raw, _chars) in enumerate(_RAW)}
+_RAW_AT = {column: at for at, (column, _raw, _value) in enumerate(_RAW)}
 _OFFER_FIGURES: tuple[tuple[Column, Callable[[Offer], float]], ...] = tuple(
     (c, c.spec.value) for c in COLUMNS if c.spec.value is not None
 )
@@ -56,7 +56,7 @@ _SEEN_FIGURES: tuple[tuple[Column, Callable[[OfferOutlook], float]], ...] = tupl
     (c, c.spec.seen) for c in COLUMNS if c.spec.seen is not None
 )
 # What the filter matches: the provider, the GPU name and the place (in this order).
-_FILTERED = itemgetter(*(_RAW_AT[c] for c in (Column.PROVIDER, Column.GPU, Column.WHERE)))
+_FILTERED = (Column.PROVIDER, Column.GPU, Column.WHERE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +77,10 @@ class OfferRow:
 # object.__setattr__. Never changed once made.
 @dataclass(slots=True)
 class _Entry:
-    """An offer with its sanitised provider texts, one per `_RAW` column."""
+    """An offer and where its sanitised provider texts are in `_Entries.cells`."""
 
     offer: Offer
-    texts: tuple[str, ...]
+    at: int
 
 
 @dataclass(slots=True)
@@ -91,6 +91,7 @@ class _Entries:
     by_key: dict[str, _Entry]
     haystacks: dict[str, str]  # key -> lower-cased text the filter matches
     texts: dict[Column, set[str]]
+    cells: list[list[str]]  # per `_RAW` column, each offer's cell (by `_Entry.at`)
 
 
 def _entries(offers: Iterable[Offer]) -> _Entries:
@@ -100,23 +101,25 @@ def _entries(offers: Iterable[Offer]) -> _Entries:
     listed = list(offers)
     cells: list[list[str]] = []
     texts: dict[Column, set[str]] = {}
-    for column, raw_of, chars in _RAW:
+    for column, raw_of, figure_of in _RAW:
+        spec = column.spec
         raws = list(map(raw_of, listed))
-        cleaned = {raw: clean_line(raw, chars) for raw in set(raws)}
-        cells.append(list(map(cleaned.__getitem__, raws)))
-        texts[column] = set(cleaned.values())
-    rows: list[tuple[str, ...]] = list(zip(*cells, strict=True))
+        if figure_of is None:
+            cleaned = {raw: spec.text_of(raw, 0.0) for raw in set(raws)}
+            cells.append(list(map(cleaned.__getitem__, raws)))
+            texts[column] = set(cleaned.values())
+        else:  # its figure where the provider gives no text: once per distinct pair
+            pairs = list(zip(raws, map(figure_of, listed), strict=True))
+            shown = {pair: spec.text_of(*pair) for pair in set(pairs)}
+            cells.append(list(map(shown.__getitem__, pairs)))
+            texts[column] = set(shown.values())
     keys = [f"{o.provider}:{o.offer_id}" for o in listed]  # offer_key, inline (10,000 calls)
-    by_key = {key: _Entry(o, row) for key, o, row in zip(keys, listed, rows, strict=True)}
-    haystack_of: dict[tuple[str, ...], str] = {}
-    haystacks: dict[str, str] = {}
-    for key, row in zip(keys, rows, strict=True):
-        words = _FILTERED(row)
-        haystack = haystack_of.get(words)
-        if haystack is None:
-            haystack = haystack_of[words] = " ".join(words).lower()
-        haystacks[key] = haystack
-    return _Entries(by_key, haystacks, texts)
+    by_key = dict(zip(keys, map(_Entry, listed, range(len(listed))), strict=True))
+    # The filter's text: once per distinct provider, GPU name and place.
+    words = list(zip(*(cells[_RAW_AT[c]] for c in _FILTERED), strict=True))
+    joined = {w: " ".join(w).lower() for w in set(words)}
+    haystacks = dict(zip(keys, map(joined.__getitem__, words), strict=True))
+    return _Entries(by_key, haystacks, texts, cells)
 
 
 @contextlib.contextmanager
@@ -142,6 +145,7 @@ class OffersModel:
         self._entries: dict[str, _Entry] = {}
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._texts: dict[Column, set[str]] = {}  # a text column's distinct cells
+        self._cells: list[list[str]] = []  # each text column's cells, by `_Entry.at`
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         self._offers: list[Offer] = []  # the offers, aligned with `_by_id`
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
@@ -181,6 +185,7 @@ class OffersModel:
     def _take_offers(self, offers: Iterable[Offer]) -> None:
         made = _entries(offers)
         self._entries, self._haystacks, self._texts = made.by_key, made.haystacks, made.texts
+        self._cells = made.cells
         self._by_id = sorted(self._entries)
         self._offers = [self._entries[key].offer for key in self._by_id]
         self._values = {c: list(map(figure, self._offers)) for c, figure in _OFFER_FIGURES}
@@ -379,10 +384,10 @@ class OffersModel:
         cheap = 0 < per_gib <= self._cheap_limit and not gone and not refused
         cells = [GONE if gone else REFUSED if refused else _pick_text(pick, failed)]
         outlook = self.outlook(offer_id)
-        texts = entry.texts
         for column in COLUMNS[1:]:
             at = _RAW_AT.get(column)
-            cells.append(texts[at] if at is not None else column.spec.cell(offer, outlook))
+            cells.append(self._cells[at][entry.at] if at is not None
+                         else column.spec.cell(offer, outlook))
         unfit = offer_id in self._unfit
         return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed, unfit, refused)
 

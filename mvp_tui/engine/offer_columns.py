@@ -33,10 +33,11 @@ Cell = Callable[[Offer, OfferOutlook], str]
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
     """One column. Its cell is `text` when given, else the provider's text `raw` cut to
-    `chars` (sanitised), else its figure as `figure` reads it. Its figure (the sort value,
-    and the board's width from the smallest and largest) is `value` of the offer (read in C
-    by an attrgetter: 10,000 offers a refresh) or `seen` of the offer's outlook; `unknown`
-    is the `seen` figure of an offer it is not known for (its cell reads `?`)."""
+    `chars` (sanitised; its figure where that is empty), else its figure as `figure` reads
+    it. Its figure (the sort value, and the board's width from the smallest and largest) is
+    `value` of the offer (read in C by an attrgetter: 10,000 offers a refresh) or `seen` of
+    the offer's outlook; `unknown` is the `seen` figure of an offer it is not known for (its
+    cell reads `?`)."""
 
     header: str
     value: Callable[[Offer], float] | None = None
@@ -65,19 +66,21 @@ class ColumnSpec:
         if self.text is not None:
             return self.text(offer, outlook)
         if self.raw is not None:
-            return clean_line(self.raw(offer), self.chars)
+            return self.text_of(self.raw(offer), self.value(offer) if self.value else 0.0)
         if self.value is not None:
             return self.figure(self.value(offer))
         return self.seen_text(self.figure_of(offer, outlook))
 
+    def text_of(self, raw: str, figure: float) -> str:
+        """A text column's cell: the provider's text, sanitised; where it gives none, the
+        column's figure when it has one (RunPod's stock word, else the reliability)."""
+        if raw or self.value is None:
+            return clean_line(raw, self.chars)
+        return self.figure(figure)
+
     def seen_text(self, figure: float) -> str:
         """An outlook figure's cell: `?` when it is not known."""
         return UNKNOWN_TEXT if figure == self.unknown else self.figure(figure)
-
-
-def _stock(offer: Offer) -> str:
-    """The provider's stock hint (RunPod), else the offer's reliability."""
-    return offer.stock or f"{offer.reliability:.3f}"
 
 
 def _price(offer: Offer, _outlook: OfferOutlook) -> str:
@@ -146,8 +149,10 @@ class Column(enum.Enum):
                        ascending_first=True)
     PER_GIB = ColumnSpec("$/GB·h", value=attrgetter("price_per_gib_vram_hour"),
                          figure="{:.4f}".format, ascending_first=True, drop_rank=1)
-    RELIABILITY = ColumnSpec("stock/rel", value=attrgetter("reliability"), raw=_stock, chars=8,
-                             ascending_first=False, drop_rank=2)
+    # RunPod's stock word, else the offer's reliability.
+    RELIABILITY = ColumnSpec("stock/rel", value=attrgetter("reliability"), figure="{:.3f}".format,
+                             raw=attrgetter("stock"), chars=8, ascending_first=False,
+                             drop_rank=2)
     DOWN = ColumnSpec("↓Mb/s", value=attrgetter("down_mbps"), figure="{:,.0f}".format,
                       ascending_first=False, drop_rank=3)
     UP = ColumnSpec("↑Mb/s", value=attrgetter("up_mbps"), figure="{:,.0f}".format, drop_rank=0)
