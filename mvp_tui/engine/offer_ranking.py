@@ -7,7 +7,9 @@ in this order: offers on a host that failed recently (the host memory), offers t
 cannot fit, and offers the provider refuses to rent (`Offer.refused`). No Textual here.
 
 The providers may still ask their APIs for a sorted answer (Vast's `order`, RunPod's catalog
-walk): that decides which offers a search returns, not the order anyone sees or walks.
+walk): that decides which offers a search returns, not the order anyone sees or walks. Once
+a walk runs, only RunPod re-sorts what is left, after a type proved unplaceable, from its
+catalog read again (lease/walk.py `_reorder`): stock facts this order does not have.
 """
 
 from __future__ import annotations
