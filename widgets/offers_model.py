@@ -10,7 +10,6 @@ sanitised here once, so neither the filter nor the table ever sees an escape seq
 from __future__ import annotations
 
 import contextlib
-import enum
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -18,82 +17,23 @@ from operator import attrgetter
 
 from rich.cells import cell_len
 
-from mvp_tui.engine.decode_speed import DecodeSpeed
 from mvp_tui.engine.model_fit import FitVerdict
+from mvp_tui.engine.offer_columns import (
+    BID_MARK,
+    COLUMNS,
+    DROP_ORDER,
+    UNKNOWN_TEXT,
+    Column,
+    SortKey,
+)
+from mvp_tui.engine.offer_ranking import OfferRanking, offer_key
 from mvp_tui.engine.outlook import NO_OUTLOOK, OfferOutlook, Outlook, no_outlook
-from mvp_tui.engine.ready_estimate import clock_text
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import clean_line
 
-GPU_NAME_CHARS = 40
-LOCATION_CHARS = 32
+__all__ = ["COLUMNS", "DROP_ORDER", "Column", "SortKey", "offer_key"]  # the board's names
+
 CHEAP_FRACTION = 0.1  # the cheapest tenth by $/GB·h is marked "cheap"
-
-
-class SortKey(enum.Enum):
-    """What the table is sorted by; `s` cycles through them in this order."""
-
-    PRICE = "$/h"
-    PER_GIB = "$/GB"
-    VRAM = "VRAM"
-    RELIABILITY = "reliability"
-    DOWN = "↓Mb/s"
-    READY = "~ready"
-    PER_MTOK = "$/Mtok"
-
-    @property
-    def ascending_first(self) -> bool:
-        """Cheapest and soonest first for prices and waits, biggest/best first for the rest."""
-        return self in (SortKey.PRICE, SortKey.PER_GIB, SortKey.READY, SortKey.PER_MTOK)
-
-    @property
-    def column(self) -> Column:
-        """The column whose raw values this sort orders by."""
-        return _SORT_COLUMNS[self]
-
-    def next(self) -> SortKey:
-        members = list(SortKey)
-        return members[(members.index(self) + 1) % len(members)]
-
-
-class Column(enum.Enum):
-    """The table's columns, in order; the value is the column key and its header."""
-
-    PICK = "pick"
-    PROVIDER = "provider"
-    GPU = "GPU"
-    N = "n"
-    VRAM = "VRAM"
-    FIT = "fit"
-    PRICE = "$/h"
-    TOKS = "tok/s"
-    PER_MTOK = "$/Mtok"
-    READY = "~ready"
-    PER_GIB = "$/GB·h"
-    RELIABILITY = "stock/rel"
-    DOWN = "↓Mb/s"
-    UP = "↑Mb/s"
-    WHERE = "where"
-
-    @property
-    def numeric(self) -> bool:
-        return self not in TEXT_COLUMNS
-
-
-COLUMNS: tuple[Column, ...] = tuple(Column)
-# Columns of text (provider names, places, stock words), measured rather than formatted.
-TEXT_COLUMNS = frozenset({Column.PROVIDER, Column.GPU, Column.WHERE, Column.FIT})
-# What a narrow board drops first, in this order; `$/h`, `fit`, `$/Mtok` and `~ready` always
-# stay.
-DROP_ORDER: tuple[Column, ...] = (
-    Column.UP, Column.PER_GIB, Column.RELIABILITY, Column.DOWN, Column.N, Column.WHERE,
-    Column.PROVIDER, Column.TOKS, Column.VRAM,
-)
-# Columns whose cells come from the outlook (the model's fit, speed and wait), not the offer.
-OUTLOOK_COLUMNS = frozenset({Column.FIT, Column.TOKS, Column.PER_MTOK, Column.READY})
-UNKNOWN_READY = float("inf")  # an offer with no bandwidth: its wait sorts last
-UNKNOWN_COST = float("inf")  # an offer whose decode speed is unknown: its $/Mtok sorts last
-BID_MARK = " bid"  # after the $/h of a Vast interruptible offer: the price is our bid
 GONE = "gone"  # the pick cell of an offer the provider said is sold
 FAILED = "failed"  # the pick cell's badge of an offer whose host failed recently
 # The pick cell of an offer its provider refuses to rent (`Offer.refused`: a host that cannot
@@ -103,73 +43,20 @@ FAILURE_CHARS = 600
 # Why an offer's host is avoided (its recent failure, in words), or None: the host memory
 # (lease/host_journal.py), handed in by the app.
 FailureText = Callable[[Offer], str | None]
-
-
-def offer_key(offer: Offer) -> str:
-    """The board's row key: offer ids are only unique within one provider."""
-    return f"{offer.provider}:{offer.offer_id}"
-
-
-_SORT_COLUMNS: dict[SortKey, Column] = {
-    SortKey.PRICE: Column.PRICE,
-    SortKey.PER_GIB: Column.PER_GIB,
-    SortKey.VRAM: Column.VRAM,
-    SortKey.RELIABILITY: Column.RELIABILITY,
-    SortKey.DOWN: Column.DOWN,
-    SortKey.READY: Column.READY,
-    SortKey.PER_MTOK: Column.PER_MTOK,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class NumberFormat:
-    """How a numeric column reads its raw value and formats it (one place for both)."""
-
-    value: Callable[[Offer], float]
-    spec: str  # a `str.format` template
-
-    def text(self, offer: Offer) -> str:
-        return self.spec.format(self.value(offer))
-
-    def format(self, value: float) -> str:
-        return self.spec.format(value)
-
-
-# The raw values by attrgetter (read in C: a refresh reads seven of them from 10,000 offers).
-_NUMBERS: dict[Column, NumberFormat] = {
-    Column.N: NumberFormat(attrgetter("num_gpus"), "{}"),
-    Column.VRAM: NumberFormat(attrgetter("vram_gib_total"), "{:.0f} GB"),
-    Column.PRICE: NumberFormat(attrgetter("all_in_per_hour"), "{:.3f}"),  # the image pull in
-    Column.PER_GIB: NumberFormat(attrgetter("price_per_gib_vram_hour"), "{:.4f}"),
-    Column.RELIABILITY: NumberFormat(attrgetter("reliability"), "{:.3f}"),
-    Column.DOWN: NumberFormat(attrgetter("down_mbps"), "{:,.0f}"),
-    Column.UP: NumberFormat(attrgetter("up_mbps"), "{:,.0f}"),
-}
-
-
-def _ready_text(value: float) -> str:
-    return "?" if value == UNKNOWN_READY else clock_text(value)
-
-
-def _ready_value(outlook: OfferOutlook) -> float:
-    return outlook.ready.total_s if outlook.ready is not None else UNKNOWN_READY
-
-
-def _outlook_text(outlook: OfferOutlook, column: Column) -> str:
-    """The cell of an outlook column: `✓`, `~112`, `~0.65`, `3:52`, or `?` when unknown."""
-    if column is Column.FIT:
-        return outlook.fit.cell
-    if column is Column.READY:
-        return _ready_text(_ready_value(outlook))
-    speed = outlook.speed
-    if speed is None:
-        return "?"
-    return speed.tok_cell if column is Column.TOKS else speed.mtok_cell
-
-
-def _price_text(offer: Offer) -> str:
-    text = _NUMBERS[Column.PRICE].text(offer)
-    return text + BID_MARK if offer.bid else text
+# The columns whose cell is the provider's text (cleaned once per distinct text), those read
+# off the offer (sort values and widths from raw figures) and those read off its outlook.
+_RAW: tuple[tuple[Column, Callable[[Offer], str], Callable[[Offer], float] | None], ...] = tuple(
+    (c, c.spec.raw, c.spec.value) for c in COLUMNS if c.spec.raw is not None
+)
+_RAW_AT = {column: at for at, (column, _raw, _value) in enumerate(_RAW)}
+_OFFER_FIGURES: tuple[tuple[Column, Callable[[Offer], float]], ...] = tuple(
+    (c, c.spec.value) for c in COLUMNS if c.spec.value is not None
+)
+_SEEN_FIGURES: tuple[tuple[Column, Callable[[OfferOutlook], float]], ...] = tuple(
+    (c, c.spec.seen) for c in COLUMNS if c.spec.seen is not None
+)
+# What the filter matches: the provider, the GPU name and the place (in this order).
+_FILTERED = (Column.PROVIDER, Column.GPU, Column.WHERE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +77,10 @@ class OfferRow:
 # object.__setattr__. Never changed once made.
 @dataclass(slots=True)
 class _Entry:
-    """An offer with its sanitised provider texts."""
+    """An offer and where its sanitised provider texts are in `_Entries.cells`."""
 
     offer: Offer
-    gpu: str
-    location: str
-    provider: str
-    stock: str  # the provider's stock hint, else its reliability
+    at: int
 
 
 @dataclass(slots=True)
@@ -207,49 +91,35 @@ class _Entries:
     by_key: dict[str, _Entry]
     haystacks: dict[str, str]  # key -> lower-cased text the filter matches
     texts: dict[Column, set[str]]
+    cells: list[list[str]]  # per `_RAW` column, each offer's cell (by `_Entry.at`)
 
 
 def _entries(offers: Iterable[Offer]) -> _Entries:
     """Sanitise each offer's provider text once per distinct raw text (a refresh repeats a
-    few GPU names, places and stock words); formatting waits for `row`."""
-    gpus: dict[str, str] = {}
-    places: dict[str, str] = {}
-    providers: dict[str, str] = {}
-    stocks: dict[tuple[str, float], str] = {}
-    haystack_of: dict[tuple[str, str, str], str] = {}
-    by_key: dict[str, _Entry] = {}
-    haystacks: dict[str, str] = {}
-    for offer in offers:
-        raw_gpu, raw_place, raw_provider = offer.gpu_name, offer.location, offer.provider
-        gpu = gpus.get(raw_gpu)
-        if gpu is None:
-            gpu = gpus[raw_gpu] = clean_line(raw_gpu, GPU_NAME_CHARS)
-        location = places.get(raw_place)
-        if location is None:
-            location = places[raw_place] = clean_line(raw_place, LOCATION_CHARS)
-        provider = providers.get(raw_provider)
-        if provider is None:
-            provider = providers[raw_provider] = clean_line(raw_provider, 12)
-        hint = (offer.stock, offer.reliability)
-        stock = stocks.get(hint)
-        if stock is None:
-            stock = stocks[hint] = (
-                clean_line(offer.stock, 8) if offer.stock else f"{offer.reliability:.3f}"
-            )
-        key = f"{raw_provider}:{offer.offer_id}"  # offer_key, inline (10,000 calls)
-        by_key[key] = _Entry(offer, gpu, location, provider, stock)
-        words = (provider, gpu, location)
-        haystack = haystack_of.get(words)
-        if haystack is None:
-            haystack = haystack_of[words] = f"{provider} {gpu} {location}".lower()
-        haystacks[key] = haystack
-    texts = {
-        Column.GPU: set(gpus.values()),
-        Column.WHERE: set(places.values()),
-        Column.PROVIDER: set(providers.values()),
-        Column.RELIABILITY: set(stocks.values()),
-    }
-    return _Entries(by_key, haystacks, texts)
+    few GPU names, places and stock words), a column at a time (the reads in C); formatting
+    waits for `row`."""
+    listed = list(offers)
+    cells: list[list[str]] = []
+    texts: dict[Column, set[str]] = {}
+    for column, raw_of, figure_of in _RAW:
+        spec = column.spec
+        raws = list(map(raw_of, listed))
+        if figure_of is None:
+            cleaned = {raw: spec.text_of(raw, 0.0) for raw in set(raws)}
+            cells.append(list(map(cleaned.__getitem__, raws)))
+            texts[column] = set(cleaned.values())
+        else:  # its figure where the provider gives no text: once per distinct pair
+            pairs = list(zip(raws, map(figure_of, listed), strict=True))
+            shown = {pair: spec.text_of(*pair) for pair in set(pairs)}
+            cells.append(list(map(shown.__getitem__, pairs)))
+            texts[column] = set(shown.values())
+    keys = [f"{o.provider}:{o.offer_id}" for o in listed]  # offer_key, inline (10,000 calls)
+    by_key = dict(zip(keys, map(_Entry, listed, range(len(listed))), strict=True))
+    # The filter's text: once per distinct provider, GPU name and place.
+    words = list(zip(*(cells[_RAW_AT[c]] for c in _FILTERED), strict=True))
+    joined = {w: " ".join(w).lower() for w in set(words)}
+    haystacks = dict(zip(keys, map(joined.__getitem__, words), strict=True))
+    return _Entries(by_key, haystacks, texts, cells)
 
 
 @contextlib.contextmanager
@@ -275,11 +145,12 @@ class OffersModel:
         self._entries: dict[str, _Entry] = {}
         self._haystacks: dict[str, str] = {}  # id -> lower-cased text the filter matches
         self._texts: dict[Column, set[str]] = {}  # a text column's distinct cells
+        self._cells: list[list[str]] = []  # each text column's cells, by `_Entry.at`
         self._by_id: list[str] = []  # every id in id order: the sorts' tie order
         self._offers: list[Offer] = []  # the offers, aligned with `_by_id`
         # Each numeric column's raw values, aligned with `_by_id`: the precomputed sort keys.
         self._values: dict[Column, list[float]] = {
-            c: [] for c in (*_NUMBERS, Column.READY, Column.PER_MTOK, Column.TOKS)
+            c: [] for c, _figure in (*_OFFER_FIGURES, *_SEEN_FIGURES)
         }
         self._cheap_limit = 0.0
         self.filter_text = ""
@@ -314,9 +185,10 @@ class OffersModel:
     def _take_offers(self, offers: Iterable[Offer]) -> None:
         made = _entries(offers)
         self._entries, self._haystacks, self._texts = made.by_key, made.haystacks, made.texts
+        self._cells = made.cells
         self._by_id = sorted(self._entries)
         self._offers = [self._entries[key].offer for key in self._by_id]
-        self._values = {c: list(map(f.value, self._offers)) for c, f in _NUMBERS.items()}
+        self._values = {c: list(map(figure, self._offers)) for c, figure in _OFFER_FIGURES}
         self._set_outlooks()
         self._picks = [key for key in self._picks if key in self._entries]
         self._gone &= set(self._entries)  # still listed after a refresh: still marked
@@ -379,37 +251,17 @@ class OffersModel:
         self._widths = None
 
     def _set_outlooks(self) -> None:
-        """Each offer's outlook and the sort values it gives, in one pass over the ids; the
-        distinct fit verdicts (shared objects: a few, however many offers) for the width."""
+        """Each offer's outlook and the sort values it gives; the distinct fit verdicts
+        (shared objects: a few, however many offers) for the width."""
         outlook_of = self._outlook_of
-        outlooks: dict[str, OfferOutlook] = {}
-        ready: list[float] = []
-        mtok: list[float] = []
-        toks: list[float] = []
-        unfit: set[str] = set()
-        fits: dict[int, FitVerdict] = {}
         with _collector_paused():
-            for key, offer in zip(self._by_id, self._offers, strict=True):
-                seen = outlooks[key] = outlook_of(offer)
-                fit = seen.fit
-                fits[id(fit)] = fit
-                wait, speed = seen.ready, seen.speed
-                ready.append(wait.total_s if wait is not None else UNKNOWN_READY)
-                if speed is None:
-                    mtok.append(UNKNOWN_COST)
-                    toks.append(0.0)
-                else:
-                    cost = speed.usd_per_mtok
-                    mtok.append(cost if cost is not None else UNKNOWN_COST)
-                    toks.append(speed.tok_per_s)
-                if fit.unfit:
-                    unfit.add(key)
-        self._outlooks = outlooks
-        self._unfit = unfit
+            seen = list(map(outlook_of, self._offers))
+        fits = {id(s.fit): s.fit for s in seen}
+        self._outlooks = dict(zip(self._by_id, seen, strict=True))
+        self._unfit = {key for key, s in zip(self._by_id, seen, strict=True) if s.fit.unfit}
         self._fits = list(fits.values())
-        self._values[Column.READY] = ready
-        self._values[Column.PER_MTOK] = mtok
-        self._values[Column.TOKS] = toks
+        for column, figure in _SEEN_FIGURES:
+            self._values[column] = list(map(figure, seen))
 
     def outlook(self, offer_id: str) -> OfferOutlook:
         return self._outlooks.get(offer_id, NO_OUTLOOK)
@@ -503,29 +355,14 @@ class OffersModel:
         return self._view
 
     def _order(self) -> list[str]:
-        """All ids in the current sort; kept per sort so cycling back costs nothing.
-
-        A stable sort of positions in the id-ordered list by the precomputed values: ties
-        keep id order in both directions (`reverse=True` keeps sort stability). Offers on a
-        recently failed host follow the others, in the same sort.
-        """
+        """All ids in the current sort (the one ranking, engine/offer_ranking.py, over the
+        precomputed values, ties in id order); kept per sort so cycling back costs nothing."""
         sort = (self.sort_key, self.ascending)
         if sort not in self._orders:
-            values = self._values[self.sort_key.column]
-            positions = sorted(
-                range(len(values)), key=values.__getitem__, reverse=not self.ascending
+            self._orders[sort] = OfferRanking(*sort).order(
+                self._by_id, self._values[self.sort_key.column],
+                failed=self._failed, unfit=self._unfit, refused=self._refused,
             )
-            order = list(map(self._by_id.__getitem__, positions))
-            if self._failed:
-                failed = self._failed
-                order = [k for k in order if k not in failed] + [k for k in order if k in failed]
-            if self._unfit:  # after even a failed host: the model cannot load there at all
-                unfit = self._unfit
-                order = [k for k in order if k not in unfit] + [k for k in order if k in unfit]
-            if self._refused:  # last of all: it is never rented, whatever it costs
-                no = self._refused
-                order = [k for k in order if k not in no] + [k for k in order if k in no]
-            self._orders[sort] = order
         return self._orders[sort]
 
     def row(self, offer_id: str) -> OfferRow:
@@ -548,14 +385,9 @@ class OffersModel:
         cells = [GONE if gone else REFUSED if refused else _pick_text(pick, failed)]
         outlook = self.outlook(offer_id)
         for column in COLUMNS[1:]:
-            if column in OUTLOOK_COLUMNS:
-                cells.append(_outlook_text(outlook, column))
-            elif column is Column.PRICE:
-                cells.append(_price_text(offer))
-            elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                cells.append(_text_of(entry, column))
-            else:
-                cells.append(_NUMBERS[column].text(offer))
+            at = _RAW_AT.get(column)
+            cells.append(self._cells[at][entry.at] if at is not None
+                         else column.spec.cell(offer, outlook))
         unfit = offer_id in self._unfit
         return OfferRow(offer_id, tuple(cells), cheap, bool(pick), gone, failed, unfit, refused)
 
@@ -566,61 +398,57 @@ class OffersModel:
         and largest value (a format's width grows with the magnitude), so this stays cheap.
         """
         if self._widths is None:
-            entries = self._entries.values()
-            out: list[int] = []
-            for column in COLUMNS:
-                width = cell_len(column.value)
-                if column is Column.PICK:
-                    width = max(width, len(str(len(self._entries))), len(GONE))
-                    if self._refused:
-                        width = max(width, len(REFUSED))
-                    if self._failed:
-                        width = max(width, len(_pick_text(len(self._entries), failed=True)))
-                elif column in (Column.TOKS, Column.PER_MTOK):
-                    width = max(width, self._speed_width(column))
-                elif column is Column.FIT:  # a few distinct verdicts, however many offers
-                    texts = {v.cell for v in self._fits}
-                    width = max([width, *(cell_len(t) for t in texts)])
-                elif column is Column.READY:  # a clock's width grows with its value
-                    values = self._values[column]
-                    known = list(filter(UNKNOWN_READY.__ne__, values))  # in C: 10,000 values
-                    ends = [min(known), max(known)] if known else []
-                    texts = {_ready_text(v) for v in ends} | ({"?"} if len(known) < len(values)
-                                                                else set())
-                    width = max([width, *(cell_len(t) for t in texts)])
-                elif column in TEXT_COLUMNS or column is Column.RELIABILITY:
-                    if column not in self._offer_widths:  # its distinct cells, from `_entries`
-                        texts = self._texts.get(column, set())
-                        self._offer_widths[column] = max(map(cell_len, texts), default=0)
-                    width = max(width, self._offer_widths[column])
-                elif entries:  # the offers' own figures: once per set of offers
-                    if column not in self._offer_widths:
-                        self._offer_widths[column] = self._number_width(column)
-                    width = max(width, self._offer_widths[column])
-                out.append(width)
-            self._widths = tuple(out)
+            self._widths = tuple(max(cell_len(c.value), self._width_of(c)) for c in COLUMNS)
         return self._widths
 
-    def _number_width(self, column: Column) -> int:
-        values, number = self._values[column], _NUMBERS[column]
-        width = max(len(number.format(v)) for v in (min(values), max(values)))
-        # Any offer priced at our bid (`Offer.bid`), read in C: no property call per offer.
-        if column is Column.PRICE and max(map(attrgetter("bid_per_hour"), self._offers)) > 0:
-            width = max(width, len(number.format(max(values))) + len(BID_MARK))
+    def _width_of(self, column: Column) -> int:
+        """The widest cell `column` has now."""
+        spec = column.spec
+        if column is Column.PICK:
+            return self._pick_width()
+        if column is Column.FIT:  # a few distinct verdicts, however many offers
+            return max((cell_len(v.cell) for v in self._fits), default=0)
+        if spec.seen is not None:  # the outlook's: measured again with each outlook
+            return self._seen_width(column)
+        if spec.raw is None and spec.value is None:  # a cell of its own: each one measured
+            cells = map(spec.cell, self._offers, map(self.outlook, self._by_id))
+            return max(map(cell_len, cells), default=0)
+        if column not in self._offer_widths:  # the offers' own: once per set of offers
+            self._offer_widths[column] = (
+                max(map(cell_len, self._texts.get(column, ())), default=0)
+                if spec.raw is not None else self._number_width(column)
+            )
+        return self._offer_widths[column]
+
+    def _pick_width(self) -> int:
+        count = len(self._entries)
+        width = max(len(str(count)), len(GONE))
+        if self._refused:
+            width = max(width, len(REFUSED))
+        if self._failed:
+            width = max(width, len(_pick_text(count, failed=True)))
         return width
 
-    def _speed_width(self, column: Column) -> int:
-        """A speed column's width from its smallest and largest value (a format's width grows
-        with the magnitude), each as a prediction (`~`, the wider), and `?` when some offer's
-        speed is unknown: not 10,000 cells formatted to find a width."""
-        values = self._values[column]
-        unknown = UNKNOWN_COST if column is Column.PER_MTOK else 0.0
-        known = list(filter(unknown.__ne__, values))  # in C: 10,000 values
-        texts = ["?"] if len(known) < len(values) else []
-        for value in (min(known), max(known)) if known else ():
-            speed = DecodeSpeed(value, value, measured=False)
-            texts.append(speed.mtok_cell if column is Column.PER_MTOK else speed.tok_cell)
-        return max((cell_len(t) for t in texts), default=0)
+    def _number_width(self, column: Column) -> int:
+        values, figure = self._values[column], column.spec.figure
+        if not values:
+            return 0
+        width = max(len(figure(v)) for v in (min(values), max(values)))
+        # Any offer priced at our bid (`Offer.bid`), read in C: no property call per offer.
+        if column is Column.PRICE and max(map(attrgetter("bid_per_hour"), self._offers)) > 0:
+            width = max(width, len(figure(max(values))) + len(BID_MARK))
+        return width
+
+    def _seen_width(self, column: Column) -> int:
+        """An outlook column's width from its smallest and largest known figure (a format's
+        width grows with the magnitude; a speed reads as a prediction, `~`, the wider), and
+        `?` when some offer's is unknown: not 10,000 cells formatted to find a width."""
+        values, spec = self._values[column], column.spec
+        unknown = spec.unknown
+        known = values if unknown is None else list(filter(unknown.__ne__, values))  # in C
+        texts = [UNKNOWN_TEXT] if len(known) < len(values) else []
+        texts += [spec.figure(v) for v in ((min(known), max(known)) if known else ())]
+        return max(map(cell_len, texts), default=0)
 
     def chosen(self, highlighted: str | None, max_attempts: int = 1) -> tuple[Offer, ...]:
         """What Enter leases, in the order it is tried: the picks, or else the highlighted
@@ -667,13 +495,3 @@ def _pick_text(pick: int | None, failed: bool) -> str:
         return f"{pick} {FAILED}" if pick else FAILED
     return f"{pick}" if pick else ""
 
-
-def _text_of(entry: _Entry, column: Column) -> str:
-    """A text column's cell (provider text already sanitised in `_entries`)."""
-    if column is Column.PROVIDER:
-        return entry.provider
-    if column is Column.GPU:
-        return entry.gpu
-    if column is Column.WHERE:
-        return entry.location
-    return entry.stock

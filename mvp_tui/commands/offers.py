@@ -1,5 +1,7 @@
-"""`mvp-tui offers`: the filtered, sorted offer list of the configured provider, in the
-order `up --headless` tries it (offers on a host that failed recently last, badged)."""
+"""`mvp-tui offers`: the filtered offer list of the configured provider, in the board's first
+order, the one `up --headless` tries it in (engine/offer_ranking.py: $/h all-in; offers on a
+host that failed recently last, badged; then those the model cannot fit; then those never
+rented), with the board's columns (engine/offer_columns.py)."""
 
 from __future__ import annotations
 
@@ -14,22 +16,20 @@ import time
 from mvp_tui.config import Config
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.model_need import ModelNeedError, read_model_need
-from mvp_tui.engine.outlook import Outlook, no_outlook, outlook_for
+from mvp_tui.engine.offer_columns import COLUMNS
+from mvp_tui.engine.offer_ranking import BEST_FIRST, outlook_of
+from mvp_tui.engine.outlook import Outlook, no_outlook
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import ModelSettings, selection_policy
 from mvp_tui.exit_codes import ExitCode
-from mvp_tui.lease.host_journal import (
-    HostMemory,
-    config_model_key,
-    describe,
-    host_key,
-    load_memory,
-)
+from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
 from mvp_tui.providers.base import Offer, ProviderError, VramNeedUser
 from mvp_tui.untrusted import clean_line
 
-COLUMNS = ("id", "gpu", "n", "VRAM GiB", "fit", "$/h", "tok/s", "$/Mtok", "~ready", "$/GiB·h",
-           "rel", "down", "up", "where", "memory")
+# The board's columns an offer gives (not its pick column), between the offer's id and the
+# host memory's note.
+TABLE = tuple(c for c in COLUMNS if c.spec.has_cell)
+HEADERS = ("id", *(c.value for c in TABLE), "memory")
 FAILED_BADGE = "failed recently"
 
 
@@ -40,15 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _row(o: Offer, memory: HostMemory, outlook: Outlook) -> tuple[str, ...]:
     seen = outlook(o)
-    return (
-        clean_line(o.offer_id, 24), clean_line(o.gpu_name, 24), str(o.num_gpus),
-        f"{o.vram_gib_total:.0f}", seen.fit.cell,
-        f"{o.price_per_hour:.3f}" + (" bid" if o.bid else ""),
-        seen.speed.tok_cell if seen.speed else "?", seen.speed.mtok_cell if seen.speed else "?",
-        seen.ready.cell if seen.ready else "?", f"{o.price_per_gib_vram_hour:.4f}",
-        f"{o.reliability:.3f}", f"{o.down_mbps:.0f}", f"{o.up_mbps:.0f}",
-        clean_line(o.location, 32), _note(o, memory),
-    )
+    return (clean_line(o.offer_id, 24), *(c.spec.cell(o, seen) for c in TABLE), _note(o, memory))
 
 
 def _note(o: Offer, memory: HostMemory) -> str:
@@ -63,8 +55,8 @@ def render_table(
     offers: list[Offer], memory: HostMemory | None = None, outlook: Outlook = no_outlook
 ) -> str:
     memory = memory if memory is not None else HostMemory()
-    rows = [COLUMNS, *(_row(o, memory, outlook) for o in offers)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    rows = [HEADERS, *(_row(o, memory, outlook) for o in offers)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADERS))]
     return (
         "\n".join(
             "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
@@ -78,10 +70,9 @@ async def _search(config: Config, limit: int, need: ModelNeed | None) -> list[Of
     if need is not None and isinstance(provider, VramNeedUser) and provider.wants_vram_need:
         provider.use_vram_need(need.per_node_bytes)  # as `up` searches (engine/vram_floor.py)
     try:
-        offers = await provider.search_offers(selection_policy(config, limit))
+        return await provider.search_offers(selection_policy(config, limit))
     finally:
         await provider.aclose()
-    return sorted(offers, key=lambda o: (o.price_per_hour, o.offer_id))
 
 
 def offer_json(
@@ -123,12 +114,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
         return int(ExitCode.RUN_FAILED)
     now = time.time()
     memory = load_memory(config, now)
-    offers = memory.order(offers)  # the order `up --headless` tries them in
-    outlook = outlook_for(need, image=config.node_image()[0],
-                          image_gb=config.settings.image.size_gb,
-                          has_image=memory.has_image, learned=memory.learned,
-                          model=config_model_key(config),
-                          concurrency=config.settings.prompt.concurrency)
+    outlook = outlook_of(config, need, memory)
+    offers = BEST_FIRST.rank(offers, failed=memory.avoids, outlook=outlook)  # as headless walks
     if args.json:
         json.dump([offer_json(o, memory, now, outlook) for o in offers], sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -41,12 +41,16 @@ from mvp_tui.engine.events import (
     ReadySummary,
     RunFinished,
 )
+from mvp_tui.engine.model_fit import ModelNeed
+from mvp_tui.engine.offer_ranking import BEST_FIRST, outlook_of
+from mvp_tui.engine.outlook import Outlook, no_outlook
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.session import RunSession
+from mvp_tui.engine.vram_floor import NEED_TIMEOUT_S
 from mvp_tui.events import EngineEvent
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.host_journal import HostMemory, describe, host_key, load_memory
-from mvp_tui.providers.base import Offer, ProviderError
+from mvp_tui.providers.base import Offer, ProviderError, VramNeedUser
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -135,14 +139,19 @@ def offer_ref(text: str, own: str) -> tuple[str, str]:
 
 
 def _pick(
-    offers: list[Offer], opts: UpOptions, own: str, memory: HostMemory | None = None
+    offers: list[Offer],
+    opts: UpOptions,
+    own: str,
+    memory: HostMemory | None = None,
+    outlook: Outlook = no_outlook,
 ) -> list[Offer]:
     """The offers to walk: `--offer` ids in their order (picked by hand: kept as given), or
-    the best `max_offers`, those on a host that failed recently after the others."""
+    the best `max_offers` in the board's first order (engine/offer_ranking.py: $/h, those on
+    a host that failed recently after the others, those the model cannot fit after them)."""
     if not opts.offer_ids:
         rentable = [o for o in offers if not o.refused]  # never a host that cannot run it
-        ordered = memory.order(rentable) if memory is not None else rentable
-        return ordered[: opts.max_offers]
+        memory = memory if memory is not None else HostMemory()
+        return BEST_FIRST.rank(rentable, failed=memory.avoids, outlook=outlook)[: opts.max_offers]
     by_ref = {(o.provider, o.offer_id): o for o in offers}
     refs = [offer_ref(text, own) for text in opts.offer_ids]
     missing = [f"{k}:{i}" if k != own else i for k, i in refs if (k, i) not in by_ref]
@@ -353,6 +362,25 @@ _FILTER_KEYS = {
 }
 
 
+async def _need(engine: RunEngine) -> ModelNeed | None:
+    """The model's need (the board's fit), so the offers it cannot fit are walked last as
+    the board lists them; read within the VRAM floor's bound, None (fit unknown, nothing
+    unfit) when it cannot be. A provider that took the need as its floor (RunPod `auto`)
+    listed none too small: not read again. Read as the board reads it, but only for the
+    order: what the node is told of the fit stays engine/run_lease.py's."""
+    from mvp_tui.engine.model_need import ModelNeedError, read_model_need  # httpx: when asked
+
+    provider = engine.provider
+    if isinstance(provider, VramNeedUser) and provider.wants_vram_need:
+        return None
+    read = read_model_need(engine.settings.model, nodes=engine.config.settings.runtime.nodes,
+                           environ=engine.ctx.environ)
+    try:
+        return await asyncio.wait_for(read, NEED_TIMEOUT_S)
+    except (ModelNeedError, OSError, TimeoutError):
+        return None
+
+
 async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
     """Checks and the offers to walk; nothing is created here. The state dir is checked
     before the provider is asked anything (README "Every way out": exit 2)."""
@@ -377,7 +405,11 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
                 await other.aclose()
     now = engine.now()
     memory = load_memory(engine.config, now)
-    offers = _pick(offers, opts, own, memory)
+    # The fit orders the walk only where there is an order to make (not for picks by hand,
+    # nor for this machine's one offer): no model read for nothing.
+    ranked = not opts.offer_ids and sum(not o.refused for o in offers) > 1
+    need = await _need(engine) if ranked else None
+    offers = _pick(offers, opts, own, memory, outlook_of(engine.config, need, memory))
     for offer in offers:
         failure = memory.failure(offer)
         if failure is not None:

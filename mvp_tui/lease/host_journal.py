@@ -19,9 +19,9 @@ The engine's side, per attempt (create → running → ssh → agent → model �
 
 (from the engine's `AttemptAbandoned`: its stage, reason and stage_secs as they are, and
 `blames_host = scope == "host"`; a serving attempt: `stage="serving", ok=True, reason=""`),
-and before a walk, `memory = load_memory(config, now)` then `memory.order(offers)`: the
-offers on a host that failed within `[lease] avoid_failed_hosts_days` come last, in their
-order; the others keep theirs (`order_by_memory`). They stay pickable by hand.
+and before a walk, `memory = load_memory(config, now)`: the offers on a host that failed
+within `[lease] avoid_failed_hosts_days` (`HostMemory.avoids`) are ranked after the others
+(engine/offer_ranking.py, the board's order too). They stay pickable by hand.
 
 What counts against a host (`HostOutcome.blames_host`): a failure at any stage after
 "create" (a create that failed never reached a machine: an offer sold out says nothing of
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -265,18 +265,6 @@ def _runpod_gpu_type(offer: Offer) -> str:
     return gpu_type if sep and gpu_type else offer.offer_id
 
 
-def order_by_memory(offers: Sequence[Offer], failed: Collection[str]) -> list[Offer]:
-    """`offers` with those on a failed host (a key in `failed`) moved last; both groups keep
-    their given order (a stable partition)."""
-    if not failed:
-        return list(offers)
-    fresh: list[Offer] = []
-    later: list[Offer] = []
-    for offer in offers:
-        (later if any(h in failed for h in hosts_of(offer)) else fresh).append(offer)
-    return fresh + later
-
-
 def failure_of(offer: Offer, failed: Mapping[str, HostOutcome]) -> HostOutcome | None:
     """The newest recent failure on a host `offer` may run on, or None."""
     found = [failed[h] for h in hosts_of(offer) if h in failed]
@@ -420,10 +408,10 @@ class HostMemory:
             return failed.get(host_key(offer))
         return failure_of(offer, failed)
 
-    def order(self, offers: Sequence[Offer]) -> list[Offer]:
-        """`offers` with those on a recently failed host last (stable)."""
-        return [*(o for o in offers if self.failure(o) is None),
-                *(o for o in offers if self.failure(o) is not None)]
+    def avoids(self, offer: Offer) -> bool:
+        """Whether `offer`'s host failed recently: ranked after the others (the one ranking,
+        engine/offer_ranking.py), still pickable by hand."""
+        return self.failure(offer) is not None
 
 
     def has_image(self, offer: Offer, image: str) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 # A cited path, with an optional symbol: `lease/walk.py`, `config/sections/*.py`,
-# `tests/foundation/x.py`, `config/`, `lease/host_journal.py:HostMemory.order`.
+# `tests/foundation/x.py`, `config/`, `lease/host_journal.py:HostMemory.avoids`.
 PATH = re.compile(r"(?P<path>[\w*][\w./*-]*(?:\.py|\.toml|\.md|/))(?::(?P<symbol>[\w.]+))?")
 # A class, or a member of one: `LeaseLedger`, `FailureScope.HOST`, `RunSession.choose_model`.
 CLASS = re.compile(r"[A-Z][a-z]\w*(?:\.\w+)?")
@@ -142,10 +142,10 @@ def test_every_cited_class_and_function_is_live() -> None:
 
 
 def test_a_name_only_tests_call_is_caught() -> None:
-    # order_by_memory is defined in lease/host_journal.py and called only from tests: the
-    # glossary once cited it, bare, as what production does.
+    # order_by_memory, once defined in lease/host_journal.py and called only from tests (the
+    # glossary cited it, bare, as what production does), is gone: engine/offer_ranking.py.
     tree = ast.parse((REPO / "mvp_tui/lease/host_journal.py").read_text(encoding="utf-8"))
     if _defined(tree, "order_by_memory"):
         assert FUNCTION.fullmatch("order_by_memory")
         assert "order_by_memory" not in _used_names()
-    assert "order" in _used_names() and _defined(tree, "HostMemory.order")
+    assert "avoids" in _used_names() and _defined(tree, "HostMemory.avoids")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from types import MappingProxyType
 
+from mvp_tui.engine.offer_ranking import BEST_FIRST
 from mvp_tui.lease.host_journal import (
     DAY_S,
     JOURNAL_FILE,
@@ -23,7 +24,6 @@ from mvp_tui.lease.host_journal import (
     host_key,
     hosts_of,
     memory_from,
-    order_by_memory,
 )
 from mvp_tui.providers.base import Offer
 
@@ -222,20 +222,25 @@ def test_host_keys_per_provider() -> None:
     assert host_key(offer("local", "local", host_id="gpu-box")) == "gpu-box"
 
 
-def test_order_by_memory_moves_failed_hosts_last_and_keeps_both_orders() -> None:
-    offers = [offer(str(n), machine_id=f"m{n}") for n in range(1, 7)]
-    ordered = order_by_memory(offers, {"m1", "m4"})
-    assert [o.offer_id for o in ordered] == ["2", "3", "5", "6", "1", "4"]
-    assert order_by_memory(offers, set()) == offers
-    assert order_by_memory([], {"m1"}) == []
+def test_the_ranking_moves_failed_hosts_last_and_keeps_both_orders() -> None:
+    offers = [offer(str(n), machine_id=f"m{n}", price_per_hour=1 - n / 10) for n in range(1, 7)]
+    memory = memory_from([outcome("m1"), outcome("m4")], NOW, 7)
+    assert [memory.avoids(o) for o in offers] == [True, False, False, True, False, False]
+    ordered = BEST_FIRST.rank(offers, failed=memory.avoids)
+    assert [o.offer_id for o in ordered] == ["6", "5", "3", "2", "4", "1"]  # each by $/h
+    assert BEST_FIRST.rank(offers) == offers[::-1]
+    assert BEST_FIRST.rank([], failed=memory.avoids) == []
 
 
 def test_a_runpod_type_is_avoided_when_one_of_its_data_centers_failed_for_it() -> None:
     gpu = "NVIDIA GeForce RTX 4090"
-    pod = offer(f"SECURE:{gpu}", "runpod", data_centers=("US-TX-3", "EU-RO-1"))
+    pod = offer(f"SECURE:{gpu}", "runpod", data_centers=("US-TX-3", "EU-RO-1"),
+                price_per_hour=0.2)
     other = offer("SECURE:NVIDIA A40", "runpod", data_centers=("US-TX-3",))
-    assert order_by_memory([pod, other], {f"EU-RO-1/{gpu}"}) == [other, pod]
-    assert order_by_memory([pod, other], {"EU-RO-1/NVIDIA A40"}) == [pod, other]
+    there = memory_from([outcome(f"EU-RO-1/{gpu}", provider="runpod")], NOW, 7)
+    assert BEST_FIRST.rank([pod, other], failed=there.avoids) == [other, pod]
+    elsewhere = memory_from([outcome("EU-RO-1/NVIDIA A40", provider="runpod")], NOW, 7)
+    assert BEST_FIRST.rank([pod, other], failed=elsewhere.avoids) == [pod, other]
 
 
 def test_memory_across_providers_badges_and_orders_with_the_newest_failure() -> None:
@@ -247,7 +252,8 @@ def test_memory_across_providers_badges_and_orders_with_the_newest_failure() -> 
     memory = memory_from(outcomes, NOW, 7)
     bad, good = offer("1", machine_id="40001"), offer("2", machine_id="40002")
     here = offer("local", "local", host_id="gpu-box")
-    assert memory.order([bad, here, good]) == [good, bad, here]
+    # By $/h (all alike here), ties by row key, the failed hosts after the others.
+    assert BEST_FIRST.rank([bad, here, good], failed=memory.avoids) == [good, here, bad]
     failure = memory.failure(bad)
     assert failure is not None and failure.reason == "second"
     assert memory.failure(good) is None

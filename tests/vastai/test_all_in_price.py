@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import ConfigPaths, load_config
+from mvp_tui.engine.offer_columns import Column
+from mvp_tui.engine.outlook import NO_OUTLOOK
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.vastai import VastAiProvider
 from mvp_tui.rehearsal.vastai_server import FakeVast
-from mvp_tui.widgets.offers_model import _NUMBERS, Column
 
 KEY = "fake-vast-key-0123456789"
 
@@ -34,8 +35,8 @@ async def test_the_image_pull_is_priced_into_each_offer(tmp_path: Path) -> None:
     assert pulled.pull_usd == pytest.approx(0.13) and free.pull_usd == 0.0
     assert pulled.price_per_hour == 0.30  # the billing rate (limits, spend) is unchanged
     # On the board the first hour of the "cheaper" offer costs more: it leads no more.
-    price = _NUMBERS[Column.PRICE]
-    assert price.text(pulled) == "0.430" and price.text(free) == "0.310"
+    price = Column.PRICE.spec
+    assert price.cell(pulled, NO_OUTLOOK) == "0.430" and price.cell(free, NO_OUTLOOK) == "0.310"
 
 
 async def test_without_an_image_size_nothing_is_added(tmp_path: Path) -> None:
