@@ -290,7 +290,7 @@ class LeasesPane(Pane):
     def _columns_that_fit(self, rows: list[list[Text]]) -> tuple[str, ...]:
         """The lease columns less the fewest of DROP_ORDER that make the table fit (all of
         them before the pane is laid out; the fewest where nothing fits)."""
-        columns = LEASE_COLUMNS
+        columns: tuple[str, ...] = LEASE_COLUMNS
         if not self.content_size.width:
             return columns
         for name in DROP_ORDER:
