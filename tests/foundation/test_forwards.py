@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,9 @@ PENDING = frozenset(
     {
         # engine/session.py: RunSession's query forwards (status branch, item 2).
         "RunSession",
+        # engine/run.py: the six reads session.py (and tui/dashboard.py) still make of the
+        # engine; every other forward is gone (ENGINE_READS pins them).
+        "RunEngine",
         # tui/: the live mode and the app that forwards to it (status branch, items 1 and 3).
         "LiveMode",
         "MvpApp",
@@ -208,6 +212,28 @@ def test_each_pending_class_still_exists_and_still_exceeds() -> None:
     assert under == [], f"under the cap now; take them out of PENDING: {under}"
 
 
+# RunEngine's last forwards, each kept only while a file of the status branch reads it.
+ENGINE_READS = {
+    "run_id": ("mvp_tui/engine/session.py", "mvp_tui/tui/dashboard.py"),
+    "settings": ("mvp_tui/engine/session.py",),
+    "prompts": ("mvp_tui/engine/session.py",),
+    "endpoint": ("mvp_tui/engine/session.py",),
+    "earlier_leases": ("mvp_tui/engine/session.py",),
+    "down_earlier": ("mvp_tui/engine/session.py",),
+}
+
+
+def test_the_engine_keeps_only_the_forwards_the_pending_files_read() -> None:
+    checked, known = checked_classes(ROOT)
+    engine = next(c for c in checked if c.name == "RunEngine")
+    kept = {f.member for f in forwards(engine, known)}
+    assert kept <= set(ENGINE_READS), f"reach the collaborator instead: {kept - set(ENGINE_READS)}"
+    for name, readers in ENGINE_READS.items():
+        call = re.compile(rf"(?<!mvp_tui\.)\be\w*\.{name}\b")  # engine.run_id, e.run_id
+        read = [r for r in readers if call.search((ROOT / r).read_text(encoding="utf-8"))]
+        assert name not in kept or read, f"RunEngine.{name}: nothing pending reads it; remove it"
+
+
 SNIPPET = '''
 class Facade:
     def __init__(self, link):
@@ -289,7 +315,8 @@ def test_the_detector_finds_each_shape_of_forward() -> None:
 
 def test_three_forwards_pass_and_a_fourth_fails() -> None:
     def members(n: int) -> str:
-        return "".join(f"    def m{i}(self):\n        return self.collab.m{i}()\n" for i in range(n))
+        one = "    def m{0}(self):\n        return self.collab.m{0}()\n"
+        return "".join(one.format(i) for i in range(n))
 
     three = classes_of("class Three:\n" + members(3), "y.py")[0]
     four = classes_of("class Four:\n" + members(4), "y.py")[0]
