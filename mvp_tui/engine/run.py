@@ -9,7 +9,8 @@ settings, sink, hub, redactor, store, clock, configuration), each owning its own
   heartbeats, the endpoint record and the agent's log mark;
 - `Serving` (run_serve): the prompt queue and RPC server, the serving node's watch, limits;
 - `Teardown` (run_teardown): the run's leases destroyed, confirmed;
-- `Attempts`, `AttemptStage` (run_attempts): between one host and the next, stage times;
+- `Attempts` (run_attempts), `AttemptStage` (attempt_stage): between one host and the
+  next, stage times;
 - `NodeVerdicts` (run_core): what the nodes say about themselves.
 
 The engine owns every resource a run holds and releases it in `aclose`. It reports through
@@ -28,13 +29,14 @@ from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.loader import served_name
 from mvp_tui.config.values import Source
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.attempt_stage import AttemptStage
 from mvp_tui.engine.cluster import Cluster, ClusterSettings
 from mvp_tui.engine.context import RunLeases
 from mvp_tui.engine.events import OffersListed, RunStarted
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.model_fit import ModelNeed
-from mvp_tui.engine.run_attempts import Attempts, AttemptStage
+from mvp_tui.engine.run_attempts import Attempts
 from mvp_tui.engine.run_bringup import NodeLink
 from mvp_tui.engine.run_core import (
     NODE_CLUSTER_SOURCE,

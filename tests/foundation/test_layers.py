@@ -39,6 +39,7 @@ BASE = tuple(
         "node_protocol",
         "exit_codes",
         "run_ids",
+        "labels",
         "install_tag",
         "lazy_names",
         "keymap",
@@ -49,6 +50,8 @@ BASE = tuple(
 ENGINE = tuple(
     f"mvp_tui.{name}" for name in ("providers", "lease", "ssh", "datastream", "prompt", "engine")
 )
+# The engine-side packages that stand on providers (a label's grammar is the base's labels.py).
+PROVIDER_USERS = tuple(f"mvp_tui.{name}" for name in ("lease", "ssh", "prompt", "engine"))
 UI = ("mvp_tui.widgets", "mvp_tui.themes", "mvp_tui.tui")
 ENTRY = ("mvp_tui.cli", "mvp_tui.__main__", "mvp_tui.commands", "mvp_tui.preflight",
          "mvp_tui.rehearsal")
@@ -132,6 +135,8 @@ def _breaks(module: str, target: str) -> str | None:
             return "widgets see providers only through providers/base.py's types"
         if _within(target, ("mvp_tui.tui", *ENTRY)):
             return "widgets are composed by the app, never the other way round"
+    if _within(module, ("mvp_tui.providers",)) and _within(target, PROVIDER_USERS):
+        return "providers stand below the lease walk, SSH, prompts and the engine that use them"
     engine = ("mvp_tui.engine",)
     if _within(module, ENGINE) and _within(target, engine) and not _within(module, engine):
         return "only the engine drives providers, leases, SSH, the datastream and prompts"
@@ -154,7 +159,7 @@ def test_every_import_keeps_to_the_layers() -> None:
         modules
     )
     assert "mvp_tui.node_protocol" in {
-        t for _, t in _imports("", modules["mvp_tui.engine.run_attempts"])
+        t for _, t in _imports("", modules["mvp_tui.engine.attempt_stage"])
     }
     assert _violations() == []
 
@@ -179,6 +184,9 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.base.Offer") is None
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
+    assert _breaks("mvp_tui.providers.docker_spec", "mvp_tui.lease.naming.parse_label")
+    assert _breaks("mvp_tui.providers.docker_spec", "mvp_tui.labels.parse_label") is None
+    assert _breaks("mvp_tui.lease.walk", "mvp_tui.providers.base") is None
     assert _breaks("mvp_tui.tui.app", "textual.app") is None
 
 

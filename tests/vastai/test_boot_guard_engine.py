@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import ConfigPaths, load_config
-from mvp_tui.engine.boot_guard import NodeBootGuard
+from mvp_tui.engine.events import NodeBootGuard
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.settings import create_env
 from mvp_tui.events import EngineEvent
