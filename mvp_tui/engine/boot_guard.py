@@ -2,7 +2,7 @@
 started (the guard itself is sh in the create request: providers/boot_guard.py).
 
 `require_node_watchdog` holds it as it holds the switch: a guard that cannot run on a billing
-node stops the run (`RunEngine.check_watchdog`). A node where no guard ran says so and is not
+node stops the run (`NodeLink.check_watchdog`). A node where no guard ran says so and is not
 refused, as a node that reports no switch is not.
 """
 
