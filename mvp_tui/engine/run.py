@@ -67,8 +67,8 @@ class RunEngine:
 
     It composes the run's collaborators (`ctx`, `leasing`, `link`, `serving`, `teardown`,
     `attempts`) and callers reach them directly; the engine keeps only the run's own checks,
-    model and offer search. `hub`: a session's hub (its panes attach once); the engine then leaves
-    it open at `aclose(keep_hub=True)`."""
+    model and offer search. `hub`: a session's hub (its panes attach once); the engine then
+    leaves it open at `aclose(keep_hub=True)`."""
 
     def __init__(
         self,
