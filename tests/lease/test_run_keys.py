@@ -65,7 +65,7 @@ async def test_two_runs_write_records_with_their_own_key_and_token(tmp_path: Pat
             assert random_bits(record.api_key, "mvp-") >= 256
             assert random_bits(record.rpc_token, "mvp-rpc-") >= 256
             records.append(record)
-        assert runs[0].run_id != runs[1].run_id
+        assert runs[0].ctx.run_id != runs[1].ctx.run_id
         first, second = records
         assert first.api_key != second.api_key
         assert first.rpc_token != second.rpc_token
