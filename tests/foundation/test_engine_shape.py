@@ -19,18 +19,9 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.engine.context import RunContext
-from tests.shipped import shipped_files
+from tests.foundation.classes import ClassInfo, Known, Method, chain, classes_of, classes_under
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclasses.dataclass
-class ClassInfo:
-    name: str
-    where: str  # path:line of the class statement
-    bases: list[str]
-    methods: list[str]
-    assigns: dict[str, list[str]]  # attribute → path:line of each `self.X = …` in a method
 
 
 def _targets(node: ast.AST) -> Iterator[ast.expr]:
@@ -49,7 +40,7 @@ def _flat(target: ast.expr) -> Iterator[ast.expr]:
         yield target
 
 
-def _self_assigns(method: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[str, int]]:
+def _self_assigns(method: Method) -> Iterator[tuple[str, int]]:
     if not method.args.args:
         return
     me = method.args.args[0].arg  # `self`, whatever it is called
@@ -63,72 +54,32 @@ def _self_assigns(method: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tu
                 yield target.attr, target.lineno
 
 
-def classes_of(source: str, path: str) -> list[ClassInfo]:
-    found: list[ClassInfo] = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
-        info = ClassInfo(node.name, f"{path}:{node.lineno}", bases, [], {})
-        for item in node.body:
-            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                info.methods.append(item.name)
-                for attr, line in _self_assigns(item):
-                    info.assigns.setdefault(attr, []).append(f"{path}:{line}")
-        found.append(info)
+def assigns(cls: ClassInfo) -> dict[str, list[str]]:
+    """attribute → path:line of each `self.X = …` in a method of the class."""
+    path = cls.where.split(":")[0]
+    found: dict[str, list[str]] = {}
+    for method in cls.methods:
+        for attr, line in _self_assigns(method):
+            found.setdefault(attr, []).append(f"{path}:{line}")
     return found
-
-
-Known = dict[str, list[ClassInfo]]  # every class of the package, by name (names repeat)
-
-
-def project_classes(root: Path) -> Known:
-    known: Known = {}
-    for path in shipped_files(under=root):
-        rel = str(path.relative_to(root))
-        for info in classes_of(path.read_text(encoding="utf-8"), rel):
-            known.setdefault(info.name, []).append(info)
-    return known
-
-
-def _base(name: str, of: ClassInfo, known: Known) -> ClassInfo | None:
-    """A base by name: the one of the same module, else the package's (first) one."""
-    found = known.get(name, [])
-    same = [c for c in found if c.where.split(":")[0] == of.where.split(":")[0]]
-    return (same or found or [None])[0]
-
-
-def chain(info: ClassInfo, known: Known) -> list[ClassInfo]:
-    """The class and the project classes it inherits from (breadth first, each once)."""
-    out: list[ClassInfo] = []
-    todo = [info]
-    while todo:
-        here = todo.pop(0)
-        if any(x is here for x in out):
-            continue
-        out.append(here)
-        todo += [b for b in (_base(n, here, known) for n in here.bases) if b is not None]
-    return out
 
 
 def rebound(info: ClassInfo, known: Known) -> list[str]:
     """`attr: where, where` for each attribute assigned by more than one class of the chain."""
-    owners: dict[str, list[ClassInfo]] = {}
+    owners: dict[str, list[tuple[ClassInfo, list[str]]]] = {}
     for cls in chain(info, known):
-        for attr in cls.assigns:
-            owners.setdefault(attr, []).append(cls)
+        for attr, where in assigns(cls).items():
+            owners.setdefault(attr, []).append((cls, where))
     return [
-        f"{info.name}.{attr} assigned in {len(cls)} classes: "
-        + ", ".join(f"{c.name} ({', '.join(c.assigns[attr])})" for c in cls)
-        for attr, cls in sorted(owners.items())
-        if len(cls) > 1
+        f"{info.name}.{attr} assigned in {len(by)} classes: "
+        + ", ".join(f"{c.name} ({', '.join(where)})" for c, where in by)
+        for attr, by in sorted(owners.items())
+        if len(by) > 1
     ]
 
 
 def engine_classes(root: Path) -> tuple[list[ClassInfo], Known]:
-    known = project_classes(root)
-    engine = [c for cs in known.values() for c in cs if c.where.startswith("mvp_tui/engine/")]
-    return sorted(engine, key=lambda c: c.where), known
+    return classes_under(root, "mvp_tui/engine/")
 
 
 def test_no_attribute_is_assigned_outside_its_owner() -> None:

@@ -22,10 +22,10 @@ import ast
 import dataclasses
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-from tests.shipped import ROOT, shipped_files
+from tests.foundation.classes import ClassInfo, Known, Method, chain, classes_of, classes_under
+from tests.shipped import ROOT
 
 MAX_FORWARDS = 3
 CHECKED = ("mvp_tui/engine/", "mvp_tui/tui/")
@@ -54,15 +54,7 @@ class Forward:
     to: str  # what it hands on to, e.g. `self.leasing.lease(...)`
 
 
-@dataclasses.dataclass
-class ClassInfo:
-    name: str
-    where: str  # path:line of the class statement
-    bases: list[str]
-    members: dict[str, Forward | None]  # every method; its forward, or None
-
-
-def _body(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+def _body(func: Method) -> list[ast.stmt]:
     body = func.body
     first = body[0]
     if (
@@ -95,7 +87,7 @@ def _passed_on(node: ast.expr) -> bool:
     return isinstance(node, ast.Name | ast.Constant)
 
 
-def forward_of(func: ast.FunctionDef | ast.AsyncFunctionDef, path: str) -> Forward | None:
+def forward_of(func: Method, path: str) -> Forward | None:
     """The member's forward, if its body is one: see the module's docstring for the shapes."""
     static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in func.decorator_list)
     if static or not func.args.args:
@@ -125,66 +117,18 @@ def forward_of(func: ast.FunctionDef | ast.AsyncFunctionDef, path: str) -> Forwa
     return Forward(func.name, f"{path}:{func.lineno}", shown)
 
 
-def classes_of(source: str, path: str) -> list[ClassInfo]:
-    found: list[ClassInfo] = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        bases = [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases]
-        members = {
-            item.name: forward_of(item, path)
-            for item in node.body
-            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
-        found.append(ClassInfo(node.name, f"{path}:{node.lineno}", bases, members))
-    return found
-
-
-Known = dict[str, list[ClassInfo]]  # every shipped class, by name (names repeat)
-
-
-def project_classes(root: Path) -> Known:
-    known: Known = {}
-    for path in shipped_files(under=root):
-        rel = str(path.relative_to(root))
-        for info in classes_of(path.read_text(encoding="utf-8"), rel):
-            known.setdefault(info.name, []).append(info)
-    return known
-
-
-def _base(name: str, of: ClassInfo, known: Known) -> ClassInfo | None:
-    """A base by name: the one of the same module, else the first shipped one."""
-    found = known.get(name.rsplit(".", 1)[-1], [])
-    same = [c for c in found if c.where.split(":")[0] == of.where.split(":")[0]]
-    return (same or found or [None])[0]
-
-
-def _chain(info: ClassInfo, known: Known) -> Iterator[ClassInfo]:
-    """The class, then the project classes it inherits from (breadth first, each once)."""
-    seen: list[ClassInfo] = []
-    todo = [info]
-    while todo:
-        here = todo.pop(0)
-        if any(x is here for x in seen):
-            continue
-        seen.append(here)
-        yield here
-        todo += [b for b in (_base(n, here, known) for n in here.bases) if b is not None]
-
-
 def forwards(info: ClassInfo, known: Known) -> list[Forward]:
     """The class's forwards, inherited ones included; the nearest definition of a name wins."""
     decided: dict[str, Forward | None] = {}
-    for cls in _chain(info, known):
-        for name, forward in cls.members.items():
-            decided.setdefault(name, forward)
+    for cls in chain(info, known):
+        path = cls.where.split(":")[0]
+        for method in cls.methods:  # a property's getter before its setter
+            decided.setdefault(method.name, forward_of(method, path))
     return [f for f in decided.values() if f is not None]
 
 
 def checked_classes(root: Path) -> tuple[list[ClassInfo], Known]:
-    known = project_classes(root)
-    checked = [c for cs in known.values() for c in cs if c.where.startswith(CHECKED)]
-    return sorted(checked, key=lambda c: c.where), known
+    return classes_under(root, *CHECKED)
 
 
 def over_cap(info: ClassInfo, known: Known) -> str | None:
