@@ -204,12 +204,12 @@ async def soak(tmp: Path, rpc: int, endpoint: int, samples: Samples) -> None:
         await pilot.pause()
         await pilot.press("enter")  # the local offer: $0, no confirm
         await seen.first(NodeReady)
-        record = engine.endpoint
+        record = engine.link.endpoint
         for _ in range(100):  # the record is written as the node serves
             if record is not None and record.rpc_addr and record.base_url:
                 break
             await pilot.pause()
-            record = engine.endpoint
+            record = engine.link.endpoint
         assert record is not None and record.rpc_addr, "the run has no prompt RPC address"
         samples.take("start", 0, 0)
         await rpc_leg(record.rpc_addr, record.rpc_token, rpc, samples)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 TAG_FILE = "owner_tag"
 # Lowercase ASCII letters and digits, at least 6 (longer than `r` and no `-`, so a label has one
-# reading; see naming.py); the made one is 10 hex digits.
+# reading; see labels.py); the made one is 10 hex digits.
 TAG_PATTERN = r"[a-z0-9]{6,16}"
 _TAG = re.compile(TAG_PATTERN, re.ASCII)
 

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from mvp_tui.config.sections.docker import DockerSection
 from mvp_tui.config.sections.runtime import ImageSection
 from mvp_tui.config.values import Source
-from mvp_tui.lease.naming import parse_label
+from mvp_tui.labels import parse_label
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED, AgentEnv, BootEnv
 from mvp_tui.secrets import is_secret_name
 

@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
-from mvp_tui.engine.events import AttemptAbandoned, NodeReady, NodeReplacing, WalkOrderSaid
+from mvp_tui.engine.events import (
+    AttemptAbandoned,
+    NodeReady,
+    NodeReplacing,
+    NodeWatchdog,
+    WalkOrderSaid,
+)
 from mvp_tui.engine.ledger import LeaseLedger, LeaseLine, money_text
-from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.events import (
     AttemptAnswered,

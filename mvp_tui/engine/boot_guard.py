@@ -2,17 +2,16 @@
 started (the guard itself is sh in the create request: providers/boot_guard.py).
 
 `require_node_watchdog` holds it as it holds the switch: a guard that cannot run on a billing
-node stops the run (`RunEngine.check_watchdog`). A node where no guard ran says so and is not
+node stops the run (`NodeLink.check_watchdog`). A node where no guard ran says so and is not
 refused, as a node that reports no switch is not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mvp_tui.datastream.frame import Frame
-from mvp_tui.events import EngineEvent
+from mvp_tui.engine.events import NodeBootGuard
 from mvp_tui.node_protocol import (
     AGENT_CHANNEL_SUFFIX,
     BOOT_GUARD_PHASE,
@@ -24,18 +23,6 @@ from mvp_tui.node_protocol import (
 from mvp_tui.untrusted import clean_line
 
 STATES = ("armed", "off", "none", "not_needed", "failed")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeBootGuard(EngineEvent):
-    """What the boot guard said, as the agent read it: `armed` (stood down now that the agent
-    runs), `off`, `none` (no guard ran), `not_needed` (local/Docker), or `failed` (why)."""
-
-    run_id: str
-    status: str
-    reason: str = ""
-    grace_s: int | None = None
-    tool: str = ""  # "python3" | "curl": what the guard would have destroyed with
 
 
 def boot_guard_event(

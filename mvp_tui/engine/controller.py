@@ -152,7 +152,7 @@ class RunController:
     @property
     def holds_lease(self) -> bool:
         """Something of this run may bill now (a live lease, or one in the making)."""
-        return self.engine.lease_record is not None or self.state in (
+        return self.engine.leases.lease_record is not None or self.state in (
             RunState.LEASING,
             RunState.BRINGING_UP,
             RunState.TEARING_DOWN,
@@ -167,10 +167,9 @@ class RunController:
             return
         self.state = state
         self.served = self.served or state is RunState.SERVING
+        ctx = self.engine.ctx
         with contextlib.suppress(Exception):  # a sink that fails must not stop the run
-            self.engine.emit(
-                RunStateChanged(at=self.engine.now(), run_id=self.engine.run_id, state=state.value)
-            )
+            ctx.emit(RunStateChanged(at=ctx.clock(), run_id=ctx.run_id, state=state.value))
 
     # -- the lifecycle ----------------------------------------------------------------------------
 
@@ -182,7 +181,7 @@ class RunController:
 
     async def reattach(self, earlier: OpenLease, plan: Plan) -> PlanEnd:
         """Continue an earlier run's running lease: re-attach to its agent and serve."""
-        self.engine.adopt(earlier)
+        self.engine.leasing.adopt(earlier)
         return await self._own(self._attach_then_serve(plan))
 
     async def _own(self, work: Awaitable[PlanEnd]) -> PlanEnd:
@@ -239,13 +238,13 @@ class RunController:
         engine = self.engine
         self._set_state(RunState.LEASING)
         engine.check_state_dir()
-        await engine.prepare_ssh_identity()
-        walk = AttemptWalk(offers, engine.settings.attempts)
+        await engine.leasing.prepare_ssh_identity()
+        walk = AttemptWalk(offers, engine.ctx.settings.attempts)
         engine.attempts.announce_order(walk.remaining, "as picked")
         while True:
             engine.attempts.begin_attempt()
             self._set_state(RunState.LEASING)
-            result = await engine.lease(walk.remaining)
+            result = await engine.leasing.lease(walk.remaining)
             if not result.ok:
                 raise RunFailed(engine.redactor(walk.exhausted(result.reason)))
             walk.leased(result.attempts)
@@ -258,16 +257,16 @@ class RunController:
         """Destroy the failed host (confirmed) and decide: walk on, or stop with the fix."""
         engine, failure = self.engine, failed.failure
         lost = failure.stage is Stage.SERVING
-        replace = engine.settings.attempts.replace_lost
+        replace = engine.ctx.settings.attempts.replace_lost
         if engine.cluster.settings.multi or (lost and not replace):
             raise failed  # several nodes: no replacement (yet); "stop": today's behaviour
         if lost:
-            lease = engine.lease_record
+            lease = engine.leases.lease_record
             self.replacements += 1
-            engine.emit(
+            engine.ctx.emit(
                 NodeReplacing(
-                    at=engine.now(),
-                    run_id=engine.run_id,
+                    at=engine.ctx.clock(),
+                    run_id=engine.ctx.run_id,
                     provider_id=(lease.provider_id or "") if lease else "",
                     reason=failure.reason,
                     replacement=self.replacements,
@@ -281,7 +280,7 @@ class RunController:
             raise RunFailed(
                 f"the failed host's lease could not be confirmed deleted and may still bill; "
                 f"no other lease is made ({failure.reason})",
-                f"retry with `mvp-tui down {engine.run_id}` or check the provider's console"
+                f"retry with `mvp-tui down {engine.ctx.run_id}` or check the provider's console"
                 + then,
             )
         if failure.scope is FailureScope.RUN:
@@ -293,7 +292,7 @@ class RunController:
 
     async def _attach_then_serve(self, plan: Plan) -> PlanEnd:
         self._set_state(RunState.BRINGING_UP)
-        await self.engine.prepare_ssh_identity()
+        await self.engine.leasing.prepare_ssh_identity()
         return await self._serve(plan)
 
     async def _serve(self, plan: Plan) -> PlanEnd:
@@ -309,7 +308,7 @@ class RunController:
             ]
         limits = self._guards[0]
         self._set_state(RunState.BRINGING_UP)
-        await _first_of(engine.bring_up(), limits)
+        await _first_of(engine.link.bring_up(), limits)
         if plan.until == "ready" and not plan.prompts:
             return PlanEnd.READY if can_keep else PlanEnd.DONE
         self._set_state(RunState.SERVING)
@@ -324,7 +323,7 @@ class RunController:
     ) -> PlanEnd:
         engine = self.engine
         if plan.prompts:
-            queue = await engine.start_prompts(rpc=False)
+            queue = await engine.serving.start_prompts(rpc=False)
             if not self._prompts_sent:
                 self._prompts_sent = True
                 for text in plan.prompts:
@@ -334,7 +333,7 @@ class RunController:
             return PlanEnd.DONE
         if plan.until is not None or not plan.serve:
             return PlanEnd.DONE
-        await engine.start_prompts(rpc=plan.rpc)
+        await engine.serving.start_prompts(rpc=plan.rpc)
         await _first_of(watch, limits)  # ends only by raising: the node failed, a limit hit
         raise RunFailed("the node stopped serving")
 
@@ -363,12 +362,12 @@ class RunController:
         engine = self.engine
         self._set_state(RunState.TEARING_DOWN)
         if reason:
-            engine.log(f"stopping the run: {reason}")
+            engine.ctx.log(f"stopping the run: {reason}")
         await self._cancel_all()
         keep = not destroy and engine.provider.info.ssh  # a local node never outlives us
         await self._isolated("closing the prompt RPC", engine.serving.close_rpc())
         await self._isolated("closing the prompts", engine.serving.close_prompts())
-        await self._isolated("closing the SSH session", engine.close_session(not keep))
+        await self._isolated("closing the SSH session", engine.link.close_session(not keep))
         if keep:
             result = self._kept()
         else:
@@ -388,8 +387,10 @@ class RunController:
         try:
             await step
         except Exception as exc:
-            self.engine.log(f"{what} failed ({type(exc).__name__}: {one_line_ascii(str(exc))}); "
-                            "tearing down anyway")
+            self.engine.ctx.log(
+                f"{what} failed ({type(exc).__name__}: {one_line_ascii(str(exc))}); "
+                "tearing down anyway"
+            )
 
     def _kept(self) -> StopResult:
         try:
@@ -400,7 +401,7 @@ class RunController:
 
     async def _destroy(self) -> StopResult:
         try:
-            report: DownReport = await self.engine.destroy_leases()
+            report: DownReport = await self.engine.teardown.destroy_leases()
         except Exception as exc:
             left: tuple[LeaseRef, ...] = ()
             with contextlib.suppress(Exception):

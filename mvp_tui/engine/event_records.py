@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from mvp_tui.engine import boot_guard, events, limits, watchdog
+from mvp_tui.engine import events
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease_events
 from mvp_tui.prompt import events as prompt_events
@@ -26,7 +26,7 @@ from mvp_tui.ssh import events as ssh_events
 
 RECORD_TYPE = "OrchEvent"
 # The modules that define engine events (imported here so each type is known by its kind).
-EVENT_MODULES = (lease_events, ssh_events, events, prompt_events, watchdog, limits, boot_guard)
+EVENT_MODULES = (lease_events, ssh_events, events, prompt_events)
 # Fields that hold the answer's text: never archived.
 _ANSWER_TEXT = ("text", "final_text", "partial_text")
 _ANSWERS = (prompt_events.TextDelta, prompt_events.PromptDone, prompt_events.PromptFault,

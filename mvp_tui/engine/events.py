@@ -54,6 +54,52 @@ class NodeFailed(EngineEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeWatchdog(EngineEvent):
+    """What the node's switch said (engine/watchdog.py reads it from the agent): `ready`
+    (armed) or `failed` (with the reason) at start, `fired` when it began destroying its
+    lease, `destroyed` / `ended` once done."""
+
+    run_id: str
+    status: str  # "ready" | "failed" | "fired" | "destroyed" | "ended"
+    reason: str = ""
+    deadline_at: float | None = None
+    idle_teardown_mins: float | None = None
+    armed: bool = False
+    trigger: str = ""  # "deadline" | "idle" once fired
+    # A failed verdict's scope: "host" where only this host failed (it cannot reach the
+    # provider's API), "run" where every host would fail the same (the key lacks the right).
+    scope: str = "run"
+    # Whether the key's write right was proven (Vast's no-op change); False: read only
+    # (RunPod), None: not said (an older agent, or not a ready verdict).
+    destroy_proven: bool | None = None
+    bills: bool = False  # a fired switch that gave up: its instance may still bill
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeBootGuard(EngineEvent):
+    """What the boot guard said, as the agent read it (engine/boot_guard.py): `armed` (stood
+    down now that the agent runs), `off`, `none` (no guard ran), `not_needed` (local/Docker),
+    or `failed` (why)."""
+
+    run_id: str
+    status: str
+    reason: str = ""
+    grace_s: int | None = None
+    tool: str = ""  # "python3" | "curl": what the guard would have destroyed with
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitReached(EngineEvent):
+    """A `[limits]` cap was reached (engine/limits.py): the run tears its lease down."""
+
+    run_id: str
+    provider_id: str
+    limit: str  # "max_spend_usd" | "max_hours"
+    value: float
+    reached: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunFinished(EngineEvent):
     """The last event of a run; `exit_code` is what `mvp-tui up` exits with."""
 

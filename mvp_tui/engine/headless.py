@@ -279,10 +279,10 @@ async def run_up(
                 code, reason = int(ExitCode.OK), "stopped by a stop line on stdin; nothing leased"
         controller, engine = session.controller, session.engine
         left = [ref.provider_id or ref.label for ref in (controller.result or StopResult()).left]
-        engine.emit(
+        engine.ctx.emit(
             RunFinished(
-                at=engine.now(),
-                run_id=engine.run_id,
+                at=engine.ctx.clock(),
+                run_id=engine.ctx.run_id,
                 exit_code=code,
                 reason=reason,
                 leases_left=tuple(left),
@@ -312,7 +312,7 @@ async def _drive(
     except (RunFailed, ProviderError) as exc:
         return int(ExitCode.RUN_FAILED), engine.redactor(str(exc))
     max_tokens = (
-        opts.max_tokens if opts.max_tokens is not None else engine.settings.prompt.max_tokens
+        opts.max_tokens if opts.max_tokens is not None else engine.ctx.settings.prompt.max_tokens
     )
     plan = Plan(
         until=opts.until,
@@ -403,7 +403,7 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
                 offers += await other.search_offers()
             finally:
                 await other.aclose()
-    now = engine.now()
+    now = engine.ctx.clock()
     memory = load_memory(engine.config, now)
     # The fit orders the walk only where there is an order to make (not for picks by hand,
     # nor for this machine's one offer): no model read for nothing.
@@ -413,7 +413,7 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
     for offer in offers:
         failure = memory.failure(offer)
         if failure is not None:
-            engine.log(
+            engine.ctx.log(
                 f"host memory: offer {offer.offer_id} is on {offer.provider} host "
                 f"{host_key(offer)}, which {describe(failure, now)}; "
                 + ("kept where --offer puts it" if opts.offer_ids else "tried after the others")

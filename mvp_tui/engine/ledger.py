@@ -16,8 +16,8 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mvp_tui.engine.events import NodeWatchdog
 from mvp_tui.engine.ready_estimate import clock_text
-from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RunRecord

@@ -8,26 +8,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from mvp_tui.config import Config
 from mvp_tui.config.sections.limits import LimitsSection
-from mvp_tui.events import EngineEvent
+from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.lease.records import LeaseRecord
 
-if TYPE_CHECKING:  # the ledger's module reads the switch's events, which read these limits
-    from mvp_tui.engine.ledger import LeaseLedger
-
 CHECK_EVERY_S = 1.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LimitReached(EngineEvent):
-    run_id: str
-    provider_id: str
-    limit: str  # "max_spend_usd" | "max_hours"
-    value: float
-    reached: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,13 +32,13 @@ from mvp_tui.engine.events import (
     AttemptAbandoned,
     NodeFailed,
     NodeReady,
+    NodeWatchdog,
     OffersListed,
     RunFinished,
     RunStarted,
     RunStateChanged,
 )
 from mvp_tui.engine.ui_port import UI_EVENTS
-from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent, EventSink
 from mvp_tui.lease import events as lease
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL

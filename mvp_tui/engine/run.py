@@ -9,7 +9,8 @@ settings, sink, hub, redactor, store, clock, configuration), each owning its own
   heartbeats, the endpoint record and the agent's log mark;
 - `Serving` (run_serve): the prompt queue and RPC server, the serving node's watch, limits;
 - `Teardown` (run_teardown): the run's leases destroyed, confirmed;
-- `Attempts`, `AttemptStage` (run_attempts): between one host and the next, stage times;
+- `Attempts` (run_attempts), `AttemptStage` (attempt_stage): between one host and the
+  next, stage times;
 - `NodeVerdicts` (run_core): what the nodes say about themselves.
 
 The engine owns every resource a run holds and releases it in `aclose`. It reports through
@@ -23,19 +24,19 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.loader import served_name
 from mvp_tui.config.values import Source
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.attempt_stage import AttemptStage
 from mvp_tui.engine.cluster import Cluster, ClusterSettings
 from mvp_tui.engine.context import RunLeases
-from mvp_tui.engine.events import NodeReady, OffersListed, RunStarted
+from mvp_tui.engine.events import OffersListed, RunStarted
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.model_fit import ModelNeed
-from mvp_tui.engine.run_attempts import Attempts, AttemptStage
+from mvp_tui.engine.run_attempts import Attempts
 from mvp_tui.engine.run_bringup import NodeLink
 from mvp_tui.engine.run_core import (
     NODE_CLUSTER_SOURCE,
@@ -50,25 +51,24 @@ from mvp_tui.engine.run_serve import Serving
 from mvp_tui.engine.run_teardown import Teardown
 from mvp_tui.engine.settings import RunSettings
 from mvp_tui.engine.vram_floor import floor_from_need
-from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.events import EventSink
 from mvp_tui.lease.endpoint_record import EndpointRecord
-from mvp_tui.lease.records import LeaseRecord
 from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.state_probe import probe_state_dir
-from mvp_tui.lease.walk import WalkResult
 from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 
 
 class RunEngine:
-    """Drives one run. Call `search_offers`, `lease`, `bring_up`, `start_prompts`, and
-    always the teardown steps (tears down what was leased, confirmed) then `aclose`.
+    """Drives one run. Call `search_offers`, `leasing.lease`, `link.bring_up`,
+    `serving.start_prompts`, and always the teardown steps (`teardown.destroy_leases`,
+    confirmed) then `aclose`.
 
-    A thin facade: the run's steps are its collaborators' (`leasing`, `link`, `serving`,
-    `teardown`, `attempts`); the engine composes them and keeps the run's own checks and
-    offer search. `hub`: a session's hub (its panes attach once); the engine then leaves
-    it open at `aclose(keep_hub=True)`."""
+    It composes the run's collaborators (`ctx`, `leasing`, `link`, `serving`, `teardown`,
+    `attempts`) and callers reach them directly; the engine keeps only the run's own checks,
+    model and offer search. `hub`: a session's hub (its panes attach once); the engine then
+    leaves it open at `aclose(keep_hub=True)`."""
 
     def __init__(
         self,
@@ -115,7 +115,9 @@ class RunEngine:
         self.vram_floor_said: str | None = None
         describe_run(ctx)
 
-    # -- what changes over a run, read from its owner -------------------------------------
+    # -- read here only by engine/session.py (and `run_id` by tui/dashboard.py), which the
+    # issue-39 `status` branch rewrites to reach `ctx`, `link`, `leasing` and `serving`
+    # itself; these six go when it merges (tests/foundation/test_forwards.py, PENDING) -------
     @property
     def run_id(self) -> str:
         return self.ctx.run_id
@@ -125,14 +127,6 @@ class RunEngine:
         return self.ctx.settings
 
     @property
-    def node_env(self) -> dict[str, str]:
-        return self.ctx.node_env
-
-    @property
-    def lease_record(self) -> LeaseRecord | None:
-        return self.leases.lease_record
-
-    @property
     def prompts(self) -> PromptQueue | None:
         return self.serving.prompts
 
@@ -140,17 +134,13 @@ class RunEngine:
     def endpoint(self) -> EndpointRecord | None:
         return self.link.endpoint
 
+    async def earlier_leases(self) -> list[OpenLease]:
+        return await self.leasing.earlier_leases()
+
+    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
+        return await self.leasing.down_earlier(run_ids)
+
     # -- the run's own steps ---------------------------------------------------------------
-    def emit(self, event: EngineEvent) -> None:
-        self.ctx.emit(event)
-
-    def now(self) -> float:
-        return self.ctx.clock()
-
-    def log(self, line: str) -> None:
-        """One of the engine's own lines on the node's provider channel (redacted)."""
-        self.ctx.log(line)
-
     async def _flush_archive(self) -> None:
         # The archive buffers; a quiet run must still reach the disk about once a second.
         while True:
@@ -160,13 +150,13 @@ class RunEngine:
     def started(self) -> None:
         if self.hub.archive is not None and self._flusher is None:
             self._flusher = asyncio.get_running_loop().create_task(self._flush_archive())
-        self.emit(
+        self.ctx.emit(
             RunStarted(
                 at=self.ctx.clock(),
-                run_id=self.run_id,
+                run_id=self.ctx.run_id,
                 provider=self.config.provider,
                 profile=self.config.profile,
-                state_dir=str(self.store.run_dir(self.run_id)),
+                state_dir=str(self.store.run_dir(self.ctx.run_id)),
             )
         )
 
@@ -175,7 +165,7 @@ class RunEngine:
         any process starts, naming the key and where its value came from."""
         if self.provider.info.ssh:
             return
-        path = self.settings.model.gguf_local_path
+        path = self.ctx.settings.model.gguf_local_path
         if path is None:
             return
         source = self.config.sources.get("model.gguf_local_path")
@@ -206,11 +196,11 @@ class RunEngine:
         # A served name the user never set follows the model (what OpenAI clients ask for).
         named = self.config.sources.get("model.id", Source("default")).layer != "default"
         model = dataclasses.replace(
-            self.settings.model, gguf_local_path=None, gguf_repo=repo, gguf_file=file,
+            self.ctx.settings.model, gguf_local_path=None, gguf_repo=repo, gguf_file=file,
             gguf_revision=None,
-            model_id=self.settings.model.model_id if named else served_name(file),
+            model_id=self.ctx.settings.model.model_id if named else served_name(file),
         )
-        self.ctx.use_settings(dataclasses.replace(self.settings, model=model))
+        self.ctx.use_settings(dataclasses.replace(self.ctx.settings, model=model))
         self.ctx.use_node_env(node_env_for(self.ctx))
 
     async def model_need(self) -> ModelNeed:
@@ -219,14 +209,14 @@ class RunEngine:
         from mvp_tui.engine.model_need import read_model_need  # httpx: only when asked
 
         nodes = self.config.settings.runtime.nodes
-        need = await read_model_need(self.settings.model, nodes=nodes, environ=self.ctx.environ)
+        need = await read_model_need(self.ctx.settings.model, nodes=nodes, environ=self.ctx.environ)
         # The node's -ngl and its slots follow the fit.
         self.ctx.note_vram_need(need.per_node_mib, need.kv_slot_mib)
         return need
 
     async def _model_need_once(self) -> ModelNeed:
         """`model_need`, read once per model (every offer search asks for it)."""
-        key = (self.settings.model, self.config.settings.runtime.nodes)
+        key = (self.ctx.settings.model, self.config.settings.runtime.nodes)
         if self._need is None or self._need[0] != key:
             self._need = (key, await self.model_need())
         return self._need[1]
@@ -237,48 +227,17 @@ class RunEngine:
         said = await floor_from_need(self.provider, self._model_need_once)
         if said is not None and said != self.vram_floor_said:
             self.vram_floor_said = said
-            self.log(said)
-        policy = dataclasses.replace(self.settings.policy, limit=limit)
+            self.ctx.log(said)
+        policy = dataclasses.replace(self.ctx.settings.policy, limit=limit)
         offers = await self.provider.search_offers(policy)
         skipped = len(self.provider.last_skipped)
-        self.emit(
+        self.ctx.emit(
             OffersListed(
                 at=self.ctx.clock(), provider=self.config.provider, count=len(offers),
                 skipped=skipped,
             )
         )
         return offers
-
-    def walk_settings(self) -> WalkSettings:
-        return self.ctx.walk_settings()
-
-    # -- the collaborators' steps callers drive directly -----------------------------------
-    async def prepare_ssh_identity(self) -> None:
-        await self.leasing.prepare_ssh_identity()
-
-    async def lease(self, offers: Sequence[Offer]) -> WalkResult:
-        return await self.leasing.lease(offers)
-
-    async def earlier_leases(self) -> list[OpenLease]:
-        return await self.leasing.earlier_leases()
-
-    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
-        return await self.leasing.down_earlier(run_ids)
-
-    def adopt(self, earlier: OpenLease) -> None:
-        self.leasing.adopt(earlier)
-
-    async def bring_up(self, timeout_s: float | None = None) -> NodeReady:
-        return await self.link.bring_up(timeout_s)
-
-    async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
-        return await self.serving.start_prompts(rpc=rpc)
-
-    async def close_session(self, shutdown_agent: bool = True) -> None:
-        await self.link.close_session(shutdown_agent)
-
-    async def destroy_leases(self) -> DownReport:
-        return await self.teardown.destroy_leases()
 
     async def aclose(self, *, keep_hub: bool = False) -> None:
         """Release what the run holds. `keep_hub`: the hub is a session's, which outlives
@@ -294,10 +253,6 @@ class RunEngine:
         elif self.hub.archive is not None:
             self.hub.archive.close()
         await self.provider.aclose()
-
-    @property
-    def state_path(self) -> Path:
-        return self.ctx.state_path
 
 
 __all__ = ["NODE_CLUSTER_SOURCE", "ProviderError", "RunEngine", "RunFailed", "local_port_free"]

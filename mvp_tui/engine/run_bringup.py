@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import node_stream
+from mvp_tui.engine.attempt_stage import AttemptStage
 from mvp_tui.engine.cluster import Cluster
 from mvp_tui.engine.context import RunContext, RunLeases
 from mvp_tui.engine.events import (
@@ -33,7 +34,6 @@ from mvp_tui.engine.failures import (
     ssh_failure,
 )
 from mvp_tui.engine.orch import run_number
-from mvp_tui.engine.run_attempts import AttemptStage
 from mvp_tui.engine.run_core import NodeVerdicts, local_port_free, unless
 from mvp_tui.engine.watchdog import UNPROVEN_WORDS, switch_refusal
 from mvp_tui.lease.endpoint_record import (

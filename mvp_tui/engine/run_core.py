@@ -17,9 +17,10 @@ from mvp_tui.datastream.archive import FrameArchive
 from mvp_tui.datastream.bridge import NodeBridge
 from mvp_tui.datastream.frame import Frame, StreamId, node_stream
 from mvp_tui.datastream.hub import ChannelHub, FrameListener
-from mvp_tui.engine.boot_guard import NodeBootGuard, boot_guard_event
+from mvp_tui.engine.boot_guard import boot_guard_event
 from mvp_tui.engine.cluster import ClusterSettings, WorkerWatch
 from mvp_tui.engine.context import RunContext
+from mvp_tui.engine.events import NodeBootGuard, NodeWatchdog
 from mvp_tui.engine.ledger import LeaseLedger, LedgerTap
 from mvp_tui.engine.node_watch import NodeWatch
 from mvp_tui.engine.orch import OrchTap, config_detail, run_number
@@ -28,7 +29,6 @@ from mvp_tui.engine.settings import RunSettings, node_env
 from mvp_tui.engine.stall import StallWatch
 from mvp_tui.engine.verdict_wait import VerdictWait
 from mvp_tui.engine.watchdog import (
-    NodeWatchdog,
     WatchdogSettings,
     idle_stop_notice,
     verdict_event,

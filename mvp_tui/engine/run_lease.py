@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mvp_tui.config import Config
+from mvp_tui.config.schema import BY_DOTTED
 from mvp_tui.engine.cluster import Cluster
 from mvp_tui.engine.context import RunContext, RunLeases
 from mvp_tui.engine.events import AccountKeyReady
@@ -137,15 +139,7 @@ class Leasing:
         return await walk.run(offers)
 
     def _redacted_config(self) -> dict[str, object]:
-        secret = {k for k in self.ctx.config.values if k.endswith("api_key")}
-        kept = {
-            key: ("<redacted>" if key in secret and value else _plain(value))
-            for key, value in self.ctx.config.values.items()
-        }
-        # The deadline the node was given, not the key as written (unset means 12 h on a
-        # rented provider): `mvp-tui ls` reads it from here.
-        kept["limits.max_hours"] = self.ctx.config.max_hours or 0.0
-        return kept
+        return recorded_config(self.ctx.config)
 
     async def earlier_leases(self) -> list[OpenLease]:
         """Leases of earlier runs of this provider that may still exist (the provider is
@@ -210,6 +204,24 @@ class Leasing:
                 created_at=lease.created_at,
             )
         )
+
+
+def recorded_config(config: Config) -> dict[str, object]:
+    """The config as the run record keeps it: a set value of every key its spec declares
+    `secret` as `<redacted>` (config/sections/), paths as text."""
+    kept = {
+        key: ("<redacted>" if _secret(key) and value else _plain(value))
+        for key, value in config.values.items()
+    }
+    # The deadline the node was given, not the key as written (unset means 12 h on a
+    # rented provider): `mvp-tui ls` reads it from here.
+    kept["limits.max_hours"] = config.max_hours or 0.0
+    return kept
+
+
+def _secret(key: str) -> bool:
+    spec = BY_DOTTED.get(key)
+    return spec is not None and spec.secret
 
 
 def _plain(value: object) -> object:

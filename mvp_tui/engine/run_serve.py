@@ -11,6 +11,7 @@ from typing import Any
 
 from mvp_tui.engine.cluster import Cluster
 from mvp_tui.engine.context import RunContext, RunLeases
+from mvp_tui.engine.events import LimitReached
 from mvp_tui.engine.failures import (
     AttemptFailed,
     AttemptFailure,
@@ -19,7 +20,7 @@ from mvp_tui.engine.failures import (
     RunFailed,
     Stage,
 )
-from mvp_tui.engine.limits import LimitReached, watch_limits
+from mvp_tui.engine.limits import watch_limits
 from mvp_tui.engine.model_fit import ENGINE_DEFAULT_CONTEXT
 from mvp_tui.engine.run_bringup import NodeLink
 from mvp_tui.engine.run_core import NodeVerdicts, unless

@@ -25,12 +25,12 @@ from mvp_tui.engine.events import (
     NodeFailed,
     NodeReady,
     NodeReplacing,
+    NodeWatchdog,
     ReadySummary,
     RunStateChanged,
     StageBudget,
     WalkOrderSaid,
 )
-from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt import events as prompt

@@ -16,12 +16,10 @@ from typing import Any, ClassVar
 from mvp_tui.config import Config
 from mvp_tui.config.sections.limits import BILLING_IDLE_STOP_MINS, BILLING_IDLE_TEARDOWN_MINS
 from mvp_tui.datastream.frame import Frame
-from mvp_tui.engine.boot_guard import NodeBootGuard
-from mvp_tui.engine.events import IdleStopNotice
+from mvp_tui.engine.events import IdleStopNotice, NodeBootGuard, NodeWatchdog
 from mvp_tui.engine.failures import AttemptFailure, FailureScope, Stage
 from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.verdict_wait import OPT_OUT, VERDICT_CHARS, verdict_line
-from mvp_tui.events import EngineEvent
 from mvp_tui.node_protocol import (
     AGENT_CHANNEL_SUFFIX,
     NODE_AGENT_PHASE,
@@ -99,27 +97,6 @@ class WatchdogSettings:
         # Always named, so a node started over SSH (PID 1 with none) arms the right switch.
         env[SwitchEnv.env_name("watchdog_provider")] = self.provider
         return env
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeWatchdog(EngineEvent):
-    """What the node's switch said: `ready` (armed) or `failed` (with the reason) at start,
-    `fired` when it began destroying its lease, `destroyed` / `ended` once done."""
-
-    run_id: str
-    status: str  # "ready" | "failed" | "fired" | "destroyed" | "ended"
-    reason: str = ""
-    deadline_at: float | None = None
-    idle_teardown_mins: float | None = None
-    armed: bool = False
-    trigger: str = ""  # "deadline" | "idle" once fired
-    # A failed verdict's scope: "host" where only this host failed (it cannot reach the
-    # provider's API), "run" where every host would fail the same (the key lacks the right).
-    scope: str = "run"
-    # Whether the key's write right was proven (Vast's no-op change); False: read only
-    # (RunPod), None: not said (an older agent, or not a ready verdict).
-    destroy_proven: bool | None = None
-    bills: bool = False  # a fired switch that gave up: its instance may still bill
 
 
 def watchdog_record(frame: Frame) -> dict[str, Any] | None:

@@ -224,7 +224,7 @@ async def run_live(config: Config, opts: LiveOptions, out: TextIO = sys.stdout) 
         f"({limits.why_deadline(opts.max_minutes)})"))
     engine = RunEngine(bounded(run_config, limits), lambda event: record_event(report, event))
     report.redact = engine.redactor
-    report.spent = lambda: engine.ledger.spent(engine.now(), engine.run_id)
+    report.spent = lambda: engine.ledger.spent(engine.ctx.clock(), engine.ctx.run_id)
     engine.hub.listeners.append(lambda frame: record_frame(report, frame))
     try:
         return await _run(engine, report, limits, opts)
@@ -252,7 +252,7 @@ async def _run(engine: RunEngine, report: Report, limits: Bounds, opts: LiveOpti
     engine.check_model()
     engine.check_state_dir()
     engine.started()
-    prompt = engine.settings.prompt
+    prompt = engine.ctx.settings.prompt
     named = engine.config.sources.get("prompt.max_tokens")
     max_tokens = prompt.max_tokens if named and named.layer != "default" else MAX_TOKENS
     plan = Plan(prompts=(PROMPT,), max_tokens=max_tokens, serve=False, keep=False)

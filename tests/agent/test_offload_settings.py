@@ -40,10 +40,10 @@ async def test_the_fit_read_for_the_board_goes_to_the_node(
     engine = RunEngine(config(tmp_path, MVP_GGUF_LOCAL_PATH=str(tiny_model), MVP_PROVIDER="local"),
                        lambda _event: None, environ={})
     try:
-        assert NEED not in engine.node_env  # not read yet: unknown, `--fit on` on a GPU node
+        assert NEED not in engine.ctx.node_env  # not read yet: unknown, `--fit on` on a GPU node
         need = await engine.model_need()
         assert need.per_node_mib > 0
-        assert engine.node_env[NEED] == str(need.per_node_mib)
+        assert engine.ctx.node_env[NEED] == str(need.per_node_mib)
         assert engine.ctx.walk_settings().env[NEED] == str(need.per_node_mib)
     finally:
         await engine.aclose()

@@ -174,9 +174,9 @@ async def test_the_fit_read_for_the_board_gives_the_node_one_slots_cache(
     engine = RunEngine(config(tmp_path, MVP_GGUF_LOCAL_PATH=str(tiny_model), MVP_PROVIDER="local"),
                        lambda _event: None, environ={})
     try:
-        assert KV_SLOT not in engine.node_env
+        assert KV_SLOT not in engine.ctx.node_env
         need = await engine.model_need()
-        assert engine.node_env[KV_SLOT] == str(need.kv_slot_mib) != "0"
+        assert engine.ctx.node_env[KV_SLOT] == str(need.kv_slot_mib) != "0"
         assert engine.ctx.walk_settings().env[KV_SLOT] == str(need.kv_slot_mib)
     finally:
         await engine.aclose()

@@ -194,18 +194,18 @@ async def test_the_address_and_key_outlive_a_reattach(
         seen: list[EngineEvent] = []
         engine = RunEngine(config, seen.append, environ={**os.environ, **env})
         try:
-            (earlier,) = await engine.earlier_leases()
-            engine.adopt(earlier)
-            await engine.prepare_ssh_identity()
-            ready = await engine.bring_up(timeout_s=60)
+            (earlier,) = await engine.leasing.earlier_leases()
+            engine.leasing.adopt(earlier)
+            await engine.leasing.prepare_ssh_identity()
+            ready = await engine.link.bring_up(timeout_s=60)
             assert ready.local_url == before["base_url"]  # the same address, port 0 or not
             status, _ = await asyncio.to_thread(chat, ready.local_url, kept.api_key)
             assert status == 200  # the agent still checks the key the first run made
             after = [e for e in seen if type(e).__name__ == "EndpointReady"]
             assert [e.base_url for e in after] == [before["base_url"]]  # type: ignore[attr-defined]
         finally:
-            await engine.close_session(shutdown_agent=True)
-            await engine.destroy_leases()
+            await engine.link.close_session(shutdown_agent=True)
+            await engine.teardown.destroy_leases()
             await engine.aclose()
         assert fake.billing() == []
     with contextlib.suppress(ProcessLookupError):  # the "node" is this machine

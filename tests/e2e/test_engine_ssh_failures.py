@@ -49,15 +49,15 @@ async def test_a_host_key_that_changed_is_refused_and_the_lease_torn_down(
         engine = _engine(fake, client, tmp_path, tiny_gguf, sink,
                          MVP_VASTAI_PIN_HOST_KEY="false")
         try:
-            await engine.prepare_ssh_identity()
-            result = await engine.lease(await engine.search_offers())
+            await engine.leasing.prepare_ssh_identity()
+            result = await engine.leasing.lease(await engine.search_offers())
             assert result.ok
             lease_id = result.lease.provider_id if result.lease else ""
             # The lease was reached before with another key (a re-attach after a restart).
             other = asyncssh.generate_private_key("ssh-ed25519").export_public_key().decode()
-            RecordStore(tmp_path / "state").pin_host_key(engine.run_id, lease_id or "", other)
+            RecordStore(tmp_path / "state").pin_host_key(engine.ctx.run_id, lease_id or "", other)
             with pytest.raises(RunFailed) as failed:
-                await engine.bring_up(timeout_s=60)
+                await engine.link.bring_up(timeout_s=60)
             assert (await RunController(engine).stop(reason="test")).nothing_bills
         finally:
             await engine.aclose()
@@ -78,10 +78,10 @@ async def test_a_model_missing_on_the_node_is_worker_fatal_and_torn_down(
         fake.ssh_endpoint = ("127.0.0.1", sshd.port, True)
         engine = _engine(fake, client, tmp_path, tmp_path / "not-on-the-node.gguf", sink)
         try:
-            await engine.prepare_ssh_identity()
-            assert (await engine.lease(await engine.search_offers())).ok
+            await engine.leasing.prepare_ssh_identity()
+            assert (await engine.leasing.lease(await engine.search_offers())).ok
             with pytest.raises(RunFailed, match=r"gguf_local_path"):
-                await engine.bring_up(timeout_s=60)
+                await engine.link.bring_up(timeout_s=60)
             assert (await RunController(engine).stop(reason="test")).nothing_bills
         finally:
             await engine.aclose()

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from textual.widgets import Button
 
-from mvp_tui.engine.events import NodeReady, OffersListed
-from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.engine.events import NodeReady, NodeWatchdog, OffersListed
 from mvp_tui.lease import events as lease
 from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.node import Node, container_env

@@ -54,10 +54,10 @@ async def test_reattach_resumes_the_agent_logs_where_the_earlier_run_stopped(
         seen: list[EngineEvent] = []
         engine = RunEngine(config, seen.append, environ={**os.environ, **env})
         try:
-            (earlier,) = await engine.earlier_leases()
-            engine.adopt(earlier)  # as the dashboard's re-attach choice does
-            await engine.prepare_ssh_identity()
-            ready = await engine.bring_up(timeout_s=60)
+            (earlier,) = await engine.leasing.earlier_leases()
+            engine.leasing.adopt(earlier)  # as the dashboard's re-attach choice does
+            await engine.leasing.prepare_ssh_identity()
+            ready = await engine.link.bring_up(timeout_s=60)
             assert ready.local_url.startswith("http://127.0.0.1:")
             # A prompt after the re-attach: the engine logs its request, and lines come in
             # order, so once that line is here every line from the resume point is too.
@@ -65,7 +65,7 @@ async def test_reattach_resumes_the_agent_logs_where_the_earlier_run_stopped(
             engine.hub.listeners.append(
                 lambda f: answered.set() if b"POST /v1/chat/completions" in f.payload else None
             )
-            queue = await engine.start_prompts(rpc=False)
+            queue = await engine.serving.start_prompts(rpc=False)
             queue.submit("hello again", 4)
             await asyncio.wait_for(answered.wait(), 60)
             (log,) = [c for c in engine.hub.channels() if c.endswith(".engine")]
@@ -77,8 +77,8 @@ async def test_reattach_resumes_the_agent_logs_where_the_earlier_run_stopped(
             assert "config" not in phases and "engine_start" not in phases, phases
             assert [e for e in seen if type(e).__name__ == "NodeReady"]
         finally:
-            await engine.close_session(shutdown_agent=True)
-            await engine.destroy_leases()
+            await engine.link.close_session(shutdown_agent=True)
+            await engine.teardown.destroy_leases()
             await engine.aclose()
         assert fake.billing() == []
     if alive(engine_pid):  # the "node" is this machine: what a destroy would end

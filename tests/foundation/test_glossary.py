@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from tests.shipped import shipped_files
+
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 # A cited path, with an optional symbol: `lease/walk.py`, `config/sections/*.py`,
 # `tests/foundation/x.py`, `config/`, `lease/host_journal.py:HostMemory.avoids`.
 PATH = re.compile(r"(?P<path>[\w*][\w./*-]*(?:\.py|\.toml|\.md|/))(?::(?P<symbol>[\w.]+))?")
@@ -44,8 +45,7 @@ def _resolve(path: str) -> list[Path]:
 
 
 def _shipped_files() -> Iterator[Path]:
-    for top in SHIPPED:
-        yield from sorted((REPO / top).rglob("*.py"))
+    yield from shipped_files()
 
 
 @cache

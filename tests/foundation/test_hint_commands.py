@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 from mvp_tui.cli import COMMANDS
+from tests.shipped import shipped_files
 
 REPO = Path(__file__).resolve().parents[2]
 # The installed package: mvp_tui plus the subpackages that live at the top of the repo.
-PACKAGE_DIRS = ("mvp_tui", "providers", "widgets", "themes")
 # `mvp-tui WORD` inside backticks is how messages, help texts and docstrings name a command.
 COMMAND_REF = re.compile(r"`mvp-tui ([^`\s]+)")
 REAL = {*COMMANDS, "config"}
@@ -27,11 +27,10 @@ def _string_literals(path: Path) -> list[tuple[int, str]]:
 
 def _named_commands() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
-    for top in PACKAGE_DIRS:
-        for path in sorted((REPO / top).rglob("*.py")):
-            for line, text in _string_literals(path):
-                for word in COMMAND_REF.findall(text):
-                    found.append((f"{path.relative_to(REPO)}:{line}", word))
+    for path in shipped_files():
+        for line, text in _string_literals(path):
+            for word in COMMAND_REF.findall(text):
+                found.append((f"{path.relative_to(REPO)}:{line}", word))
     return found
 
 

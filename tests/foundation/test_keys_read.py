@@ -10,9 +10,9 @@ import ast
 from pathlib import Path
 
 from mvp_tui.config.schema import KEYS
+from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("mvp_tui", "providers", "widgets")
 SECTIONS = ROOT / "mvp_tui" / "config" / "sections"
 
 
@@ -41,10 +41,9 @@ def _named_in_reads(tree: ast.AST) -> set[str]:
 
 def _reads() -> set[str]:
     names: set[str] = set()
-    for top in SHIPPED:
-        for path in (ROOT / top).rglob("*.py"):
-            if SECTIONS not in path.parents:
-                names |= _named_in_reads(ast.parse(path.read_text(encoding="utf-8")))
+    for path in shipped_files():
+        if SECTIONS not in path.parents:
+            names |= _named_in_reads(ast.parse(path.read_text(encoding="utf-8")))
     return names
 
 

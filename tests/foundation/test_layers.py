@@ -13,14 +13,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.shipped import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[2]
-# Source folder → installed package name (providers/, widgets/, themes/ install under mvp_tui).
-PACKAGES = {
-    "mvp_tui": "mvp_tui",
-    "providers": "mvp_tui.providers",
-    "widgets": "mvp_tui.widgets",
-    "themes": "mvp_tui.themes",
-}
 
 NODE = ("mvp_tui.node",)
 # The node's log reader and stopper: in the zipapp, but it starts alone with `python3 -S`, so it
@@ -39,6 +34,7 @@ BASE = tuple(
         "node_protocol",
         "exit_codes",
         "run_ids",
+        "labels",
         "install_tag",
         "lazy_names",
         "keymap",
@@ -49,6 +45,8 @@ BASE = tuple(
 ENGINE = tuple(
     f"mvp_tui.{name}" for name in ("providers", "lease", "ssh", "datastream", "prompt", "engine")
 )
+# The engine-side packages that stand on providers (a label's grammar is the base's labels.py).
+PROVIDER_USERS = tuple(f"mvp_tui.{name}" for name in ("lease", "ssh", "prompt", "engine"))
 UI = ("mvp_tui.widgets", "mvp_tui.themes", "mvp_tui.tui")
 ENTRY = ("mvp_tui.cli", "mvp_tui.__main__", "mvp_tui.commands", "mvp_tui.preflight",
          "mvp_tui.rehearsal")
@@ -132,6 +130,8 @@ def _breaks(module: str, target: str) -> str | None:
             return "widgets see providers only through providers/base.py's types"
         if _within(target, ("mvp_tui.tui", *ENTRY)):
             return "widgets are composed by the app, never the other way round"
+    if _within(module, ("mvp_tui.providers",)) and _within(target, PROVIDER_USERS):
+        return "providers stand below the lease walk, SSH, prompts and the engine that use them"
     engine = ("mvp_tui.engine",)
     if _within(module, ENGINE) and _within(target, engine) and not _within(module, engine):
         return "only the engine drives providers, leases, SSH, the datastream and prompts"
@@ -154,7 +154,7 @@ def test_every_import_keeps_to_the_layers() -> None:
         modules
     )
     assert "mvp_tui.node_protocol" in {
-        t for _, t in _imports("", modules["mvp_tui.engine.run_attempts"])
+        t for _, t in _imports("", modules["mvp_tui.engine.attempt_stage"])
     }
     assert _violations() == []
 
@@ -179,7 +179,61 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.base.Offer") is None
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
+    assert _breaks("mvp_tui.providers.docker_spec", "mvp_tui.lease.naming.parse_label")
+    assert _breaks("mvp_tui.providers.docker_spec", "mvp_tui.labels.parse_label") is None
+    assert _breaks("mvp_tui.lease.walk", "mvp_tui.providers.base") is None
     assert _breaks("mvp_tui.tui.app", "textual.app") is None
+
+
+def _arrows(inside: str) -> dict[str, set[str]]:
+    """module → the modules it imports, of the modules under `inside` (every import)."""
+    modules = dict(_modules())
+    mine = {m for m in modules if _within(m, (inside,))}
+    return {
+        m: {t if t in mine else t.rsplit(".", 1)[0] for _, t in _imports(m, modules[m])} & mine
+        for m in sorted(mine)
+    }
+
+
+def circles(arrows: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles (strongly connected groups of two or more modules), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        index[m] = low[m] = len(index)
+        stack.append(m)
+        for t in sorted(arrows.get(m, ())):
+            if t not in index:
+                visit(t)
+                low[m] = min(low[m], low[t])
+            elif t in stack:
+                low[m] = min(low[m], index[t])
+        if low[m] == index[m]:
+            group = []
+            while True:
+                t = stack.pop()
+                group.append(t)
+                if t == m:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for m in sorted(arrows):
+        if m not in index:
+            visit(m)
+    return sorted(found)
+
+
+def test_no_import_circle_inside_the_engine() -> None:
+    # Lazy and TYPE_CHECKING imports count: each is a part that needs its caller.
+    arrows = _arrows("mvp_tui.engine")
+    assert "mvp_tui.engine.ledger" in arrows["mvp_tui.engine.limits"]
+    assert circles(arrows) == []
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_zipapp_carries_exactly_the_modules_the_node_may_import() -> None:

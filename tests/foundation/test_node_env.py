@@ -25,9 +25,9 @@ from mvp_tui.node_protocol import (
     RoleEnv,
     SwitchEnv,
 )
+from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("mvp_tui", "providers")
 USERS = ROOT / "mvp_tui" / "config" / "sections"  # the user's config keys' env names
 HOME = ROOT / "mvp_tui" / "node_protocol.py"
 NAME = re.compile(r"MVP_[A-Z0-9_]+")
@@ -38,15 +38,14 @@ def _spellings() -> dict[str, list[str]]:
     """Every string literal that begins with an `MVP_…` name (what `git grep '"MVP_'` finds,
     f-string parts included), by name: `file:line` of each, config sections left out."""
     found: dict[str, list[str]] = collections.defaultdict(list)
-    for top in SHIPPED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path.is_relative_to(USERS):
-                continue
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    match = NAME.match(node.value)
-                    if match:
-                        found[match.group()].append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    for path in shipped_files():
+        if path.is_relative_to(USERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                match = NAME.match(node.value)
+                if match:
+                    found[match.group()].append(f"{path.relative_to(ROOT)}:{node.lineno}")
     return found
 
 

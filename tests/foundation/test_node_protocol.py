@@ -7,10 +7,10 @@ import ast
 from pathlib import Path
 
 from mvp_tui import node_protocol
+from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = ROOT / "mvp_tui" / "node_protocol.py"
-SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 
 CHANNEL_PREFIXES = ("mvp.node.", "mvp.worker.")
 RECORD_NAMES = frozenset(
@@ -40,14 +40,13 @@ def _retyped(tree: ast.AST) -> list[str]:
 
 def test_no_module_retypes_a_protocol_name() -> None:
     offenders = {}
-    for top in SHIPPED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path == HOME:
-                continue
-            text = path.read_text(encoding="utf-8")
-            found = _retyped(ast.parse(text))
-            if found:
-                offenders[str(path.relative_to(ROOT))] = found
+    for path in shipped_files():
+        if path == HOME:
+            continue
+        text = path.read_text(encoding="utf-8")
+        found = _retyped(ast.parse(text))
+        if found:
+            offenders[str(path.relative_to(ROOT))] = found
     assert not offenders, (
         "these modules type node protocol names; import them from mvp_tui/node_protocol.py: "
         f"{offenders}"

@@ -52,7 +52,7 @@ async def test_a_provider_switch_keeps_the_sessions_hub(tmp_path: Path) -> None:
     assert len(hub.listeners) == own_listeners
     assert hub.archive is not None and not hub.archive.closed  # the next engine writes on
     seen.clear()
-    fresh.log("the fresh engine's line")
+    fresh.ctx.log("the fresh engine's line")
     assert seen, "the fresh engine's frames reach what was attached to the session's hub"
     await session.aclose()
     assert hub.archive.closed

@@ -32,6 +32,7 @@ from mvp_tui.providers.runpod import RunPodSettings
 from mvp_tui.providers.runpod_volumes import VolumeSettings
 from mvp_tui.ssh.public_key import DEFAULT_IDENTITY
 from mvp_tui.ssh.settings import SshSettings
+from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -174,16 +175,15 @@ def test_every_settings_class_is_held_here() -> None:
     by no config section and says why in NOT_FROM_CONFIG)."""
     held = {case[0].__name__ for case in CASES}
     missing = []
-    for folder in ("mvp_tui", "providers", "widgets"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
-                if not isinstance(node, ast.ClassDef):
-                    continue
-                methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef)}
-                built = {"from_config", "from_section"} & methods
-                if not (node.name.endswith("Settings") or built):
-                    continue
-                where = f"{path.relative_to(ROOT)}:{node.name}"
-                if node.name not in held and where not in NOT_FROM_CONFIG:
-                    missing.append(where)
+    for path in shipped_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            methods = {m.name for m in node.body if isinstance(m, ast.FunctionDef)}
+            built = {"from_config", "from_section"} & methods
+            if not (node.name.endswith("Settings") or built):
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.name}"
+            if node.name not in held and where not in NOT_FROM_CONFIG:
+                missing.append(where)
     assert not missing, f"settings classes no test holds to the keys' defaults: {missing}"

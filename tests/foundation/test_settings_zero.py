@@ -270,7 +270,7 @@ def test_the_engine_runs_on_settings_built_once(tmp_path: Path) -> None:
         },
     )
     engine = RunEngine(config, lambda event: None, environ={})
-    settings = engine.settings
+    settings = engine.ctx.settings
     assert settings == RunSettings.from_config(config)
     assert settings.runtime == RuntimeSettings.from_config(config)
     assert settings.runtime.node_id == engine.node_id == 3
@@ -278,9 +278,9 @@ def test_the_engine_runs_on_settings_built_once(tmp_path: Path) -> None:
     assert settings.ssh.backoff_initial == 0.5
     assert not settings.limits.any
     assert settings.policy.max_price_per_hour is None
-    walk = engine.walk_settings()
+    walk = engine.ctx.walk_settings()
     assert (walk.node_id, walk.reconcile_waits_s, walk.max_price_per_hour) == (3, (0.0, 2.0), None)
-    assert walk.env == engine.node_env and engine.node_env["MVP_LOGICAL_NODE_ID"] == "3"
+    assert walk.env == engine.ctx.node_env and engine.ctx.node_env["MVP_LOGICAL_NODE_ID"] == "3"
 
 
 def test_an_unusable_label_prefix_is_a_config_error_before_anything_starts(

@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from mvp_tui.config.schema import SECTIONS
+from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("mvp_tui", "providers", "widgets")
 CONFIG = ROOT / "mvp_tui" / "config"
 GETTER = re.compile(r"^(get|require)_[a-z_]+$")
 DOTTED = re.compile(r"^[a-z_]+\.[a-z0-9_]+$")  # "section.key", not e.g. a hash's name
@@ -55,12 +55,11 @@ def _subscript_read(node: ast.AST) -> bool:
 
 def test_no_string_keyed_config_read_outside_config() -> None:
     found = []
-    for top in SHIPPED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if CONFIG in path.parents:
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            found += [f"{path.relative_to(ROOT)}:{line}" for line in _string_keyed_reads(tree)]
+    for path in shipped_files():
+        if CONFIG in path.parents:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found += [f"{path.relative_to(ROOT)}:{line}" for line in _string_keyed_reads(tree)]
     assert not found, "string-keyed config reads (use config.settings.<section>.<key>): " + (
         ", ".join(found)
     )
@@ -106,14 +105,13 @@ def test_every_source_lookup_names_a_declared_key() -> None:
     from mvp_tui.config.schema import BY_DOTTED
 
     wrong = []
-    for top in SHIPPED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            wrong += [
-                f"{path.relative_to(ROOT)}:{line} {name!r}"
-                for line, name in _source_lookups(tree)
-                if name not in BY_DOTTED
-            ]
+    for path in shipped_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        wrong += [
+            f"{path.relative_to(ROOT)}:{line} {name!r}"
+            for line, name in _source_lookups(tree)
+            if name not in BY_DOTTED
+        ]
     assert not wrong, "source lookups of undeclared keys: " + ", ".join(wrong)
 
 

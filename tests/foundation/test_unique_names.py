@@ -7,8 +7,9 @@ import ast
 import collections
 from pathlib import Path
 
+from tests.shipped import shipped_files
+
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ("mvp_tui", "providers", "widgets", "themes")
 # The node agent runs alone on a node (standard library only), so its package keeps its own
 # twins of the app's classes where it cannot import them (ConfigError).
 ALONE = ROOT / "mvp_tui" / "node"
@@ -18,13 +19,12 @@ KNOWN_TWINS = frozenset({"Tail", "_Live", "Stage", "_Lease", "Answer"})
 
 def _classes() -> dict[str, list[str]]:
     found: dict[str, list[str]] = collections.defaultdict(list)
-    for top in SHIPPED:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            if path.is_relative_to(ALONE):
-                continue
-            for node in ast.parse(path.read_text(encoding="utf-8")).body:
-                if isinstance(node, ast.ClassDef):
-                    found[node.name].append(str(path.relative_to(ROOT)))
+    for path in shipped_files():
+        if path.is_relative_to(ALONE):
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                found[node.name].append(str(path.relative_to(ROOT)))
     return found
 
 

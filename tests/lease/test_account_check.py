@@ -91,8 +91,8 @@ def _engine(fake: FakeVast, tmp_path: Path, seen: list[EngineEvent]) -> RunEngin
            "VASTAI_API_KEY": KEY, "MVP_VASTAI_API_URL": fake.url, **FAST}
     config = load_config(env=env, paths=ConfigPaths(default=tmp_path / "none.toml"))
     engine = RunEngine(config, seen.append)
-    engine.store.create_run(engine.run_id, provider="vastai", label_prefix="mvp", created_at=1.0,
-                            owner_tag=TAG)
+    engine.store.create_run(engine.ctx.run_id, provider="vastai", label_prefix="mvp",
+                            created_at=1.0, owner_tag=TAG)
     return engine
 
 
@@ -109,7 +109,7 @@ def _lease(store: RecordStore, run_id: str, provider_id: int) -> None:
 
 
 def _recorded(engine: RunEngine, provider_id: int) -> None:
-    _lease(engine.store, engine.run_id, provider_id)
+    _lease(engine.store, engine.ctx.run_id, provider_id)
 
 
 async def test_the_final_stop_destroys_a_stopped_instance_the_walk_never_saw(
@@ -117,9 +117,9 @@ async def test_the_final_stop_destroys_a_stopped_instance_the_walk_never_saw(
 ) -> None:
     seen: list[EngineEvent] = []
     engine = _engine(fake, tmp_path, seen)
-    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-1")
+    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.ctx.run_id}-1-1")
     _recorded(engine, leased)
-    left_behind = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-2")  # never on record
+    left_behind = fake.add_instance(label=f"mvp-{TAG}-{engine.ctx.run_id}-1-2")  # never on record
     fake.stop_instance(left_behind)
     other = fake.add_instance(label=f"mvp-{TAG}-r-0000eeee-1-1")  # another run's: reported only
     try:
@@ -133,12 +133,12 @@ async def test_the_final_stop_destroys_a_stopped_instance_the_walk_never_saw(
     assert [h.provider_id for h in account.destroyed] == [str(left_behind)]
     assert [(h.provider_id, h.run_id) for h in account.other_runs] == [(str(other), "r-0000eeee")]
     lines = result.left_lines()
-    assert (f"account checked (vastai): nothing of run {engine.run_id} remains · 1 stopped "
+    assert (f"account checked (vastai): nothing of run {engine.ctx.run_id} remains · 1 stopped "
             f"instance {left_behind} destroyed, confirmed") in lines
     assert any("of another run, r-0000eeee, may still bill" in line
                and "`mvp-tui down r-0000eeee`" in line for line in lines)
     assert any(isinstance(e, AccountChecked) for e in seen)
-    record = engine.store.load(engine.run_id)
+    record = engine.store.load(engine.ctx.run_id)
     assert recorded_check(record) == account, "the receipt can be rebuilt from the record"
 
 
@@ -146,7 +146,7 @@ async def test_a_failed_listing_is_a_warning_not_a_false_nothing_bills(
     fake: FakeVast, tmp_path: Path
 ) -> None:
     engine = _engine(fake, tmp_path, [])
-    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-1")
+    leased = fake.add_instance(label=f"mvp-{TAG}-{engine.ctx.run_id}-1-1")
     _recorded(engine, leased)
     fake.script("list", *[Fault(status=400, body={"success": False, "error": "broken",
                                                    "msg": "the list is down"})] * 5)
@@ -165,7 +165,7 @@ async def test_a_failed_listing_is_a_warning_not_a_false_nothing_bills(
 
 async def test_ours_found_and_not_destroyed_exits_3_named(fake: FakeVast, tmp_path: Path) -> None:
     engine = _engine(fake, tmp_path, [])
-    stray = fake.add_instance(label=f"mvp-{TAG}-{engine.run_id}-1-3")
+    stray = fake.add_instance(label=f"mvp-{TAG}-{engine.ctx.run_id}-1-3")
     fake.fail_destroy(stray, times=1000)
     try:
         result = await RunController(engine).stop(final=True)
@@ -174,10 +174,10 @@ async def test_ours_found_and_not_destroyed_exits_3_named(fake: FakeVast, tmp_pa
     assert result.exit_code == 3 and not result.nothing_bills
     account = result.account
     assert account is not None and [h.provider_id for h in account.unconfirmed] == [str(stray)]
-    assert any(f"lease {stray} of run {engine.run_id} may still bill" in line
-               and f"`mvp-tui down {engine.run_id}`" in line for line in result.left_lines())
-    label = f"mvp-{TAG}-{engine.run_id}-1-3"
-    assert f"instance {stray} ({label}, running) of run {engine.run_id} NOT " \
+    assert any(f"lease {stray} of run {engine.ctx.run_id} may still bill" in line
+               and f"`mvp-tui down {engine.ctx.run_id}`" in line for line in result.left_lines())
+    label = f"mvp-{TAG}-{engine.ctx.run_id}-1-3"
+    assert f"instance {stray} ({label}, running) of run {engine.ctx.run_id} NOT " \
         "confirmed destroyed" in " ".join(account.lines())
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from mvp_tui.engine.events import NodeWatchdog
 from mvp_tui.engine.ledger import Billing, LeaseLedger, LedgerTap, money_text
 from mvp_tui.engine.limits import Limits
-from mvp_tui.engine.watchdog import NodeWatchdog
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as ev
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordStore

@@ -57,15 +57,15 @@ async def test_two_runs_write_records_with_their_own_key_and_token(tmp_path: Pat
     try:
         records = []
         for engine in runs:
-            engine.store.run_dir(engine.run_id).mkdir(parents=True)
+            engine.store.run_dir(engine.ctx.run_id).mkdir(parents=True)
             engine.link.keep_endpoint(serving=False)
-            record = load_endpoint(engine.store, engine.run_id)
+            record = load_endpoint(engine.store, engine.ctx.run_id)
             assert record is not None
             assert (record.api_key, record.rpc_token) == (engine.ctx.api_key, engine.ctx.rpc_token)
             assert random_bits(record.api_key, "mvp-") >= 256
             assert random_bits(record.rpc_token, "mvp-rpc-") >= 256
             records.append(record)
-        assert runs[0].run_id != runs[1].run_id
+        assert runs[0].ctx.run_id != runs[1].ctx.run_id
         first, second = records
         assert first.api_key != second.api_key
         assert first.rpc_token != second.rpc_token

@@ -34,5 +34,5 @@ def test_a_run_of_several_nodes_is_not_re_attached(tmp_path: Path) -> None:
     store.save(record)
     engine = RunEngine(config, lambda event: None, environ={})
     with pytest.raises(RunFailed, match=r"leases of 2 nodes.*mvp-tui down r-00000abc"):
-        engine.adopt(OpenLease("r-00000abc", record.leases[1], exists=True))
-    assert engine.lease_record is None
+        engine.leasing.adopt(OpenLease("r-00000abc", record.leases[1], exists=True))
+    assert engine.leases.lease_record is None

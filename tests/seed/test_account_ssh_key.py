@@ -113,7 +113,7 @@ async def test_the_seed_line_names_the_identity_and_its_fingerprint(
             fake.account_keys.append(_public(key))
         run = _engine(tmp_path, fake, identity, events)
         try:
-            await run.prepare_ssh_identity()
+            await run.leasing.prepare_ssh_identity()
         finally:
             await run.aclose()
     fingerprint = key.get_fingerprint("sha256")

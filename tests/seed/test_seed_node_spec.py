@@ -20,7 +20,7 @@ from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.lease.events import AttemptStarted
 from mvp_tui.prompt.events import PromptRpcListening
-from providers.docker_spec import create_config, stdin_env
+from mvp_tui.providers.docker_spec import create_config, stdin_env
 
 PASS_THROUGH = {
     "CUDA_DEVICE_SCHEDULE": "spin",
@@ -55,9 +55,9 @@ async def test_one_provision_start_before_the_node_spec_with_the_seeds_fields(
     engine.hub.listeners.append(frames.append)
     try:
         engine.started()
-        engine.emit(attempt(1))
-        engine.emit(attempt(2))  # the walk's next offer: no second ProvisionStart
-        engine.emit(PromptRpcListening(host="127.0.0.1", port=19777))
+        engine.ctx.emit(attempt(1))
+        engine.ctx.emit(attempt(2))  # the walk's next offer: no second ProvisionStart
+        engine.ctx.emit(PromptRpcListening(host="127.0.0.1", port=19777))
     finally:
         await engine.aclose()
     steps = []
@@ -122,11 +122,11 @@ async def test_the_docker_nodes_env_has_its_gpus_and_the_seeds_pass_through(
     try:
         settings = engine.provider.settings  # type: ignore[attr-defined]
         _, body = create_config(
-            settings, image="mvp-node:latest", label="mvp-41-1-1", request_env=engine.node_env
+            settings, image="mvp-node:latest", label="mvp-41-1-1", request_env=engine.ctx.node_env
         )
         # What the node's process sees: the container's Env, and the names that look like
         # secrets (MVP_TOKEN_…), which follow the agent down its stdin instead.
-        piped = stdin_env(settings, engine.node_env)
+        piped = stdin_env(settings, engine.ctx.node_env)
     finally:
         await engine.aclose()
     env = {**dict(item.split("=", 1) for item in body["Env"]), **piped}

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.events import NodeWatchdog
 from mvp_tui.engine.verdict_wait import (
     VERDICT_CHARS,
     VERDICT_TIMEOUT_S,
@@ -15,7 +16,7 @@ from mvp_tui.engine.verdict_wait import (
     no_verdict_reason,
     verdict_line,
 )
-from mvp_tui.engine.watchdog import NodeWatchdog, verdict_event
+from mvp_tui.engine.watchdog import verdict_event
 from mvp_tui.secrets import Redactor
 
 AGENT = "mvp.node.1.agent"
@@ -95,7 +96,7 @@ def test_a_refused_switch_or_guard_is_scoped_to_the_run_and_an_unreachable_api_t
     checks the scope each verdict gets; that a run-scoped one stops the run (one lease, the
     second offer never rented) is checked end to end by
     tests/e2e/test_node_watchdog.py::test_a_node_that_cannot_destroy_itself_is_not_run."""
-    from mvp_tui.engine.boot_guard import NodeBootGuard
+    from mvp_tui.engine.events import NodeBootGuard
     from mvp_tui.engine.failures import FailureScope
     from mvp_tui.engine.watchdog import no_verdict, switch_refusal
 

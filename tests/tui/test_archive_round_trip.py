@@ -21,7 +21,6 @@ from mvp_tui.datastream.archive import FrameArchive, read_archive
 from mvp_tui.datastream.channels import MVP_ORCH_BOOTSTRAP
 from mvp_tui.datastream.frame import StreamId
 from mvp_tui.datastream.hub import ChannelHub
-from mvp_tui.engine import boot_guard, limits, watchdog
 from mvp_tui.engine import events as eng
 from mvp_tui.engine.event_records import EVENT_MODULES, event_types
 from mvp_tui.engine.orch import OrchTap
@@ -68,9 +67,9 @@ def one_run() -> list[EngineEvent]:
         *ssh_events(),
         ssh.BootstrapReady(at=t + 80, lease_key=KEY, attempts=3),
         ssh.PortForwarded(at=t + 80.5, lease_key=KEY, local_port=18081, remote_port=8080),
-        watchdog.NodeWatchdog(at=t + 81, run_id=RUN, status="ready", armed=True,
+        eng.NodeWatchdog(at=t + 81, run_id=RUN, status="ready", armed=True,
                               deadline_at=t + 3600, idle_teardown_mins=30.0),
-        boot_guard.NodeBootGuard(at=t + 81.5, run_id=RUN, status="ready", grace_s=600),
+        eng.NodeBootGuard(at=t + 81.5, run_id=RUN, status="ready", grace_s=600),
         eng.NodeReady(at=t + 82, run_id=RUN, model_id="tiny", engine="llama.cpp",
                       local_url="http://127.0.0.1:18081", load_ms=800),
         eng.ReadySummary(at=t + 82.1, run_id=RUN, seconds=80.0,
@@ -94,7 +93,7 @@ def one_run() -> list[EngineEvent]:
                            error="context too long", http_status=400, partial_text="par"),
         prompt.PromptQueued(at=t + 86, prompt_id=3, text_chars=2, max_tokens=16, position=0),
         prompt.PromptCancelled(at=t + 86.5, prompt_id=3, was_active=False),
-        limits.LimitReached(at=t + 87, run_id=RUN, provider_id=KEY, limit="max_spend_usd",
+        eng.LimitReached(at=t + 87, run_id=RUN, provider_id=KEY, limit="max_spend_usd",
                             value=0.02, reached=0.02),
         ssh.SessionStopped(at=t + 88, lease_key=KEY, reason=ssh.StopReason.AGENT_EXITED,
                            detail="the agent ended"),

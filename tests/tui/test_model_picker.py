@@ -177,11 +177,11 @@ def test_the_engine_serves_the_choice(tmp_path: Path) -> None:
     model = run.settings.model
     assert (model.gguf_repo, model.gguf_file, model.gguf_local_path) == (
         LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf", None)
-    assert run.node_env["MVP_GGUF_REPO"] == LLAMA  # what the node downloads
-    assert run.node_env["MVP_GGUF_FILE"] == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
-    assert "MVP_GGUF_LOCAL_PATH" not in run.node_env
+    assert run.ctx.node_env["MVP_GGUF_REPO"] == LLAMA  # what the node downloads
+    assert run.ctx.node_env["MVP_GGUF_FILE"] == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
+    assert "MVP_GGUF_LOCAL_PATH" not in run.ctx.node_env
     # The served name follows the choice when the user never set one.
-    assert model.model_id == run.node_env["MVP_MODEL_ID"] == "meta-llama-3.1-8b-instruct-q8_0"
+    assert model.model_id == run.ctx.node_env["MVP_MODEL_ID"] == "meta-llama-3.1-8b-instruct-q8_0"
 
 
 async def test_another_providers_engine_gets_the_choice_too(tmp_path: Path) -> None:

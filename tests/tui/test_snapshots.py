@@ -9,7 +9,7 @@ import pytest
 from textual.pilot import Pilot
 
 from mvp_tui.datastream.hub import ChannelHub
-from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.engine.events import NodeWatchdog
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.bootstrap import BootstrapPane
 from mvp_tui.widgets.bootstrap_model import StageId, Status

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.config import ConfigPaths, load_config
-from mvp_tui.engine.boot_guard import NodeBootGuard
+from mvp_tui.engine.events import NodeBootGuard
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.engine.settings import create_env
 from mvp_tui.events import EngineEvent
@@ -32,7 +32,7 @@ def engine(tmp_path: Path, env: dict[str, str], events: list[EngineEvent]) -> Ru
 
 def verdict(run: RunEngine, node: int, status: str, **detail: object) -> None:
     record = {"type": NODE_AGENT_PHASE, "phase": BOOT_GUARD_PHASE, "status": status,
-              "detail": detail, "run_id": run.run_id, "node_id": node, "at": 1.0}
+              "detail": detail, "run_id": run.ctx.run_id, "node_id": node, "at": 1.0}
     run.hub.publish(agent_channel(node), json.dumps(record).encode())
 
 
@@ -43,7 +43,7 @@ def test_the_grace_reaches_the_create_env_in_whole_seconds(
     tmp_path: Path, mins: str, secs: str
 ) -> None:
     run = engine(tmp_path, {"MVP_BOOT_GRACE_MINS": mins}, [])
-    env = create_env(run.walk_settings().env)
+    env = create_env(run.ctx.walk_settings().env)
     assert env["MVP_BOOT_GRACE_S"] == secs
     assert env["MVP_VASTAI_API_URL"] == "http://127.0.0.1:9"  # the run's own API base URL
     assert env["MVP_BOOT_GUARD_DIR"] == "/tmp/g"  # the agent and the guard agree on it

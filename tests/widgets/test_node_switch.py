@@ -11,8 +11,7 @@ from pathlib import Path
 from textual.widgets import Static
 
 from mvp_tui.datastream import ChannelHub
-from mvp_tui.engine.events import NodeReady
-from mvp_tui.engine.watchdog import NodeWatchdog
+from mvp_tui.engine.events import NodeReady, NodeWatchdog
 from mvp_tui.lease import events as ev
 from mvp_tui.widgets.bootstrap import BootstrapPane, layout_rows
 from mvp_tui.widgets.bootstrap_model import BootstrapModel, Stage, StageId, Status
