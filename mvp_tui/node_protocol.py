@@ -659,8 +659,8 @@ class SwitchEnv(_EnvGroup):
 @dataclass(frozen=True)
 class BootEnv(_EnvGroup):
     """What the instance's start command and the Docker launcher read before any agent runs:
-    shell and a few lines of Python written by providers/runpod_boot.py, vast_host_key.py and
-    docker_spec.py. Their defaults stay in those scripts (a blank here is "unset" there)."""
+    shell and a few lines of Python written by providers/runpod/boot.py, vastai/host_key.py and
+    docker/spec.py. Their defaults stay in those scripts (a blank here is "unset" there)."""
 
     # RunPod: the pod's pinned sshd host key (private, OpenSSH, base64; a *KEY* name:
     # redacted). Vast: the same cut into pieces named with this and _1, _2, ….

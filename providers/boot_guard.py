@@ -40,7 +40,7 @@ from mvp_tui.node_protocol import (
     api_url_env,
 )
 from mvp_tui.providers.prefetch import prefetch_script
-from mvp_tui.providers.vast_host_key import install_script
+from mvp_tui.providers.vastai.host_key import install_script
 
 VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
 GRACE_ENV = BOOT_GRACE_ENV  # whole seconds; the engine converts [limits] boot_grace_mins

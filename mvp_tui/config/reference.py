@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from mvp_tui.config.example import flag_forms, toml_value
-from mvp_tui.config.schema import SECTION_CLASSES, UI_KEYS_SECTION, KeySpec, Kind, Scope
-from mvp_tui.config.spec import specs_of
+from mvp_tui.config.schema import SECTION_CLASSES, UI_KEYS_SECTION, KeySpec, Kind
+from mvp_tui.config.spec import ALL, specs_of
 
 COMMAND = "python -m mvp_tui.config.reference > docs/configuration.md"
 
@@ -124,8 +124,8 @@ def _key(spec: KeySpec) -> list[str]:
         facts.append("**flag**: " + " / ".join(code(form) for form in flag_forms(spec)))
     if spec.secret:
         facts.append("**secret**: printed as `<redacted>` everywhere")
-    if spec.scope is not Scope.ALL:
-        facts.append(f"**read**: only when provider `{spec.scope.value}` runs")
+    if spec.scope != ALL:
+        facts.append(f"**read**: only when provider `{spec.scope}` runs")
     out = [f"### `{spec.name}` {{#{spec.section}-{spec.name}}}", "", prose(_sentence(spec.doc))]
     if spec.note:
         out += ["", prose(_sentence(spec.note))]

@@ -62,7 +62,8 @@ class WatchdogSettings:
         idle = limits.idle_teardown_mins
         if idle is None:
             idle = BILLING_IDLE_TEARDOWN_MINS if billing else None
-        account = config.settings.vastai or config.settings.runpod
+        url_key = config.kind.api_url_key  # the API the node's switch calls, if any
+        api_url = config.values.get(url_key) if url_key else None
         grace = limits.boot_grace_mins
         idle_stop = limits.idle_stop_mins
         if idle_stop is None:
@@ -72,7 +73,7 @@ class WatchdogSettings:
             max_hours=Limits.from_config(config).max_hours,  # 0: none; unset: 12 h if rented
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and limits.require_node_watchdog,
-            api_url=account.api_url if account else None,
+            api_url=api_url if isinstance(api_url, str) else None,
             # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
             # is never shorter than asked.
             boot_grace_s=math.ceil(grace * 60.0) if billing else None,

@@ -10,7 +10,7 @@ import pytest
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.rehearsal.vastai_server import FakeVast
 from mvp_tui.widgets.offers_model import _NUMBERS, Column
 

@@ -25,7 +25,7 @@ from mvp_tui.providers.boot_guard import (
     vast_start_lines,
 )
 from mvp_tui.providers.prefetch import prefetch_script
-from mvp_tui.providers.vastai import VastAiProvider, build_create_body
+from mvp_tui.providers.vastai.client import VastAiProvider, build_create_body
 from tests.fakes.container import Container, wait_until
 from tests.fakes.vastai_server import FakeVast
 
