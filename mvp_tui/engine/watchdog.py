@@ -28,6 +28,7 @@ from mvp_tui.node_protocol import (
     NODE_AGENT_PROGRESS,
     WATCHDOG_PHASE,
     SwitchEnv,
+    api_url_fields,
     parse_record,
     record_type,
 )
@@ -94,8 +95,7 @@ class WatchdogSettings:
             idle_stop_mins=self.idle_stop_mins or 0.0,
             lease_started_at=round(lease_started_at, 3) if lease_started_at is not None else 0.0,
             boot_grace_s=self.boot_grace_s,
-            vastai_api_url=url if url and self.provider != "runpod" else SwitchEnv.vastai_api_url,
-            runpod_api_url=url if url and self.provider == "runpod" else SwitchEnv.runpod_api_url,
+            **api_url_fields(self.provider, url),  # the URL its switch calls, if it has one
         ).to_env()
         # Always named, so a node started over SSH (PID 1 with none) arms the right switch.
         env[SwitchEnv.env_name("watchdog_provider")] = self.provider

@@ -52,8 +52,9 @@ import json
 import shlex
 
 from mvp_tui.node_protocol import BootEnv
-from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+from mvp_tui.providers.boot_guard import guard_script
 from mvp_tui.providers.prefetch import prefetch_script
+from mvp_tui.providers.runpod.node_api import GUARD as RUNPOD
 
 # The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env. Its
 # public half is pinned in the run record before the create is sent.

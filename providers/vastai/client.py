@@ -62,7 +62,6 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
 )
-from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
 from mvp_tui.providers.local.node import LineHandler
 from mvp_tui.providers.marketplace_http import (
     Marketplace,
@@ -78,6 +77,7 @@ from mvp_tui.providers.vastai.answers import (
     is_auth_failure,
     is_instance_gone,
 )
+from mvp_tui.providers.vastai.boot import OnstartTooLong, vast_onstart
 from mvp_tui.providers.vastai.host_key import HostKeyPlan
 from mvp_tui.providers.vastai.instances import gone, instance_id, lease_status
 from mvp_tui.providers.vastai.offers import (

@@ -112,9 +112,35 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{base}.{alias.name}"
 
 
+def _provider_package(name: str) -> str | None:
+    """`vastai` for `mvp_tui.providers.vastai` and anything below it; else None."""
+    parts = name.split(".")
+    if parts[:2] == ["mvp_tui", "providers"] and len(parts) > 2:
+        return parts[2] if (ROOT / "providers" / parts[2]).is_dir() else None
+    return None
+
+
+def _provider_node(name: str) -> bool:
+    """A provider's node part (`providers/<name>/node_api.py`): node layer, in the zipapp."""
+    parts = name.split(".")
+    return _provider_package(name) is not None and len(parts) > 3 and parts[3] == "node_api"
+
+
+def _marker(name: str) -> bool:
+    """The package markers above a provider's node part, also in the zipapp: they import
+    nothing of mvp_tui (the node imports them before any node part)."""
+    return name == "mvp_tui.providers" or (
+        _provider_package(name) is not None and len(name.split(".")) == 3
+    )
+
+
+def _node_side(module: str) -> bool:
+    return _within(module, (*NODE, *NODE_SHARED)) or _provider_node(module) or _marker(module)
+
+
 def _node_may_import(module: str) -> tuple[str, ...]:
     """The mvp_tui modules a node-side module may import (besides the standard library)."""
-    if _within(module, NODE_ALONE):
+    if _within(module, NODE_ALONE) or _marker(module):
         return ()
     if _within(module, NODE_SHARED):
         return NODE_SHARED
@@ -124,7 +150,7 @@ def _node_may_import(module: str) -> tuple[str, ...]:
 def _breaks(module: str, target: str) -> str | None:
     """Why `module` may not import `target`, or None."""
     top = target.split(".")[0]
-    if _within(module, (*NODE, *NODE_SHARED)):
+    if _node_side(module):
         allowed = _node_may_import(module)
         if top == "mvp_tui" and target != "mvp_tui" and _within(target, allowed):
             return None
@@ -203,6 +229,14 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
     assert _breaks("mvp_tui.tui.app", "textual.app") is None
+    # A provider's node part is node side: the standard library and the node's own only.
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.node.instance_api") is None
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.node_protocol") is None
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.providers.base")
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.providers.vastai.client")
+    assert _breaks("mvp_tui.providers.runpod.node_api", "httpx")
+    assert _breaks("mvp_tui.providers.vastai", "mvp_tui.providers.vastai.kind")
+    assert _breaks("mvp_tui.providers", "mvp_tui.providers.registry")
     # A provider's declaration is base: the config reads it; it reads no client.
     assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.registry.PROVIDERS") is None
     assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.vastai.section") is None
@@ -217,13 +251,21 @@ def test_the_rules_catch_each_kind_of_break() -> None:
 def test_the_zipapp_carries_exactly_the_modules_the_node_may_import() -> None:
     """The layer rule above and the builder name the same shared modules, and every module of
     the node package imports nothing else of mvp_tui (so the zip holds all it needs)."""
-    from mvp_tui.agent_bundle import SHARED_MODULES
+    from mvp_tui.agent_bundle import SHARED_MODULES, agent_members
 
     shipped = {f"mvp_tui.{name.removesuffix('.py')}" for name in SHARED_MODULES}
     assert shipped - {"mvp_tui.__init__"} == set(NODE_SHARED)
     modules = dict(_modules())
-    node = [m for m in modules if _within(m, ("mvp_tui.node", *NODE_SHARED))]
+    node = [m for m in modules if _node_side(m)]
     assert "mvp_tui.node.main" in node and len(node) > 10
+    assert {"mvp_tui.providers.vastai.node_api", "mvp_tui.providers.runpod.node_api"} <= set(node)
+    # The zip holds exactly the node side (each provider's node part and its markers).
+    zipped = {
+        name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for name, _ in agent_members()
+        if name != "__main__.py"
+    }
+    assert zipped - {"mvp_tui"} == set(node)
     reached = {
         t.rsplit(".", 1)[0] if t not in modules else t
         for m in node

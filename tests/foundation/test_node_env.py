@@ -204,10 +204,10 @@ def _scripts_for_the_node() -> dict[str, str]:
     """What the engine has run on a node before (or beside) the agent: the start commands'
     shell (RunPod's boot, Vast's onstart and its key install, the boot guard, the prefetch)
     and the Docker launcher's Python."""
-    from mvp_tui.providers.boot_guard import vast_onstart
     from mvp_tui.providers.docker import spec as docker_spec
     from mvp_tui.providers.runpod import boot as runpod_boot
     from mvp_tui.providers.vastai import host_key as vast_host_key
+    from mvp_tui.providers.vastai.boot import vast_onstart
 
     return {
         "runpod boot": runpod_boot.BOOT_SCRIPT,

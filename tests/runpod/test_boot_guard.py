@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 from mvp_tui.node.prefetch import read_prefetch
-from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, RUNPOD, guard_script
+from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, guard_script
 from mvp_tui.providers.runpod.boot import HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod.node_api import GUARD as RUNPOD
 from mvp_tui.providers.runpod.secrets import secret_reference
 from tests.agent.hub_server import HubServer
 from tests.fakes.container import Container, wait_until

@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncssh
 
 from mvp_tui.providers.base import CreateRequest, Outcome, SelectionPolicy
-from mvp_tui.providers.boot_guard import vast_onstart
+from mvp_tui.providers.vastai.boot import vast_onstart
 from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.providers.vastai.host_key import (
     PIECE_CHARS,
