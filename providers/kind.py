@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mvp_tui.config.spec import Section
+if TYPE_CHECKING:
+    from mvp_tui.config.spec import Section
 
 
 @dataclass(frozen=True, slots=True)

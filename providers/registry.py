@@ -13,18 +13,13 @@ imports this.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from mvp_tui.config.spec import Section
-from mvp_tui.providers.docker.kind import KIND as DOCKER
-from mvp_tui.providers.kind import ProviderKind
-from mvp_tui.providers.local.kind import KIND as LOCAL
-from mvp_tui.providers.runpod.kind import KIND as RUNPOD
-from mvp_tui.providers.vastai.kind import KIND as VASTAI
+if TYPE_CHECKING:
+    from mvp_tui.config.spec import Section
+    from mvp_tui.providers.kind import ProviderKind
 
-# The registry line: one entry per built-in provider package, in the order `[provider] kind`
-# lists them (machines here first, then the marketplaces).
-_KINDS: dict[str, ProviderKind] = {kind.name: kind for kind in (LOCAL, DOCKER, VASTAI, RUNPOD)}
+_KINDS: dict[str, ProviderKind] = {}  # filled at the end of this module, then by register()
 _generation = [0]  # bumped by every change, for the tables derived from the kinds
 
 
@@ -130,3 +125,15 @@ PROVIDERS: Sequence[str] = _Names(lambda k: True)  # every `[provider] kind`
 RENTED: Sequence[str] = _Names(lambda k: k.rented)  # rent by the hour (`down --all` asks them)
 # The offer board's, and `check --live`'s: the marketplaces first, as their notes read.
 BOARD: Sequence[str] = _Names(lambda k: k.board, _marketplaces_first)
+
+
+# The registry lines: one per built-in provider package, in the order `[provider] kind` lists
+# them (machines here first, then the marketplaces). Last in this module: a kind's section
+# loads the config, whose `[provider] kind` reads PROVIDERS above, so the views exist first.
+from mvp_tui.providers.docker.kind import KIND as DOCKER  # noqa: E402
+from mvp_tui.providers.local.kind import KIND as LOCAL  # noqa: E402
+from mvp_tui.providers.runpod.kind import KIND as RUNPOD  # noqa: E402
+from mvp_tui.providers.vastai.kind import KIND as VASTAI  # noqa: E402
+
+for _built_in in (LOCAL, DOCKER, VASTAI, RUNPOD):
+    register(_built_in)

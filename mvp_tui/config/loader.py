@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
@@ -47,7 +48,9 @@ from mvp_tui.config.values import (
 from mvp_tui.keymap import BINDING_IDS
 from mvp_tui.node_protocol import is_loopback_name
 from mvp_tui.providers import registry
-from mvp_tui.providers.kind import ProviderKind
+
+if TYPE_CHECKING:
+    from mvp_tui.providers.kind import ProviderKind
 
 APP_NAME = "mvp-tui"
 CONFIG_ENV = "MVP_CONFIG"
