@@ -23,7 +23,7 @@ _ERROR_EXAMPLE = (
 HEADER = f"""\
 # Configuration reference
 
-<!-- Generated from the key declarations (mvp_tui/config/sections/) by
+<!-- Generated from the key declarations (mvp_tui/config/sections/, providers/*/section.py) by
 `{COMMAND}`: edit those, not this page. -->
 
 Layers, later wins: built-in defaults → TOML file → environment → flags. The file is
@@ -32,7 +32,8 @@ Layers, later wins: built-in defaults → TOML file → environment → flags. T
 explicit one is an error. `mvp-tui config` prints the effective configuration, each value with
 its source (file and line, env var, flag, default); secrets print as `<redacted>`.
 
-Every key below is one field of its section's settings class (`mvp_tui/config/sections/`);
+Every key below is one field of its section's settings class (`mvp_tui/config/sections/`,
+a provider's in its package, `providers/<name>/section.py`);
 this page and `config.example.toml` (`python -m mvp_tui.config.example > config.example.toml`,
 every key commented out at its default) are generated from those fields.
 

@@ -87,7 +87,9 @@ def test_the_installed_wheel_imports_its_subpackages(tmp_path: Path) -> None:
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import mvp_tui, mvp_tui.providers.base, mvp_tui.widgets.pane, mvp_tui.themes\n"
         "import mvp_tui.node.follow, mvp_tui.tui.app, mvp_tui.agent_bundle as bundle\n"
-        "names = [name for name, _ in bundle.agent_members()]\nassert 'mvp_tui/node/switch.py' in names\nassert names[-1] == 'mvp_tui/providers/vastai/node_api.py'\n"
+        "names = [name for name, _ in bundle.agent_members()]\n"
+        "assert 'mvp_tui/node/switch.py' in names\n"
+        "assert names[-1] == 'mvp_tui/providers/vastai/node_api.py'\n"
         "print(mvp_tui.__file__); print(mvp_tui.themes.APP_CSS_PATH.is_file())\n"
     )
     result = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True,
