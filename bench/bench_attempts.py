@@ -50,7 +50,7 @@ from mvp_tui.engine.events import AttemptAbandoned  # noqa: E402
 from mvp_tui.engine.run import RunEngine  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease.settings import WalkSettings  # noqa: E402
-from mvp_tui.providers.vastai import VastAiProvider  # noqa: E402
+from mvp_tui.providers.vastai.client import VastAiProvider  # noqa: E402
 from tests.fakes.vastai_server import FakeVast  # noqa: E402
 from tests.ssh.sshd import free_port  # noqa: E402
 

@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.smoke import add_smoke, load_note, verdict  # noqa: E402
-from mvp_tui.providers.vast_host_key import PIECE_PREFIX  # noqa: E402
+from mvp_tui.providers.vastai.host_key import PIECE_PREFIX  # noqa: E402
 from mvp_tui.rehearsal.tiny_gguf import write_tiny_gguf  # noqa: E402
 from tests.agent.hub_server import HubServer  # noqa: E402
 from tests.e2e.headless import HeadlessRun, Record, event  # noqa: E402

@@ -40,13 +40,13 @@ from docker.utils.socket import frames_iter  # type: ignore[import-untyped]  # n
 from bench.smoke import add_smoke  # noqa: E402
 from mvp_tui.agent_bundle import agent_zip  # noqa: E402
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy  # noqa: E402
-from mvp_tui.providers.docker import DockerProvider  # noqa: E402
-from mvp_tui.providers.docker_spec import (  # noqa: E402
+from mvp_tui.providers.docker.client import DockerProvider  # noqa: E402
+from mvp_tui.providers.docker.spec import (  # noqa: E402
     AGENT_BYTES_ENV,
     DockerSettings,
     container_command,
 )
-from mvp_tui.providers.local import LocalProvider  # noqa: E402
+from mvp_tui.providers.local.client import LocalProvider  # noqa: E402
 from tests.docker.image import ensure_image  # noqa: E402
 from tests.fakes.tiny_gguf import write_tiny_gguf  # noqa: E402
 

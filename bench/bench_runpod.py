@@ -32,8 +32,8 @@ from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
 from mvp_tui.providers.base import SelectionPolicy  # noqa: E402
-from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings  # noqa: E402
-from mvp_tui.providers.runpod_catalog import WalkPolicy, read_catalog, walk_order  # noqa: E402
+from mvp_tui.providers.runpod.catalog import WalkPolicy, read_catalog, walk_order  # noqa: E402
+from mvp_tui.providers.runpod.client import RunPodProvider, RunPodSettings  # noqa: E402
 from tests.fakes.runpod_server import FakeRunPod  # noqa: E402
 
 LEVELS = ("HIGH", "MEDIUM", "LOW", "NONE")

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.smoke import add_smoke
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
-from mvp_tui.providers.vastai_offers import read_offers
+from mvp_tui.providers.vastai.client import VastAiProvider
+from mvp_tui.providers.vastai.offers import read_offers
 from tests.fakes.vastai_server import _default_offer
 
 GPUS = ["RTX 4090", "RTX 3090", "A100 PCIE", "H100 SXM", "RTX A6000", "L40S"]

@@ -27,7 +27,7 @@ from bench.timed_provider import TimedProvider  # noqa: E402
 from mvp_tui.events import RecordingSink  # noqa: E402
 from mvp_tui.lease import LeaseWalk, RecordStore, RunRecord, WalkSettings  # noqa: E402
 from mvp_tui.providers.base import Offer, SelectionPolicy  # noqa: E402
-from mvp_tui.providers.vastai import VastAiProvider  # noqa: E402
+from mvp_tui.providers.vastai.client import VastAiProvider  # noqa: E402
 from tests.fakes.vastai_server import FakeVast, Fault  # noqa: E402
 
 

@@ -22,6 +22,7 @@ to every lease.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
 import stat
@@ -35,6 +36,9 @@ PACKAGE_ROOT = Path(__file__).resolve().parent  # .../mvp_tui
 # The modules outside mvp_tui/node/ that the agent imports: standard-library-only ones the app
 # uses too (tests/foundation/test_layers.py holds the node package to exactly these).
 SHARED_MODULES = ("__init__.py", "node_protocol.py", "secrets.py", "untrusted.py")
+# Each provider package's node part (`providers/<name>/node_api.py`: what the node's switch
+# calls on its own instance), with the two package markers above it, which import nothing.
+NODE_API = "node_api.py"
 # The zip's entry point. Plain enough for any Python to compile, so an older one than the
 # agent supports says so. It imports mvp_tui from the zip itself, compiling each module once:
 # zipimport compiles each twice (its get_filename compiles to learn the path), which cost
@@ -84,14 +88,37 @@ FILE_MODE = 0o644 << 16
 SUFFIX = ".pyz"
 
 
-def agent_members(root: Path = PACKAGE_ROOT) -> list[tuple[str, bytes]]:
-    """The zip's members as (name inside the zip, bytes), in the order they are written."""
-    names = [f"mvp_tui/{name}" for name in SHARED_MODULES]
-    names += sorted(f"mvp_tui/node/{p.name}" for p in (root / "node").glob("*.py"))
-    modules = {_module_name(name): name.endswith("/__init__.py") for name in names}
+def agent_members(
+    root: Path = PACKAGE_ROOT, providers: Path | None = None
+) -> list[tuple[str, bytes]]:
+    """The zip's members as (name inside the zip, bytes), in the order they are written.
+    `providers`: the providers' folder (installed as mvp_tui.providers; default: where it
+    imports from)."""
+    files = [(f"mvp_tui/{name}", root / name) for name in SHARED_MODULES]
+    files += sorted((f"mvp_tui/node/{p.name}", p) for p in (root / "node").glob("*.py"))
+    files += provider_node_parts(providers or providers_dir())
+    modules = {_module_name(name): name.endswith("/__init__.py") for name, _ in files}
     members = [("__main__.py", MAIN.format(modules=modules).encode())]
-    members += [(name, (root.parent / name).read_bytes()) for name in names]
+    members += [(name, path.read_bytes()) for name, path in files]
     return members
+
+
+def providers_dir() -> Path:
+    """Where mvp_tui.providers is read from (the repo's providers/ in a checkout)."""
+    spec = importlib.util.find_spec("mvp_tui.providers")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("mvp_tui.providers is not installed: the node agent needs its node parts")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def provider_node_parts(providers: Path) -> list[tuple[str, Path]]:
+    """(name inside the zip, file) for each provider package's node part and the package
+    markers above it, in a fixed order."""
+    parts = [("mvp_tui/providers/__init__.py", providers / "__init__.py")]
+    for package in sorted(p.parent for p in providers.glob(f"*/{NODE_API}")):
+        parts.append((f"mvp_tui/providers/{package.name}/__init__.py", package / "__init__.py"))
+        parts.append((f"mvp_tui/providers/{package.name}/{NODE_API}", package / NODE_API))
+    return parts
 
 
 def _module_name(member: str) -> str:

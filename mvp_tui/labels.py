@@ -1,6 +1,6 @@
 """Instance labels, their grammar: the only way the lease walk recognises its own instances.
 A base module: the lease walk writes labels (lease/naming.py re-exports these) and a
-provider reads them (providers/docker_spec.py), which must not import from lease/.
+provider reads them (providers/docker/spec.py), which must not import from lease/.
 
 A label is `{prefix}-{tag}-{run}-{node}-{attempt}`: `tag` is this install's (identity.py), so
 a label says which install made it, and a run id is read within it (`41` here is not another

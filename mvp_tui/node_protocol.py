@@ -232,7 +232,6 @@ RENTED_IMAGE = f"ghcr.io/ggml-org/llama.cpp:full-cuda-{LLAMA_CPP_BUILD}"
 RENTED_IMAGE_CUDA_MIN = "12.8"
 ENGINE_BIND_HOSTS = ("127.0.0.1", "0.0.0.0")  # loopback, or every interface (a Docker bridge)
 NODE_ROLES = ("single", "main", "worker")
-SWITCH_PROVIDERS = ("vastai", "runpod", "local", "docker")
 
 
 class NodeEnvError(Exception):
@@ -653,14 +652,15 @@ class SwitchEnv(_EnvGroup):
     prefetch: bool = _env("MVP_PREFETCH", _flag, False, "set 1 or unset it")
 
     def api_url(self, provider: str) -> str:
-        return self.runpod_api_url if provider == "runpod" else self.vastai_api_url
+        """The API URL of `provider`'s node switch: its `<name>_api_url` ("" for none)."""
+        return str(getattr(self, api_url_field(provider), "") or "")
 
 
 @dataclass(frozen=True)
 class BootEnv(_EnvGroup):
     """What the instance's start command and the Docker launcher read before any agent runs:
-    shell and a few lines of Python written by providers/runpod_boot.py, vast_host_key.py and
-    docker_spec.py. Their defaults stay in those scripts (a blank here is "unset" there)."""
+    shell and a few lines of Python written by providers/runpod/boot.py, vastai/host_key.py and
+    docker/spec.py. Their defaults stay in those scripts (a blank here is "unset" there)."""
 
     # RunPod: the pod's pinned sshd host key (private, OpenSSH, base64; a *KEY* name:
     # redacted). Vast: the same cut into pieces named with this and _1, _2, ….
@@ -692,9 +692,23 @@ BOOT_GRACE_ENV = SwitchEnv.env_name("boot_grace_s")
 PREFETCH_ENV = SwitchEnv.env_name("prefetch")
 
 
+def api_url_field(provider: str) -> str:
+    """The `SwitchEnv` field of a provider's API URL: `<name>_api_url`, declared above for each
+    provider whose node destroys itself through its API (providers/<name>/node_api.py)."""
+    return f"{provider}_api_url"
+
+
 def api_url_env(provider: str) -> str:
-    """The variable that gives the node its provider's API URL."""
-    return SwitchEnv.env_name("runpod_api_url" if provider == "runpod" else "vastai_api_url")
+    """The variable that gives the node its provider's API URL ("" for a provider with none)."""
+    field = api_url_field(provider)
+    return SwitchEnv.env_name(field) if field in SwitchEnv.__dataclass_fields__ else ""
+
+
+def api_url_fields(provider: str, url: str | None) -> dict[str, Any]:
+    """`SwitchEnv` keyword arguments that give `provider`'s switch `url` (none when unset, or
+    the provider's node has no API)."""
+    field = api_url_field(provider)
+    return {field: url} if url and field in SwitchEnv.__dataclass_fields__ else {}
 
 
 def passed_through(environ: Mapping[str, str]) -> dict[str, str]:

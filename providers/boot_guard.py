@@ -26,70 +26,20 @@ must agree on it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from mvp_tui.node.instance_api import GuardTarget  # each provider's, in its node_api.py
 from mvp_tui.node_protocol import (
     BOOT_GRACE_ENV,
     BOOT_GUARD_DIR,
     BOOT_GUARD_DIR_ENV,
     BOOT_GUARD_STAND_DOWN_FILE,
     BOOT_GUARD_VERDICT_FILE,
-    DEFAULT_RUNPOD_API_URL,
-    DEFAULT_VASTAI_API_URL,
     BootEnv,
-    api_url_env,
 )
-from mvp_tui.providers.prefetch import prefetch_script
-from mvp_tui.providers.vast_host_key import install_script
 
-VAST_ONSTART_CAP = 4096  # Vast: args + args_str + onstart <= 4096 chars (reference/vastai.md §3)
 GRACE_ENV = BOOT_GRACE_ENV  # whole seconds; the engine converts [limits] boot_grace_mins
 DEFAULT_GRACE_S = 1200
 USER_AGENT = "mvp-boot-guard/1"  # our own: RunPod's Cloudflare blocks generic agents
 
-
-@dataclass(frozen=True, slots=True)
-class GuardTarget:
-    """What differs between providers: the container's id/key names and the destroy call."""
-
-    id_name: str
-    key_name: str
-    url_env: str
-    default_url: str
-    path: str  # after the base URL; $i is the instance id
-    body: str  # the DELETE's JSON body ("" = none)
-    gone: str  # an ERE a 404 body must match to count as "already gone"
-    id_chars: str  # the characters an id may hold (a sh bracket expression)
-    id_fallback: str = ""  # sh that finds the id another way when the variable is unset
-    # sh run after each destroy answer: where a 410 sends the next try ("" = nowhere)
-    retired: str = ""
-
-
-VAST = GuardTarget(
-    id_name="CONTAINER_ID",
-    key_name="CONTAINER_API_KEY",
-    url_env=api_url_env("vastai"),
-    default_url=DEFAULT_VASTAI_API_URL,
-    path="/api/v0/instances/$i/",
-    body="{}",
-    gone='no_such_instance|"not_found"',  # a 404 auth_error is a bad key, not gone
-    id_chars="0-9",
-    # Vast's own boot reads the id from VAST_CONTAINERLABEL ("C.<id>") when CONTAINER_ID is unset
-    id_fallback='[ -n "$i" ] || { i=${VAST_CONTAINERLABEL:-}; i=${i#C.}; }\n',
-    # A 410 (`deprecated_endpoint`: v0 retired, peers 2026-12-07 V7) is never "gone": the
-    # next tries go to the same destroy on v1 (idempotent: a v1 URL has no /api/v0/).
-    retired=' [ "$r" = 410 ]&&u=${u%%/api/v0/*}/api/v1/instances/$i/\n',
-)
-RUNPOD = GuardTarget(
-    id_name="RUNPOD_POD_ID",
-    key_name="RUNPOD_API_KEY",
-    url_env=api_url_env("runpod"),
-    default_url=DEFAULT_RUNPOD_API_URL,
-    path="/pods/$i",
-    body="",
-    gone='"(title|error)"',  # v2 problem+json or v1 {error, status}
-    id_chars="A-Za-z0-9",
-)
 
 # The API URL is checked again before the key goes there (the `case` succeeds, so the guard
 # refuses, for a character outside a bare URL's or a form other than https or loopback http:
@@ -179,35 +129,3 @@ def guard_script(target: GuardTarget) -> str:
     for name, value in values.items():
         text = text.replace(name, value)
     return text
-
-
-class OnstartTooLong(ValueError):
-    """The user's `[vastai] onstart` leaves the guard no room under Vast's cap."""
-
-
-def vast_start_lines() -> str:
-    """mvp-tui's own lines at the head of Vast's `onstart`: the pinned host key's install
-    (quick, before anything else; silent without a key), then the boot guard, then the model
-    prefetch (providers/prefetch.py: it needs the guard armed first)."""
-    return install_script() + guard_script(VAST) + prefetch_script()
-
-
-def vast_onstart(user_onstart: str | None) -> str:
-    """Vast's `onstart`: mvp-tui's start lines (a user script that blocks or exits cannot keep
-    them from running), then the user's own text. A user script's `#!` line stays first."""
-    guard = vast_start_lines()
-    user = (user_onstart or "").strip("\n")
-    if user.startswith("#!"):
-        shebang, _, rest = user.partition("\n")
-        merged = f"{shebang}\n{guard}{rest}\n" if rest else f"{shebang}\n{guard}"
-    else:
-        merged = f"{guard}{user}\n" if user else guard
-    if len(merged) > VAST_ONSTART_CAP:
-        room = VAST_ONSTART_CAP - len(guard) - 1
-        raise OnstartTooLong(
-            f"[vastai] onstart is {len(user)} characters; with mvp-tui's start lines (host "
-            f"key, boot guard, model prefetch: {len(guard)}) it exceeds Vast's "
-            f"{VAST_ONSTART_CAP}-character cap on onstart: "
-            f"shorten it to at most {room} characters (e.g. fetch a script and run it)"
-        )
-    return merged

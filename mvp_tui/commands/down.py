@@ -24,6 +24,7 @@ from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.survey import Survey, survey
 from mvp_tui.lease.teardown import delete_confirmed
 from mvp_tui.providers.base import LeaseState, ProviderError
+from mvp_tui.providers.registry import RENTED
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -57,8 +58,9 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in {"y", "yes"}
 
 
-# The providers that bill: `down --all` asks each one a key is configured for, records or not.
-_RENTED = ("vastai", "runpod")
+# The providers that bill (their kinds say): `down --all` asks each one a key is configured
+# for, records or not.
+_RENTED = RENTED
 
 
 def _kinds(store: RecordStore, run_id: str | None) -> tuple[dict[str, list[RunRecord]], list[str]]:

@@ -15,6 +15,8 @@ from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.exit_codes import ExitCode
 from mvp_tui.lease.volumes import forget_volume, load_volumes
 from mvp_tui.providers.base import ProviderError
+from mvp_tui.providers.runpod.kind import KIND as RUNPOD
+from mvp_tui.providers.runpod.section import RunpodSection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,16 +33,16 @@ def _confirm(what: str) -> bool:
 
 
 async def _list(config: Config) -> int:
-    from mvp_tui.providers.runpod import RunPodProvider
-    from mvp_tui.providers.runpod_volumes import list_volumes
+    from mvp_tui.providers.runpod.client import RunPodProvider
+    from mvp_tui.providers.runpod.volumes import list_volumes
 
-    provider = build_provider(config.for_provider("runpod"))
+    provider = build_provider(config.for_provider(RUNPOD.name))
     assert isinstance(provider, RunPodProvider)
     try:
         volumes = await list_volumes(provider)
     finally:
         await provider.aclose()
-    runpod = config.for_provider("runpod").settings.runpod
+    runpod = config.for_provider(RUNPOD.name).settings.of(RunpodSection)
     rate = runpod.network_volume_usd_per_gb_month if runpod else 0.0
     for v in volumes:
         print(f"{v.id:<14} {v.name:<24} {v.size_gb:>5} GB  {v.data_center:<10} "
@@ -50,17 +52,17 @@ async def _list(config: Config) -> int:
 
 
 async def _delete(config: Config, name: str) -> int:
-    from mvp_tui.providers.runpod import RunPodProvider
-    from mvp_tui.providers.runpod_volumes import delete_volume, find_volume
+    from mvp_tui.providers.runpod.client import RunPodProvider
+    from mvp_tui.providers.runpod.volumes import delete_volume, find_volume
 
-    provider = build_provider(config.for_provider("runpod"))
+    provider = build_provider(config.for_provider(RUNPOD.name))
     assert isinstance(provider, RunPodProvider)
     try:
         volume = await find_volume(provider, name)
         if volume is None:
             print(f"mvp-tui: no RunPod network volume {name!r}; see `mvp-tui volume list`",
                   file=sys.stderr)
-            forget_volume(config.state_dir, "runpod", name)
+            forget_volume(config.state_dir, RUNPOD.name, name)
             return int(ExitCode.USAGE)
         gone = await delete_volume(provider, volume)
     finally:
@@ -69,7 +71,7 @@ async def _delete(config: Config, name: str) -> int:
         print(f"NOT CONFIRMED: network volume {volume.id} ({volume.name}) may still bill",
               file=sys.stderr)
         return int(ExitCode.MAY_BILL)
-    forget_volume(config.state_dir, "runpod", volume.id)
+    forget_volume(config.state_dir, RUNPOD.name, volume.id)
     print(f"deleted network volume {volume.id} ({volume.name}, {volume.size_gb} GB), "
           "confirmed by RunPod", file=sys.stderr)
     return int(ExitCode.OK)

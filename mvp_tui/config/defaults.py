@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from mvp_tui.node_protocol import RENTED_IMAGE, RENTED_IMAGE_CUDA_MIN
 
-PROVIDERS = ("local", "docker", "vastai", "runpod")
-# The providers that rent a machine by the hour (their defaults guard money: image, deadline).
-RENTED_PROVIDERS = ("vastai", "runpod")
+# The providers are listed by their kinds (providers/registry.py: PROVIDERS, RENTED).
 PROFILES = ("local", "deploy")
+# The orchestrator seed's two profiles and the provider each selects (its own definition).
 PROFILE_PROVIDER = {"local": "local", "deploy": "vastai"}
 
 DEFAULT_HF_REPO = "bartowski/Llama-3.2-1B-Instruct-GGUF"

@@ -17,7 +17,8 @@ HEADER = """\
 # Keys of a provider ([vastai], [runpod], [docker]) are read only when that provider runs.
 # Commented-out lines show the built-in default. A key left out has its default; text keys
 # that have one cannot be set empty, and an empty optional text key counts as unset.
-# Generated from the key declarations (mvp_tui/config/sections/): edit those, not this.
+# Generated from the key declarations (mvp_tui/config/sections/, providers/*/section.py):
+# edit those, not this.
 """
 
 UI_KEYS = """\

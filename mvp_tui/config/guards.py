@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mvp_tui.config.schema import BY_DOTTED
 from mvp_tui.config.toml_file import TomlLayer
 from mvp_tui.config.values import LAYER_RANK, ConfigError, Source
 from mvp_tui.node_protocol import AgentEnv, base_url_problem, shown_url
+from mvp_tui.providers import registry
 
 # A worker's ggml-rpc-server: ggml RPC has no authentication and lets a client read and
 # write the server's memory, so where it listens decides who owns that process.
@@ -31,11 +33,12 @@ def check_multinode_rpc(
     bridge network always (every container on it reaches them), on this machine's loopback
     (provider local, Docker's host network) unless acknowledged."""
     nodes = values.get("runtime.nodes")
-    if not isinstance(nodes, int) or nodes <= 1 or provider not in ("local", "docker"):
+    here = registry.find(provider)
+    if not isinstance(nodes, int) or nodes <= 1 or here is None or not here.on_this_machine:
         return
     asked = f"[runtime] nodes = {nodes} from {sources['runtime.nodes']}"
-    network = values.get("docker.network")
-    if provider == "docker" and network == "bridge":
+    network = values.get("docker.network")  # read only when provider docker runs
+    if network == "bridge":
         raise ConfigError(
             f"{asked} with provider docker on [docker] network = 'bridge' (from "
             f"{sources['docker.network']}): the workers' ggml-rpc-server, which has no "
@@ -46,7 +49,7 @@ def check_multinode_rpc(
         )
     if values.get("runtime.local_rpc_unauthenticated"):
         return
-    where = "provider local" if provider == "local" else "provider docker on the host network"
+    where = f"provider {provider}" + (" on the host network" if network else "")
     raise ConfigError(
         f"{asked} with {where}: the workers' ggml-rpc-server listens on this machine's "
         "loopback with no authentication, so any local user can read and write that "
@@ -63,10 +66,14 @@ class KeyFile:
     file_flag: str
 
 
-KEY_FILES = (
-    KeyFile("vastai.api_key", "vastai.api_key_file", "--vastai-api-key", "--vastai-api-key-file"),
-    KeyFile("runpod.api_key", "runpod.api_key_file", "--runpod-api-key", "--runpod-api-key-file"),
-)
+def key_files() -> list[KeyFile]:
+    """Each provider's API key and the key naming a file that holds it (their kinds say)."""
+    found = []
+    for kind in registry.kinds():
+        if kind.api_key_key and kind.api_key_file_key:
+            key, file = BY_DOTTED[kind.api_key_key], BY_DOTTED[kind.api_key_file_key]
+            found.append(KeyFile(key.dotted, file.dotted, key.flag or "", file.flag or ""))
+    return found
 
 
 def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> list[str]:
@@ -74,7 +81,7 @@ def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> lis
     same or a later layer); one warning line per key taken from a flag, which `ps` and
     shell history show. The key itself is never in a message."""
     warnings: list[str] = []
-    for item in KEY_FILES:
+    for item in key_files():
         if item.key not in values:
             continue  # another provider's key: not parsed for this run
         path, file_source = values.get(item.file_key), sources.get(item.file_key)
@@ -97,10 +104,13 @@ def read_key_files(values: dict[str, object], sources: dict[str, Source]) -> lis
 
 # The base URLs a secret is sent to, each with an https example for the fix. A
 # marketplace URL carries its API key on every call; the hub's carries HF_TOKEN when set.
-KEY_URLS = (
-    ("vastai.api_url", "https://console.vast.ai"),
-    ("runpod.api_url", "https://api.runpod.io/v2"),
-)
+def key_urls() -> list[tuple[str, str]]:
+    """(dotted key, its declared default as the example) for each provider's API URL."""
+    return [
+        (kind.api_url_key, str(BY_DOTTED[kind.api_url_key].default))
+        for kind in registry.kinds()
+        if kind.api_url_key
+    ]
 HUB_URL_ENV = AgentEnv.env_name("hf_endpoint")  # the node's hub, read here too
 HUB_TOKEN_ENVS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
@@ -113,7 +123,7 @@ def check_key_urls(
     that is plain http to anything but loopback (a local fake or the rehearsal): the key
     would cross the network readable by anyone on the path. Checked before any request is
     made; the value is shown with what may hide a secret masked."""
-    for dotted, example in KEY_URLS:
+    for dotted, example in key_urls():
         url = values.get(dotted)
         if not isinstance(url, str):
             continue

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
@@ -30,13 +31,12 @@ from mvp_tui.config.schema import (
     PROFILE_PROVIDER,
     RENTED_IMAGE,
     RENTED_IMAGE_CUDA_MIN,
-    RENTED_PROVIDERS,
     KeySpec,
-    Scope,
     Settings,
     build_settings,
 )
 from mvp_tui.config.sections.limits import BILLING_MAX_HOURS
+from mvp_tui.config.spec import ALL
 from mvp_tui.config.toml_file import TomlLayer, read_toml_layer
 from mvp_tui.config.values import (
     LAYER_RANK,
@@ -47,6 +47,10 @@ from mvp_tui.config.values import (
 )
 from mvp_tui.keymap import BINDING_IDS
 from mvp_tui.node_protocol import is_loopback_name
+from mvp_tui.providers import registry
+
+if TYPE_CHECKING:
+    from mvp_tui.providers.kind import ProviderKind
 
 APP_NAME = "mvp-tui"
 CONFIG_ENV = "MVP_CONFIG"
@@ -146,11 +150,12 @@ class Config:
         and an image given by env or flag wins over a file's: the later layer wins."""
         image = self.settings.image.node
         source = self.sources["image.node"]
-        vast = self.settings.vastai.image if self.settings.vastai else None
-        if vast is not None:
-            vast_source = self.sources["vastai.image"]
-            if LAYER_RANK[vast_source.layer] >= LAYER_RANK[source.layer]:
-                return vast, vast_source
+        own_key = self.kind.image_key  # the provider's own image key ([vastai] image)
+        own = self.values.get(own_key) if own_key else None
+        if isinstance(own, str):
+            own_source = self.sources[own_key]
+            if LAYER_RANK[own_source.layer] >= LAYER_RANK[source.layer]:
+                return own, own_source
         if self.rented and source.layer == "default":
             # The seed's default image is in no registry a rented host can pull.
             return RENTED_IMAGE, Source("default", "for rented nodes")
@@ -163,20 +168,26 @@ class Config:
 
     @property
     def confirm_lease(self) -> bool:
-        """Whether renting must be confirmed: `[vastai] confirm_lease` for Vast.ai (the
-        dashboard asks, headless needs --yes); always for the other billing providers."""
-        if self.settings.vastai is not None:
-            return self.settings.vastai.confirm_lease
+        """Whether renting must be confirmed: the provider's own key (`[vastai] confirm_lease`;
+        the dashboard asks, headless needs --yes); always for the other billing providers."""
+        key = self.kind.confirm_key
+        if key and key in self.values:
+            return bool(self.values[key])
         return True
 
     @property
     def provider(self) -> str:
-        return self.settings.provider.kind or "local"
+        return self.settings.provider.kind or PROFILE_PROVIDER["local"]
+
+    @property
+    def kind(self) -> ProviderKind:
+        """What the selected provider declares of itself (providers/<name>/kind.py)."""
+        return registry.kind(self.provider)
 
     @property
     def rented(self) -> bool:
         """The provider rents a machine by the hour (Vast.ai, RunPod)."""
-        return self.provider in RENTED_PROVIDERS
+        return self.kind.rented
 
     @property
     def max_hours(self) -> float | None:
@@ -263,7 +274,7 @@ def load_config(
         sources["provider.kind"] = Source("default", f"profile {values['runtime.profile']}")
     provider = str(values["provider.kind"])
 
-    in_scope = [s for s in KEYS if s.scope is Scope.ALL or s.scope.value == provider]
+    in_scope = [s for s in KEYS if s.scope in (ALL, provider)]
     unused: dict[str, Source] = {}
     for spec in KEYS:
         if spec not in in_scope and (source := _raw(spec, flags, env, toml)[1]).layer != "default":

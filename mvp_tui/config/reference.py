@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from mvp_tui.config.example import flag_forms, toml_value
-from mvp_tui.config.schema import SECTION_CLASSES, UI_KEYS_SECTION, KeySpec, Kind, Scope
-from mvp_tui.config.spec import specs_of
+from mvp_tui.config.schema import SECTION_CLASSES, UI_KEYS_SECTION, KeySpec, Kind
+from mvp_tui.config.spec import ALL, specs_of
 
 COMMAND = "python -m mvp_tui.config.reference > docs/configuration.md"
 
@@ -23,7 +23,7 @@ _ERROR_EXAMPLE = (
 HEADER = f"""\
 # Configuration reference
 
-<!-- Generated from the key declarations (mvp_tui/config/sections/) by
+<!-- Generated from the key declarations (mvp_tui/config/sections/, providers/*/section.py) by
 `{COMMAND}`: edit those, not this page. -->
 
 Layers, later wins: built-in defaults → TOML file → environment → flags. The file is
@@ -32,7 +32,8 @@ Layers, later wins: built-in defaults → TOML file → environment → flags. T
 explicit one is an error. `mvp-tui config` prints the effective configuration, each value with
 its source (file and line, env var, flag, default); secrets print as `<redacted>`.
 
-Every key below is one field of its section's settings class (`mvp_tui/config/sections/`);
+Every key below is one field of its section's settings class (`mvp_tui/config/sections/`,
+a provider's in its package, `providers/<name>/section.py`);
 this page and `config.example.toml` (`python -m mvp_tui.config.example > config.example.toml`,
 every key commented out at its default) are generated from those fields.
 
@@ -124,8 +125,8 @@ def _key(spec: KeySpec) -> list[str]:
         facts.append("**flag**: " + " / ".join(code(form) for form in flag_forms(spec)))
     if spec.secret:
         facts.append("**secret**: printed as `<redacted>` everywhere")
-    if spec.scope is not Scope.ALL:
-        facts.append(f"**read**: only when provider `{spec.scope.value}` runs")
+    if spec.scope != ALL:
+        facts.append(f"**read**: only when provider `{spec.scope}` runs")
     out = [f"### `{spec.name}` {{#{spec.section}-{spec.name}}}", "", prose(_sentence(spec.doc))]
     if spec.note:
         out += ["", prose(_sentence(spec.note))]

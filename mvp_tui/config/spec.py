@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -27,13 +28,9 @@ class Kind(Enum):
     RUN_ID = "a whole number (the seed's run ids) or 'r-' and 1-32 lowercase letters or digits"
 
 
-class Scope(Enum):
-    """Which provider a key belongs to: its value is parsed only when that provider runs."""
-
-    ALL = "all"
-    VASTAI = "vastai"
-    RUNPOD = "runpod"
-    DOCKER = "docker"
+# Which provider a key belongs to: its value is parsed only when that provider runs. A
+# provider's section (providers/<name>/section.py) sets its own name; every run reads ALL's.
+ALL = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +43,8 @@ class KeySpec:
     env: tuple[str, ...] = ()
     flag: str | None = None
     secret: bool = False
-    scope: Scope = Scope.ALL
-    choices: tuple[str, ...] = ()
+    scope: str = ALL
+    choices: Sequence[str] = ()
     minimum: float | None = None
     maximum: float | None = None
     above: float | None = None  # the value must be greater than this (a 0 has no meaning)
@@ -115,7 +112,7 @@ def key(
     flag: str | None = None,
     kind: Kind | None = None,
     secret: bool = False,
-    choices: tuple[str, ...] = (),
+    choices: Sequence[str] = (),
     minimum: float | None = None,
     maximum: float | None = None,
     above: float | None = None,
@@ -151,7 +148,7 @@ class Section:
     """A settings class for one `[section]`: its fields are its keys (see `key()`)."""
 
     NAME: ClassVar[str]
-    SCOPE: ClassVar[Scope] = Scope.ALL
+    SCOPE: ClassVar[str] = ALL  # a provider's name: its runs alone read the section
 
 
 _KINDS: dict[object, Kind] = {

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from mvp_tui.config import Config, ConfigError
-from mvp_tui.config.schema import PROVIDERS
+from mvp_tui.config.schema import BY_DOTTED, PROVIDERS
 from mvp_tui.datastream.display import display_text
 from mvp_tui.datastream.frame import Frame
 from mvp_tui.datastream.hub import ChannelHub
@@ -354,12 +354,6 @@ def _say_fallback(kind: str, following: str, reason: str) -> None:
     print(f"mvp-tui: no lease on {kind} ({reason}); trying {following}", file=sys.stderr)
 
 
-# Where each provider's offer filters live, for the "no offer" hint.
-_FILTER_KEYS = {
-    "vastai": "the [vastai] filters (gpu_name, min_gpu_ram_mb, …)",
-    "runpod": "[runpod] gpu_types, min_vram_gb or cloud (a type out of stock is skipped)",
-    "docker": "[docker] gpus",
-}
 
 
 async def _need(engine: RunEngine) -> ModelNeed | None:
@@ -392,7 +386,8 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
         raise ConfigError(
             f"renting on {engine.config.provider} bills your account; headless runs need --yes "
             "to confirm (the dashboard asks instead)"
-            + (", or [vastai] confirm_lease = false" if engine.config.provider == "vastai" else "")
+            + (f", or {BY_DOTTED[engine.config.kind.confirm_key].label} = false"
+               if engine.config.kind.confirm_key else "")
         )
     own = engine.config.provider
     offers = await engine.search_offers()
@@ -419,7 +414,7 @@ async def _prepare(engine: RunEngine, opts: UpOptions) -> list[Offer]:
                 + ("kept where --offer puts it" if opts.offer_ids else "tried after the others")
             )
     if not offers:
-        where = _FILTER_KEYS.get(engine.config.provider, "the provider's filters")
+        where = engine.config.kind.filters_hint or "the provider's filters"
         floor = f" ({engine.vram_floor_said})" if engine.vram_floor_said else ""
         raise RunFailed(
             f"no {engine.config.provider} offer matches the policy{floor}; loosen {where} or "

@@ -49,7 +49,8 @@ from mvp_tui.prompt.events import (
     PromptRpcListening,
     is_end,
 )
-from mvp_tui.providers.docker_spec import DOCKER_GPUS_ENV, cached_model_target
+from mvp_tui.providers import registry
+from mvp_tui.providers.docker.spec import cached_model_target
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 
@@ -57,9 +58,6 @@ _GENERATED = re.compile(r"^r-([0-9a-f]{8})$")
 # Keys whose value is the user's own text or a path: the orchestrator seed's config record
 # shows only that one is set.
 _HAS_ONLY = {"onstart", "bootstrap_command", "ssh_identity"}
-# Docker keys the seed's `provider_config` names differently: [docker] gpus is its
-# `docker_gpus`, the cached model its `cached_model` object.
-_DOCKER_SEED_NAMES = {"gpus": "docker_gpus", "cached_model_host_path": "cached_model"}
 # The seed's `serve_prompts` detail says how often its prompt loop polls; here prompts and
 # their tokens are pushed (asyncio), nothing polls: 0.
 PROMPT_POLL_INTERVAL_MS = 0
@@ -82,11 +80,11 @@ def provider_config_detail(config: Config) -> dict[str, Any]:
     seed's names (`docker_gpus`, `cached_model`), the cached model without its host path."""
     detail: dict[str, Any] = {}
     for spec in KEYS:
-        if spec.scope.value != config.provider or spec.dotted not in config.values:
+        if spec.scope != config.provider or spec.dotted not in config.values:
             continue
         value = config.values[spec.dotted]
-        if config.provider == "docker" and spec.name in _DOCKER_SEED_NAMES:
-            detail[_DOCKER_SEED_NAMES[spec.name]] = (
+        if spec.name in config.kind.seed_key_names:
+            detail[config.kind.seed_key_names[spec.name]] = (
                 _cached_model_detail(value) if spec.name == "cached_model_host_path" else value
             )
         elif spec.secret or spec.name in _HAS_ONLY:
@@ -297,15 +295,15 @@ class OrchTap:
             ProvisionEventKind.PROVISION_START, f"starting {self._provider} image {self._image}"
         )
         provider_config = self._config.get("provider_config", {})
-        docker = event.provider == "docker"
-        env_keys = {*self._env_keys, *((DOCKER_GPUS_ENV,) if docker else ())}
+        kind = registry.find(event.provider)  # its node spec's own env (Docker's GPUs)
+        env_keys = {*self._env_keys, *(kind.node_spec_env if kind else ())}
         self._phase(
             "node_spec",
             "ready",
             provider=event.provider,
             image=self._image,
             relay_mode=self._config.get("relay_mode"),
-            docker_gpus=provider_config.get("docker_gpus") if docker else None,
+            docker_gpus=provider_config.get("docker_gpus"),  # only Docker's config names it
             provider_config=provider_config,
             env_keys=sorted(env_keys),
         )

@@ -1,86 +1,35 @@
-"""The provider a configuration selects, built with its settings and secrets."""
+"""The provider a configuration selects, built by its kind's factory with its settings and
+secrets (providers/<name>/kind.py names it; the client is imported only here, when first
+built, so a command that builds none loads no HTTP or Docker library)."""
 
 from __future__ import annotations
 
-import re
+import importlib
+from collections.abc import Callable
+from typing import Any, cast
 
 from mvp_tui.config import Config, ConfigError
+from mvp_tui.config.schema import BY_DOTTED
+from mvp_tui.providers import registry
 from mvp_tui.providers.base import Provider
-from mvp_tui.providers.local import LocalProvider
-from mvp_tui.providers.local_node import LineHandler
-
-SUPPORTED = ("local", "docker", "vastai", "runpod")
+from mvp_tui.providers.local.node import LineHandler
 
 
 def build_provider(config: Config, *, on_line: LineHandler | None = None) -> Provider:
     """A ready provider client; a `ConfigError` (exit 2) when something it needs is missing."""
-    kind = config.provider
-    if kind == "local":
-        return LocalProvider(on_line=on_line)
-    if kind == "vastai":
-        vast = config.settings.vastai
-        api_key = vast.api_key if vast else None
-        if vast is None or not api_key:
-            raise ConfigError(
-                "[vastai] api_key is required when provider=vastai; set VASTAI_API_KEY (or "
-                "MVP_VASTAI_API_KEY, or [vastai] api_key in the config file). Get a key at "
-                "https://cloud.vast.ai/account/"
-            )
-        from mvp_tui.providers.vastai import VastAiProvider  # httpx loads when first used
-
-        return VastAiProvider(
-            api_key=api_key,
-            api_url=vast.api_url,
-            ssh_user=vast.ssh_user,
-            image_gb=config.settings.image.size_gb,
-            pin_host_key=vast.pin_host_key,
-            rental=vast.rental,
-            bid_factor=vast.bid_factor,
-        )
-    if kind == "runpod":
-        return _runpod(config)
-    if kind == "docker":
-        from mvp_tui.providers.docker import DockerProvider, settings_from_config
-
-        return DockerProvider(settings_from_config(config), on_line=on_line)
-    raise ConfigError(
-        f"[provider] kind = {kind!r} (from {config.sources['provider.kind']}) is not supported "
-        f"yet; use one of: {', '.join(SUPPORTED)}"
-    )
-
-
-def _runpod(config: Config) -> Provider:
-    runpod = config.settings.runpod
-    api_key = runpod.api_key if runpod else None
-    if runpod is None or not api_key:
+    kind = registry.find(config.provider)
+    if kind is None:
         raise ConfigError(
-            "[runpod] api_key is required when provider=runpod; set RUNPOD_API_KEY (or "
-            "MVP_RUNPOD_API_KEY, or [runpod] api_key in the config file). Get a key at "
-            "https://www.runpod.io/console/user/settings"
+            f"[provider] kind = {config.provider!r} (from {config.sources['provider.kind']}) "
+            f"is not supported yet; use one of: {', '.join(registry.PROVIDERS)}"
         )
-    if runpod.rental == "spot":
+    if kind.api_key_key and not config.values.get(kind.api_key_key):
+        # Said before the client (and its HTTP library) loads: the board asks every provider.
+        spec = BY_DOTTED[kind.api_key_key]
         raise ConfigError(
-            f"[runpod] rental = \"spot\" (from {config.sources.get('runpod.rental')}): RunPod "
-            "no longer offers spot pods (its API answers 500 \"Spot pods are no longer "
-            "offered\"); set [runpod] rental = \"on-demand\", or rent interruptible on "
-            "Vast.ai ([provider] kind = \"vastai\" with [vastai] rental = \"bid\")"
+            f"{spec.label} is required when provider={kind.name}; set {kind.api_key_env} (or "
+            f"{spec.env[0]}, or {spec.label} in the config file). Get a key at {kind.key_url}"
         )
-    # httpx loads with the provider, only once there is a key to use it with.
-    from mvp_tui.providers.base import ProviderError
-    from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
-
-    cuda = runpod.min_cuda_version
-    if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
-        raise ConfigError(
-            f"[runpod] min_cuda_version = {cuda!r} (from "
-            f"{config.sources.get('runpod.min_cuda_version')}) is not valid: expected "
-            "major.minor, e.g. 12.4"
-        )
-    try:
-        return RunPodProvider(
-            api_key=api_key,
-            api_url=runpod.api_url,
-            settings=RunPodSettings.from_section(runpod, config.cuda_floor()),
-        )
-    except ProviderError as exc:
-        raise ConfigError(str(exc)) from None
+    module, function = kind.entry
+    factory = cast(Callable[..., Any], getattr(importlib.import_module(module), function))
+    return cast(Provider, factory(config, on_line))

@@ -45,7 +45,7 @@ from mvp_tui.lease.records import AgentLogMark, LeaseRecord
 from mvp_tui.lease.walk_texts import api_failing
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, AgentEnv, RoleEnv
 from mvp_tui.providers.base import LeaseState, ProviderError
-from mvp_tui.providers.vast_host_key import (
+from mvp_tui.providers.vastai.host_key import (
     SSH_DIR_DEFAULT,
     SSH_DIR_ENV,
     SSHD_PIDFILE_DEFAULT,

@@ -146,9 +146,9 @@ def open_context(
 def describe_run(ctx: RunContext) -> None:
     """What the run's own records (the seed's phases and events) say about it."""
     image = ctx.config.node_image()[0]
-    if ctx.config.provider == "docker":
-        docker = ctx.config.settings.docker
-        image = (docker.image if docker else None) or image
+    own_key = ctx.config.kind.own_image_key  # a container's own image ([docker] image)
+    own = ctx.config.values.get(own_key) if own_key else None
+    image = own if isinstance(own, str) and own else image
 
     def node_joined() -> None:
         # The orchestrator seed's frame archive files what its node sends once it joined
@@ -195,7 +195,7 @@ def _local_engine_port(ctx: RunContext) -> dict[str, str]:
     """A local node serves on [prompt] openai_port itself (no forward to carry it): one
     address for every run here too; taken, the agent picks a free one (and it is said)."""
     wanted = ctx.settings.prompt.openai_port
-    if ctx.config.provider != "local" or not wanted:
+    if not ctx.config.kind.child_process or not wanted:
         return {}
     if ClusterSettings.from_config(ctx.config).multi:  # workers and a main: their own
         return {}

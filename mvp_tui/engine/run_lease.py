@@ -22,10 +22,8 @@ from mvp_tui.lease.restart import DownReport, OpenLease, down, reconcile_open_ru
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.volumes import VolumeRecord, record_volume
 from mvp_tui.lease.walk import LeaseWalk, WalkResult
+from mvp_tui.providers import registry
 from mvp_tui.providers.base import Offer
-
-# How the seed names a marketplace in its account-key line.
-_SEED_NAMES = {"vastai": "VastAI", "runpod": "RunPod"}
 
 
 class Leasing:
@@ -56,8 +54,10 @@ class Leasing:
     def _account_key_ready(self, path: str, fingerprint: str, registered_now: bool) -> None:
         """Say the seed's line: which identity the account holds, by its fingerprint."""
         name = self.ctx.provider.info.name
+        kind = registry.find(name)  # the seed's name for it in its account-key line
+        seed_name = kind.seed_name if kind and kind.seed_name else name
         line = (
-            f"{_SEED_NAMES.get(name, name)} SSH identity {path} fingerprint {fingerprint} "
+            f"{seed_name} SSH identity {path} fingerprint {fingerprint} "
             "registered for account"
         )
         self.ctx.log(line)

@@ -32,7 +32,9 @@ from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.node_protocol import PREFETCH_ENV, AgentEnv, SwitchEnv, passed_through
 from mvp_tui.providers.base import SelectionPolicy
 from mvp_tui.providers.prefetch import wants_prefetch
-from mvp_tui.providers.runpod_volumes import VOLUME_CACHE_DIR, VolumeSettings
+from mvp_tui.providers.runpod.section import RunpodSection
+from mvp_tui.providers.runpod.volumes import VOLUME_CACHE_DIR, VolumeSettings
+from mvp_tui.providers.vastai.section import VastaiSection
 from mvp_tui.ssh.settings import SshSettings
 
 # Env names from the caller's environment that the node needs when present (never logged),
@@ -72,7 +74,7 @@ class RuntimeSettings:
 
     @classmethod
     def from_config(cls, config: Config) -> RuntimeSettings:
-        runtime, vast = config.settings.runtime, config.settings.vastai
+        runtime, vast = config.settings.runtime, config.settings.of(VastaiSection)
         return cls(
             run_id=runtime.run_id,
             node_id=runtime.node_id,
@@ -178,7 +180,7 @@ class RunSettings:
 def selection_policy(config: Config, limit: int = 64) -> SelectionPolicy:
     """The offer filter. Provider keys are only read for the provider that runs; the price
     cap is the one the walk keeps (unset or 0: none)."""
-    vast = config.settings.vastai
+    vast = config.settings.of(VastaiSection)
     return SelectionPolicy(
         gpu_name=vast.gpu_name if vast else None,
         min_gpu_ram_mb=vast.min_gpu_ram_mb if vast else None,
@@ -256,7 +258,7 @@ SSH_ONLY_ENV = frozenset({"HF_TOKEN", AgentEnv.env_name("api_key")})
 
 def volume_settings(config: Config) -> VolumeSettings | None:
     """[runpod] network_volume and its keys, on a RunPod run that names one."""
-    runpod = config.settings.runpod
+    runpod = config.settings.of(RunpodSection)
     return None if runpod is None else VolumeSettings.from_section(runpod)
 
 

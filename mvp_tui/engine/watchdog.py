@@ -26,6 +26,7 @@ from mvp_tui.node_protocol import (
     NODE_AGENT_PROGRESS,
     WATCHDOG_PHASE,
     SwitchEnv,
+    api_url_fields,
     parse_record,
     record_type,
 )
@@ -60,7 +61,8 @@ class WatchdogSettings:
         idle = limits.idle_teardown_mins
         if idle is None:
             idle = BILLING_IDLE_TEARDOWN_MINS if billing else None
-        account = config.settings.vastai or config.settings.runpod
+        url_key = config.kind.api_url_key  # the API the node's switch calls, if any
+        api_url = config.values.get(url_key) if url_key else None
         grace = limits.boot_grace_mins
         idle_stop = limits.idle_stop_mins
         if idle_stop is None:
@@ -70,7 +72,7 @@ class WatchdogSettings:
             max_hours=Limits.from_config(config).max_hours,  # 0: none; unset: 12 h if rented
             idle_mins=idle or None,  # 0 turns the silence switch off (unset: see above)
             required=billing and limits.require_node_watchdog,
-            api_url=account.api_url if account else None,
+            api_url=api_url if isinstance(api_url, str) else None,
             # Whole seconds for the guard's sh (no float arithmetic); rounded up, so a grace
             # is never shorter than asked.
             boot_grace_s=math.ceil(grace * 60.0) if billing else None,
@@ -91,8 +93,7 @@ class WatchdogSettings:
             idle_stop_mins=self.idle_stop_mins or 0.0,
             lease_started_at=round(lease_started_at, 3) if lease_started_at is not None else 0.0,
             boot_grace_s=self.boot_grace_s,
-            vastai_api_url=url if url and self.provider != "runpod" else SwitchEnv.vastai_api_url,
-            runpod_api_url=url if url and self.provider == "runpod" else SwitchEnv.runpod_api_url,
+            **api_url_fields(self.provider, url),  # the URL its switch calls, if it has one
         ).to_env()
         # Always named, so a node started over SSH (PID 1 with none) arms the right switch.
         env[SwitchEnv.env_name("watchdog_provider")] = self.provider

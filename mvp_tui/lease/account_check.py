@@ -30,6 +30,7 @@ from mvp_tui.lease.records import LeaseRecordState, RecordError, RecordStore, Ru
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.teardown import Clock, delete_confirmed, is_gone, teardown_lease
 from mvp_tui.lease.volumes import load_volumes
+from mvp_tui.providers import registry
 from mvp_tui.providers.base import KeptVolume, LeaseState, LeaseStatus, Provider, ProviderError
 from mvp_tui.untrusted import clean_line
 
@@ -195,7 +196,8 @@ def _clean(text: str, limit: int = _TEXT) -> str:
 
 
 def _noun(provider: str) -> str:
-    return "pod" if provider == "runpod" else "instance"
+    kind = registry.find(provider)
+    return kind.lease_noun if kind is not None else "instance"
 
 
 def _plural(noun: str, n: int) -> str:

@@ -52,6 +52,7 @@ import msgspec.structs
 from mvp_tui.config import Config
 from mvp_tui.node_protocol import OFFLOAD_ASKED, OffloadReport
 from mvp_tui.providers.base import Offer
+from mvp_tui.providers.registry import spans_hosts
 from mvp_tui.untrusted import Redact, clean_line
 
 if TYPE_CHECKING:  # learned.py reads this module's records
@@ -237,7 +238,7 @@ def host_key(offer: Offer, *, data_center: str = "") -> str:
     (`LeaseStatus.data_center`); without it, the offer's only data center, else
     `*/<type>`. Local and Docker: this machine's hostname.
     """
-    if offer.provider == "runpod":
+    if spans_hosts(offer.provider):
         gpu_type = _runpod_gpu_type(offer)
         where = data_center.strip()
         if not where:
@@ -253,14 +254,14 @@ def host_key(offer: Offer, *, data_center: str = "") -> str:
 def hosts_of(offer: Offer) -> tuple[str, ...]:
     """Every host key `offer` may run on: one, except a RunPod type (each data center it is
     listed in, and the type anywhere)."""
-    if offer.provider != "runpod":
+    if not spans_hosts(offer.provider):
         return (host_key(offer),)
     gpu_type = _runpod_gpu_type(offer)
     return (*(f"{dc}/{gpu_type}" for dc in offer.data_centers), f"{ANY_DATA_CENTER}/{gpu_type}")
 
 
 def _runpod_gpu_type(offer: Offer) -> str:
-    # A RunPod offer id is `<cloud>:<GPU type id>` (providers/runpod_catalog.offer_id).
+    # A RunPod offer id is `<cloud>:<GPU type id>` (providers/runpod/catalog.offer_id).
     _cloud, sep, gpu_type = offer.offer_id.partition(":")
     return gpu_type if sep and gpu_type else offer.offer_id
 
@@ -404,7 +405,7 @@ class HostMemory:
         failed = self.failed.get(offer.provider)
         if not failed:  # the common case, asked of 10,000 offers a refresh
             return None
-        if offer.provider != "runpod":  # one host: no tuple of candidates
+        if not spans_hosts(offer.provider):  # one host: no tuple of candidates
             return failed.get(host_key(offer))
         return failure_of(offer, failed)
 
@@ -419,7 +420,7 @@ class HostMemory:
         hosts = self.images.get(offer.provider)
         if not hosts:
             return False
-        if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
+        if not spans_hosts(offer.provider):  # one host: no tuple of candidates (10,000 offers)
             return image in hosts.get(host_key(offer), ())
         return any(image in hosts.get(host, ()) for host in hosts_of(offer))
 

@@ -27,6 +27,7 @@ from mvp_tui.lease.host_journal import (
     hosts_of,
 )
 from mvp_tui.providers.base import Offer
+from mvp_tui.providers.registry import spans_hosts
 
 RECENT = 5  # the newest runs a median is taken over
 DAYS = 30.0  # older figures are forgotten (drivers, images and hosts change)
@@ -118,7 +119,7 @@ def _on_host(figures: Mapping[tuple[str, ...], Figure], offer: Offer,
     `tail`: the key's parts after the model (a speed's level)."""
     if not figures:
         return None
-    if offer.provider != "runpod":  # one host: no tuple of candidates (10,000 offers)
+    if not spans_hosts(offer.provider):  # one host: no tuple of candidates (10,000 offers)
         return figures.get((offer.provider, host_key(offer), model, *tail))
     for host in hosts_of(offer):
         found = figures.get((offer.provider, host, model, *tail))

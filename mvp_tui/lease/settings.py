@@ -12,11 +12,12 @@ from typing import ClassVar
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.sections.lease import LeaseSection
 from mvp_tui.config.sections.limits import LimitsSection
-from mvp_tui.config.sections.runpod import RunpodSection
 from mvp_tui.config.sections.runtime import RuntimeSection
 from mvp_tui.install_tag import check_owner_tag, install_tag
 from mvp_tui.lease.naming import check_prefix
-from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
+from mvp_tui.providers.runpod.section import RunpodSection
+from mvp_tui.providers.vastai.boot import OnstartTooLong, vast_onstart
+from mvp_tui.providers.vastai.section import VastaiSection
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -142,13 +143,11 @@ class WalkSettings:
         """[lease], the price cap of [limits] and what a create asks for ([image], the
         provider's keys). A 0 price cap is unset (no cap) and an empty or 0 figure that means
         nothing is refused when the config loads, so nothing here falls back to a default."""
-        lease, vast, runpod = config.settings.lease, config.settings.vastai, config.settings.runpod
+        lease, vast = config.settings.lease, config.settings.of(VastaiSection)
         image = config.node_image()[0]
-        poll = LOCAL_POLL_S
-        if vast:
-            poll = float(vast.poll_interval_secs)
-        elif runpod:
-            poll = runpod.poll_interval_secs
+        poll_key = config.kind.poll_key  # the provider's own poll interval, if it has one
+        polled = config.values.get(poll_key) if poll_key else None
+        poll = float(polled) if isinstance(polled, (int, float)) else LOCAL_POLL_S
         prefix = lease.label_prefix
         try:
             check_prefix(prefix)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# Providers whose offers are GPU types walked in order (`[runpod] gpu_types`): the seed's
-# "gpu_types entry" wording fits them; the others keep "offer".
-_TYPE_WALKS = frozenset({"runpod"})
+from mvp_tui.providers.registry import spans_hosts, title
+
+# Providers whose offers are GPU types walked in order (`[runpod] gpu_types`, their kind's
+# `offer_spans_hosts`): the seed's "gpu_types entry" wording fits them; the others keep "offer".
 
 
 def no_capacity(
@@ -19,7 +20,7 @@ def no_capacity(
     """Every offer was tried. `not_ready`: why each created lease never became ready, in
     order; `unplaceable`: the last capacity (or 403) answer's detail; `misses`: every miss,
     for providers without the seed's wording."""
-    if provider not in _TYPE_WALKS:
+    if not spans_hosts(provider):
         tried = "; ".join(misses) or "every offer was over the price cap"
         return f"no offer gave a running lease: {tried}"
     if not not_ready:
@@ -36,7 +37,7 @@ def no_capacity(
 
 def unclear_warning(provider: str, labels: Sequence[str]) -> str:
     """After a failed walk with creates that got no clear answer (the seed's warning)."""
-    what = "a pod" if provider in _TYPE_WALKS else "an instance"
+    what = "a pod" if spans_hosts(provider) else "an instance"
     name = provider_name(provider)
     return (
         f"the create calls {', '.join(labels)} got no clear answer from {name}: {what} may "
@@ -46,7 +47,7 @@ def unclear_warning(provider: str, labels: Sequence[str]) -> str:
 
 def provider_name(provider: str) -> str:
     """A provider's name as its users write it."""
-    return {"runpod": "RunPod", "vastai": "Vast.ai"}.get(provider, provider)
+    return title(provider)
 
 
 def api_failing(provider: str, provider_id: str, failures: int, last_error: str) -> tuple[str, str]:

@@ -1,10 +1,13 @@
-"""The dead-man's switch's settings, the instance's own credentials, and its provider API
-(Vast.ai, RunPod): a harmless read to prove the key, and the delete."""
+"""The dead-man's switch's settings, the instance's own credentials, and what a provider's
+package declares for its nodes (`NodeApi`, in `providers/<name>/node_api.py`, shipped in the
+agent's zipapp): the API its instance calls on itself, a harmless read to prove the key and
+the delete, and its boot guard's target. The switch finds a provider's by its name."""
 
 from __future__ import annotations
 
+import importlib
 import json
-import urllib.parse
+import pkgutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable  # noqa: UP035 (3.8 nodes)
@@ -22,24 +25,15 @@ if TYPE_CHECKING:
 
 IDLE_STOP_WARN_S = 120.0  # the warning comes this long before an idle stop (or at 3/4 of
 # a shorter window)
-API_PROVIDERS = ("vastai", "runpod")
-LOCAL_PROVIDERS = ("local", "docker")
+# A node started with no provider named: nothing to call, the node ends with its process.
+DEFAULT_PROVIDER = "local"
+PROVIDERS_PACKAGE = "mvp_tui.providers"  # each provider's node part: <package>.<name>.node_api
 WATCHDOG_USER_AGENT = "mvp-node/1 (dead-man switch)"
 WATCHDOG_HTTP_TIMEOUT_S = 10.0
 WATCHDOG_RETRY_CAP_S = 30.0
 WATCHDOG_WAIT_CAP_S = 30.0  # the timer thread looks again at least this often (clock jumps)
 VERDICT_ATTEMPTS = 4
-V0_RETIRED = 410  # Vast's `deprecated_endpoint` on a v0 route: the v1 route is asked instead
-VAST_RATE_LIMIT_WAIT_S = 3.0  # Vast's 429s carry no Retry-After; its destroy threshold is 3.0
 REQUIRE_HINT = "or set [limits] require_node_watchdog = false to rent without the node switch"
-_CREDENTIAL_NAMES = {
-    "vastai": ("CONTAINER_ID", "CONTAINER_API_KEY"),
-    "runpod": ("RUNPOD_POD_ID", "RUNPOD_API_KEY"),
-}
-_MISSING_KEY_HINTS = {
-    "vastai": "this image does not expose Vast's instance key; use a Vast image that does",
-    "runpod": "this pod does not expose its pod-scoped key; use a RunPod template that does",
-}
 
 
 class SwitchSettings:
@@ -61,12 +55,16 @@ class SwitchSettings:
         self.enabled = self.enabled or self.idle_stop_mins > 0
         self.enabled = self.enabled or self.problem is not None
         if self.enabled and not provider:
-            provider = "local"
-        if provider and provider not in API_PROVIDERS + LOCAL_PROVIDERS and not self.problem:
+            provider = DEFAULT_PROVIDER
+        self.node_api = node_api(provider) if provider else None
+        if provider and self.node_api is None and not self.problem:
             name = SwitchEnv.env_name("watchdog_provider" if explicit else "node_provider")
+            known = known_providers()
             self.problem = (
                 f"{name}={clean_text(provider, 40)!r} is not a provider the node switch knows; "
-                "expected vastai, runpod, local or docker"
+                f"expected {', '.join(known[:-1])} or {known[-1]}"
+                if len(known) > 1
+                else f"{name}={clean_text(provider, 40)!r} is not a provider the node switch knows"
             )
         self.provider = provider
         self.api_url = read.api_url(provider)
@@ -119,11 +117,11 @@ def read_env_file(path: str) -> tuple[dict[str, str], str | None]:
 
 
 def resolve_credentials(
-    provider: str, env: Mapping[str, str], env_file: str
+    api: type[InstanceApi], provider: str, env: Mapping[str, str], env_file: str
 ) -> tuple[Credentials | None, str]:
-    """The instance's credentials from the agent's environment, else the env file; else
-    (None, a one-line reason that names the variable and the fix)."""
-    id_name, key_name = _CREDENTIAL_NAMES[provider]
+    """The instance's credentials (the names `api` declares) from the agent's environment,
+    else the env file; else (None, a one-line reason that names the variable and the fix)."""
+    id_name, key_name = api.ID_NAME, api.KEY_NAME
     loaded: list[tuple[dict[str, str], str | None]] = []
 
     def from_file() -> dict[str, str]:
@@ -140,21 +138,21 @@ def resolve_credentials(
 
     key, key_source = lookup(key_name)
     instance_id, id_source = lookup(id_name)
-    if not instance_id and provider == "vastai":
-        label, id_source = lookup("VAST_CONTAINERLABEL")  # "C.<id>", as Vast's boot uses it
-        instance_id = label[2:] if label.startswith("C.") else ""
+    if not instance_id:
+        instance_id, id_source = api.fallback_id(lookup)
     where = f"agent env, {env_file}"
     if loaded and loaded[0][1]:
         where += f" ({loaded[0][1]})"
-    hint = f"{_MISSING_KEY_HINTS[provider]}, {REQUIRE_HINT}"
+    hint = f"{api.MISSING_KEY_HINT}, {REQUIRE_HINT}"
     if not key:
         return None, f"no {key_name} in the node environment (read: {where}): {hint}"
     if not instance_id:
         return None, f"no {id_name} in the node environment (read: {where}): {hint}"
-    if provider == "vastai" and not instance_id.isdigit():
+    problem = api.id_problem(instance_id)
+    if problem:
         return None, (
-            f"{id_name}={clean_text(instance_id, 40)!r} (from {id_source}) is not a Vast "
-            f"instance number; {REQUIRE_HINT}"
+            f"{id_name}={clean_text(instance_id, 40)!r} (from {id_source}) {problem}; "
+            f"{REQUIRE_HINT}"
         )
     return Credentials(provider, instance_id, key, key_source), ""
 
@@ -253,9 +251,24 @@ def api_request(
 
 
 class InstanceApi:
-    """The three calls the switch makes for its own instance, and how to read the answers."""
+    """The three calls the switch makes for its own instance, and how to read the answers; a
+    provider's subclass (providers/<name>/node_api.py) also names its credentials."""
 
     name = ""
+    ID_NAME = ""  # the instance's own id, in the container's environment
+    KEY_NAME = ""  # the instance-scoped API key there
+    MISSING_KEY_HINT = ""  # why an image may lack the key, and what to use instead
+
+    @classmethod
+    def fallback_id(cls, lookup: Callable[[str], tuple[str, str]]) -> tuple[str, str]:
+        """(id, where) found another way when ID_NAME is unset; ("", "") for none.
+        `lookup(name)` reads a variable as (value, where)."""
+        return "", ""
+
+    @classmethod
+    def id_problem(cls, instance_id: str) -> str:
+        """Why `instance_id` cannot be this provider's ("" when it can)."""
+        return ""
 
     def __init__(self, base_url: str, creds: Credentials) -> None:
         self.base_url = base_url
@@ -299,135 +312,87 @@ class InstanceApi:
         return 0.0
 
 
-class VastInstanceApi(InstanceApi):
-    """Vast v0, as the official client calls it for one instance (ours research/vastai.md).
-
-    A 410 on a v0 route (`deprecated_endpoint`: one report says Vast retired them, peers
-    2026-12-07 V6/V7) is never "gone": the read asks the v1 list the CLI uses for our own id
-    (its row, or none: then gone) and answers in the v0 shape; the delete is sent again to
-    `/api/v1/instances/{id}/` (undocumented; the read that confirms every delete decides)."""
-
-    name = "Vast"
-
-    @property
-    def url(self) -> str:
-        return f"{self.base_url}/api/v0/instances/{self.creds.instance_id}/"
-
-    def read(self) -> ApiAnswer:
-        answer = api_request("GET", self.url + "?owner=me", self.creds.key)
-        return self._v1_read() if answer.status == V0_RETIRED else answer
-
-    def delete(self) -> ApiAnswer:
-        answer = api_request("DELETE", self.url, self.creds.key, body={})
-        if answer.status != V0_RETIRED:
-            return answer
-        v1 = f"{self.base_url}/api/v1/instances/{self.creds.instance_id}/"
-        return api_request("DELETE", v1, self.creds.key, body={})
-
-    def _v1_read(self) -> ApiAnswer:
-        """Our own row from `GET /api/v1/instances/` filtered on our id, as `{"instances":
-        row | None}` (the v0 read's shape); any other answer as it came."""
-        query = urllib.parse.urlencode({
-            "select_filters": json.dumps({"id": {"eq": int(self.creds.instance_id)}}),
-            "order_by": json.dumps([{"col": "id", "dir": "asc"}]),
-            "limit": "25",
-        })
-        answer = api_request("GET", f"{self.base_url}/api/v1/instances/?{query}", self.creds.key)
-        rows = answer.field("instances") if answer.status == 200 else None
-        if not isinstance(rows, list):
-            return answer
-        own = [r for r in rows if isinstance(r, dict)
-               and str(r.get("id")) == self.creds.instance_id]
-        return ApiAnswer(200, {"instances": own[0] if own else None})
-
-    def write_probe(self) -> ApiAnswer | None:
-        # "a no-op since it's already running" (Vast's docker-environment docs): the key
-        # that may start, stop and destroy its instance answers 200 success.
-        return api_request("PUT", self.url, self.creds.key, body={"state": "running"})
-
-    def _row(self, answer: ApiAnswer) -> Any:
-        return answer.field("instances") if answer.status == 200 else None
-
-    def shows_self(self, answer: ApiAnswer) -> bool:
-        row = self._row(answer)
-        return isinstance(row, dict) and str(row.get("id")) == self.creds.instance_id
-
-    def is_gone(self, answer: ApiAnswer) -> bool:
-        if answer.status == 200:
-            return (
-                isinstance(answer.body, dict)
-                and "instances" in answer.body
-                and (answer.body["instances"] is None)
-            )
-        # A 404 is "gone" only in Vast's own shape; a 404 auth_error is a bad key.
-        return answer.status == 404 and answer.field("error") in ("no_such_instance", "not_found")
-
-    def refused(self, answer: ApiAnswer) -> bool:
-        auth_404 = answer.status == 404 and (
-            answer.field("error") == "auth_error" or "Invalid user key" in str(answer.body)
-        )
-        return answer.status in (401, 403) or auth_404
-
-    def retry_floor(self, answer: ApiAnswer) -> float:
-        return VAST_RATE_LIMIT_WAIT_S if answer.status == 429 else 0.0
-
-
-class RunPodInstanceApi(InstanceApi):
-    """RunPod REST (v2 by default): GET / DELETE /pods/{id} with the pod-scoped key."""
-
-    name = "RunPod"
-
-    @property
-    def url(self) -> str:
-        return f"{self.base_url}/pods/{urllib.parse.quote(self.creds.instance_id, safe='')}"
-
-    def read(self) -> ApiAnswer:
-        return api_request("GET", self.url, self.creds.key)
-
-    def delete(self) -> ApiAnswer:
-        return api_request("DELETE", self.url, self.creds.key)
-
-    def fallback_calls(self) -> list[tuple[str, Callable[[], ApiAnswer]]]:
-        # The seed's order after a refused DELETE: podAction terminate ("equivalent to
-        # deletePod"), then stop (the GPU stops billing; the disk still bills).
-        def action(word: str) -> Callable[[], ApiAnswer]:
-            return lambda: api_request("POST", self.url + "/action", self.creds.key,
-                                       body={"action": word})
-
-        return [("terminate", action("terminate")), ("stop", action("stop"))]
-
-    def shows_self(self, answer: ApiAnswer) -> bool:
-        return answer.status == 200 and str(answer.field("id")) == self.creds.instance_id
-
-    def is_gone(self, answer: ApiAnswer) -> bool:
-        # RunPod's own error shapes only (v1 {error, status}, v2 problem+json {title, status,
-        # detail}): an HTML 404 from a wrong base URL is not "deleted".
-        body = answer.body
-        shaped = (
-            isinstance(body, dict) and "status" in body and ("error" in body or "title" in body)
-        )
-        return answer.status == 404 and shaped
-
-    def refused(self, answer: ApiAnswer) -> bool:
-        return answer.status in (401, 403) and not self._cloudflare(answer)
-
-    def _cloudflare(self, answer: ApiAnswer) -> bool:
-        return answer.status == 403 and "error code: 1010" in str(answer.body)
-
-    def refusal_text(self, answer: ApiAnswer, doing: str) -> str:
-        return (
-            f"RunPod refused the pod-scoped RUNPOD_API_KEY ({answer.describe()}) {doing}: this "
-            "pod cannot destroy itself (an open risk: RunPod pod keys have been seen refused "
-            f"with HTTP 403 on self-delete); {REQUIRE_HINT}"
-        )
-
-    def retry_floor(self, answer: ApiAnswer) -> float:
-        return 0.0
-
-
 def instance_api(settings: SwitchSettings, creds: Credentials) -> InstanceApi:
-    if creds.provider == "runpod":
-        return RunPodInstanceApi(settings.api_url, creds)
-    return VastInstanceApi(settings.api_url, creds)
+    declared = settings.node_api.instance_api if settings.node_api else None
+    if declared is None:
+        raise ValueError(f"provider {creds.provider!r} declares no instance API")
+    return declared(settings.api_url, creds)
+
+
+class GuardTarget:
+    """What the boot guard's shell (providers/boot_guard.py) needs of a provider: the
+    container's id/key names and the destroy call."""
+
+    def __init__(
+        self,
+        *,
+        id_name: str,
+        key_name: str,
+        url_env: str,
+        default_url: str,
+        path: str,  # after the base URL; $i is the instance id
+        body: str,  # the DELETE's JSON body ("" = none)
+        gone: str,  # an ERE a 404 body must match to count as "already gone"
+        id_chars: str,  # the characters an id may hold (a sh bracket expression)
+        id_fallback: str = "",  # sh that finds the id another way when the variable is unset
+        retired: str = "",  # sh run after each destroy answer: where a 410 sends the next try
+    ) -> None:
+        self.id_name = id_name
+        self.key_name = key_name
+        self.url_env = url_env
+        self.default_url = default_url
+        self.path = path
+        self.body = body
+        self.gone = gone
+        self.id_chars = id_chars
+        self.id_fallback = id_fallback
+        self.retired = retired
+
+
+class NodeApi:
+    """What a provider declares for its nodes (`NODE_API` in providers/<name>/node_api.py):
+    the API its instance destroys itself with, and its boot guard's target; neither for a
+    node on this machine, which ends with its process and bills nothing."""
+
+    def __init__(
+        self,
+        name: str,
+        instance_api: type[InstanceApi] | None = None,
+        guard: GuardTarget | None = None,
+    ) -> None:
+        self.name = name
+        self.instance_api = instance_api
+        self.guard = guard
+
+    @property
+    def bills(self) -> bool:
+        """Its instance bills until it is destroyed through the provider's API."""
+        return self.instance_api is not None
+
+
+def node_api(provider: str) -> NodeApi | None:
+    """The node part `provider`'s package declares (shipped in the agent's zipapp), or None
+    for a provider this agent does not carry."""
+    if not provider.isidentifier():
+        return None
+    module_name = f"{PROVIDERS_PACKAGE}.{provider}.node_api"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            return None  # no such package, or it has no node part
+        raise
+    found = getattr(module, "NODE_API", None)
+    return found if isinstance(found, NodeApi) else None
+
+
+def known_providers() -> list[str]:
+    """The providers whose node parts this agent carries (sorted)."""
+    package = importlib.import_module(PROVIDERS_PACKAGE)
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.ispkg and node_api(info.name) is not None
+    )
 
 

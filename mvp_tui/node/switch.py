@@ -14,9 +14,7 @@ from typing import Any
 from mvp_tui.node.control import Control, Interrupted, ms_since
 from mvp_tui.node.frames import Emitter, clean_text
 from mvp_tui.node.instance_api import (
-    API_PROVIDERS,
     IDLE_STOP_WARN_S,
-    LOCAL_PROVIDERS,
     REQUIRE_HINT,
     VERDICT_ATTEMPTS,
     WATCHDOG_RETRY_CAP_S,
@@ -25,6 +23,7 @@ from mvp_tui.node.instance_api import (
     InstanceApi,
     SwitchSettings,
     instance_api,
+    node_api,
     resolve_credentials,
 )
 from mvp_tui.node_protocol import (
@@ -71,7 +70,8 @@ def boot_guard_report(
 
     The verdict is read before the marker is written: the guard clears stale markers as it
     starts, so a marker written before its verdict could be wiped and the guard would fire."""
-    if provider in LOCAL_PROVIDERS:
+    declared = node_api(provider)
+    if declared is not None and not declared.bills:
         why = "a local or Docker node does not bill: no boot guard runs"
         return "ready", {"state": "not_needed", "armed": False, "reason": why}
     directory = Path(env.get(SwitchEnv.env_name("boot_guard_dir"), "").strip() or BOOT_GUARD_DIR)
@@ -162,7 +162,8 @@ class Watchdog:
 
     @property
     def uses_api(self) -> bool:
-        return self.provider in API_PROVIDERS
+        declared = self.settings.node_api
+        return declared is not None and declared.bills
 
     # -- any thread
 
@@ -267,7 +268,7 @@ class Watchdog:
     def report_boot_guard(self) -> None:
         """The boot guard's verdict, as its own phase, first thing: once the agent runs, the
         guard stands down (this node has an agent; the switch takes over)."""
-        if self.provider not in API_PROVIDERS + LOCAL_PROVIDERS:
+        if self.settings.node_api is None:
             return  # an unknown provider: the switch's verdict says so
         started = time.monotonic()
         status, detail = boot_guard_report(self.env, self.provider)
@@ -291,7 +292,11 @@ class Watchdog:
     def _credentials(self) -> tuple[Credentials | None, str]:
         if self._creds is not None:
             return self._creds, ""
-        creds, why = resolve_credentials(self.provider, self.env, self.settings.env_file)
+        declared = self.settings.node_api.instance_api if self.settings.node_api else None
+        if declared is None:
+            return None, f"provider {self.provider} has no API for its instance"
+        creds, why = resolve_credentials(declared, self.provider, self.env,
+                                         self.settings.env_file)
         if creds is not None:
             self.redactor.add(creds.key)  # before anything could print it
             self._creds = creds

@@ -13,12 +13,12 @@ from datetime import UTC
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.schema import BY_DOTTED
 from mvp_tui.preflight.outcome import Check
+from mvp_tui.providers import registry
 from mvp_tui.providers.base import ProviderError
 
 CLOCK_SKEW_S = 60.0  # more than this off the providers' clock fails the clock check
 READ_BUDGET_S = 60.0  # one provider's read, its 429 waits included
-MARKETS = {"vastai": "Vast.ai", "runpod": "RunPod"}
-KEY_PAGES = {"vastai": "console.vast.ai → Keys", "runpod": "runpod.io → Settings → API Keys"}
+MARKETS = registry.RENTED  # the marketplaces whose keys `check` proves (their kinds say)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ def how_to_set(kind: str) -> str:
     key, file = BY_DOTTED[f"{kind}.api_key"], BY_DOTTED[f"{kind}.api_key_file"]
     return (
         f"set {' or '.join(key.env)}, or {file.env[0]} (or {file.label}) to a file holding "
-        f"the key, mode 600; create a key at {KEY_PAGES[kind]}"
+        f"the key, mode 600; create a key at {registry.kind(kind).key_page}"
     )
 
 
@@ -50,7 +50,7 @@ def _key_set(config: Config, kind: str) -> bool:
 async def read_account(config: Config, kind: str) -> AccountRead:
     """`kind`'s key check: skipped without a key (failed when `kind` is the selected
     provider), else one authenticated read."""
-    name, market = f"{kind} key", MARKETS[kind]
+    name, market = f"{kind} key", registry.title(kind)
     if not _key_set(config, kind):
         if config.provider != kind:
             return AccountRead(kind, Check.skipped(name, f"no {market} API key is set",
@@ -71,8 +71,8 @@ async def read_account(config: Config, kind: str) -> AccountRead:
 async def _read(config: Config, kind: str) -> tuple[Check, tuple[str, float] | None]:
     from mvp_tui.engine.provider_factory import build_provider
     from mvp_tui.node_protocol import shown_url
-    from mvp_tui.providers.runpod import RunPodProvider
-    from mvp_tui.providers.vastai import VastAiProvider
+    from mvp_tui.providers.runpod.client import RunPodProvider
+    from mvp_tui.providers.vastai.client import VastAiProvider
 
     name = f"{kind} key"
     source = config.sources[f"{kind}.api_key"]
@@ -108,7 +108,8 @@ def _is_auth(exc: ProviderError, kind: str) -> bool:
     """The provider refused the key: 401/403 (a Cloudflare 403 is RunPod's front refusing
     the client, not the key), or the provider's own auth wording (Vast's 404 for a revoked
     key)."""
-    if kind == "runpod" and "error code 1010" in exc.message:
+    blocked = registry.kind(kind).blocked_marker
+    if blocked and blocked in exc.message:
         return False
     return exc.http_status in (401, 403) or "refused the API key" in exc.message
 
@@ -132,7 +133,7 @@ def clock_check(reads: list[AccountRead]) -> Check:
             continue
         off = local_at - server_at
         side = "ahead of" if off > 0 else "behind"
-        market = MARKETS[read.kind]
+        market = registry.title(read.kind)
         if abs(off) > CLOCK_SKEW_S:
             return Check.failed(
                 "clock",

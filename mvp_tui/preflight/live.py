@@ -40,7 +40,7 @@ from mvp_tui.preflight.live_facts import V1_FALLBACK, Fact, Seen, judge
 from mvp_tui.preflight.live_options import LiveOptions
 from mvp_tui.preflight.live_steps import Record, Step, step_of
 from mvp_tui.providers.base import Offer, ProviderError
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -127,7 +127,7 @@ def live_config(config: Config, kind: str) -> Config:
     """The configuration the check runs with: `kind` selected, and on this machine a model
     that needs no download (the configured file, else the rehearsal's tiny one)."""
     own = config.for_provider(kind)
-    if kind != "local":
+    if not own.kind.child_process:
         return own
     from mvp_tui.rehearsal.session import rehearsal_model
 

@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from mvp_tui.node_protocol import is_gpu_buffer, offload_report
+from mvp_tui.providers import registry
+from mvp_tui.providers.runpod.kind import KIND as RUNPOD
+from mvp_tui.providers.vastai.kind import KIND as VASTAI
 
 Record = dict[str, Any]
 
-RENTED = ("vastai", "runpod")
+RENTED = registry.RENTED
 # The record `check --live` adds when Vast answered 410 on a v0 single-instance route
 # (`routes`: "read", "delete"), so the v1 fallback is what served.
 V1_FALLBACK = "vast_v1_fallback"
@@ -111,7 +114,7 @@ def pod_key_delete(seen: Seen) -> Verdict:
 
 def secrets_route(seen: Seen) -> Verdict:
     """RunPod's secrets route: the attempt's secret created, then deleted."""
-    if seen.provider != "runpod":
+    if seen.provider != RUNPOD.name:  # a check of RunPod's own route
         return _not(f"{seen.provider} takes no secret")
     if seen.events("secret_left_over"):
         return Mark.FAILED, "a secret could not be deleted (see the secret step)"
@@ -125,7 +128,7 @@ def secrets_route(seen: Seen) -> Verdict:
 
 def vast_routes(seen: Seen) -> Verdict:
     """Which of Vast's single-instance routes answered (v0, or v1 after a 410)."""
-    if seen.provider != "vastai":
+    if seen.provider != VASTAI.name:  # a check of Vast's own routes
         return _not(f"{seen.provider} has no v0/v1 routes")
     fallbacks = seen.events(V1_FALLBACK)
     deleted = [r for r in seen.events("lease_deleted") if r.get("deleted_by") != "node"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LIVE_PROVIDERS = ("vastai", "runpod", "local", "docker")
+from mvp_tui.providers.registry import BOARD
+
+LIVE_PROVIDERS = BOARD  # every provider on the board (their kinds, providers/registry.py)
 DEFAULT_MAX_SPEND_USD = 0.10
 DEFAULT_MAX_MINUTES = 30.0  # a small model's bring-up on a fresh host: minutes, not an hour
 

@@ -92,7 +92,7 @@ def engine_check(config: Config) -> Check:
         return Check.ok(name, found)
     missing = "no serving engine here: llama-server is not on PATH and llama_cpp is not " \
         "installed for this Python"
-    if config.provider == "local":
+    if config.kind.child_process:
         return Check.failed(name, f"{missing} (provider local serves on this machine)",
                             ENGINE_FIX)
     return Check.skipped(

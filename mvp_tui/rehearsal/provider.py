@@ -25,14 +25,15 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
 )
-from mvp_tui.providers.local import OFFER_ID as LOCAL_OFFER_ID
-from mvp_tui.providers.local import PROVIDER_NAME as LOCAL
-from mvp_tui.providers.local import LocalProvider
-from mvp_tui.providers.local_node import LineHandler
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.local.client import OFFER_ID as LOCAL_OFFER_ID
+from mvp_tui.providers.local.client import PROVIDER_NAME as LOCAL
+from mvp_tui.providers.local.client import LocalProvider
+from mvp_tui.providers.local.node import LineHandler
+from mvp_tui.providers.vastai.client import VastAiProvider
+from mvp_tui.providers.vastai.kind import KIND as VASTAI_KIND
 
 NAME = "rehearsal"
-VASTAI = "vastai"  # the simulated marketplace speaks the Vast.ai API
+VASTAI = VASTAI_KIND.name  # the simulated marketplace speaks the Vast.ai API
 
 
 class RehearsalProvider(ProviderBase):

@@ -16,7 +16,8 @@ from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.local.kind import KIND as LOCAL
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.rehearsal.faults import FaultSet, stock_market
 from mvp_tui.rehearsal.provider import RehearsalProvider
 from mvp_tui.rehearsal.vastai_server import FakeVast
@@ -60,7 +61,7 @@ def rehearsal_model(config: Config) -> Path:
 
 def rehearsal_config(config: Config, model: Path) -> Config:
     """The user's configuration with this machine as the node and `model` served."""
-    local = config.for_provider("local")
+    local = config.for_provider(LOCAL.name)  # this machine is the node
     return local.with_local_model(model, "the rehearsal's model")
 
 

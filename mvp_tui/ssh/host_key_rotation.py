@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import asyncssh
 
-from mvp_tui.providers.vast_host_key import (
+from mvp_tui.providers.vastai.host_key import (
     ROTATE_MAKE,
     ROTATE_SWAP,
     SSH_DIR_DEFAULT,

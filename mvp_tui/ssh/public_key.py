@@ -13,7 +13,7 @@ import hashlib
 import struct
 from pathlib import Path
 
-from mvp_tui.config.sections.vastai import VastaiSection
+from mvp_tui.providers.vastai.section import VastaiSection
 
 # The nodes' key when none is named: [vastai] ssh_identity's declared default (and
 # [runpod]'s, the same; tests/foundation/test_settings_from_sections.py holds both).

@@ -71,12 +71,12 @@ class SshSettings:
     @classmethod
     def from_config(cls, config: Config) -> SshSettings:
         """[ssh] as the config has it (a 0 back-off is refused when the config loads)."""
-        node = config.settings.runpod or config.settings.vastai
-        dotted = "runpod.ssh_identity" if config.provider == "runpod" else "vastai.ssh_identity"
+        dotted = config.kind.ssh_identity_key  # the provider's own key, if it has one
+        identity = config.values.get(dotted) if dotted else None
         return cls.from_section(
             config.settings.ssh,
-            identity_path=node.ssh_identity if node else None,
-            identity_key=_key_label(dotted),
+            identity_path=identity if isinstance(identity, Path) else None,
+            identity_key=_key_label(dotted) if dotted else None,
         )
 
     @classmethod

@@ -24,11 +24,12 @@ from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.lease.host_journal import HostMemory, config_model_key, describe, load_memory
 from mvp_tui.providers.base import Offer, Provider, ProviderError
+from mvp_tui.providers.registry import BOARD
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
 # The providers a board may show, in the order their notes read.
-BOARD_PROVIDERS = ("vastai", "runpod", "local", "docker")
+BOARD_PROVIDERS = BOARD  # derived from the kinds (providers/registry.py), read at each use
 # Asked besides the run's own only when their credentials are set (local: always; docker
 # needs a daemon this app starts, so only when it is the run's provider).
 CREDENTIAL_KEYS = {"vastai": "VASTAI_API_KEY", "runpod": "RUNPOD_API_KEY"}

@@ -8,7 +8,7 @@ import json
 import sys
 
 from mvp_tui.providers.base import CreateRequest, Outcome, SelectionPolicy
-from mvp_tui.providers.local import LocalProvider
+from mvp_tui.providers.local.client import LocalProvider
 
 
 async def main(model: str, mode: str) -> None:

@@ -94,7 +94,14 @@ def test_the_zip_holds_only_what_the_agent_needs() -> None:
     names = [name for name, _ in agent_members()]
     node = sorted(f"mvp_tui/node/{p.name}" for p in (PACKAGE_ROOT / "node").glob("*.py"))
     shared = [f"mvp_tui/{name}" for name in SHARED_MODULES]
-    assert names == ["__main__.py", *shared, *node]
+    # Each provider package's node part, under its two package markers.
+    parts = ["mvp_tui/providers/__init__.py"] + [
+        f"mvp_tui/providers/{name}/{file}"
+        for name in ("docker", "local", "runpod", "vastai")
+        for file in ("__init__.py", "node_api.py")
+    ]
+    assert names == ["__main__.py", *shared, *node, *parts]
+    assert "mvp_tui/providers/vastai/client.py" not in names
     assert "mvp_tui/agent_bundle.py" not in names
     assert "mvp_tui/datastream/frame_line.py" not in names
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from mvp_tui.node.instance_api import Credentials, VastInstanceApi
+from mvp_tui.node.instance_api import Credentials
+from mvp_tui.providers.vastai.node_api import VastInstanceApi
 from tests.fakes.vastai_server import FakeVast, Fault
 
 REFUSED = Fault(status=401, body={"success": False, "error": "auth_error",

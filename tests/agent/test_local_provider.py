@@ -22,8 +22,8 @@ from mvp_tui.providers.base import (
     Provider,
     SelectionPolicy,
 )
-from mvp_tui.providers.local import LocalProvider
-from mvp_tui.providers.local_node import group_members
+from mvp_tui.providers.local.client import LocalProvider
+from mvp_tui.providers.local.node import group_members
 from tests.agent.procs import alive, wait_gone
 
 HERE = Path(__file__).parent

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from mvp_tui.providers.docker_node import AttachedNode
-from mvp_tui.providers.local_node import CUT_MARKER, MAX_LINE_BYTES
+from mvp_tui.providers.docker.node import AttachedNode
+from mvp_tui.providers.local.node import CUT_MARKER, MAX_LINE_BYTES
 
 SECRET = b"hf_4f9c2e7b1a0d5e6f8a7b6c5d4e3f"
 

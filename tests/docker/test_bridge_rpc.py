@@ -15,7 +15,7 @@ import pytest
 from mvp_tui.node.roles import RPC_SERVER_BIN
 from mvp_tui.node.settings import ConfigError, Settings
 from mvp_tui.node_protocol import RPC_SERVER_READY, WEIGHTS_CHANNEL
-from mvp_tui.providers.docker_spec import DockerSettings, create_config
+from mvp_tui.providers.docker.spec import DockerSettings, create_config
 from tests.agent.agent_run import AGENT_PATH, AgentRun, agent_env
 
 # A stand-in ggml-rpc-server: listens where it is told (-H, -p) and writes its argv down.

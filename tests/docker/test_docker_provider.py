@@ -19,8 +19,8 @@ from mvp_tui.providers.base import (
     Outcome,
     SelectionPolicy,
 )
-from mvp_tui.providers.docker import DockerProvider
-from mvp_tui.providers.docker_spec import DockerSettings
+from mvp_tui.providers.docker.client import DockerProvider
+from mvp_tui.providers.docker.spec import DockerSettings
 from tests.docker.conftest import DockerScope
 from tests.e2e.headless import HeadlessRun, event, weights
 

@@ -15,8 +15,8 @@ from mvp_tui.agent_bundle import zip_bytes
 from mvp_tui.config import load_config
 from mvp_tui.config.loader import flag_dest
 from mvp_tui.config.schema import KEYS
-from mvp_tui.providers.docker import settings_from_config
-from mvp_tui.providers.docker_spec import (
+from mvp_tui.providers.docker.client import settings_from_config
+from mvp_tui.providers.docker.spec import (
     DockerSettings,
     GpuRequest,
     GpuSpecError,

@@ -83,7 +83,7 @@ async def test_the_pinned_key_is_rotated_over_the_verified_session(
 
     import asyncssh
 
-    from mvp_tui.providers.vast_host_key import ROTATED_MARK, install_script
+    from mvp_tui.providers.vastai.host_key import ROTATED_MARK, install_script
 
     with FakeVast(api_key=KEY) as fake:
         fake.add_offer(dph_total=0.40)

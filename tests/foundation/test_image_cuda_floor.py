@@ -20,8 +20,8 @@ from mvp_tui.node_protocol import (
     RENTED_IMAGE,
     RENTED_IMAGE_CUDA_MIN,
 )
-from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
-from mvp_tui.providers.vastai_offers import build_search_query
+from mvp_tui.providers.runpod.client import RunPodProvider, RunPodSettings
+from mvp_tui.providers.vastai.offers import build_search_query
 from tests.foundation.test_node_image_default import RUNPOD, VAST
 from tests.foundation.test_settings_zero import load
 

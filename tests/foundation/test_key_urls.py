@@ -15,8 +15,8 @@ from mvp_tui.node.settings import ConfigError as NodeConfigError
 from mvp_tui.node.settings import Settings
 from mvp_tui.node_protocol import base_url_problem
 from mvp_tui.providers.base import ProviderError
-from mvp_tui.providers.runpod import RunPodProvider
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.runpod.client import RunPodProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.foundation.test_api_key_sources import KEY, _cli
 from tests.foundation.test_config import load
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from mvp_tui.config.schema import KEYS
+from mvp_tui.config.schema import KEYS, SECTION_CLASSES
 from tests.shipped import shipped_files
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ROOT / "mvp_tui" / "config" / "sections"
+# A provider's section read as `settings.of(VastaiSection)`: the class names its section.
+_BY_CLASS = {cls.__name__: cls.NAME for cls in SECTION_CLASSES}
+
+
+def _declares(path: Path) -> bool:
+    """A section's own file (the config's, or a provider package's `section.py`)."""
+    return SECTIONS in path.parents or (path.name == "section.py" and "providers" in path.parts)
 
 
 def _named_in_reads(tree: ast.AST) -> set[str]:
@@ -28,6 +35,15 @@ def _named_in_reads(tree: ast.AST) -> set[str]:
             if isinstance(node.value, ast.Attribute) and node.value.attr == "settings":
                 names.add(f"{node.attr}.*")
         parts: list[ast.AST] = []
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "of"
+            and [type(a) for a in node.args] == [ast.Name]
+        ):
+            section = _BY_CLASS.get(node.args[0].id)  # type: ignore[attr-defined]
+            if section:
+                names.add(f"{section}.*")
         if isinstance(node, ast.Call):
             parts = [*node.args, *(k.value for k in node.keywords)]
         elif isinstance(node, ast.Subscript):
@@ -42,7 +58,7 @@ def _named_in_reads(tree: ast.AST) -> set[str]:
 def _reads() -> set[str]:
     names: set[str] = set()
     for path in shipped_files():
-        if SECTIONS not in path.parents:
+        if not _declares(path):
             names |= _named_in_reads(ast.parse(path.read_text(encoding="utf-8")))
     return names
 
@@ -65,9 +81,9 @@ def test_the_scan_sees_the_ways_a_key_is_read() -> None:
     source = (
         'a = config.require_float("ssh.x")\nb = _get(config, "docker.y")\n'
         'c = config["z.w"]\nd = f(p if q else "v.u")\ne = "not.read"\n'
-        "f = config.settings.prompt.stall_secs\n"
+        "f = config.settings.prompt.stall_secs\ng = config.settings.of(VastaiSection)\n"
     )
     assert _named_in_reads(ast.parse(source)) >= {
-        "ssh.x", "docker.y", "z.w", "v.u", "prompt.*", "*.stall_secs"
+        "ssh.x", "docker.y", "z.w", "v.u", "prompt.*", "*.stall_secs", "vastai.*"
     }
     assert "not.read" not in _named_in_reads(ast.parse(source))

@@ -42,6 +42,29 @@ BASE = tuple(
         "agent_bundle",
     )
 )
+# A provider's declaration is base layer, so the config reads the provider sections without
+# loading a client: the kinds' registry (providers/registry.py), `ProviderKind`
+# (providers/kind.py), each package's `kind.py` and `section.py`, and the packages' own
+# `__init__.py`, which import nothing. Held to the base rules: base and stdlib imports only.
+DECLARED = ("kind", "section")
+
+
+def _declaration(name: str) -> bool:
+    parts = name.split(".")
+    if parts[:2] != ["mvp_tui", "providers"]:
+        return False
+    rest = parts[2:]
+    if not rest or rest[0] in ("kind", "registry"):
+        return True
+    if not (ROOT / "providers" / rest[0]).is_dir():  # a top-level module (base, boot_guard)
+        return False
+    return len(rest) == 1 or rest[1] in DECLARED
+
+
+def _base(name: str) -> bool:
+    return _within(name, BASE) or _declaration(name)
+
+
 ENGINE = tuple(
     f"mvp_tui.{name}" for name in ("providers", "lease", "ssh", "datastream", "prompt", "engine")
 )
@@ -87,9 +110,35 @@ def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{base}.{alias.name}"
 
 
+def _provider_package(name: str) -> str | None:
+    """`vastai` for `mvp_tui.providers.vastai` and anything below it; else None."""
+    parts = name.split(".")
+    if parts[:2] == ["mvp_tui", "providers"] and len(parts) > 2:
+        return parts[2] if (ROOT / "providers" / parts[2]).is_dir() else None
+    return None
+
+
+def _provider_node(name: str) -> bool:
+    """A provider's node part (`providers/<name>/node_api.py`): node layer, in the zipapp."""
+    parts = name.split(".")
+    return _provider_package(name) is not None and len(parts) > 3 and parts[3] == "node_api"
+
+
+def _marker(name: str) -> bool:
+    """The package markers above a provider's node part, also in the zipapp: they import
+    nothing of mvp_tui (the node imports them before any node part)."""
+    return name == "mvp_tui.providers" or (
+        _provider_package(name) is not None and len(name.split(".")) == 3
+    )
+
+
+def _node_side(module: str) -> bool:
+    return _within(module, (*NODE, *NODE_SHARED)) or _provider_node(module) or _marker(module)
+
+
 def _node_may_import(module: str) -> tuple[str, ...]:
     """The mvp_tui modules a node-side module may import (besides the standard library)."""
-    if _within(module, NODE_ALONE):
+    if _within(module, NODE_ALONE) or _marker(module):
         return ()
     if _within(module, NODE_SHARED):
         return NODE_SHARED
@@ -99,7 +148,7 @@ def _node_may_import(module: str) -> tuple[str, ...]:
 def _breaks(module: str, target: str) -> str | None:
     """Why `module` may not import `target`, or None."""
     top = target.split(".")[0]
-    if _within(module, (*NODE, *NODE_SHARED)):
+    if _node_side(module):
         allowed = _node_may_import(module)
         if top == "mvp_tui" and target != "mvp_tui" and _within(target, allowed):
             return None
@@ -109,13 +158,13 @@ def _breaks(module: str, target: str) -> str | None:
                 f"only {', '.join(allowed) or 'nothing'}"
             )
         return None
-    if _within(module, BASE) and top == "mvp_tui" and not _within(target, BASE):
+    if _base(module) and top == "mvp_tui" and not _base(target):
         return "the base layer imports only the base layer"
-    if _within(module, (*BASE, *ENGINE)) and (
+    if (_base(module) or _within(module, ENGINE)) and (
         top in UI_LIBRARIES or _within(target, (*UI, *ENTRY))
     ):
         return "the engine side knows nothing of Textual, the UI or the commands"
-    if _within(module, BASE) and top in NETWORK_LIBRARIES:
+    if _base(module) and top in NETWORK_LIBRARIES:
         return "the base layer does no network"
     if _within(module, ("mvp_tui.datastream",)) and (
         top in NETWORK_LIBRARIES or _within(target, ("mvp_tui.providers", "mvp_tui.ssh"))
@@ -150,9 +199,9 @@ def _violations() -> list[str]:
 
 def test_every_import_keeps_to_the_layers() -> None:
     modules = dict(_modules())
-    assert {"mvp_tui.engine.run", "mvp_tui.providers.vastai", "mvp_tui.widgets.prompt"} <= set(
-        modules
-    )
+    assert {
+        "mvp_tui.engine.run", "mvp_tui.providers.vastai.client", "mvp_tui.widgets.prompt"
+    } <= set(modules)
     assert "mvp_tui.node_protocol" in {
         t for _, t in _imports("", modules["mvp_tui.engine.attempt_stage"])
     }
@@ -173,9 +222,9 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.node.follow", "mvp_tui.node.control")
     assert _breaks("mvp_tui.untrusted", "mvp_tui.lease.records")
     assert _breaks("mvp_tui.engine.run", "textual.app")
-    assert _breaks("mvp_tui.providers.vastai", "mvp_tui.widgets.offers")
+    assert _breaks("mvp_tui.providers.vastai.client", "mvp_tui.widgets.offers")
     assert _breaks("mvp_tui.datastream.hub", "httpx")
-    assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.vastai")
+    assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.vastai.client")
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.providers.base.Offer") is None
     assert _breaks("mvp_tui.widgets.offers", "mvp_tui.tui.app")
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.engine.run")
@@ -183,6 +232,23 @@ def test_the_rules_catch_each_kind_of_break() -> None:
     assert _breaks("mvp_tui.providers.docker_spec", "mvp_tui.labels.parse_label") is None
     assert _breaks("mvp_tui.lease.walk", "mvp_tui.providers.base") is None
     assert _breaks("mvp_tui.tui.app", "textual.app") is None
+    # A provider's node part is node side: the standard library and the node's own only.
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.node.instance_api") is None
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.node_protocol") is None
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.providers.base")
+    assert _breaks("mvp_tui.providers.vastai.node_api", "mvp_tui.providers.vastai.client")
+    assert _breaks("mvp_tui.providers.runpod.node_api", "httpx")
+    assert _breaks("mvp_tui.providers.vastai", "mvp_tui.providers.vastai.kind")
+    assert _breaks("mvp_tui.providers", "mvp_tui.providers.registry")
+    # A provider's declaration is base: the config reads it; it reads no client.
+    assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.registry.PROVIDERS") is None
+    assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.vastai.section") is None
+    assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.vastai.client")
+    assert _breaks("mvp_tui.config.schema", "mvp_tui.providers.base")
+    assert _breaks("mvp_tui.providers.vastai.kind", "mvp_tui.providers.vastai.client")
+    assert _breaks("mvp_tui.providers.registry", "mvp_tui.providers.marketplace_http")
+    assert _breaks("mvp_tui.providers.runpod.section", "httpx")
+    assert _breaks("mvp_tui.providers.kind", "mvp_tui.engine.run")
 
 
 def _arrows(inside: str) -> dict[str, set[str]]:
@@ -239,13 +305,21 @@ def test_no_import_circle_inside_the_engine() -> None:
 def test_the_zipapp_carries_exactly_the_modules_the_node_may_import() -> None:
     """The layer rule above and the builder name the same shared modules, and every module of
     the node package imports nothing else of mvp_tui (so the zip holds all it needs)."""
-    from mvp_tui.agent_bundle import SHARED_MODULES
+    from mvp_tui.agent_bundle import SHARED_MODULES, agent_members
 
     shipped = {f"mvp_tui.{name.removesuffix('.py')}" for name in SHARED_MODULES}
     assert shipped - {"mvp_tui.__init__"} == set(NODE_SHARED)
     modules = dict(_modules())
-    node = [m for m in modules if _within(m, ("mvp_tui.node", *NODE_SHARED))]
+    node = [m for m in modules if _node_side(m)]
     assert "mvp_tui.node.main" in node and len(node) > 10
+    assert {"mvp_tui.providers.vastai.node_api", "mvp_tui.providers.runpod.node_api"} <= set(node)
+    # The zip holds exactly the node side (each provider's node part and its markers).
+    zipped = {
+        name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for name, _ in agent_members()
+        if name != "__main__.py"
+    }
+    assert zipped - {"mvp_tui"} == set(node)
     reached = {
         t.rsplit(".", 1)[0] if t not in modules else t
         for m in node

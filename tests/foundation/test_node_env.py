@@ -39,7 +39,9 @@ def _spellings() -> dict[str, list[str]]:
     f-string parts included), by name: `file:line` of each, config sections left out."""
     found: dict[str, list[str]] = collections.defaultdict(list)
     for path in shipped_files():
-        if path.is_relative_to(USERS):
+        if path.is_relative_to(USERS) or (
+            path.name == "section.py" and path.parent.parent == ROOT / "providers"
+        ):  # the user's config keys' env names (a provider's own section)
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -201,8 +203,10 @@ def _scripts_for_the_node() -> dict[str, str]:
     """What the engine has run on a node before (or beside) the agent: the start commands'
     shell (RunPod's boot, Vast's onstart and its key install, the boot guard, the prefetch)
     and the Docker launcher's Python."""
-    from mvp_tui.providers import docker_spec, runpod_boot, vast_host_key
-    from mvp_tui.providers.boot_guard import vast_onstart
+    from mvp_tui.providers.docker import spec as docker_spec
+    from mvp_tui.providers.runpod import boot as runpod_boot
+    from mvp_tui.providers.vastai import host_key as vast_host_key
+    from mvp_tui.providers.vastai.boot import vast_onstart
 
     return {
         "runpod boot": runpod_boot.BOOT_SCRIPT,

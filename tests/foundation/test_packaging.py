@@ -56,8 +56,15 @@ def test_wheel_maps_subpackages_under_mvp_tui(tmp_path: Path) -> None:
     assert "mvp_tui/themes/__init__.py" in names
     assert "mvp_tui/themes/app.tcss" in names
     # Every package of the source tree is in the wheel (setuptools lists them by hand).
-    for init in REPO.glob("mvp_tui/**/__init__.py"):
-        rel = init.relative_to(REPO).as_posix()
+    inits = [init.relative_to(REPO).as_posix() for init in REPO.glob("mvp_tui/**/__init__.py")]
+    # The mapped folders' subpackages too (a provider's package: providers/vastai/).
+    inits += [
+        f"mvp_tui/{init.relative_to(REPO).as_posix()}"
+        for top in ("providers", "widgets", "themes")
+        for init in REPO.glob(f"{top}/**/__init__.py")
+    ]
+    assert "mvp_tui/providers/vastai/__init__.py" in inits
+    for rel in inits:
         assert rel in names, f"{rel} missing from the wheel: add it to [tool.setuptools] packages"
     assert "mvp_tui/node/follow.py" in names
     assert "mvp_tui/node/main.py" in names and "mvp_tui/agent_bundle.py" in names
@@ -80,7 +87,9 @@ def test_the_installed_wheel_imports_its_subpackages(tmp_path: Path) -> None:
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import mvp_tui, mvp_tui.providers.base, mvp_tui.widgets.pane, mvp_tui.themes\n"
         "import mvp_tui.node.follow, mvp_tui.tui.app, mvp_tui.agent_bundle as bundle\n"
-        "assert bundle.agent_members()[-1][0] == 'mvp_tui/node/switch.py'\n"
+        "names = [name for name, _ in bundle.agent_members()]\n"
+        "assert 'mvp_tui/node/switch.py' in names\n"
+        "assert names[-1] == 'mvp_tui/providers/vastai/node_api.py'\n"
         "print(mvp_tui.__file__); print(mvp_tui.themes.APP_CSS_PATH.is_file())\n"
     )
     result = subprocess.run([sys.executable, "-c", code, str(site)], capture_output=True,

@@ -26,10 +26,11 @@ from mvp_tui.engine.limits import Limits
 from mvp_tui.engine.settings import ModelSettings, RunSettings, RuntimeSettings
 from mvp_tui.engine.watchdog import WatchdogSettings
 from mvp_tui.lease.settings import WalkSettings
-from mvp_tui.providers.docker import settings_from_config
-from mvp_tui.providers.docker_spec import DockerSettings
-from mvp_tui.providers.runpod import RunPodSettings
-from mvp_tui.providers.runpod_volumes import VolumeSettings
+from mvp_tui.providers.docker.client import settings_from_config
+from mvp_tui.providers.docker.spec import DockerSettings
+from mvp_tui.providers.runpod.client import RunPodSettings
+from mvp_tui.providers.runpod.section import RunpodSection
+from mvp_tui.providers.runpod.volumes import VolumeSettings
 from mvp_tui.ssh.public_key import DEFAULT_IDENTITY
 from mvp_tui.ssh.settings import SshSettings
 from tests.shipped import shipped_files
@@ -38,13 +39,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _runpod(config: Config) -> RunPodSettings:
-    assert config.settings.runpod is not None
-    return RunPodSettings.from_section(config.settings.runpod)
+    runpod = config.settings.of(RunpodSection)
+    assert runpod is not None
+    return RunPodSettings.from_section(runpod)
 
 
 def _volume(config: Config) -> VolumeSettings:
-    assert config.settings.runpod is not None
-    volume = VolumeSettings.from_section(config.settings.runpod)
+    runpod = config.settings.of(RunpodSection)
+    assert runpod is not None
+    volume = VolumeSettings.from_section(runpod)
     assert volume is not None
     return volume
 
@@ -96,7 +99,8 @@ RESOLVED: dict[str, Callable[[Config], object]] = {"limits.max_hours": lambda c:
 
 def _loaded(config: Config, dotted: str) -> object:
     section, name = dotted.split(".", 1)
-    return getattr(getattr(config.settings, section), name)
+    typed = config.settings.providers.get(section) or getattr(config.settings, section)
+    return getattr(typed, name)
 
 
 def _default(item: dataclasses.Field[Any]) -> object:

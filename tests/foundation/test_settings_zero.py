@@ -22,7 +22,8 @@ from mvp_tui.engine.settings import (
 from mvp_tui.engine.watchdog import WatchdogSettings
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import Offer
-from mvp_tui.providers.vastai_offers import build_search_query, policy_violation
+from mvp_tui.providers.vastai.offers import build_search_query, policy_violation
+from mvp_tui.providers.vastai.section import VastaiSection
 from mvp_tui.ssh.settings import SshSettings
 
 VAST = '[provider]\nkind = "vastai"\n\n[vastai]\napi_key = "key-123456"\n\n'
@@ -247,9 +248,10 @@ def test_empty_text_for_a_key_with_a_default_is_an_error(
 
 def test_empty_text_for_an_optional_key_is_unset(tmp_path: Path) -> None:
     config = load(tmp_path, VAST + 'gpu_name = ""\nonstart = ""\n\n[model]\ngguf_revision = ""\n')
-    assert config.settings.vastai is not None
-    assert config.settings.vastai.gpu_name is None
-    assert config.settings.vastai.onstart is None
+    vast = config.settings.of(VastaiSection)
+    assert vast is not None
+    assert vast.gpu_name is None
+    assert vast.onstart is None
     assert ModelSettings.from_config(config).gguf_revision is None
 
 

@@ -9,10 +9,10 @@ import asyncio
 import pytest
 
 from mvp_tui.providers.base import Provider, ProviderBase
-from mvp_tui.providers.docker import DockerProvider
-from mvp_tui.providers.local import LocalProvider
-from mvp_tui.providers.runpod import RunPodProvider
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.docker.client import DockerProvider
+from mvp_tui.providers.local.client import LocalProvider
+from mvp_tui.providers.runpod.client import RunPodProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.rehearsal.provider import RehearsalProvider
 
 ABILITIES = (

@@ -28,7 +28,7 @@ from mvp_tui.lease import (
 )
 from mvp_tui.lease import events as ev
 from mvp_tui.providers.base import Offer, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.lease.conftest import fast_settings
 

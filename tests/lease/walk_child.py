@@ -13,7 +13,7 @@ import sys
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkSettings
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 
 
 def _print(event: EngineEvent) -> None:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import asyncssh
 import pytest
 
-from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
+from mvp_tui.providers.runpod.client import RunPodProvider, RunPodSettings
 from tests.e2e.conftest import tiny_gguf  # noqa: F401  (the e2e run's model)
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.contract import check_all

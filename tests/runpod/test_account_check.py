@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mvp_tui.lease.volumes import VolumeRecord, record_volume
-from mvp_tui.providers.runpod_volumes import VolumeSettings
+from mvp_tui.providers.runpod.volumes import VolumeSettings
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import make_provider

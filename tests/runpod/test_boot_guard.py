@@ -1,4 +1,4 @@
-"""The boot guard in RunPod's start command (`args`, providers/runpod_boot.py), the real
+"""The boot guard in RunPod's start command (`args`, providers/runpod/boot.py), the real
 script run as the pod's container runs it, against the fake RunPod on loopback: it deletes
 its own pod with the pod-scoped key when no agent attached in time; a start step that fails
 waits for the guard instead of exiting (RunPod restarts an exited container, which would
@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 from mvp_tui.node.prefetch import read_prefetch
-from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, RUNPOD, guard_script
-from mvp_tui.providers.runpod_boot import HOST_KEY_ENV, pod_command
-from mvp_tui.providers.runpod_secrets import secret_reference
+from mvp_tui.providers.boot_guard import BOOT_GUARD_DIR_ENV, guard_script
+from mvp_tui.providers.runpod.boot import HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod.node_api import GUARD as RUNPOD
+from mvp_tui.providers.runpod.secrets import secret_reference
 from tests.agent.hub_server import HubServer
 from tests.fakes.container import Container, wait_until
 from tests.fakes.runpod_server import FakeRunPod

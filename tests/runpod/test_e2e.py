@@ -17,7 +17,7 @@ from pathlib import Path
 
 import asyncssh
 
-from mvp_tui.providers.runpod import HOST_KEY_ENV
+from mvp_tui.providers.runpod.client import HOST_KEY_ENV
 from tests.agent.procs import alive
 from tests.e2e.headless import HeadlessRun, event
 from tests.e2e.node import Node
@@ -146,7 +146,7 @@ async def test_runpod_walk_adopts_serves_and_tears_down_confirmed(
 
 async def boot_pod(run: HeadlessRun, fake: FakeRunPod, node: Node) -> str:
     """What the pod does at start, once RUNNING (still without SSH) was seen: its container
-    runs the start command the create sent (providers/runpod_boot.py, the real script), which
+    runs the start command the create sent (providers/runpod/boot.py, the real script), which
     installs the host key (RunPod fills its env's secret reference in as it boots) and the
     user's key and execs sshd; then the endpoint shows. Returns the host key (base64 of the
     private key, as the secret holds it)."""

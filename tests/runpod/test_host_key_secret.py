@@ -15,8 +15,8 @@ from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure, down, reconcile_o
 from mvp_tui.lease import events as ev
 from mvp_tui.lease.records import CreateAttemptOutcome, SecretState
 from mvp_tui.providers.base import CreateRequest, CreateResult, Offer, SelectionPolicy
-from mvp_tui.providers.runpod import HOST_KEY_ENV, RunPodProvider
-from mvp_tui.providers.runpod_secrets import secret_name, secret_reference
+from mvp_tui.providers.runpod.client import HOST_KEY_ENV, RunPodProvider
+from mvp_tui.providers.runpod.secrets import secret_name, secret_reference
 from tests.fakes.runpod_server import FakeRunPod, Fault
 from tests.lease.conftest import fast_settings
 from tests.runpod.conftest import make_provider

@@ -11,7 +11,7 @@ from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.engine.settings import ModelSettings, RuntimeSettings, node_env, volume_settings
 from mvp_tui.lease.volumes import VolumeRecord, load_volumes, record_volume
 from mvp_tui.providers.base import CreateRequest
-from mvp_tui.providers.runpod_volumes import VOLUME_CACHE_DIR, VolumeSettings
+from mvp_tui.providers.runpod.volumes import VOLUME_CACHE_DIR, VolumeSettings
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod
 from tests.runpod.conftest import make_provider

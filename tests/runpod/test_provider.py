@@ -21,8 +21,8 @@ from mvp_tui.providers.base import (
     ProviderError,
     SelectionPolicy,
 )
-from mvp_tui.providers.runpod import USER_AGENT, RunPodProvider, RunPodSettings, ssh_banner
-from mvp_tui.providers.runpod_boot import BOOT_SCRIPT, HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod.boot import BOOT_SCRIPT, HOST_KEY_ENV, pod_command
+from mvp_tui.providers.runpod.client import USER_AGENT, RunPodProvider, RunPodSettings, ssh_banner
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod, Fault
 from tests.runpod.conftest import Sleeps, make_provider

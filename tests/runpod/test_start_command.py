@@ -18,9 +18,9 @@ from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure
 from mvp_tui.lease import events as ev
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.providers.base import CreateRequest, Outcome, SelectionPolicy
-from mvp_tui.providers.runpod import USER_AGENT
-from mvp_tui.providers.runpod_boot import BOOT_MARKER, pod_args, pod_command
-from mvp_tui.providers.runpod_logs import start_verdict
+from mvp_tui.providers.runpod.boot import BOOT_MARKER, pod_args, pod_command
+from mvp_tui.providers.runpod.client import USER_AGENT
+from mvp_tui.providers.runpod.logs import start_verdict
 from tests.fakes.runpod_server import TOOLS_SH_USAGE, FakeRunPod
 from tests.lease.conftest import fast_settings
 from tests.runpod.conftest import make_provider

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from mvp_tui.providers.base import LeaseState
-from mvp_tui.providers.runpod import lease_status, ssh_endpoint
-from mvp_tui.providers.runpod_catalog import (
+from mvp_tui.providers.runpod.catalog import (
     CatalogGpu,
     MalformedCatalog,
     WalkPolicy,
@@ -19,6 +18,7 @@ from mvp_tui.providers.runpod_catalog import (
     split_offer_id,
     walk_order,
 )
+from mvp_tui.providers.runpod.client import lease_status, ssh_endpoint
 
 
 def same(text: str) -> str:

@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 
 from mvp_tui.config.loader import ConfigPaths, load_config
-from mvp_tui.config.sections.runpod import FALLBACK_MIN_VRAM_GB
 from mvp_tui.engine.model_fit import GIB
 from mvp_tui.engine.model_need import read_model_need
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.settings import ModelSettings
 from mvp_tui.events import EngineEvent
-from mvp_tui.providers.runpod import RunPodProvider
+from mvp_tui.providers.runpod.client import RunPodProvider
+from mvp_tui.providers.runpod.section import FALLBACK_MIN_VRAM_GB
 from mvp_tui.rehearsal.tiny_gguf import write_tiny_gguf
 from tests.e2e.test_vast_headless import cli
 from tests.fakes.runpod_server import FakeRunPod

@@ -14,7 +14,7 @@ from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure, teardown
 from mvp_tui.lease import events as ev
 from mvp_tui.lease.records import CreateAttemptOutcome, SecretState
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.runpod import HOST_KEY_ENV
+from mvp_tui.providers.runpod.client import HOST_KEY_ENV
 from tests.fakes.runpod_server import FakeRunPod, Fault
 from tests.lease.conftest import fast_settings
 from tests.runpod.conftest import make_provider

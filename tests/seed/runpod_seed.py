@@ -10,7 +10,7 @@ from pathlib import Path
 from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.runpod import RunPodProvider
+from mvp_tui.providers.runpod.client import RunPodProvider
 from tests.fakes.runpod_server import FakeRunPod
 from tests.lease.conftest import fast_settings
 from tests.runpod.conftest import assert_contract, make_provider

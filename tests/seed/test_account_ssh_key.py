@@ -17,8 +17,8 @@ from mvp_tui.engine.events import AccountKeyReady
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.events import EngineEvent
 from mvp_tui.providers.base import ProviderError
-from mvp_tui.providers.runpod import RunPodProvider
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.runpod.client import RunPodProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.ssh.public_key import public_fingerprint
 from tests.fakes.runpod_server import FakeRunPod
 from tests.fakes.runpod_server import Fault as RunPodFault

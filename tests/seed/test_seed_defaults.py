@@ -12,7 +12,7 @@ from pathlib import Path
 from mvp_tui.config import load_config
 from mvp_tui.config.loader import ConfigPaths
 from mvp_tui.engine.run import RunEngine
-from mvp_tui.providers.docker_spec import DockerSettings, create_config
+from mvp_tui.providers.docker.spec import DockerSettings, create_config
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

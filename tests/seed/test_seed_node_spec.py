@@ -20,7 +20,7 @@ from mvp_tui.datastream.frame import Frame
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.lease.events import AttemptStarted
 from mvp_tui.prompt.events import PromptRpcListening
-from mvp_tui.providers.docker_spec import create_config, stdin_env
+from mvp_tui.providers.docker.spec import create_config, stdin_env
 
 PASS_THROUGH = {
     "CUDA_DEVICE_SCHEDULE": "spin",

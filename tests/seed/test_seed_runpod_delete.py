@@ -18,7 +18,7 @@ from mvp_tui.lease import teardown
 from mvp_tui.lease.pod_logs import log_path
 from mvp_tui.lease.records import LeaseRecordState
 from mvp_tui.providers.base import DestroyOutcome
-from mvp_tui.providers.runpod import RunPodProvider, RunPodSettings
+from mvp_tui.providers.runpod.client import RunPodProvider, RunPodSettings
 from tests.fakes.runpod_server import FakeRunPod
 from tests.lease.conftest import fast_settings
 from tests.seed.runpod_seed import (

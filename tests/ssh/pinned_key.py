@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 
-from mvp_tui.providers.vast_host_key import PIECE_PREFIX
+from mvp_tui.providers.vastai.host_key import PIECE_PREFIX
 from tests.ssh.sshd import RUNNING
 
 

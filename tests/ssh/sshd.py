@@ -18,7 +18,7 @@ from pathlib import Path
 
 import asyncssh
 
-from mvp_tui.providers.vast_host_key import SSH_DIR_ENV, SSHD_PIDFILE_ENV
+from mvp_tui.providers.vastai.host_key import SSH_DIR_ENV, SSHD_PIDFILE_ENV
 from tests.peers import require_executable
 
 # The test sshds running now, by port: a fake provider's "container" finds its node here.

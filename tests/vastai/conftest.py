@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import asyncssh
 import pytest
 
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast
 
 # Short enough to keep the suite fast, long enough for a loaded 2-core CI machine.

@@ -12,7 +12,7 @@ from mvp_tui.engine.offer_columns import Column
 from mvp_tui.engine.outlook import NO_OUTLOOK
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.providers.base import SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.rehearsal.vastai_server import FakeVast
 
 KEY = "fake-vast-key-0123456789"

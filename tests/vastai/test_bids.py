@@ -17,7 +17,7 @@ from mvp_tui.events import RecordingSink
 from mvp_tui.lease import LeaseWalk, RecordStore, WalkFailure
 from mvp_tui.lease import events as ev
 from mvp_tui.providers.base import LeaseState, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast
 from tests.lease.conftest import fast_settings
 

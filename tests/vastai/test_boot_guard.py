@@ -17,15 +17,11 @@ from mvp_tui.config import ConfigError, ConfigPaths, load_config
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.node.switch import boot_guard_report
 from mvp_tui.providers.base import CreateRequest, ProviderError, SelectionPolicy
-from mvp_tui.providers.boot_guard import (
-    VAST,
-    VAST_ONSTART_CAP,
-    guard_script,
-    vast_onstart,
-    vast_start_lines,
-)
+from mvp_tui.providers.boot_guard import guard_script
 from mvp_tui.providers.prefetch import prefetch_script
-from mvp_tui.providers.vastai import VastAiProvider, build_create_body
+from mvp_tui.providers.vastai.boot import VAST_ONSTART_CAP, vast_onstart, vast_start_lines
+from mvp_tui.providers.vastai.client import VastAiProvider, build_create_body
+from mvp_tui.providers.vastai.node_api import GUARD as VAST
 from tests.fakes.container import Container, wait_until
 from tests.fakes.vastai_server import FakeVast
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mvp_tui.providers.base import ProviderError, SelectionPolicy
-from mvp_tui.providers.vastai import NETWORK_FIX, VastAiProvider
+from mvp_tui.providers.vastai.client import NETWORK_FIX, VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHm0Yq0bVKfbVHhDbWZ6c0ZxQ3ZyTmlQbUJxWWtuR3Y5 t@x"

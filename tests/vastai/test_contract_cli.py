@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from mvp_tui.providers.base import CreateRequest, LeaseState, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider, bid_mismatch
+from mvp_tui.providers.vastai.client import VastAiProvider, bid_mismatch
 from tests.fakes.vastai_server import FakeVast
 from tests.peers import missing_peer
 

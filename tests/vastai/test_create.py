@@ -15,8 +15,8 @@ from mvp_tui.providers.base import (
     ProviderError,
     SelectionPolicy,
 )
-from mvp_tui.providers.boot_guard import vast_onstart
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.boot import vast_onstart
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
 REQUEST = CreateRequest(

@@ -8,7 +8,7 @@ import sys
 
 def test_vast_provider_does_not_import_textual() -> None:
     code = (
-        "import sys, mvp_tui.providers.vastai; "
+        "import sys, mvp_tui.providers.vastai.client; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))"
     )
     done = subprocess.run(

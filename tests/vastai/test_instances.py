@@ -13,7 +13,7 @@ from mvp_tui.providers.base import (
     SelectionPolicy,
     SshEndpoint,
 )
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
 

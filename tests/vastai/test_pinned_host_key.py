@@ -13,8 +13,9 @@ from pathlib import Path
 import asyncssh
 
 from mvp_tui.providers.base import CreateRequest, Outcome, SelectionPolicy
-from mvp_tui.providers.boot_guard import vast_onstart
-from mvp_tui.providers.vast_host_key import (
+from mvp_tui.providers.vastai.boot import vast_onstart
+from mvp_tui.providers.vastai.client import VastAiProvider
+from mvp_tui.providers.vastai.host_key import (
     PIECE_CHARS,
     PIECE_PREFIX,
     SSH_DIR_ENV,
@@ -22,7 +23,6 @@ from mvp_tui.providers.vast_host_key import (
     HostKeyPlan,
     install_script,
 )
-from mvp_tui.providers.vastai import VastAiProvider
 from tests.fakes.vastai_server import FakeVast
 from tests.ssh.pinned_key import pinned_key
 from tests.ssh.sshd import Sshd, sshd_executable, write_key

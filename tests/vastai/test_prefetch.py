@@ -13,7 +13,7 @@ from pathlib import Path
 from mvp_tui.engine.settings import create_env
 from mvp_tui.node.prefetch import read_prefetch
 from mvp_tui.providers.base import CreateRequest, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.agent.agent_run import AgentRun, agent_env
 from tests.agent.hub_server import HubServer
 from tests.fakes.container import Container, wait_until

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 
 from mvp_tui.providers.base import CreateRequest, Offer, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
-from mvp_tui.providers.vastai_answers import Answer
-from mvp_tui.providers.vastai_instances import lease_status
-from mvp_tui.providers.vastai_offers import read_offers
+from mvp_tui.providers.vastai.answers import Answer
+from mvp_tui.providers.vastai.client import VastAiProvider
+from mvp_tui.providers.vastai.instances import lease_status
+from mvp_tui.providers.vastai.offers import read_offers
 from mvp_tui.secrets import REDACTED, Redactor
 from tests.fakes.vastai_server import FakeVast, Fault
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mvp_tui.providers.base import Offer, ProviderError, SelectionPolicy
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
 

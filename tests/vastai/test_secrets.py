@@ -14,7 +14,7 @@ from mvp_tui.providers.base import (
     ProviderError,
     SelectionPolicy,
 )
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 
 KEY = "vast-SECRET-key-4f9c2e7b1a0d5e6f"

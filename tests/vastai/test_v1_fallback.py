@@ -16,7 +16,7 @@ from mvp_tui.providers.base import (
     ProviderError,
     SelectionPolicy,
 )
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.lease.conftest import fast_settings
 

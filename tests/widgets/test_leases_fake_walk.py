@@ -16,7 +16,7 @@ from mvp_tui.events import EngineEvent, RecordingSink
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.walk import LeaseWalk
-from mvp_tui.providers.vastai import VastAiProvider
+from mvp_tui.providers.vastai.client import VastAiProvider
 from mvp_tui.widgets.leases import LeasesPane
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.widgets.data import T0, fixed_clock

@@ -8,12 +8,12 @@ from typing import ClassVar
 from mvp_tui.config.defaults import (
     DEFAULT_IMAGE,
     PROFILES,
-    PROVIDERS,
     RENTED_IMAGE,
     RENTED_IMAGE_CUDA_MIN,
     WHOLE_MODEL,
 )
 from mvp_tui.config.spec import Kind, Section, key
+from mvp_tui.providers.registry import PROVIDERS
 
 
 @dataclass(frozen=True)

@@ -4,18 +4,18 @@
 documents for a template's container start command (runpod/docs
 pods/templates/manage-templates.mdx; dstack sends its start command so through GraphQL's
 `dockerArgs`): the image's own entrypoint (`/app/tools.sh` in llama.cpp's images) is replaced,
-and the script runs as the container's first process. Two routes (providers/runpod.py
+and the script runs as the container's first process. Two routes (providers/runpod/client.py
 `create_body`):
 
 - `[runpod] template_id`: a template whose start command is this text (`python -m
-  mvp_tui.providers.runpod_boot` prints it); the create sends `templateId` and no `args`
+  mvp_tui.providers.runpod.boot` prints it); the create sends `templateId` and no `args`
   (body fields override the template's, so `args` would replace the start command).
 - none: the text goes into the create's `args`, v2's one start field. The document says
   `args` are "Arguments passed to the container entrypoint" and RunPod's migration notes say
   v2 has no entrypoint override, so whether a pod honours the JSON form there is unverified:
   if not, the pod runs `/app/tools.sh '<json>'`, which prints its usage and exits. The walk
   reads the pod's log in the first minute after RUNNING (`BOOT_MARKER` versus the image's
-  own entrypoint, providers/runpod_logs.py) and ends such an attempt at once, naming the fix.
+  own entrypoint, providers/runpod/logs.py) and ends such an attempt at once, naming the fix.
 
 What the script does, on images that start no sshd of their own:
 
@@ -25,7 +25,7 @@ What the script does, on images that start no sshd of their own:
    rest: a process's `/proc/<pid>/environ` keeps what it was started with, whatever `unset`
    does later, so only a fresh exec leaves the key out of the boot guard, the prefetch and
    their children. The create's env holds only `{{ RUNPOD_SECRET_<name> }}`
-   (providers/runpod_secrets.py): RunPod fills the key in from the account secret as the pod
+   (providers/runpod/secrets.py): RunPod fills the key in from the account secret as the pod
    boots; a reference left as written (the secret gone) is said, and the boot waits for the
    guard.
 2. The boot guard starts in the background (providers/boot_guard.py): no agent within
@@ -52,8 +52,9 @@ import json
 import shlex
 
 from mvp_tui.node_protocol import BootEnv
-from mvp_tui.providers.boot_guard import RUNPOD, guard_script
+from mvp_tui.providers.boot_guard import guard_script
 from mvp_tui.providers.prefetch import prefetch_script
+from mvp_tui.providers.runpod.node_api import GUARD as RUNPOD
 
 # The pod's sshd host key (private, OpenSSH format, base64) handed to the pod in its env. Its
 # public half is pinned in the run record before the create is sent.

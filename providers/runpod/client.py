@@ -42,13 +42,8 @@ from urllib.parse import quote
 import httpx
 
 from mvp_tui import __version__
-from mvp_tui.config.sections.runpod import (
-    DEFAULT_MIN_CUDA_VERSION,
-    FALLBACK_MIN_VRAM_GB,
-    RunpodSection,
-)
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.node_protocol import api_url_env
-from mvp_tui.providers import runpod_logs, runpod_secrets, runpod_volumes
 from mvp_tui.providers.base import (
     CreateRequest,
     CreateResult,
@@ -69,6 +64,7 @@ from mvp_tui.providers.base import (
     StartCheck,
     StoredSecret,
 )
+from mvp_tui.providers.local.node import LineHandler
 from mvp_tui.providers.marketplace_http import (
     Marketplace,
     MarketplaceClient,
@@ -77,8 +73,11 @@ from mvp_tui.providers.marketplace_http import (
     checked_api_url,
     ensure_account_key,
 )
-from mvp_tui.providers.runpod_boot import BOOT_MARKER, HOST_KEY_ENV, pod_args
-from mvp_tui.providers.runpod_catalog import (
+from mvp_tui.providers.runpod import logs as runpod_logs
+from mvp_tui.providers.runpod import secrets as runpod_secrets
+from mvp_tui.providers.runpod import volumes as runpod_volumes
+from mvp_tui.providers.runpod.boot import BOOT_MARKER, HOST_KEY_ENV, pod_args
+from mvp_tui.providers.runpod.catalog import (
     CLOUDS,
     PROVIDER_NAME,
     MalformedCatalog,
@@ -89,12 +88,17 @@ from mvp_tui.providers.runpod_catalog import (
     split_offer_id,
     walk_order,
 )
-from mvp_tui.providers.runpod_volumes import (
+from mvp_tui.providers.runpod.section import (
+    DEFAULT_MIN_CUDA_VERSION,
+    FALLBACK_MIN_VRAM_GB,
+    RunpodSection,
+)
+from mvp_tui.providers.runpod.volumes import (
     VolumeSettings,
     ensure_volume,
     network_mount,
 )
-from mvp_tui.providers.runpod_walk import auto_data_centers
+from mvp_tui.providers.runpod.walk import auto_data_centers
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import Redact, clean_bytes, clean_line
 
@@ -109,7 +113,7 @@ GIB = 1024**3
 # The start check reads the pod's container log briefly: its backfill is all it needs.
 _START_LOG_LINES = 100
 _START_LOG_TOTAL_S = 3.0
-PRINT_START_COMMAND = "python -m mvp_tui.providers.runpod_boot"
+PRINT_START_COMMAND = "python -m mvp_tui.providers.runpod.boot"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CAPACITY = ("no longer any instances", "no instances", "not enough", "could not be placed")
 _PENDING = {"PROVISIONING", "STARTING", "CREATED", "RESTARTING"}
@@ -470,7 +474,7 @@ class RunPodProvider(ProviderBase):
         public: str = key.export_public_key("openssh").decode().strip()
         return public
 
-    # -- the host key's secret (providers/runpod_secrets.py) -------------------------------
+    # -- the host key's secret (providers/runpod/secrets.py) -------------------------------
 
     def secret_name(self, label: str) -> str | None:
         """The secret attempt `label` needs (its host key's), None when it has no key."""
@@ -579,7 +583,7 @@ class RunPodProvider(ProviderBase):
         return order
 
     async def search_offers(self, policy: SelectionPolicy) -> list[Offer]:
-        """Offers in the order the walk tries them (see runpod_catalog); left out in
+        """Offers in the order the walk tries them (see catalog.py); left out in
         `last_skipped`."""
         s = self.settings
         self._policy = WalkPolicy(
@@ -653,7 +657,7 @@ class RunPodProvider(ProviderBase):
             "ports": [SSH_PORT],
             "env": env,
             "disk": max(1, self.settings.container_disk_gb),
-            # Our own start command runs sshd with the pinned host key (runpod_boot.py);
+            # Our own start command runs sshd with the pinned host key (runpod/boot.py);
             # startSsh would only inject the account's keys, which PUBLIC_KEY already carries.
             "startSsh": False,
         }
@@ -665,7 +669,7 @@ class RunPodProvider(ProviderBase):
             body["templateId"] = template
         else:
             # The document's one start field; whether v2 reads the JSON form there is
-            # unverified (runpod_boot.py): the walk's start check catches a pod that did not.
+            # unverified (runpod/boot.py): the walk's start check catches a pod that did not.
             body["args"] = pod_args()
         if data_centers:
             body["dataCenterIds"] = list(data_centers)
@@ -943,3 +947,34 @@ class RunPodProvider(ProviderBase):
             and isinstance(r.get("totalAmount"), int | float)
         ]
         return round(sum(amounts), 6) if amounts else None
+
+
+def build(config: Config, on_line: LineHandler | None = None) -> RunPodProvider:
+    """The kind's factory (providers/runpod/kind.py); a ConfigError (exit 2) for a missing
+    key or a setting RunPod cannot take."""
+    runpod = config.settings.of(RunpodSection)
+    api_key = runpod.api_key if runpod else None
+    if runpod is None or not api_key:  # build_provider names the key and its fix first
+        raise ConfigError("[runpod] api_key is required when provider=runpod")
+    if runpod.rental == "spot":
+        raise ConfigError(
+            f"[runpod] rental = \"spot\" (from {config.sources.get('runpod.rental')}): RunPod "
+            "no longer offers spot pods (its API answers 500 \"Spot pods are no longer "
+            "offered\"); set [runpod] rental = \"on-demand\", or rent interruptible on "
+            "Vast.ai ([provider] kind = \"vastai\" with [vastai] rental = \"bid\")"
+        )
+    cuda = runpod.min_cuda_version
+    if cuda is not None and not re.fullmatch(r"\d+\.\d+", cuda):
+        raise ConfigError(
+            f"[runpod] min_cuda_version = {cuda!r} (from "
+            f"{config.sources.get('runpod.min_cuda_version')}) is not valid: expected "
+            "major.minor, e.g. 12.4"
+        )
+    try:
+        return RunPodProvider(
+            api_key=api_key,
+            api_url=runpod.api_url,
+            settings=RunPodSettings.from_section(runpod, config.cuda_floor()),
+        )
+    except ProviderError as exc:
+        raise ConfigError(str(exc)) from None

@@ -3,7 +3,7 @@
 Speaks Vast's REST API through the shared marketplace client (providers/marketplace_http.py:
 `Authorization: Bearer` only, the key never in a URL, every text redacted, a 429 retried with
 back-off because Vast refused that call without performing it). Every create answer is
-classified into an `Outcome` here (providers/vastai_answers.py).
+classified into an `Outcome` here (providers/vastai/answers.py).
 
 Choices the Vast.ai API facts (/work/shared/reference/vastai.md) leave open, decided here:
 - `runtype` is `"ssh_direc ssh_proxy"` — the exact value the official CLI sends for
@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 
+from mvp_tui.config import Config, ConfigError
 from mvp_tui.node_protocol import api_url_env
 from mvp_tui.providers.base import (
     CreateRequest,
@@ -61,15 +62,14 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
 )
-from mvp_tui.providers.boot_guard import OnstartTooLong, vast_onstart
+from mvp_tui.providers.local.node import LineHandler
 from mvp_tui.providers.marketplace_http import (
     Marketplace,
     MarketplaceClient,
     NoAnswer,
     ensure_account_key,
 )
-from mvp_tui.providers.vast_host_key import HostKeyPlan
-from mvp_tui.providers.vastai_answers import (
+from mvp_tui.providers.vastai.answers import (
     AUTH_FIX,
     Answer,
     classify_create,
@@ -77,13 +77,16 @@ from mvp_tui.providers.vastai_answers import (
     is_auth_failure,
     is_instance_gone,
 )
-from mvp_tui.providers.vastai_instances import gone, instance_id, lease_status
-from mvp_tui.providers.vastai_offers import (
+from mvp_tui.providers.vastai.boot import OnstartTooLong, vast_onstart
+from mvp_tui.providers.vastai.host_key import HostKeyPlan
+from mvp_tui.providers.vastai.instances import gone, instance_id, lease_status
+from mvp_tui.providers.vastai.offers import (
     PROVIDER_NAME,
     MalformedOffer,
     build_search_query,
     read_offers,
 )
+from mvp_tui.providers.vastai.section import VastaiSection
 from mvp_tui.secrets import Redactor
 from mvp_tui.untrusted import clean_line
 
@@ -345,7 +348,7 @@ class VastAiProvider(ProviderBase):
     def host_key_for(self, label: str) -> str | None:
         """The public host key the instance of attempt `label` will present (pinned in the
         record before the create): made here, its private half sent in the create's env and
-        installed by the instance's onstart (providers/vast_host_key.py). None when
+        installed by the instance's onstart (providers/vastai/host_key.py). None when
         `[vastai] pin_host_key` is off: the first connection then pins what answers."""
         if not self._pin_host_key:
             return None
@@ -623,3 +626,20 @@ class VastAiProvider(ProviderBase):
         """Provider text (label, status_msg) could echo a secret; scrub it."""
         label = self._redact(status.label) if status.label is not None else None
         return dataclasses.replace(status, label=label, detail=self._redact(status.detail))
+
+
+def build(config: Config, on_line: LineHandler | None = None) -> VastAiProvider:
+    """The kind's factory (providers/vastai/kind.py); a ConfigError (exit 2) without a key."""
+    vast = config.settings.of(VastaiSection)
+    api_key = vast.api_key if vast else None
+    if vast is None or not api_key:  # build_provider names the key and its fix first
+        raise ConfigError("[vastai] api_key is required when provider=vastai")
+    return VastAiProvider(
+        api_key=api_key,
+        api_url=vast.api_url,
+        ssh_user=vast.ssh_user,
+        image_gb=config.settings.image.size_gb,
+        pin_host_key=vast.pin_host_key,
+        rental=vast.rental,
+        bid_factor=vast.bid_factor,
+    )

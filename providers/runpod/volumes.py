@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
-from mvp_tui.config.sections.runpod import RunpodSection
 from mvp_tui.providers.base import KeptVolume, NetworkVolume, ProviderError
+from mvp_tui.providers.runpod.section import RunpodSection
 from mvp_tui.untrusted import clean_line
 
 if TYPE_CHECKING:
-    from mvp_tui.providers.runpod import Answer, RunPodProvider
+    from mvp_tui.providers.runpod.client import Answer, RunPodProvider
 
 VOLUME_MOUNT = "/runpod-volume"  # NetworkMount.path has no default: RunPod's own example
 VOLUME_CACHE_DIR = f"{VOLUME_MOUNT}/mvp-models"

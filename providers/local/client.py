@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.agent_bundle import agent_zip
+from mvp_tui.config import Config
 from mvp_tui.node.download import gguf_problem
 from mvp_tui.node.probe import cpu_model, parse_nvidia_smi, ram_mib
 from mvp_tui.node_protocol import AgentEnv
@@ -34,7 +35,7 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
 )
-from mvp_tui.providers.local_node import AgentProcess, LineHandler
+from mvp_tui.providers.local.node import AgentProcess, LineHandler
 from mvp_tui.secrets import is_secret_name
 from mvp_tui.untrusted import one_line_ascii
 
@@ -255,3 +256,8 @@ async def _probe_gpus() -> list[dict[str, Any]]:
     if proc.returncode != 0:
         return []
     return list(parse_nvidia_smi(out.decode("utf-8", "replace")))
+
+
+def build(config: Config, on_line: LineHandler | None = None) -> LocalProvider:
+    """The kind's factory (providers/local/kind.py): nothing to configure."""
+    return LocalProvider(on_line=on_line)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from mvp_tui.config.spec import Scope, Section, key
+from mvp_tui.config.spec import Section, key
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class VastaiSection(Section):
     """[vastai]: the Vast.ai account, offer filter and instance."""
 
     NAME: ClassVar[str] = "vastai"
-    SCOPE: ClassVar[Scope] = Scope.VASTAI
+    SCOPE: ClassVar[str] = "vastai"
 
     api_key: str | None = key(
         None, "Vast.ai API key (secret)",

@@ -56,8 +56,9 @@ from mvp_tui.providers.base import (
     ProviderInfo,
     SelectionPolicy,
 )
-from mvp_tui.providers.docker_node import AttachedNode
-from mvp_tui.providers.docker_spec import (
+from mvp_tui.providers.docker.node import AttachedNode
+from mvp_tui.providers.docker.section import DockerSection
+from mvp_tui.providers.docker.spec import (
     BRIDGE_ENGINE_PORT,
     CACHED_KEY,
     GPUS_KEY,
@@ -75,8 +76,8 @@ from mvp_tui.providers.docker_spec import (
     stdin_env,
     stdin_env_bytes,
 )
-from mvp_tui.providers.local import _probe_gpus, machine_offer
-from mvp_tui.providers.local_node import LineHandler
+from mvp_tui.providers.local.client import _probe_gpus, machine_offer
+from mvp_tui.providers.local.node import LineHandler
 from mvp_tui.untrusted import one_line_ascii
 
 PROVIDER_NAME = "docker"
@@ -94,7 +95,7 @@ def settings_from_config(config: Config) -> DockerSettings:
     def source(dotted: str) -> str:
         return str(config.sources.get(dotted) or "built-in default")
 
-    docker = config.settings.docker
+    docker = config.settings.of(DockerSection)
     if docker is None:
         raise ConfigError(f"the [docker] keys are not read for provider {config.provider}")
     image = docker.image
@@ -655,3 +656,8 @@ async def _exit_status(waiting: asyncio.Future[Any] | None) -> int | None:
         return None
     code = answer.get("StatusCode") if isinstance(answer, dict) else None
     return code if isinstance(code, int) else None
+
+
+def build(config: Config, on_line: LineHandler | None = None) -> DockerProvider:
+    """The kind's factory (providers/docker/kind.py): `[docker]` as DockerSettings."""
+    return DockerProvider(settings_from_config(config), on_line=on_line)

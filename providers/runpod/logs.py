@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterable
 
 import httpx
 
-from mvp_tui.providers.runpod_boot import BOOT_MARKER
+from mvp_tui.providers.runpod.boot import BOOT_MARKER
 from mvp_tui.untrusted import Redact, clean_line
 
 IDLE_S = 0.5

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from mvp_tui.config.defaults import RENTED_IMAGE_CUDA_MIN
-from mvp_tui.config.spec import Scope, Section, key
+from mvp_tui.config.spec import Section, key
 
 # The host driver's CUDA floor sent on every create (and catalog read) when neither
 # min_cuda_version nor [image] cuda_min is set: the default image's own floor (its base is
@@ -24,7 +24,7 @@ class RunpodSection(Section):
     """[runpod]: the RunPod account, GPU types, pod and network volume."""
 
     NAME: ClassVar[str] = "runpod"
-    SCOPE: ClassVar[Scope] = Scope.RUNPOD
+    SCOPE: ClassVar[str] = "runpod"
 
     api_key: str | None = key(
         None, "RunPod API key (secret)", env=("MVP_RUNPOD_API_KEY", "RUNPOD_API_KEY"),
@@ -126,7 +126,7 @@ class RunpodSection(Section):
         None,
         (
             "a RunPod pod template whose container start command is mvp-tui's boot command "
-            "(`python -m mvp_tui.providers.runpod_boot` prints it): pods are created from it "
+            "(`python -m mvp_tui.providers.runpod.boot` prints it): pods are created from it "
             "and the create sends no `args`; unset = the start command goes in `args` (see "
             "docs/providers/runpod.md, \"The start command\")"
         ),

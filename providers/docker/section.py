@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from mvp_tui.config.spec import Scope, Section, key
+from mvp_tui.config.spec import Section, key
 
 
 @dataclass(frozen=True)
@@ -14,7 +14,7 @@ class DockerSection(Section):
     """[docker]: provider docker's node container."""
 
     NAME: ClassVar[str] = "docker"
-    SCOPE: ClassVar[Scope] = Scope.DOCKER
+    SCOPE: ClassVar[str] = "docker"
 
     gpus: str = key(
         "all", "GPUs given to the node container (docker --gpus)", env="MVP_DOCKER_GPUS",

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from mvp_tui.config.sections.docker import DockerSection
 from mvp_tui.config.sections.runtime import ImageSection
 from mvp_tui.config.values import Source
 from mvp_tui.labels import parse_label
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WEIGHTS_LOADED, AgentEnv, BootEnv
+from mvp_tui.providers.docker.section import DockerSection
 from mvp_tui.secrets import is_secret_name
 
 CONTAINER_PREFIX = "mvp-orchestrator"  # the seed's LocalDockerPlugin prefix
@@ -156,8 +156,8 @@ class Mount:
 class DockerSettings:
     """The `[docker]` keys as the provider uses them, each with where its value came from
     (so an error can name the key and the source); built by `settings_from_config`
-    (providers/docker.py). A field copied from a key (`KEYS`) defaults to its declared default,
-    the image to [image] node's (as an unset [docker] image); the rest are fixed here."""
+    (providers/docker/client.py). A field copied from a key (`KEYS`) defaults to its declared
+    default, the image to [image] node's (as an unset [docker] image); the rest are fixed here."""
 
     # field -> the key it is copied from (tests/foundation/test_settings_from_sections.py)
     KEYS: ClassVar[Mapping[str, str]] = {

@@ -2,7 +2,7 @@
 
 Seed 003 (`data_center_ids = "auto"`): a type the catalog reports in stock is created with
 the data centers where the catalog has it; a type reported out of stock (tried first because
-it is cheaper, see runpod_catalog) is created without a list, since the catalog names none
+it is cheaper, see catalog.py) is created without a list, since the catalog names none
 for it and any list would only narrow a placement that is already unlikely. A network volume
 pins the pod to the volume's data center instead (runpod_volumes).
 """

@@ -23,7 +23,7 @@ from typing import Any
 from docker.utils.socket import frames_iter  # type: ignore[import-untyped]
 
 from mvp_tui.node_protocol import WEIGHTS_CHANNEL, WORKER_FATAL
-from mvp_tui.providers.local_node import CUT_MARKER, MAX_LINE_BYTES, LineHandler
+from mvp_tui.providers.local.node import CUT_MARKER, MAX_LINE_BYTES, LineHandler
 
 # A frame line holds these JSON strings when it carries the agent's own WorkerFatal.
 _WEIGHTS_MARK = f'"{WEIGHTS_CHANNEL}"'.encode()
