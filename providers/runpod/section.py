@@ -46,8 +46,8 @@ class RunpodSection(Section):
     gpu_types: tuple[str, ...] = key(
         (),
         (
-            "GPU type ids (or names) in the order they are tried; empty = auto: the types with at"
-            " least min_vram_gb, cheapest first, those out of stock skipped"
+            "GPU type ids (or names) to rent; tried in the board's order (cheapest first); empty"
+            " = auto: the types with at least min_vram_gb, cheapest first, out of stock skipped"
         ),
         env="MVP_RUNPOD_GPU_TYPES", flag="--runpod-gpu-types",
         example=("NVIDIA GeForce RTX 4090", "NVIDIA RTX A6000"),
