@@ -57,7 +57,7 @@ TARGET = 0.9
 COLS, ROWS = 160, 48
 LAST = "zqxlast"  # the stream's last token: drawn once, when the stream has drained
 PROFILE_ENV = "BENCH_TOKENS_PROFILE"  # the app's side: where its cProfile stats go
-PROFILED_AFTER_S = 0.3  # the end event to the profile's end: the last frames drawn
+PROFILED_AFTER_S = 0.1  # the end event to the profile's end: the last frame drawn
 
 
 async def alone(client: PromptClient, tokens: int) -> float:
@@ -150,6 +150,23 @@ ENDED: list[float] = []  # per app run: submit → the end event in the app's pr
 PROFILE: list[Path] = []  # --profile: where the last app run's stats go
 
 
+def capture_miss(output: bytes, started_file: Path) -> None:
+    """The marker never reached the terminal (2 runs in ~35: the answer drawn whole, its 400
+    words, and the marker not among them even with the escapes stripped): what the terminal
+    got, kept in BENCH_TOKENS_MISSES (the temp dir), and whether the app wrote its end event."""
+    from tests.faults.pty_dashboard import ANSI
+
+    kept = Path(os.environ.get("BENCH_TOKENS_MISSES", tempfile.gettempdir()))
+    path = kept / f"bench-tokens-miss-{os.getpid()}-{time.time_ns()}.out"
+    path.write_bytes(output)
+    plain = ANSI.sub(b"", output)
+    ended = started_file.read_text() if started_file.exists() else "(not written)"
+    print(f"the marker {LAST!r} never reached the terminal: {len(output)} bytes written, "
+          f"the marker in them without escapes: {LAST.encode() in plain}; the app's end event: "
+          f"{ended}; the output: {path}; its last 600 plain bytes: {plain[-600:]!r}",
+          file=sys.stderr, flush=True)
+
+
 def in_app(url: str, tokens: int, tmp: Path) -> float:
     """tok/s with the real app in the loop, drawn to a real pty."""
     from tests.faults.pty_dashboard import PtyDashboard
@@ -163,7 +180,11 @@ def in_app(url: str, tokens: int, tmp: Path) -> float:
     argv = (str(Path(__file__)), "--child", url, str(tokens), str(started_file))
     term = PtyDashboard(env, cols=COLS, rows=ROWS, argv=argv)
     try:
-        term.wait_for(LAST, within=120)
+        try:
+            term.wait_for(LAST, within=120)
+        except AssertionError:
+            capture_miss(term.output, started_file)
+            raise
         drawn = time.monotonic()
         if PROFILE:  # the stats are written a moment after the end event: not killed before
             deadline = drawn + 30
