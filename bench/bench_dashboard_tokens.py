@@ -20,14 +20,18 @@ shape as fast as it is read, so the ratio is the app's cost per token, engine as
 >= 0.9x). `--engine` streams the real llama-cpp-python server on a generated model instead:
 there a slow CPU engine caps both sides, so the ratio mostly shows the engine.
 
+With `--profile FILE` the app's side runs under cProfile from the timed submit to
+`PROFILED_AFTER_S` after its end event; the stats (pstats) of the last pair go to FILE.
+
     .venv/bin/python bench/bench_dashboard_tokens.py [--runs 7] [--tokens 400] [--engine]
-        [--smoke]
+        [--profile FILE] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import statistics
 import subprocess
@@ -52,6 +56,8 @@ PROMPT = "benchmark the dashboard"
 TARGET = 0.9
 COLS, ROWS = 160, 48
 LAST = "zqxlast"  # the stream's last token: drawn once, when the stream has drained
+PROFILE_ENV = "BENCH_TOKENS_PROFILE"  # the app's side: where its cProfile stats go
+PROFILED_AFTER_S = 0.1  # the end event to the profile's end: the last frame drawn
 
 
 async def alone(client: PromptClient, tokens: int) -> float:
@@ -84,6 +90,14 @@ def child(url: str, tokens: int, started_file: Path) -> None:
     from tests.tui.apps import make_app
 
     app = make_app()
+    profile_to = os.environ.get(PROFILE_ENV)
+    profiler = cProfile.Profile() if profile_to else None
+
+    def profiled() -> None:
+        assert profiler is not None and profile_to
+        profiler.disable()
+        profiler.dump_stats(profile_to + ".part")
+        os.replace(profile_to + ".part", profile_to)  # whole, before the parent reads it
 
     async def settle(pilot: Pilot[object]) -> None:
         for _ in range(3):
@@ -107,6 +121,8 @@ def child(url: str, tokens: int, started_file: Path) -> None:
             elif isinstance(event, PromptDone):  # the marker: drawn once all before it is
                 ended = time.monotonic()
                 started_file.write_text(f"{started!r} {ended!r} {event.tokens_generated}")
+                if profiler is not None:
+                    asyncio.get_running_loop().call_later(PROFILED_AFTER_S, profiled)
                 app.port(TextDelta(at=time.time(), prompt_id=event.prompt_id, text=" " + LAST))
             app.port(event)
 
@@ -117,6 +133,8 @@ def child(url: str, tokens: int, started_file: Path) -> None:
         await warm.wait()
         await settle(pilot)
         timed, started = True, time.monotonic()
+        if profiler is not None:
+            profiler.enable()
         queue.submit(PROMPT, tokens)
         # The parent ends this process once it has seen the last token on the terminal; until
         # then this task holds the queue (and its tasks) alive.
@@ -129,6 +147,26 @@ WARM_UP = [1]  # pairs not counted (none in a smoke run)
 ENDED: list[float] = []  # per app run: submit → the end event in the app's process, seconds
 
 
+PROFILE: list[Path] = []  # --profile: where the last app run's stats go
+
+
+def capture_miss(output: bytes, started_file: Path) -> None:
+    """The marker never reached the terminal (2 runs in ~35: the answer drawn whole, its 400
+    words, and the marker not among them even with the escapes stripped): what the terminal
+    got, kept in BENCH_TOKENS_MISSES (the temp dir), and whether the app wrote its end event."""
+    from tests.faults.pty_dashboard import ANSI
+
+    kept = Path(os.environ.get("BENCH_TOKENS_MISSES", tempfile.gettempdir()))
+    path = kept / f"bench-tokens-miss-{os.getpid()}-{time.time_ns()}.out"
+    path.write_bytes(output)
+    plain = ANSI.sub(b"", output)
+    ended = started_file.read_text() if started_file.exists() else "(not written)"
+    print(f"the marker {LAST!r} never reached the terminal: {len(output)} bytes written, "
+          f"the marker in them without escapes: {LAST.encode() in plain}; the app's end event: "
+          f"{ended}; the output: {path}; its last 600 plain bytes: {plain[-600:]!r}",
+          file=sys.stderr, flush=True)
+
+
 def in_app(url: str, tokens: int, tmp: Path) -> float:
     """tok/s with the real app in the loop, drawn to a real pty."""
     from tests.faults.pty_dashboard import PtyDashboard
@@ -136,11 +174,22 @@ def in_app(url: str, tokens: int, tmp: Path) -> float:
     started_file = tmp / "started"
     started_file.unlink(missing_ok=True)
     env = {"PYTHONPATH": str(REPO), **worktree_env()}
+    if PROFILE:
+        PROFILE[0].unlink(missing_ok=True)
+        env[PROFILE_ENV] = str(PROFILE[0])
     argv = (str(Path(__file__)), "--child", url, str(tokens), str(started_file))
     term = PtyDashboard(env, cols=COLS, rows=ROWS, argv=argv)
     try:
-        term.wait_for(LAST, within=120)
+        try:
+            term.wait_for(LAST, within=120)
+        except AssertionError:
+            capture_miss(term.output, started_file)
+            raise
         drawn = time.monotonic()
+        if PROFILE:  # the stats are written a moment after the end event: not killed before
+            deadline = drawn + 30
+            while not PROFILE[0].exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
         started, ended, generated = started_file.read_text().split()
         ENDED.append(float(ended) - float(started))
         return int(generated) / (drawn - float(started))
@@ -221,6 +270,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--tokens", type=int, default=400)
     parser.add_argument("--engine", action="store_true", help="the real engine's stream")
+    parser.add_argument("--profile", type=Path, help="the app's side's cProfile stats here")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     add_smoke(parser)
     args = parser.parse_args()
@@ -229,6 +279,8 @@ def main() -> None:
         return
     if args.smoke:
         args.runs, args.tokens, WARM_UP[0] = 1, 20, 0
+    if args.profile:
+        PROFILE.append(args.profile.resolve())
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the app's bytecode cached, as installed
     with tempfile.TemporaryDirectory(prefix="bench-tokens-") as tmp_dir:
         tmp = Path(tmp_dir)

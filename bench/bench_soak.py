@@ -143,8 +143,9 @@ class Samples:
             return
         self.points.append((leg, done, rss_mib()))
         anon, file = status_mib("RssAnon", "RssFile")
+        fds = len(os.listdir("/proc/self/fd"))  # a connection per prompt left open shows here
         print(f"  {leg:9} {done:6d}  {self.points[-1][2]:7.1f} MiB (anon {anon:.1f}, "
-              f"file {file:.1f}){self.backlog()}", flush=True)  # as it goes
+              f"file {file:.1f}), {fds} fds{self.backlog()}", flush=True)  # as it goes
         if self.trace and leg == "rpc" and done == min(self.warm, total):
             self.objects = live_objects()
             if self.tracemalloc:  # from here on only: tracing every allocation is slow

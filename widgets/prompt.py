@@ -335,7 +335,7 @@ class PromptPane(Pane):
         return True
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
-        release_removed_widgets()  # the last answer's and turns' widgets left the tree
+        release_removed_widgets(self.app)  # the last answer's and turns' widgets left the tree
         self.waiting.discard(event.prompt_id)
         self._questions.pop(event.prompt_id, None)
         self._pane_ids.discard(event.prompt_id)

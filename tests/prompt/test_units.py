@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import pytest
 
 from mvp_tui.datastream.channels import MVP_ORCH_PROMPT
 from mvp_tui.prompt.channel import orch_prompt_records
-from mvp_tui.prompt.client import PromptClient
+from mvp_tui.prompt.client import PromptClient, shared_ssl_context
 from mvp_tui.prompt.display import safe_answer, summary
 from mvp_tui.prompt.events import (
     FaultKind,
@@ -172,6 +173,26 @@ def test_the_prompt_package_never_imports_textual() -> None:
     code = "import sys, mvp_tui.prompt; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_clients_made_per_prompt_load_the_ca_bundle_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The run makes a client per prompt (the node of the moment); each loading the CA
+    bundle cost ~600 KB of C heap and 5-50 ms before its request went out (issue 40 §4)."""
+    shared_ssl_context()
+    made: list[object] = []
+    real = ssl.create_default_context
+
+    def counted(*args: object, **kwargs: object) -> ssl.SSLContext:
+        made.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ssl, "create_default_context", counted)
+    clients = [PromptClient("http://127.0.0.1:9", "m") for _ in range(5)]
+    for client in clients:
+        await client.aclose()
+    assert made == []
 
 
 async def test_a_failing_client_factory_faults_that_prompt_and_the_queue_goes_on() -> None:

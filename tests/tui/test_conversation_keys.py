@@ -10,6 +10,9 @@ import weakref
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widget import Widget
+from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.prompt.events import (
@@ -119,3 +122,35 @@ async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
         # memo kept 1024 dead widgets' lines alive: widgets/released.py).
         gc.collect()
         assert gone and not [ref for ref in gone if ref() is not None]
+
+
+async def rebuild_keys(pilot: Pilot[int], app: MvpApp, footer: Footer) -> None:
+    """The bindings changed (as the focus moving does): the footer's keys made anew."""
+    old = list(footer.query(FooterKey))  # held here until the new ones are up
+    app.screen.refresh_bindings()
+    await wait_until(pilot, lambda: all(key not in old for key in footer.query(FooterKey)))
+
+
+async def test_widgets_that_left_the_tree_are_let_go_after_many_prompts() -> None:
+    """The footer rebuilds its keys as the bindings change (every prompt's start and end,
+    every move of the focus); each old key was kept alive by the watcher it set on the
+    footer (Textualize/textual#6666): ~30 KB a prompt in bench/bench_soak.py. The pane lets
+    them go at each answer's end (widgets/released.py)."""
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        footer = app.query_one(Footer)
+        await wait_until(pilot, lambda: bool(footer.query(FooterKey)))
+        prompts = 20
+        for n in range(1, prompts + 1):
+            await rebuild_keys(pilot, app, footer)
+            await answer(pilot, app, n, f"answer {n}", source=PromptSource.RPC)
+        await pilot.pause()
+        shown = len(footer.query(FooterKey))
+        gc.collect()
+        kept = [w for w in gc.get_objects() if isinstance(w, Widget) and not w.is_attached]
+        # At most the keys of the rebuild since the last answer's end: not one per prompt.
+        assert len(kept) <= shown, f"{len(kept)} widgets out of the tree still alive: " + \
+            ", ".join(sorted({type(w).__name__ for w in kept}))
