@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mvp_tui.engine.cluster import Cluster
 from mvp_tui.engine.context import RunContext, RunLeases
@@ -31,6 +31,9 @@ from mvp_tui.prompt.conversation import Conversation
 from mvp_tui.prompt.queue import PromptQueue, Sampling
 from mvp_tui.prompt.rpc import PromptRpcServer, parse_rpc_addr
 
+if TYPE_CHECKING:
+    from mvp_tui.prompt.client import NodeClients  # httpx: loaded when first prompted
+
 
 @dataclass(eq=False)
 class Serving:
@@ -44,6 +47,7 @@ class Serving:
     cluster: Cluster
     prompts: PromptQueue | None = field(default=None, init=False)
     _rpc: PromptRpcServer | None = field(default=None, init=False)
+    _clients: NodeClients | None = field(default=None, init=False)
 
     async def start_prompts(self, *, rpc: bool = True) -> PromptQueue:
         """The prompt queue (and RPC server) on the serving node; a replaced node takes over
@@ -57,15 +61,14 @@ class Serving:
             self.prompts.resume()
             return self.prompts
         redactor = self.ctx.redactor
-        from mvp_tui.prompt.client import PromptClient  # httpx loads when first prompted
+        from mvp_tui.prompt.client import NodeClients, PromptClient  # httpx loads when prompted
+
+        clients = self._clients = NodeClients(api_key=self.ctx.api_key or None, redactor=redactor)
 
         def client() -> PromptClient:  # the node of the moment: a replacement moves it
             loaded = self.verdicts.watch.loaded
             model = (loaded.model_id if loaded else "") or "model"
-            return PromptClient(
-                self.link.local_url or "", model, api_key=self.ctx.api_key or None,
-                redactor=redactor,
-            )
+            return clients(self.link.local_url or "", model)
 
         speeds = SpeedLog(HostJournal(self.ctx.config.state_dir, redact=redactor), self._serving,
                           self.ctx.clock, self.ctx.log)
@@ -271,3 +274,6 @@ class Serving:
         prompts, self.prompts = self.prompts, None
         if prompts is not None:
             await prompts.aclose()
+        clients, self._clients = self._clients, None
+        if clients is not None:
+            await clients.aclose()

@@ -483,3 +483,31 @@ def _engine_message(body: dict[str, Any]) -> tuple[str, str | None]:
     if isinstance(error, str):
         return error, None
     return json.dumps(error), None  # cut by `_one_line`, after redaction
+
+
+class NodeClients:
+    """One `PromptClient` per serving node (its URL and model), made on first use and kept:
+    a prompt reuses the node's connection pool instead of opening (and leaving open) one of
+    its own; a replaced node gets its own; `aclose` closes them all when prompting ends."""
+
+    def __init__(self, *, api_key: str | None = None, redactor: Redactor | None = None) -> None:
+        self._api_key = api_key
+        self._redactor = redactor
+        self._made: dict[tuple[str, str], PromptClient] = {}
+
+    def __call__(self, base_url: str, model: str) -> PromptClient:
+        client = self._made.get((base_url, model))
+        if client is None:
+            client = PromptClient(base_url, model, api_key=self._api_key,
+                                  redactor=self._redactor)
+            self._made[(base_url, model)] = client
+        return client
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    async def aclose(self) -> None:
+        made, self._made = self._made, {}
+        for client in made.values():
+            await client.aclose()
+

@@ -244,3 +244,19 @@ async def test_a_paused_queue_holds_its_prompts_for_the_next_node() -> None:
     ends = [await sink.end_of(i) for i in ids]
     assert all(isinstance(e, PromptFault) for e in ends) and len(endpoints) == 2
     await queue.aclose()
+
+
+async def test_prompts_on_one_node_share_its_client_and_closing_ends_every_one() -> None:
+    """The engine made a PromptClient (an httpx pool) per prompt and never closed one: each
+    prompt opened a connection of its own. One client per node (URL and model) now; a
+    replaced node gets its own; ending prompting closes them all."""
+    from mvp_tui.prompt.client import NodeClients
+
+    clients = NodeClients(api_key="sk-test")
+    first = clients("http://127.0.0.1:9001", "m")
+    assert clients("http://127.0.0.1:9001", "m") is first
+    moved = clients("http://127.0.0.1:9002", "m")
+    assert moved is not first and len(clients) == 2
+    await clients.aclose()
+    assert first._http.is_closed and moved._http.is_closed
+    assert len(clients) == 0
