@@ -10,6 +10,7 @@ import pytest
 
 from mvp_tui.config import Config, ConfigPaths, load_config
 from mvp_tui.config.schema import BY_DOTTED, KEYS
+from mvp_tui.engine import run_lease
 from mvp_tui.engine.run_lease import recorded_config
 
 KEY = "vast-key-0123456789"
@@ -34,10 +35,11 @@ def test_a_key_declared_secret_is_redacted_whatever_its_name(
 ) -> None:
     config = _config(tmp_path)
     # `model.id` declared secret (its name ends in no `api_key`): the record hides it.
-    monkeypatch.setitem(BY_DOTTED, "model.id", dataclasses.replace(BY_DOTTED["model.id"],
-                                                                    secret=True))
+    # (The key table is a live view of the registered providers: the reader's is swapped.)
+    table = dict(BY_DOTTED)
+    monkeypatch.setattr(run_lease, "BY_DOTTED", table)
+    table["model.id"] = dataclasses.replace(table["model.id"], secret=True)
     assert recorded_config(config)["model.id"] == "<redacted>"
     # And a key not declared secret is kept, even one spelled like a key.
-    monkeypatch.setitem(BY_DOTTED, "vastai.api_key",
-                        dataclasses.replace(BY_DOTTED["vastai.api_key"], secret=False))
+    table["vastai.api_key"] = dataclasses.replace(table["vastai.api_key"], secret=False)
     assert recorded_config(config)["vastai.api_key"] == KEY
