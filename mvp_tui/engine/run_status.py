@@ -95,8 +95,9 @@ class RunStatus:
 
     # -- fed ----------------------------------------------------------------------------------
     def _started(self, e: RunStarted) -> None:
-        self.run_id, self.provider_name, self.run_dir = e.run_id, e.provider, e.state_dir
-        self.served = self.node = self.idle_stop = self.limit_reached = None
+        # The provider is the session's word (`SessionChanged`): its client's name, which a
+        # rehearsal's differs from the configuration's that `RunStarted` carries.
+        self.run_id, self.run_dir = e.run_id, e.state_dir
 
     def _session(self, e: SessionChanged) -> None:
         self.run_id, self.provider_name = e.run_id, e.provider

@@ -144,14 +144,18 @@ class RunSession:
         self._say()
         self.engine.started()
 
-    def _say(self, *, closed: bool = False) -> None:
-        """`SessionChanged`: the provider of the moment, its traits and its engine's limits
-        (the dashboard's status folds it; a replay reads it from the archive)."""
+    def said(self, *, closed: bool = False) -> SessionChanged:
+        """What `SessionChanged` says now: the provider of the moment, its traits and its
+        engine's limits (a UI seeds its status with it before the run says anything)."""
         ctx, info = self.engine.ctx, self.engine.provider.info
-        ctx.emit(SessionChanged(
+        return SessionChanged(
             at=ctx.clock(), run_id=ctx.run_id, provider=info.name, billing=info.billing,
             ssh=info.ssh, limits=dataclasses.asdict(ctx.settings.limits), closed=closed,
-        ))
+        )
+
+    def _say(self, *, closed: bool = False) -> None:
+        """The dashboard's status folds it; a replay reads it from the archive."""
+        self.engine.ctx.emit(self.said(closed=closed))
 
     async def search_offers(self) -> list[Offer]:
         return await self.engine.search_offers()

@@ -142,6 +142,8 @@ class MvpApp(App[int]):
         ledger = self.session.ledger if self.session is not None else LeaseLedger()
         self.status = RunStatus(config.provider, Limits.from_config(config), ledger,
                                 run_id=config.settings.runtime.run_id)
+        if self.session is not None:
+            self.status.apply(self.session.said())  # its provider, from its engine
         # The engine's sink (the run's events come through it); the bare shell and a replay
         # have their own, for the events they are shown.
         self.port = sink if sink is not None else UiPort()

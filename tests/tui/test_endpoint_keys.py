@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from mvp_tui.engine.events import IdleStopNotice
-from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.engine.controller import RunState
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
+from mvp_tui.lease.endpoint_record import EndpointRecord, save_endpoint
 from mvp_tui.node_protocol import webui_code_valid, webui_host
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.endpoint_actions import WEBUI_PAGE_KEPT_S
@@ -29,8 +30,14 @@ def serving_app(tmp_path: Path, base_url: str = "http://127.0.0.1:8642") -> MvpA
     engine = engine_of(app)
     assert engine is not None
     engine.store.run_dir(engine.run_id).mkdir(parents=True)
-    engine.link.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
-                                          serving=True)
+    # Serving, as the engine leaves it: the endpoint file with the key (what `mvp-tui
+    # endpoint` reads too), then its endpoint and state said through the port.
+    endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny", serving=True)
+    engine.link.endpoint = endpoint
+    save_endpoint(engine.store, engine.run_id, endpoint)
+    app.port(EndpointReady(at=0.0, run_id=engine.run_id, base_url=base_url, model="tiny",
+                           auth="key"))
+    app.port(RunStateChanged(at=0.0, run_id=engine.run_id, state=RunState.SERVING.value))
     return app
 
 

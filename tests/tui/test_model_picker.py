@@ -193,7 +193,7 @@ async def test_another_providers_engine_gets_the_choice_too(tmp_path: Path) -> N
     await session.use("vastai")  # a pick on another provider: a fresh engine for it
     assert session.engine is fresh
     assert fresh.settings.model.gguf_file == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
-    await session.aclose()
+    await session.close()
 
 
 def test_a_lease_in_the_making_keeps_its_model(tmp_path: Path) -> None:
