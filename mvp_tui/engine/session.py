@@ -103,7 +103,7 @@ class RunSession:
         self.engine, self.controller = fresh, RunController(fresh)
         if self._on_engine is not None:
             self._on_engine(fresh)
-        self._say()
+        fresh.ctx.emit(self.said())
         fresh.started()
         await engine.aclose(keep_hub=True)  # the hub is the session's: it stays open
         return fresh
@@ -141,7 +141,7 @@ class RunSession:
     # -- what the dashboard asks ----------------------------------------------------------
     def started(self) -> None:
         """The run begins: its provider and limits said first (the dashboard's status)."""
-        self._say()
+        self.engine.ctx.emit(self.said())  # the dashboard's status folds it (a replay too)
         self.engine.started()
 
     def said(self, *, closed: bool = False) -> SessionChanged:
@@ -152,10 +152,6 @@ class RunSession:
             at=ctx.clock(), run_id=ctx.run_id, provider=info.name, billing=info.billing,
             ssh=info.ssh, limits=dataclasses.asdict(ctx.settings.limits), closed=closed,
         )
-
-    def _say(self, *, closed: bool = False) -> None:
-        """The dashboard's status folds it; a replay reads it from the archive."""
-        self.engine.ctx.emit(self.said(closed=closed))
 
     async def search_offers(self) -> list[Offer]:
         return await self.engine.search_offers()
@@ -178,8 +174,10 @@ class RunSession:
         return self._earlier
 
     async def down_earlier(self) -> DownReport:
-        """Tear down what the restart check found (confirmed by the provider)."""
-        return await self.engine.leasing.down_earlier([o.run_id for o in self._earlier])
+        """Tear down what the restart check found (confirmed by the provider); the session
+        holds none of them after."""
+        earlier, self._earlier = self._earlier, []
+        return await self.engine.leasing.down_earlier([o.run_id for o in earlier])
 
     async def reattach(self, earlier: OpenLease, plan: Plan) -> PlanEnd:
         return await self.controller.reattach(earlier, plan)
@@ -217,7 +215,7 @@ class RunSession:
     ) -> StopResult:
         """The run's teardown (`final`: the session takes no new lease, said at once)."""
         if final:
-            self._say(closed=True)
+            self.engine.ctx.emit(self.said(closed=True))
         return await self.controller.stop(destroy=destroy, final=final, reason=reason)
 
     async def close(self) -> None:

@@ -175,3 +175,20 @@ def test_a_replay_of_the_archive_gives_the_live_status() -> None:
     assert live_status.limits.max_spend_usd == 5.0 and live_status.provider_name == "vastai"
     assert live_status.state == "serving" and live_status.endpoint is not None
     assert live_status.run_dir == "/s" and live_status.limit_reached is not None
+
+
+async def test_the_status_bar_shows_the_cap_the_session_says() -> None:
+    """`[limits] max_spend_usd` reaches the status bar as section → Limits → RunStatus: the
+    cap the session's engine reads (a provider switch says its own), not a copy of the
+    configuration's kept elsewhere."""
+    from mvp_tui.widgets.status_bar import StatusBar
+    from tests.tui.apps import make_app
+
+    app = make_app(env={"MVP_MAX_SPEND_USD": "2"})
+    async with app.run_test(size=(160, 48)) as pilot:
+        bar = app.query_one(StatusBar)
+        assert bar.summary.cap_usd == 2.0  # the configuration's, until the session says
+        app.dashboard.route(switched())  # the session's engine: $5
+        await pilot.pause()
+        assert bar.summary.cap_usd == 5.0 and bar.summary.provider == "vastai"
+        assert "cap $5.00" in str(bar.render())
