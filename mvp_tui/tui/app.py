@@ -228,8 +228,8 @@ class MvpApp(App[int]):
         # The app's own keys; the dashboard's are asked of its screen (`dashboard.NAME`).
         if action == "open_models":
             return self.feed is None or not self.feed.read_only  # a replay serves nothing
-        if action in {"copy_endpoint", "open_web_ui"}:
-            return True if self._endpoint() is not None else None
+        if action in {"copy_endpoint", "open_web_ui"}:  # a run's node serves (its key: later)
+            return True if self.session is not None and self.status.endpoint else None
         return True
 
     def action_help(self) -> None:
