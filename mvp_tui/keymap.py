@@ -33,13 +33,13 @@ APP_BINDINGS: tuple[KeyBinding, ...] = (
     KeyBinding("web-ui", "w", "open_web_ui", "web UI", show=False),
     KeyBinding("quit", "q", "quit_app", "quit"),
     KeyBinding("interrupt", "ctrl+c", "quit_app", "quit", show=False),
-    # Replay mode only (`mvp-tui replay FILE`; its actions are the mode's, tui/run_mode.py);
+    # A replay's only (`mvp-tui replay FILE`; the dashboard screen's, tui/dashboard_screen.py);
     # hidden otherwise.
-    KeyBinding("replay-pause", "p", "mode('pause')", "replay: pause/resume"),
-    KeyBinding("replay-back", "comma", "mode('seek', -1)", "replay: back 10%"),
-    KeyBinding("replay-forward", "full_stop", "mode('seek', 1)", "replay: forward 10%"),
-    KeyBinding("replay-faster", "plus", "mode('speed', 2.0)", "replay: faster"),
-    KeyBinding("replay-slower", "minus", "mode('speed', 0.5)", "replay: slower"),
+    KeyBinding("replay-pause", "p", "replay('pause')", "replay: pause/resume"),
+    KeyBinding("replay-back", "comma", "replay('seek', -1)", "replay: back 10%"),
+    KeyBinding("replay-forward", "full_stop", "replay('seek', 1)", "replay: forward 10%"),
+    KeyBinding("replay-faster", "plus", "replay('speed', 2.0)", "replay: faster"),
+    KeyBinding("replay-slower", "minus", "replay('speed', 0.5)", "replay: slower"),
 )
 
 # Bindings of the panes and modals (widgets/), remappable by id like the app's own. This

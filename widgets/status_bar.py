@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -13,10 +14,14 @@ from textual.widget import Widget
 
 from mvp_tui.engine.ledger import money_text
 
+if TYPE_CHECKING:
+    from mvp_tui.engine.run_status import RunStatus
+
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
-    """What the status bar shows; the app replaces it whenever the engine reports."""
+    """What the status bar shows; the dashboard replaces it whenever the run's status or
+    its ledger moves."""
 
     run_id: str | None = None
     provider: str = "local"
@@ -29,6 +34,19 @@ class RunSummary:
     label: str = ""  # "rehearsal": a simulated marketplace, nothing real is rented
     rate_trend: str = ""  # a sparkline of the session's $/h
     volume_usd_per_month: float = 0.0  # network volumes kept between runs ($/GB·month)
+
+    @classmethod
+    def of(cls, status: RunStatus, now: float, *, profile: str, label: str = "",
+           rate_trend: str = "") -> RunSummary:
+        """The run's line: its status, and the figures of its ledger at `now` (the cap is
+        `[limits] max_spend_usd` as the run's engine reads it)."""
+        ledger = status.ledger
+        return cls(
+            run_id=status.run_id, provider=status.provider_name, profile=profile,
+            live_leases=ledger.live, price_per_hour=ledger.rate(), spent_usd=ledger.spent(now),
+            cap_usd=status.limits.max_spend_usd, label=label, rate_trend=rate_trend,
+            volume_usd_per_month=ledger.volume_usd_per_month,
+        )
 
     def with_spend(self, price_per_hour: float, spent_usd: float, live: int) -> RunSummary:
         return replace(self, price_per_hour=price_per_hour, spent_usd=spent_usd, live_leases=live)

@@ -199,3 +199,18 @@ class IdleStopNotice(EngineEvent):
     state: str  # "armed" | "warning" | "postponed"
     idle_stop_mins: float | None = None
     stops_in_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionChanged(EngineEvent):
+    """The run session's provider of the moment (its first, or the next one walked) and what
+    a UI needs of it: whether leasing there bills or goes over SSH, and the run's `[limits]`
+    as that provider's engine reads them (`Limits`'s fields by name: this module stays
+    below the limits'). `closed`: the session takes no new lease (its final stop began)."""
+
+    run_id: str
+    provider: str
+    billing: bool
+    ssh: bool
+    limits: dict[str, float | None]
+    closed: bool = False

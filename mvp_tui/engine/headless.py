@@ -367,7 +367,7 @@ async def _need(engine: RunEngine) -> ModelNeed | None:
     provider = engine.provider
     if isinstance(provider, VramNeedUser) and provider.wants_vram_need:
         return None
-    read = read_model_need(engine.settings.model, nodes=engine.config.settings.runtime.nodes,
+    read = read_model_need(engine.ctx.settings.model, nodes=engine.config.settings.runtime.nodes,
                            environ=engine.ctx.environ)
     try:
         return await asyncio.wait_for(read, NEED_TIMEOUT_S)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 from mvp_tui.config import Config, ConfigError
 from mvp_tui.config.loader import served_name
@@ -49,14 +49,10 @@ from mvp_tui.engine.run_core import (
 from mvp_tui.engine.run_lease import Leasing
 from mvp_tui.engine.run_serve import Serving
 from mvp_tui.engine.run_teardown import Teardown
-from mvp_tui.engine.settings import RunSettings
 from mvp_tui.engine.vram_floor import floor_from_need
 from mvp_tui.events import EventSink
-from mvp_tui.lease.endpoint_record import EndpointRecord
-from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.lease.settings import WalkSettings
 from mvp_tui.lease.state_probe import probe_state_dir
-from mvp_tui.prompt.queue import PromptQueue
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 
 
@@ -114,31 +110,6 @@ class RunEngine:
         # The VRAM floor's line (`vram_floor.py`), logged once per change.
         self.vram_floor_said: str | None = None
         describe_run(ctx)
-
-    # -- read here only by engine/session.py (and `run_id` by tui/dashboard.py), which the
-    # issue-39 `status` branch rewrites to reach `ctx`, `link`, `leasing` and `serving`
-    # itself; these six go when it merges (tests/foundation/test_forwards.py, PENDING) -------
-    @property
-    def run_id(self) -> str:
-        return self.ctx.run_id
-
-    @property
-    def settings(self) -> RunSettings:
-        return self.ctx.settings
-
-    @property
-    def prompts(self) -> PromptQueue | None:
-        return self.serving.prompts
-
-    @property
-    def endpoint(self) -> EndpointRecord | None:
-        return self.link.endpoint
-
-    async def earlier_leases(self) -> list[OpenLease]:
-        return await self.leasing.earlier_leases()
-
-    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
-        return await self.leasing.down_earlier(run_ids)
 
     # -- the run's own steps ---------------------------------------------------------------
     async def _flush_archive(self) -> None:

@@ -6,36 +6,30 @@ vastai (v3)); each run by an engine of that provider. When one gives no serving 
 nothing of it bills, the next provider's offers are tried. The dashboard and headless mode
 both drive a `RunSession`; neither swaps engines by hand.
 
-The dashboard talks to the run only through this object (its typed methods and properties
-below: what the App needs, nothing more); it never reaches into the engine, its controller
-or its provider.
+The dashboard sends the run its commands through this object (the methods below, nothing
+else); what it knows of the run it folds from the run's events (`engine/run_status.py`),
+told of each provider walked by `SessionChanged`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Literal
 
 from mvp_tui.config import ConfigError
-from mvp_tui.config.sections.prompt import PromptSection
 from mvp_tui.datastream.hub import ChannelHub
 from mvp_tui.engine.controller import (
     Plan,
     PlanEnd,
     RunAborted,
     RunController,
-    RunState,
     StopResult,
 )
+from mvp_tui.engine.events import SessionChanged
 from mvp_tui.engine.failures import RunFailed
-from mvp_tui.engine.limits import Limits
-from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.run import RunEngine
-from mvp_tui.lease.endpoint_record import EndpointRecord
 from mvp_tui.lease.restart import DownReport, OpenLease
 from mvp_tui.providers.base import Offer
-from mvp_tui.secrets import Redactor
 
 # (provider, the session's hub): an engine of that provider, on the session's hub and ledger.
 EngineFactory = Callable[[str, ChannelHub], RunEngine]
@@ -80,6 +74,7 @@ class RunSession:
         self.can_switch = engine_for is not None
         self._on_engine = on_engine  # a fresh engine is in place (headless: its redactor)
         self._model: tuple[str, str] | None = None  # the picker's (repo, file), for every engine
+        self._earlier: list[OpenLease] = []  # what the restart check found
 
     async def use(self, kind: str) -> RunEngine:
         """The engine of provider `kind`: the current one, or a fresh one when nothing of
@@ -108,6 +103,7 @@ class RunSession:
         self.engine, self.controller = fresh, RunController(fresh)
         if self._on_engine is not None:
             self._on_engine(fresh)
+        fresh.ctx.emit(self.said())
         fresh.started()
         await engine.aclose(keep_hub=True)  # the hub is the session's: it stays open
         return fresh
@@ -142,78 +138,23 @@ class RunSession:
                     on_fallback(kind, following, aborted.reason)
         raise RunFailed("no provider's offers gave a serving node")  # not reached
 
-    # -- what the dashboard reads ---------------------------------------------------------
-    @property
-    def provider_name(self) -> str:
-        """The provider being walked (`vastai`, `local`, …)."""
-        return self.engine.provider.info.name
-
-    @property
-    def provider_bills(self) -> bool:
-        return self.engine.provider.info.billing
-
-    @property
-    def provider_ssh(self) -> bool:
-        return self.engine.provider.info.ssh
-
-    @property
-    def run_id(self) -> str:
-        return self.engine.run_id
-
-    @property
-    def redactor(self) -> Redactor:
-        return self.engine.redactor
-
-    @property
-    def limits(self) -> Limits:
-        return self.engine.settings.limits
-
-    @property
-    def prompt_settings(self) -> PromptSection:
-        return self.engine.settings.prompt
-
-    @property
-    def busy(self) -> bool:
-        """A lease is being made, brought up or torn down."""
-        return self.controller.busy
-
-    @property
-    def closed(self) -> bool:
-        """The run is ending: no new lease."""
-        return self.controller.closed
-
-    @property
-    def tearing_down(self) -> bool:
-        return self.controller.state is RunState.TEARING_DOWN
-
-    @property
-    def holds_lease(self) -> bool:
-        return self.controller.holds_lease
-
-    @property
-    def stopped(self) -> StopResult | None:
-        """The last stop's result (None: not stopped since the last lease)."""
-        return self.controller.result
-
-    @property
-    def endpoint(self) -> EndpointRecord | None:
-        """The run's OpenAI endpoint while its node serves, else None."""
-        endpoint = self.engine.endpoint
-        return endpoint if endpoint is not None and endpoint.serving else None
-
-    @property
-    def run_dir(self) -> Path:
-        return self.engine.store.run_dir(self.engine.run_id)
-
     # -- what the dashboard asks ----------------------------------------------------------
     def started(self) -> None:
+        """The run begins: its provider and limits said first (the dashboard's status)."""
+        self.engine.ctx.emit(self.said())  # the dashboard's status folds it (a replay too)
         self.engine.started()
+
+    def said(self, *, closed: bool = False) -> SessionChanged:
+        """What `SessionChanged` says now: the provider of the moment, its traits and its
+        engine's limits (a UI seeds its status with it before the run says anything)."""
+        ctx, info = self.engine.ctx, self.engine.provider.info
+        return SessionChanged(
+            at=ctx.clock(), run_id=ctx.run_id, provider=info.name, billing=info.billing,
+            ssh=info.ssh, limits=dataclasses.asdict(ctx.settings.limits), closed=closed,
+        )
 
     async def search_offers(self) -> list[Offer]:
         return await self.engine.search_offers()
-
-    async def model_need(self) -> ModelNeed:
-        return await self.engine.model_need()
 
     def choose_model(self, repo: str, file: str) -> None:
         """The hub model the next lease serves, on whichever provider it is made. Refused
@@ -227,10 +168,16 @@ class RunSession:
         self._model = (repo, file)
 
     async def earlier_leases(self) -> list[OpenLease]:
-        return await self.engine.earlier_leases()
+        """The restart check: leases earlier runs recorded that still exist (kept here for
+        `down_earlier`)."""
+        self._earlier = await self.engine.leasing.earlier_leases()
+        return self._earlier
 
-    async def down_earlier(self, run_ids: Sequence[str]) -> DownReport:
-        return await self.engine.down_earlier(run_ids)
+    async def down_earlier(self) -> DownReport:
+        """Tear down what the restart check found (confirmed by the provider); the session
+        holds none of them after."""
+        earlier, self._earlier = self._earlier, []
+        return await self.engine.leasing.down_earlier([o.run_id for o in earlier])
 
     async def reattach(self, earlier: OpenLease, plan: Plan) -> PlanEnd:
         return await self.controller.reattach(earlier, plan)
@@ -243,20 +190,21 @@ class RunSession:
     def submit(self, text: str) -> int | None:
         """Queue a prompt from the pane; its id, or None when the node does not serve yet
         (the queue exists once it does)."""
-        prompts = self.engine.prompts
+        prompts = self.engine.serving.prompts
         if prompts is None:
             return None
-        return prompts.submit(text, self.engine.settings.prompt.max_tokens, turn=True)
+        return prompts.submit(text, self.engine.ctx.settings.prompt.max_tokens, turn=True)
 
-    def prompt_command(self, command: Literal["cancel", "new_conversation"]) -> None:
-        """`cancel`: the prompt answering now; `new_conversation`: the pane's next prompt
-        sends no earlier turn. Nothing before the run serves."""
-        prompts = self.engine.prompts
-        if prompts is None:
-            return
-        if command == "cancel":
+    def cancel_prompt(self) -> None:
+        """The prompt answering now is cancelled (nothing before the run serves)."""
+        prompts = self.engine.serving.prompts
+        if prompts is not None:
             prompts.cancel()
-        else:
+
+    def new_conversation(self) -> None:
+        """The pane's next prompt sends no earlier turn (nothing before the run serves)."""
+        prompts = self.engine.serving.prompts
+        if prompts is not None:
             prompts.new_conversation()
 
     async def postpone_idle_stop(self) -> bool:
@@ -265,7 +213,14 @@ class RunSession:
     async def stop(
         self, *, destroy: bool = True, final: bool = False, reason: str = ""
     ) -> StopResult:
+        """The run's teardown (`final`: the session takes no new lease, said at once)."""
+        if final:
+            self.engine.ctx.emit(self.said(closed=True))
         return await self.controller.stop(destroy=destroy, final=final, reason=reason)
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
+        """The session ends: a run still holding a lease (its UI went away without stopping
+        it: a crash, a test's shutdown) is stopped first, so nothing is left billing."""
+        if self.controller.result is None and self.controller.holds_lease:
+            await self.stop(final=True, reason="the dashboard closed")
         await self.engine.aclose()

@@ -11,7 +11,8 @@ prompt was empty); the UI takes the whole batch when it gets to the notice, and 
 still queued for the same prompt is replaced by a later one (Textual's `can_replace`).
 
 A replay's events (rebuilt from the archive's frames by `tui/replay_events.py`) come in
-through the same port: one route per fact, live or replayed.
+through the same port: one route per fact, live or replayed. The port folds each event into
+the UI's `RunStatus` before routing it, so the status a replay shows is the live run's.
 """
 
 from __future__ import annotations
@@ -22,15 +23,19 @@ from mvp_tui.engine.events import (
     AttemptAbandoned,
     EndpointReady,
     IdleStopNotice,
+    LimitReached,
     NodeFailed,
     NodeReady,
     NodeReplacing,
     NodeWatchdog,
     ReadySummary,
+    RunStarted,
     RunStateChanged,
+    SessionChanged,
     StageBudget,
     WalkOrderSaid,
 )
+from mvp_tui.engine.run_status import RunStatus
 from mvp_tui.events import EngineEvent
 from mvp_tui.lease import events as lease
 from mvp_tui.prompt import events as prompt
@@ -57,9 +62,12 @@ PromptEvent: TypeAlias = (
     prompt.PromptQueued | prompt.PromptStarted | prompt.PromptDone | prompt.PromptFault
     | prompt.PromptCancelled | prompt.PromptRpcListening | ssh.PortForwarded | EndpointReady
 )
-# The app's own: the small-terminal layout follows the run's state; endpoint and idle-stop
-# toasts. (Lease money reaches the app through the ledger.)
-RunEvent: TypeAlias = RunStateChanged | EndpointReady | IdleStopNotice
+# The run's own facts, for the dashboard: its status (`engine/run_status.py`, folded by the
+# port before each route), the small-terminal layout following the run's state, endpoint and
+# idle-stop toasts. (Lease money reaches the dashboard through the ledger.)
+RunEvent: TypeAlias = (
+    RunStateChanged | EndpointReady | IdleStopNotice | RunStarted | SessionChanged | LimitReached
+)
 
 BOOTSTRAP_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(BootstrapEvent))
 LEASE_EVENTS: frozenset[type[EngineEvent]] = frozenset(get_args(LeaseEvent))
@@ -131,16 +139,19 @@ class TokenBuffer:
 
 class UiPort:
     """The engine's sink on the UI side: events become facts for a target set later (the UI,
-    once it exists); facts met before that are kept and handed over first."""
+    once it exists, with the status it folds); facts met before that are kept and handed
+    over first."""
 
     def __init__(self) -> None:
         self._target: UiFacts | None = None
+        self._status: RunStatus | None = None
         self._early: list[EngineEvent] = []
         self.tokens = TokenBuffer()
         self.routed: dict[str, int] = {}  # facts handed out, by owner (the port's figures)
 
-    def connect(self, target: UiFacts) -> None:
-        self._target = target
+    def connect(self, target: UiFacts, status: RunStatus | None = None) -> None:
+        """Facts go to `target` from now on, each event folded into `status` first."""
+        self._target, self._status = target, status
         early, self._early = self._early, []
         for event in early:
             self._route(target, event)
@@ -166,6 +177,8 @@ class UiPort:
                 self._count("token batches")
                 target.tokens_pending(event.prompt_id)
             return
+        if self._status is not None:
+            self._status.apply(event)
         if is_lease_event(event):
             self._count("leases")
             target.lease_changed(event)

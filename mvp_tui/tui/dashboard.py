@@ -63,9 +63,9 @@ def after_app(app: MvpApp, engine: RunEngine) -> int:
     engines = [*session.retired, session.engine] if session is not None else [engine]
     current = session.controller if session is not None else None
     results = [
-        settle_run(e.config, e.run_id, current if e is engines[-1] else None) for e in engines
+        settle_run(e.config, e.ctx.run_id, current if e is engines[-1] else None) for e in engines
     ]
-    runs = [(e.config.state_dir, e.run_id) for e in engines]
+    runs = [(e.config.state_dir, e.ctx.run_id) for e in engines]
     receipt = exit_receipt(runs, results, time.time())
     keep_receipt(engines[-1], receipt.lines)
     say_receipt(receipt.lines)
@@ -152,7 +152,7 @@ def keep_receipt(engine: RunEngine, lines: list[str]) -> None:
     if not lines:
         return
     try:
-        run_dir = RecordStore(engine.config.state_dir).run_dir(engine.run_id)
+        run_dir = RecordStore(engine.config.state_dir).run_dir(engine.ctx.run_id)
         if run_dir.is_dir():
             write_atomic(run_dir / RECEIPT_FILE, ("\n".join(lines) + "\n").encode())
     except (OSError, ValueError) as exc:

@@ -8,7 +8,9 @@ buffer in batches.
 
 from __future__ import annotations
 
-from textual.app import App
+from typing import Any
+
+from textual.screen import Screen
 
 from mvp_tui.engine.events import NodeReady
 from mvp_tui.engine.ui_port import BootstrapEvent, LeaseEvent, PromptEvent, RunEvent, UiPort
@@ -31,15 +33,16 @@ __all__ = ["PaneRoutes", "UiPort"]
 
 
 class PaneRoutes:
-    """`UiFacts` for the composed dashboard: each fact to its pane (found once)."""
+    """`UiFacts` for the composed dashboard: each fact to its pane (found once), the run's
+    own to the dashboard's screen."""
 
-    def __init__(self, app: App[int], port: UiPort) -> None:
-        self._app = app
+    def __init__(self, screen: Screen[Any], port: UiPort) -> None:
+        self._screen = screen
         self._port = port
-        self._offers = app.query_one(OffersPane)
-        self._bootstrap = app.query_one(BootstrapPane)
-        self._leases = app.query_one(LeasesPane)
-        self._prompt = app.query_one(PromptPane)
+        self._offers = screen.query_one(OffersPane)
+        self._bootstrap = screen.query_one(BootstrapPane)
+        self._leases = screen.query_one(LeasesPane)
+        self._prompt = screen.query_one(PromptPane)
 
     def offer_gone(self, offer_id: str) -> None:
         self._offers.post_message(OfferGone(offer_id))
@@ -49,7 +52,7 @@ class PaneRoutes:
 
     def lease_changed(self, event: LeaseEvent) -> None:
         self._leases.post_message(LeaseChanged(event))
-        self._app.post_message(LedgerMoved())  # the status bar reads the ledger
+        self._screen.post_message(LedgerMoved())  # the status bar reads the ledger
 
     def node_ready(self, event: NodeReady) -> None:
         self._prompt.post_message(NodeServing(event))
@@ -61,4 +64,4 @@ class PaneRoutes:
         self._prompt.post_message(TokensPending(prompt_id, self._port.take_tokens))
 
     def run_changed(self, event: RunEvent) -> None:
-        self._app.post_message(RunChanged(event))
+        self._screen.post_message(RunChanged(event))

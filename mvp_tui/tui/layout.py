@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mvp_tui.engine.controller import RunState
-
 COMPACT_COLUMNS, COMPACT_ROWS = 100, 30
+# By `RunState` value (engine/controller.py; the status says it as the event did).
 PANE_FOR_STATE = {
-    RunState.LEASING: "bootstrap-pane",
-    RunState.BRINGING_UP: "bootstrap-pane",
-    RunState.SERVING: "prompt-pane",
+    "leasing": "bootstrap-pane",
+    "bringing up": "bootstrap-pane",
+    "serving": "prompt-pane",
 }
 CHOOSING_PANE = "offers-pane"
 
@@ -34,7 +33,7 @@ class SoloLayout:
     def toggle_zoom(self, pane_id: str) -> None:
         self.zoomed = None if self.zoomed is not None else pane_id
 
-    def follow(self, state: RunState | None) -> None:
+    def follow(self, state: str | None) -> None:
         """The run moved on: a small terminal shows what this moment needs again."""
         moment = PANE_FOR_STATE.get(state, CHOOSING_PANE) if state is not None else CHOOSING_PANE
         if moment != self._moment:

@@ -23,6 +23,7 @@ from mvp_tui.engine.outlook import Outlook, outlook_for
 from mvp_tui.engine.provider_factory import build_provider
 from mvp_tui.engine.settings import selection_policy
 from mvp_tui.lease.host_journal import HostMemory, config_model_key, describe, load_memory
+from mvp_tui.providers import registry
 from mvp_tui.providers.base import Offer, Provider, ProviderError
 from mvp_tui.providers.registry import BOARD
 from mvp_tui.secrets import Redactor
@@ -30,9 +31,6 @@ from mvp_tui.untrusted import clean_line
 
 # The providers a board may show, in the order their notes read.
 BOARD_PROVIDERS = BOARD  # derived from the kinds (providers/registry.py), read at each use
-# Asked besides the run's own only when their credentials are set (local: always; docker
-# needs a daemon this app starts, so only when it is the run's provider).
-CREDENTIAL_KEYS = {"vastai": "VASTAI_API_KEY", "runpod": "RUNPOD_API_KEY"}
 SEARCH_TIMEOUT_S = 30.0
 NOTE_CHARS = 300
 
@@ -96,12 +94,19 @@ class OfferBoard:
     def info_billing(self, kind: str) -> bool:
         """Whether leasing on `kind` bills (asks first); unknown providers are assumed to."""
         provider = self._providers.get(kind)
-        return provider.info.billing if provider is not None else kind != "local"
+        if provider is not None:
+            return provider.info.billing
+        found = registry.find(kind)
+        return found is None or found.billing
 
     def _wanted(self, kind: str) -> bool:
-        if kind == self._own() or kind == "local":
+        """Asked besides the run's own: a node that is a child process here (always), and a
+        provider that takes an API key (its note says which when it is not set); a container
+        engine needs a daemon this app starts, so only when it is the run's provider."""
+        found = registry.find(kind)
+        if kind == self._own():
             return True
-        return kind in CREDENTIAL_KEYS
+        return found is not None and (found.child_process or bool(found.api_key_env))
 
     def _provider(self, kind: str) -> Provider | None:
         """The board's client for `kind`, built once; None (and a note) without credentials."""
@@ -112,7 +117,8 @@ class OfferBoard:
         try:
             provider = self._build(self._config.for_provider(kind))
         except ConfigError as exc:
-            key = CREDENTIAL_KEYS.get(kind)
+            found = registry.find(kind)
+            key = found.api_key_env if found is not None else ""
             text = str(exc)
             why = f"set {key}" if key and "api_key" in text else clean_line(text, NOTE_CHARS)
             self._unconfigured[kind] = f"not configured: {why} (see `mvp-tui config`)"

@@ -30,7 +30,7 @@ from mvp_tui.tui.last_resort import settle_run
 from mvp_tui.widgets.confirm import ConfirmScreen
 from tests.fakes.vastai_server import FakeVast
 from tests.prompt.waiting import WaitingSink
-from tests.tui.apps import FIXED_NOW
+from tests.tui.apps import FIXED_NOW, engine_of
 
 KEY = "fake-vast-key-0123456789"
 
@@ -166,7 +166,7 @@ async def test_each_exit_asks_and_destroy_leaves_nothing_billing(
     assert fake.billing() == []
     assert app.return_code == 0
     assert open_in_record(tmp_path) == []
-    assert after_app(app, app.engine) == 0  # type: ignore[arg-type]  # what the CLI exits with
+    assert after_app(app, engine_of(app)) == 0  # what the CLI exits with
 
 
 @pytest.mark.parametrize("how", ["ctrl+q", "palette", "app.exit"])
@@ -199,7 +199,7 @@ async def test_keep_exits_3_and_names_the_lease(
     provider_id = running.provider_id  # type: ignore[attr-defined]
     assert [str(i["id"]) for i in fake.billing()] == [provider_id]
     assert open_in_record(tmp_path) == [provider_id]
-    code = after_app(app, app.engine)  # type: ignore[arg-type]  # what the CLI exits with
+    code = after_app(app, engine_of(app))  # what the CLI exits with
     assert code == 3
     assert provider_id in capsys.readouterr().err
 

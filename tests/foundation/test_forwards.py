@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 import sys
 from pathlib import Path
 
@@ -29,22 +28,6 @@ from tests.shipped import ROOT
 
 MAX_FORWARDS = 3
 CHECKED = ("mvp_tui/engine/", "mvp_tui/tui/")
-# Classes that exceed the cap today, each only because its rewrite is under way on a parallel
-# branch (issue 39: `status` turns RunSession into its commands and the modes into one screen
-# fed by a `RunStatus`). The lead empties this set when that branch merges; nothing else may be
-# added. Every other class of engine/ and tui/ is held for real.
-PENDING = frozenset(
-    {
-        # engine/session.py: RunSession's query forwards (status branch, item 2).
-        "RunSession",
-        # engine/run.py: the six reads session.py (and tui/dashboard.py) still make of the
-        # engine; every other forward is gone (ENGINE_READS pins them).
-        "RunEngine",
-        # tui/: the live mode and the app that forwards to it (status branch, items 1 and 3).
-        "LiveMode",
-        "MvpApp",
-    }
-)
 
 
 @dataclasses.dataclass
@@ -143,41 +126,8 @@ def test_no_engine_or_tui_class_has_more_than_three_forwards() -> None:
     checked, known = checked_classes(ROOT)
     names = {c.name for c in checked}
     assert {"RunEngine", "RunController", "NodeLink", "Leasing", "Serving"} <= names
-    over = [line for c in checked if c.name not in PENDING for line in [over_cap(c, known)] if line]
+    over = [line for c in checked for line in [over_cap(c, known)] if line]
     assert over == [], "reach the collaborator instead of forwarding to it:\n" + "\n".join(over)
-
-
-def test_each_pending_class_still_exists_and_still_exceeds() -> None:
-    # A class that has come under the cap (or gone) leaves PENDING at once.
-    checked, known = checked_classes(ROOT)
-    by_name = {c.name: c for c in checked}
-    assert set(PENDING) <= set(by_name), f"gone: {set(PENDING) - set(by_name)}"
-    under = sorted(n for n in PENDING if over_cap(by_name[n], known) is None)
-    assert under == [], f"under the cap now; take them out of PENDING: {under}"
-
-
-# RunEngine's last forwards, each kept only while a file of the status branch reads it; when
-# none does, the forward, its entry here and "RunEngine" in PENDING go (this test with them).
-ENGINE_READS = {
-    "run_id": ("mvp_tui/engine/session.py", "mvp_tui/tui/dashboard.py"),
-    "settings": ("mvp_tui/engine/session.py",),
-    "prompts": ("mvp_tui/engine/session.py",),
-    "endpoint": ("mvp_tui/engine/session.py",),
-    "earlier_leases": ("mvp_tui/engine/session.py",),
-    "down_earlier": ("mvp_tui/engine/session.py",),
-}
-
-
-def test_the_engine_keeps_only_the_forwards_the_pending_files_read() -> None:
-    checked, known = checked_classes(ROOT)
-    engine = next(c for c in checked if c.name == "RunEngine")
-    kept = {f.member for f in forwards(engine, known)}
-    assert kept <= set(ENGINE_READS), f"reach the collaborator instead: {kept - set(ENGINE_READS)}"
-    for name, readers in ENGINE_READS.items():
-        call = re.compile(rf"(?<!mvp_tui\.)\b(?:e|engine)\.{name}\b")  # engine.run_id, e.run_id
-        read = [r for r in readers
-                if (ROOT / r).is_file() and call.search((ROOT / r).read_text(encoding="utf-8"))]
-        assert name not in kept or read, f"RunEngine.{name}: nothing pending reads it; remove it"
 
 
 SNIPPET = '''
@@ -277,8 +227,7 @@ def main(root: Path) -> None:
         found = forwards(c, known)
         if not found:
             continue
-        mark = " (pending)" if c.name in PENDING else ""
-        print(f"{len(found):3d} forwards  {c.name}{mark}  {c.where}")
+        print(f"{len(found):3d} forwards  {c.name}  {c.where}")
         for f in found:
             print(f"      {f.member:24s} {f.where:40s} {f.to}")
 

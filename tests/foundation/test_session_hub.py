@@ -54,7 +54,7 @@ async def test_a_provider_switch_keeps_the_sessions_hub(tmp_path: Path) -> None:
     seen.clear()
     fresh.ctx.log("the fresh engine's line")
     assert seen, "the fresh engine's frames reach what was attached to the session's hub"
-    await session.aclose()
+    await session.close()
     assert hub.archive.closed
 
 
@@ -63,4 +63,4 @@ async def test_an_engine_on_another_hub_is_refused(tmp_path: Path) -> None:
     session = RunSession(first, lambda kind, _hub: engine(tmp_path, kind, first.ledger))
     with pytest.raises(RuntimeError, match="the session's hub"):
         await session.use("vastai")
-    await session.aclose()
+    await session.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mvp_tui.engine.events import OffersListed
 from tests.seed.seed_archive import read_seed_archive
+from tests.tui.apps import engine_of
 from tests.tui.test_dashboard_run import dashboard, is_
 
 STDERR = "mvp.provisioning.logs.node.9.stderr"
@@ -24,8 +25,7 @@ async def test_the_dashboard_writes_the_config_warnings_on_the_stderr_channel(
     env = {"MVP_NODE_PROVIDER": "local", "MVP_DASHBOARD": "true", "MVP_LOGICAL_NODE_ID": "9",
            "MVP_DATASTREAM_FRAME_LOG": str(archive)}
     app, seen = dashboard(env, tmp_path)
-    assert app.engine is not None
-    hub = app.engine.hub
+    hub = engine_of(app).hub
     async with app.run_test(size=(160, 48)) as pilot:
         await seen.first(is_(OffersListed))
         await pilot.pause()

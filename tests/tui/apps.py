@@ -13,6 +13,8 @@ from textual.app import App
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.hub import ChannelHub
+from mvp_tui.engine.run import RunEngine
+from mvp_tui.lease import events as lease
 from mvp_tui.tui.app import MvpApp
 
 FIXED_NOW = datetime(2026, 11, 30, 12, 4, 31)
@@ -72,3 +74,29 @@ def record_toasts(app: App[object]) -> Toasts:
 
     app.notify = keep  # type: ignore[method-assign]
     return toasts
+
+
+def engine_of(app: MvpApp) -> RunEngine:
+    """The engine of the provider a live dashboard walks now (its session's)."""
+    assert app.session is not None, "a live dashboard (an engine was given)"
+    return app.session.engine
+
+
+HELD = "hold-1"  # the lease `hold_lease` routes (a shell has no engine to make one)
+
+
+def hold_lease(app: MvpApp, at: float = 0.0) -> None:
+    """A lease that bills now, as the engine would tell it (created, then running at $0/h):
+    the ledger folds it, so the app's question before quitting asks."""
+    app.dashboard.route(lease.AttemptAnswered(
+        at=at, run_id="r", label="mvp-r-1", offer_id="1", outcome="created", http_status=200,
+        detail="", provider_id=HELD, created_at=at))
+    app.dashboard.route(lease.LeaseRunning(
+        at=at, run_id="r", provider_id=HELD, label="mvp-r-1", host="198.51.100.7", port=22,
+        user="root", via="direct", after_s=1.0, price_per_hour=0.0, created_at=at))
+
+
+def let_go(app: MvpApp, at: float = 0.0) -> None:
+    """`hold_lease`'s lease confirmed gone: nothing bills, the app quits without asking."""
+    app.dashboard.route(lease.LeaseDeleted(at=at, run_id="r", provider_id=HELD, uptime_s=0.0,
+                                           spend_usd=0.0))

@@ -109,7 +109,7 @@ def test_app_lease_confirm(snap_compare, archive: Path, size: tuple[int, int], t
         assert isinstance(app, MvpApp)
         model = app.query_one(OffersPane).model
         chosen = model.chosen(model.view()[0], 5)  # the two picks, in their order
-        await app.push_screen(app.lease_confirm_screen(chosen))
+        await app.push_screen(app.dashboard.lease_confirm_screen(chosen))
         await pilot.pause()
         assert isinstance(app.screen, LeaseConfirmScreen)
 

@@ -31,9 +31,9 @@ from mvp_tui.prompt import events as prompt
 from mvp_tui.secrets import Redactor
 from mvp_tui.ssh import events as ssh
 from mvp_tui.tui.app import MvpApp
+from mvp_tui.tui.feeds import ReplayFeed
 from mvp_tui.tui.replay_control import ReplayControl
 from mvp_tui.tui.replay_events import ArchiveEvents
-from mvp_tui.tui.run_mode import ReplayMode
 from mvp_tui.widgets.bootstrap_model import BootstrapModel
 from mvp_tui.widgets.leases import LeasesPane
 from mvp_tui.widgets.prompt import PromptPane
@@ -49,6 +49,9 @@ def one_run() -> list[EngineEvent]:
     t = T0
     return [
         eng.RunStarted(at=t, run_id=RUN, provider="vastai", profile="deploy", state_dir="/s"),
+        eng.SessionChanged(at=t + 0.1, run_id=RUN, provider="vastai", billing=True, ssh=True,
+                           limits={"max_spend_usd": 5.0, "max_hours": 12.0,
+                                   "max_price_per_hour": 0.8}),
         eng.OffersListed(at=t + 0.5, provider="vastai", count=4, skipped=1),
         eng.WalkOrderSaid(at=t + 0.6, run_id=RUN, offers=("vastai:1001", "vastai:1002")),
         lease.WalkReordered(at=t + 0.7, run_id=RUN, offers=("1001", "1002"), reason="memory"),
@@ -176,7 +179,7 @@ def _models(app: MvpApp, events: list[EngineEvent]) -> dict[str, Any]:
         "leases": _state(leases.leases),
         "history": leases.full_text(),
         "attempts": _state(leases._attempts),
-        "ledger": {k: _state(v) for k, v in vars(app.ledger).items() if not callable(v)},
+        "ledger": {k: _state(v) for k, v in vars(app.status.ledger).items() if not callable(v)},
         "bootstrap": _bootstrap(events, app.hub),
         "channels": {s.channel: s.count for s in app.hub.snapshot().channels},
         "prompt": {
@@ -195,7 +198,7 @@ async def _live(archive_path: Path) -> dict[str, Any]:
         hub.archive = archive
         app = make_app(hub=hub, wall=lambda: NOW)
         async with app.run_test(size=(160, 48)) as pilot:
-            tap = OrchTap(app.route, hub, run_id=RUN, node_id=1, redactor=Redactor([]))
+            tap = OrchTap(app.dashboard.route, hub, run_id=RUN, node_id=1, redactor=Redactor([]))
             events = one_run()
             for event in events:
                 tap(event)
@@ -211,8 +214,8 @@ async def _replayed(archive_path: Path) -> dict[str, Any]:
                  wall=lambda: NOW)
     async with app.run_test(size=(160, 48)) as pilot:
         await control.source.idle.wait()
-        assert isinstance(app.mode, ReplayMode)
-        app.mode.poll_archive()  # its 4 Hz poll, now
+        assert isinstance(app.feed, ReplayFeed)
+        app.feed.poll(app.dashboard)  # its 4 Hz poll, now
         await pilot.pause(0.5)
         _, events = ArchiveEvents().poll(control.hub)  # what the adapter gave the port
         return _models(app, events)

@@ -104,7 +104,7 @@ def posting(events: Sequence[EngineEvent], settled: Callable[[MvpApp], bool]) ->
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in events:
-            app.route(event)
+            app.dashboard.route(event)
         await wait_until(pilot, lambda: settled(app))
         await pilot.pause()
         app.query_one(LeasesPane)._render_leases()  # measured while the panes settled

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from mvp_tui.lease.host_journal import HostJournal, HostOutcome
 from mvp_tui.widgets.confirm import ConfirmScreen
 from tests.prompt.fake_openai import Canned, fake_openai, sse
-from tests.tui.apps import record_toasts
+from tests.tui.apps import engine_of, record_toasts
 from tests.tui.test_endpoint_keys import serving_app
 from tests.widgets.data import wait_until
 
@@ -23,10 +23,10 @@ ANSWER = sse(*({"choices": [{"delta": {"content": f"w{i} "}}]} for i in range(12
 async def test_the_palette_benches_the_live_run_and_keeps_its_levels(tmp_path: Path) -> None:
     async with fake_openai(*(Canned(200, ANSWER) for _ in range(3000))) as fake:
         app = serving_app(tmp_path, base_url=fake.base_url)
-        engine = app.engine
+        engine = engine_of(app)
         assert engine is not None
         HostJournal(app.config.state_dir).append(HostOutcome(
-            at=time.time(), run_id=engine.run_id, provider="vastai", host="7001",
+            at=time.time(), run_id=engine.ctx.run_id, provider="vastai", host="7001",
             offer_id="1", gpu_name="RTX 4090", stage="serving", ok=True, reason="",
             model="tiny.gguf"))
         app.bench_level_s = 0.4
@@ -47,7 +47,7 @@ async def test_the_palette_benches_the_live_run_and_keeps_its_levels(tmp_path: P
             app._exit_cleared = True
     journal = HostJournal(app.config.state_dir)
     journal.read()
-    levels = sorted(s.concurrency for s in journal.speeds if s.run_id == engine.run_id)
+    levels = sorted(s.concurrency for s in journal.speeds if s.run_id == engine.ctx.run_id)
     assert levels == [1, 4]
     assert {(s.gpu_name, s.host, s.model) for s in journal.speeds} == {
         ("RTX 4090", "7001", "tiny.gguf")}

@@ -17,6 +17,7 @@ from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast, Fault
 from tests.prompt.engine import require_engine
 from tests.prompt.waiting import WaitingSink
+from tests.tui.apps import engine_of
 from tests.tui.test_dashboard_run import KEY, dashboard, is_, vast_env
 from tests.widgets.data import wait_until
 from tests.widgets.harness import screen_text
@@ -78,12 +79,12 @@ async def test_picks_across_providers_walk_to_the_next_provider(tmp_path: Path) 
             assert isinstance(ready, NodeReady)
             answered = [e for e in seen.events if isinstance(e, lease.AttemptAnswered)]
             assert [e.outcome for e in answered] == ["unavailable", "created"]
-            assert app.engine is not None and app.engine.config.provider == "local"
+            assert engine_of(app).config.provider == "local"
             # One hub for the session: the panes attached at mount show the local node's
             # channels, with nothing re-attached by hand at the provider switch.
             session = app.session
             assert session is not None and session.retired
-            assert session.retired[0].hub is app.engine.hub is session.hub
+            assert session.retired[0].hub is engine_of(app).hub is session.hub
             assert app.query_one(ChannelsPane).hub is session.hub
             assert app.query_one(BootstrapPane).hub is session.hub
             running = await seen.first(is_(lease.LeaseRunning))

@@ -39,11 +39,11 @@ async def answer(pilot: Pilot[int], app: MvpApp, n: int, text: str, *,
     kept = len(pane.transcript)
     if source is PromptSource.PANE:
         pane.asked(n, f"question {n}")
-    app.route(PromptQueued(at=T0, prompt_id=n, text_chars=10, max_tokens=64, position=0,
-                           source=source))
-    app.route(PromptStarted(at=T0, prompt_id=n, turns_dropped=dropped))
-    app.route(TextDelta(at=T0 + 0.1, prompt_id=n, text=text))
-    app.route(PromptDone(at=T0 + 0.2, prompt_id=n, final_text=text, tokens_generated=1,
+    app.dashboard.route(PromptQueued(at=T0, prompt_id=n, text_chars=10, max_tokens=64,
+                                     position=0, source=source))
+    app.dashboard.route(PromptStarted(at=T0, prompt_id=n, turns_dropped=dropped))
+    app.dashboard.route(TextDelta(at=T0 + 0.1, prompt_id=n, text=text))
+    app.dashboard.route(PromptDone(at=T0 + 0.2, prompt_id=n, final_text=text, tokens_generated=1,
                          elapsed_ms=200, ttft_ms=100, tokens_per_s=10.0))
     await wait_until(pilot, lambda: pane.live is None and len(pane.transcript) > kept)
 
@@ -52,7 +52,7 @@ async def test_y_copies_the_last_answer_and_ctrl_s_saves_the_transcript(tmp_path
     app = make_app(env={"MVP_STATE_DIR": str(tmp_path / "state")})
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         await answer(pilot, app, 1, "the first answer")
         await answer(pilot, app, 2, "the **second** answer")
@@ -82,7 +82,7 @@ async def test_ctrl_n_starts_a_new_conversation() -> None:
 
     async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         await answer(pilot, app, 1, "one")
         pane.input.focus()
@@ -97,7 +97,7 @@ async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         prompts = 3 * TURNS_SHOWN
         gone: list[weakref.ref[object]] = []  # the rendered lines of the turns trimmed away

@@ -44,17 +44,17 @@ async def three_turns(pilot: Pilot[None]) -> None:
     app = pilot.app
     assert isinstance(app, MvpApp)
     pane = app.query_one(PromptPane)
-    app.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
+    app.dashboard.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
                         engine="llama.cpp", local_url="http://127.0.0.1:18080"))
     # Serving, as the run's controller says it (a small terminal then shows the prompt).
-    app.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a", state=RunState.SERVING.value))
+    app.dashboard.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a", state=RunState.SERVING.value))
     await wait_until(pilot, lambda: pane.input.display)
     pane.input.cursor_blink = False  # a snapshot must not catch a blink
     pane.focus()
     for n, (question, words) in enumerate(TURNS, 1):
         pane.asked(n, question)  # as the app does with the id the run's queue gave it
         for event in turn_events(n, question, words):
-            app.route(event)
+            app.dashboard.route(event)
         markdown = pane.query_one("#prompt-markdown", Markdown)
         answer = "".join(words)
         await wait_until(pilot, lambda markdown=markdown, answer=answer:  # type: ignore[misc]

@@ -53,7 +53,7 @@ async def test_one_enter_walks_past_two_bad_hosts_to_a_serving_node(
             (live,) = fake.billing()
             assert live["id"] not in {int(e.provider_id) for e in abandoned}
             assert sorted(fake.destroyed()) == sorted(int(e.provider_id) for e in abandoned)
-            assert app.live_leases == 1
+            assert app.status.ledger.live == 1
             assert app.focused is app.query_one("#prompt-input")
             history = app.query_one(LeasesPane).model.full_text()
             assert "failed at ssh" in history and "walk order (vastai)" in history

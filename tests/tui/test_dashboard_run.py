@@ -96,7 +96,7 @@ async def test_local_run_from_enter_to_tokens_and_quit_destroys(tmp_path: Path) 
         ready = await seen.first(is_(NodeReady), within=60)
         assert isinstance(ready, NodeReady)
         await pilot.pause()
-        assert app.live_leases == 1
+        assert app.status.ledger.live == 1
         # Focus was not moved since Enter: the prompt box has it, typing goes there.
         await pilot.pause()
         assert app.focused is app.query_one("#prompt-input")
@@ -156,9 +156,9 @@ async def test_vast_lease_whose_node_cannot_be_reached_is_torn_down(
             0.30 + DISK_50_GB, abs=1e-6)  # with the 50 GB disk it rents priced in
         await seen.first(is_(lease.LeaseDeleted), within=30)
         for _ in range(200):  # the pane's fact is a message behind the recorded event
-            if app.live_leases == 0:
+            if app.status.ledger.live == 0:
                 break
             await pilot.pause()
-        assert app.live_leases == 0
+        assert app.status.ledger.live == 0
     assert fake.billing() == []
     assert len([e for e in seen.events if isinstance(e, lease.AttemptStarted)]) == 1

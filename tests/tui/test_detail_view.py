@@ -27,7 +27,7 @@ async def test_enter_on_bootstrap_shows_a_failure_whole_with_the_nodes_log_and_y
     app = make_app(hub=hub, wall=fixed_clock(T0 + 95), tz=UTC)
     async with app.run_test(size=(100, 30)) as pilot:
         for event in walk_events():
-            app.route(event)
+            app.dashboard.route(event)
         failed = agent_record(
             "NodeAgentPhase", T0 + 90, phase="model", status="failed",
             detail={"reason": REASON, "fix": FIX},
@@ -63,9 +63,9 @@ async def test_enter_on_a_lease_shows_its_lines_whole() -> None:
     reason = "the instance reported an error: " + "CUDA driver mismatch " * 12 + "(end)"
     async with app.run_test(size=(80, 24)) as pilot:
         for event in walk_events():
-            app.route(event)
+            app.dashboard.route(event)
         not_ready = LeaseNotReady(at=T0 + 96, run_id="r-7f3a", provider_id="7003", reason=reason)
-        app.route(not_ready)
+        app.dashboard.route(not_ready)
         await pilot.pause()
         pane = app.query_one(LeasesPane)
         pane.focus()

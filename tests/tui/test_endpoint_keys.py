@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
-from mvp_tui.engine.events import IdleStopNotice
-from mvp_tui.lease.endpoint_record import EndpointRecord
+from mvp_tui.engine.controller import RunState
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
+from mvp_tui.lease.endpoint_record import EndpointRecord, save_endpoint
 from mvp_tui.node_protocol import webui_code_valid, webui_host
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.tui.endpoint_actions import WEBUI_PAGE_KEPT_S
-from tests.tui.apps import record_toasts
+from tests.tui.apps import engine_of, record_toasts
 from tests.tui.test_dashboard_run import dashboard
 from tests.widgets.data import wait_until
 
@@ -26,11 +27,17 @@ KEY = "mvp-test-key-0123456789abcdef"
 
 def serving_app(tmp_path: Path, base_url: str = "http://127.0.0.1:8642") -> MvpApp:
     app, _seen = dashboard({"MVP_PROVIDER": "local"}, tmp_path)
-    engine = app.engine
+    engine = engine_of(app)
     assert engine is not None
-    engine.store.run_dir(engine.run_id).mkdir(parents=True)
-    engine.link.endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny",
-                                          serving=True)
+    engine.store.run_dir(engine.ctx.run_id).mkdir(parents=True)
+    # Serving, as the engine leaves it: the endpoint file with the key (what `mvp-tui
+    # endpoint` reads too), then its endpoint and state said through the port.
+    endpoint = EndpointRecord(api_key=KEY, base_url=base_url, model="tiny", serving=True)
+    engine.link.endpoint = endpoint
+    save_endpoint(engine.store, engine.ctx.run_id, endpoint)
+    app.port(EndpointReady(at=0.0, run_id=engine.ctx.run_id, base_url=base_url, model="tiny",
+                           auth="key"))
+    app.port(RunStateChanged(at=0.0, run_id=engine.ctx.run_id, state=RunState.SERVING.value))
     return app
 
 
@@ -71,7 +78,7 @@ async def test_y_copies_base_url_and_key_and_w_opens_the_web_ui(
         assert f'action="http://{webui_host(KEY)}:8642/mvp/webui"' in text and KEY not in text
         code = text.split('name="code" value="', 1)[1].split('"', 1)[0]
         assert webui_code_valid(KEY, code, time.time()) == (code.split(".")[0], "")
-        run_dir = app.engine.store.run_dir(app.engine.run_id)
+        run_dir = engine_of(app).store.run_dir(engine_of(app).ctx.run_id)
         assert (run_dir / "webui.html").exists()
         # Removed a few seconds later, by the app's timer (its callback run here at once).
         ((_, remove),) = [t for t in timers if t[0] == WEBUI_PAGE_KEPT_S]
@@ -111,7 +118,7 @@ async def test_the_keys_wait_until_the_node_serves(tmp_path: Path) -> None:
 
 async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> None:
     app = serving_app(tmp_path)
-    engine = app.engine
+    engine = engine_of(app)
     assert engine is not None
     told: list[str] = []
 
@@ -122,9 +129,9 @@ async def test_a_key_while_the_idle_stop_warns_postpones_it(tmp_path: Path) -> N
     engine.serving.postpone_idle_stop = postpone  # type: ignore[method-assign]
     async with app.run_test(size=(160, 48)) as pilot:
         app.screen.set_focus(None)
-        warning = IdleStopNotice(at=0.0, run_id=engine.run_id, state="warning",
+        warning = IdleStopNotice(at=0.0, run_id=engine.ctx.run_id, state="warning",
                                  idle_stop_mins=30.0, stops_in_s=120.0)
-        app.route(warning)
+        app.dashboard.route(warning)
         await wait_until(pilot, lambda: app._idle_warned)
         await pilot.press("down")
         await wait_until(pilot, lambda: told == ["use"])

@@ -69,7 +69,7 @@ def posting(
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in events:
-            app.route(event)
+            app.dashboard.route(event)
         if frames:
             assert app.hub is not None
             publish_node(app.hub, *frames)
@@ -130,7 +130,7 @@ async def test_the_prompt_panes_endpoint_line_says_one_request_at_a_time() -> No
     app = _app()
     async with app.run_test(size=(100, 30)) as pilot:
         for event in [*before, dataclasses.replace(ready, slots=1)]:
-            app.route(event)
+            app.dashboard.route(event)
         pane = app.query_one(PromptPane)
         await wait_until(pilot, lambda: "one request" in pane.endpoint_note)
         assert str(pane.border_subtitle).endswith(

@@ -75,13 +75,14 @@ async def test_tokens_reach_the_prompt_pane_in_coalesced_batches() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PromptPane)
         for event in walk_events():
-            app.route(event)
-        app.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
+            app.dashboard.route(event)
+        app.dashboard.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
                             local_url="http://127.0.0.1:18081"))
-        app.route(PromptQueued(at=T0, prompt_id=1, text_chars=3, max_tokens=500, position=0))
-        app.route(PromptStarted(at=T0, prompt_id=1))
+        app.dashboard.route(PromptQueued(at=T0, prompt_id=1, text_chars=3, max_tokens=500,
+                                         position=0))
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=1))
         for i in range(400):  # a burst, faster than the screen: one notice per batch
-            app.route(TextDelta(at=T0 + i / 1000, prompt_id=1, text=f"t{i} "))
+            app.dashboard.route(TextDelta(at=T0 + i / 1000, prompt_id=1, text=f"t{i} "))
         await wait_until(pilot, lambda: pane.live is not None and pane.live.deltas == 400)
         assert 1 <= pane.token_batches < 400
         markdown = pane.query_one("#prompt-markdown", Markdown)

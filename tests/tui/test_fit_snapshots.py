@@ -69,7 +69,8 @@ def board(state: Path, *, zoom: str | None = None):  # type: ignore[no-untyped-d
         assert pane.table.keys[-1] == "vastai:2001"  # the cheapest, too small: last
         if zoom is not None:
             for event in walk_events():
-                app.route(event)  # through the real port: each fact to the pane that owns it
+                # through the real port: each fact to the pane that owns it
+                app.dashboard.route(event)
             await pilot.pause()
             app.query_one(f"#{zoom}").focus()
             await pilot.press("z")

@@ -8,7 +8,7 @@ from pathlib import Path
 from mvp_tui.keymap import APP_BINDINGS, BINDING_IDS, WIDGET_BINDING_IDS
 from mvp_tui.tui.bindings import unnamed_bindings, widget_bindings
 from mvp_tui.widgets.offers import OffersPane
-from tests.tui.apps import make_app
+from tests.tui.apps import hold_lease, let_go, make_app
 from tests.widgets.data import small_offers
 
 
@@ -29,7 +29,7 @@ async def test_table_cursor_and_dialog_keys_can_be_remapped(tmp_path: Path) -> N
         before = pane.table.cursor_row
         await pilot.press("j")
         assert pane.table.cursor_row == before + 1
-        app.live_leases = 1
+        hold_lease(app)
         await pilot.press("q")  # the quit question: focus on "Destroy and quit" (the last)
         await pilot.pause()
         assert app.screen.focused is not None and app.screen.focused.id == "choice-destroy"
@@ -40,7 +40,7 @@ async def test_table_cursor_and_dialog_keys_can_be_remapped(tmp_path: Path) -> N
         await pilot.pause()
         assert app.screen.focused is not None and app.screen.focused.id == "choice-destroy"
         await pilot.press("escape")
-        app.live_leases = 0
+        let_go(app)
 
 
 async def test_the_palette_has_the_apps_commands_with_their_keys(tmp_path: Path) -> None:

@@ -17,9 +17,10 @@ from textual.widgets import Button, Static
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState
 from mvp_tui.lease.restart import OpenLease
 from mvp_tui.tui.app import MvpApp
+from mvp_tui.tui.dashboard_screen import earlier_leases_screen
 from mvp_tui.widgets.dialog import MARK_LEFT, DialogScreen
 from mvp_tui.widgets.leases import LeasesPane
-from tests.tui.apps import make_app
+from tests.tui.apps import hold_lease, make_app
 from tests.widgets.data import T0, fixed_clock, many_offers, wait_until, walk_events
 
 SIZES = [(80, 24), (100, 30), (120, 40), (160, 48)]
@@ -47,22 +48,22 @@ def _earlier(count: int) -> list[OpenLease]:
 
 
 async def open_lease_confirm(app: MvpApp, pilot: Pilot[None]) -> None:
-    await app.push_screen(app.lease_confirm_screen(tuple(many_offers(5))))
+    await app.push_screen(app.dashboard.lease_confirm_screen(tuple(many_offers(5))))
 
 
 async def open_restart_check(app: MvpApp, pilot: Pilot[None]) -> None:
     # Many leases: the list is longer than an 80x24 screen, so the body must scroll.
-    await app.push_screen(MvpApp.earlier_leases_screen(_earlier(30), can_attach=False))
+    await app.push_screen(earlier_leases_screen(_earlier(30), can_attach=False))
 
 
 async def open_quit_question(app: MvpApp, pilot: Pilot[None]) -> None:
-    app.live_leases = 1
+    hold_lease(app)
     await pilot.press("q")
 
 
 async def open_teardown_confirm(app: MvpApp, pilot: Pilot[None]) -> None:
     for event in walk_events():
-        app.route(event)
+        app.dashboard.route(event)
     await pilot.pause()
     app.query_one(LeasesPane).focus()
     await pilot.press("down", "ctrl+d")  # the running lease (the first row was deleted)

@@ -174,7 +174,7 @@ def test_the_engine_serves_the_choice(tmp_path: Path) -> None:
     session = RunSession(engine(tmp_path))
     session.choose_model(LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf")
     run = session.engine
-    model = run.settings.model
+    model = run.ctx.settings.model
     assert (model.gguf_repo, model.gguf_file, model.gguf_local_path) == (
         LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf", None)
     assert run.ctx.node_env["MVP_GGUF_REPO"] == LLAMA  # what the node downloads
@@ -189,20 +189,20 @@ async def test_another_providers_engine_gets_the_choice_too(tmp_path: Path) -> N
     fresh = engine(tmp_path, first.ledger, first.hub)  # a session's ledger and hub
     session = RunSession(first, lambda kind, hub: fresh)
     session.choose_model(LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf")
-    assert fresh.settings.model.gguf_file != "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
+    assert fresh.ctx.settings.model.gguf_file != "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
     await session.use("vastai")  # a pick on another provider: a fresh engine for it
     assert session.engine is fresh
-    assert fresh.settings.model.gguf_file == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
-    await session.aclose()
+    assert fresh.ctx.settings.model.gguf_file == "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf"
+    await session.close()
 
 
 def test_a_lease_in_the_making_keeps_its_model(tmp_path: Path) -> None:
     session = RunSession(engine(tmp_path))
-    before = session.engine.settings.model
+    before = session.engine.ctx.settings.model
     session.controller.state = RunState.LEASING
     with pytest.raises(RunFailed, match="choose the model before leasing"):
         session.choose_model(LLAMA, "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf")
-    assert session.engine.settings.model == before
+    assert session.engine.ctx.settings.model == before
 
 
 def test_a_saved_hub_file_is_served_under_its_own_name(tmp_path: Path) -> None:
@@ -214,7 +214,7 @@ def test_a_saved_hub_file_is_served_under_its_own_name(tmp_path: Path) -> None:
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
                          paths=ConfigPaths(explicit=path, explicit_source="test"))
     run = RunEngine(config, lambda _event: None, environ={})
-    assert run.settings.model.model_id == "meta-llama-3.1-8b-instruct-q4_k_m"
+    assert run.ctx.settings.model.model_id == "meta-llama-3.1-8b-instruct-q4_k_m"
     path.write_text(path.read_text() + 'id = "mine"\n')
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
                          paths=ConfigPaths(explicit=path, explicit_source="test"))

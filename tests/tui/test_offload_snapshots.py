@@ -74,7 +74,7 @@ def posting(events: Sequence[EngineEvent], frames: Sequence[dict[str, object]],
         app = pilot.app
         assert isinstance(app, MvpApp) and app.hub is not None
         for event in events:
-            app.route(event)
+            app.dashboard.route(event)
         publish_node(app.hub, *frames)
         model = app.query_one(BootstrapPane).model
         await wait_until(pilot, lambda: model.offload is not None

@@ -72,16 +72,16 @@ async def test_one_figure_in_every_place_that_shows_lease_money() -> None:
     assert figure == "$0.0644"
     async with app.run_test(size=(160, 48)) as pilot:
         for event in RECORDED:
-            app.route(event)
+            app.dashboard.route(event)
         await pilot.pause()
-        app._update_summary()  # the 1 s timer's work, now
+        app.dashboard.update_summary()  # the 1 s timer's work, now
         await pilot.pause()
         bar = app.query_one(StatusBar).render().plain
         assert f"spent {figure}" in bar and "$0.40/h" in bar and "1 lease(s) live" in bar, bar
 
         pane = app.query_one(LeasesPane)
         cells = {pid: pane.table.get_cell(pid, "spend").plain for pid in ("7001", "7002", "7003")}
-        receipt = app.ledger.receipt(NOW)
+        receipt = app.status.ledger.receipt(NOW)
         for pid, cell in cells.items():  # each lease's figure is the receipt's for it
             (line,) = [x for x in receipt if x.startswith(f"lease {pid} ")]
             assert re.search(rf"· {re.escape(cell)}( so far|$)", line), (cell, line)
@@ -90,9 +90,9 @@ async def test_one_figure_in_every_place_that_shows_lease_money() -> None:
         wait_line = app.query_one(BootstrapPane).wait.line(NOW)
         assert wait_line == f"waiting 4:58 · {cells['7003']} (run {figure})"
 
-        breach = Limits(max_spend_usd=0.05).breach(app.ledger, NOW, RUN)
+        breach = Limits(max_spend_usd=0.05).breach(app.status.ledger, NOW, RUN)
         assert breach is not None and money_text(breach[2]) == figure
-        assert Limits(max_spend_usd=0.065).breach(app.ledger, NOW, RUN) is None
+        assert Limits(max_spend_usd=0.065).breach(app.status.ledger, NOW, RUN) is None
 
 
 async def test_an_80_column_header_keeps_the_money() -> None:
@@ -101,9 +101,9 @@ async def test_an_80_column_header_keeps_the_money() -> None:
     app = make_app(wall=lambda: NOW)
     async with app.run_test(size=(80, 24)) as pilot:
         for event in RECORDED:
-            app.route(event)
+            app.dashboard.route(event)
         await pilot.pause()
-        app._update_summary()
+        app.dashboard.update_summary()
         await pilot.pause()
         bar = app.query_one(StatusBar).render().plain
         assert "1 lease(s) live · $0.40/h" in bar and "spent $0.0644" in bar, bar

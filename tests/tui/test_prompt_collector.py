@@ -26,7 +26,7 @@ async def test_full_collections_wait_until_the_answer_is_drawn() -> None:
     oldest = gc.get_threshold()[2]
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         markdown = pane.query_one("#prompt-markdown", Markdown)
         seen: list[tuple[bool, str]] = []  # at the after-answer work: held?, the markdown
@@ -49,15 +49,15 @@ async def test_full_collections_wait_until_the_answer_is_drawn() -> None:
 
         markdown.append = slow_append  # type: ignore[assignment, method-assign]
         pane.asked(1, "count")
-        app.route(PromptQueued(at=T0, prompt_id=1, text_chars=5, max_tokens=WORDS, position=0,
-                               source=PromptSource.PANE))
-        app.route(PromptStarted(at=T0, prompt_id=1))
+        app.dashboard.route(PromptQueued(at=T0, prompt_id=1, text_chars=5, max_tokens=WORDS,
+                                         position=0, source=PromptSource.PANE))
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=1))
         await wait_until(pilot, lambda: pane.live is not None)
         assert gc.get_threshold()[2] == HELD_THRESHOLD  # held from the answer's start
         words = [f" w{n}" for n in range(WORDS)]
         for n, word in enumerate(words):  # a burst, as a fast engine sends it
-            app.route(TextDelta(at=T0 + 0.1 + n / 1000, prompt_id=1, text=word))
-        app.route(PromptDone(at=T0 + 1, prompt_id=1, final_text="".join(words),
+            app.dashboard.route(TextDelta(at=T0 + 0.1 + n / 1000, prompt_id=1, text=word))
+        app.dashboard.route(PromptDone(at=T0 + 1, prompt_id=1, final_text="".join(words),
                              tokens_generated=WORDS, elapsed_ms=1000, ttft_ms=100,
                              tokens_per_s=400.0))
         await wait_until(pilot, lambda: pane.live is None)
@@ -77,10 +77,10 @@ async def test_an_app_closed_mid_answer_gives_the_collector_back() -> None:
     oldest = gc.get_threshold()[2]
     async with app.run_test(size=(100, 30)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
-        app.route(PromptStarted(at=T0, prompt_id=1))
-        app.route(TextDelta(at=T0 + 0.1, prompt_id=1, text="half an answer"))
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=1))
+        app.dashboard.route(TextDelta(at=T0 + 0.1, prompt_id=1, text="half an answer"))
         await wait_until(pilot, lambda: pane.live is not None)
         assert full_collections_held()
     assert not full_collections_held() and gc.get_threshold()[2] == oldest

@@ -33,7 +33,7 @@ async def test_esc_with_nothing_streaming_leaves_the_box_for_the_offers_pane() -
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await until(pilot, lambda: pane.input.display)
         pane.input.focus()
         await pilot.press(*"draft")
@@ -56,11 +56,11 @@ async def test_esc_while_an_answer_streams_cancels_it_and_keeps_the_focus() -> N
 
     async with app.run_test(size=(160, 48), message_hook=hook) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await until(pilot, lambda: pane.input.display)
-        app.route(PromptQueued(at=T0, prompt_id=3, text_chars=2, max_tokens=64, position=0,
-                               source=PromptSource.PANE))
-        app.route(PromptStarted(at=T0, prompt_id=3))
+        app.dashboard.route(PromptQueued(at=T0, prompt_id=3, text_chars=2, max_tokens=64,
+                                         position=0, source=PromptSource.PANE))
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=3))
         await until(pilot, lambda: pane.live is not None)
         pane.input.focus()
         await pilot.press("escape")

@@ -42,16 +42,16 @@ async def test_a_prompt_refused_before_the_queue_leaves_no_text_behind() -> None
     app = make_app()  # no prompt queue: every submit is refused, as in the window
     async with app.run_test(size=(160, 48)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
+        app.dashboard.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
                             local_url="http://127.0.0.1:18081"))
         await until(pilot, lambda: pane.input.display)
         pane.input.focus()
         await pilot.press(*"first", "enter")  # refused: "not serving yet"
         await pilot.pause()
         # The engine serves later; the next prompt from the pane is queued as prompt 7.
-        app.route(PromptQueued(at=T0, prompt_id=7, text_chars=6, max_tokens=64, position=0,
-                               source=PromptSource.PANE))
-        app.route(PromptStarted(at=T0, prompt_id=7))
+        app.dashboard.route(PromptQueued(at=T0, prompt_id=7, text_chars=6, max_tokens=64,
+                                         position=0, source=PromptSource.PANE))
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=7))
         await pilot.pause()
         question = str(app.query_one("#prompt-question", Static).render())
         assert "first" not in question, f"prompt 7 shown under the refused text: {question!r}"
@@ -67,7 +67,7 @@ async def test_the_box_opens_on_node_ready_not_on_the_weights_frame() -> None:
         # The frame is on screen (the Bootstrap pane read it).
         await until(pilot, lambda: bootstrap.model.stages[StageId.ENGINE].status is Status.DONE)
         assert not pane.input.display  # the queue may not exist yet: nothing to type into
-        app.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
+        app.dashboard.route(NodeReady(at=T0, run_id="r", model_id="tiny", engine="llama.cpp",
                             local_url="http://127.0.0.1:18081"))
         await until(pilot, lambda: pane.input.display)
         assert pane.ready and pane.model_name == "tiny"

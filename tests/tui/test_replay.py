@@ -31,9 +31,10 @@ async def test_replay_reproduces_the_archive_channel_counts(tmp_path: Path) -> N
         await pilot.pause()
         counts = {s.channel: s.count for s in control.hub.snapshot().channels}
         assert counts == dict(expected)
-        assert app.engine is None  # read-only: no provider exists to call
+        assert app.session is None  # read-only: no provider exists to call
         assert f"frame {control.total}/{control.total}" in control.describe()
-        app._update_summary()  # the status bar shows the same line (it refreshes 4x a second)
+        # the status bar shows the same line (it refreshes 4x a second)
+        app.dashboard.update_summary()
         assert app.query_one(StatusBar).summary.replay == control.describe()
 
 

@@ -18,7 +18,7 @@ async def test_a_new_search_replaces_the_one_running(tmp_path: Path) -> None:
         await pilot.pause()
         before = [e for e in seen.events if isinstance(e, OffersListed)]
         for _ in range(3):
-            app.action_search_offers()
+            app.dashboard.action_search_offers()
         searches = [w for w in app.workers if w.group == "offers"]
         assert [w.is_cancelled for w in searches] == [True, True, False]  # only the last runs
         await seen.first(lambda e: isinstance(e, OffersListed) and all(e is not b for b in before))

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from mvp_tui.tui.app import PANE_ORDER
+from mvp_tui.tui.dashboard_screen import PANE_ORDER
 from mvp_tui.widgets.help_screen import HelpScreen
 from mvp_tui.widgets.pane import Pane
-from tests.tui.apps import make_app
+from tests.tui.apps import hold_lease, make_app
 
 TITLES = ["Offers", "Leases", "Bootstrap", "Channels", "Prompt"]
 
@@ -76,7 +76,7 @@ async def test_q_quits_at_once_when_nothing_is_live() -> None:
 async def test_q_with_a_live_lease_asks_and_focus_starts_on_destroy() -> None:
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        app.live_leases = 1
+        hold_lease(app)
         await pilot.press("q")
         await pilot.pause()
         assert app.screen.focused is not None and app.screen.focused.id == "choice-destroy"
@@ -88,7 +88,7 @@ async def test_q_with_a_live_lease_asks_and_focus_starts_on_destroy() -> None:
 async def test_ctrl_c_with_a_live_lease_asks_too() -> None:
     app = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
-        app.live_leases = 1
+        hold_lease(app)
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert app.screen.focused is not None and app.screen.focused.id == "choice-destroy"

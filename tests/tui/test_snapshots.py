@@ -60,10 +60,10 @@ def switch_run(
         app = pilot.app
         assert isinstance(app, MvpApp)
         for event in [*walk_events(), *ssh_events()]:
-            app.route(event)
+            app.dashboard.route(event)
         await pilot.pause()
         publish_node(hub, *records)
-        app.route(verdict)
+        app.dashboard.route(verdict)
         model = app.query_one(BootstrapPane).model
         await wait_until(pilot, lambda: model.stages[StageId.WATCHDOG].status is not Status.PENDING)
         await pilot.pause()

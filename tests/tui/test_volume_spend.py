@@ -14,7 +14,7 @@ async def test_the_header_shows_the_volumes_cost_per_month() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         bar = app.query_one(StatusBar)
         assert "volume" not in str(bar.render())
-        app.route(VolumeMounted(
+        app.dashboard.route(VolumeMounted(
             at=1.0, run_id="r", provider="runpod", volume_id="vol0000001", name="mvp-models",
             size_gb=40, data_center="EU-RO-1", usd_per_month=2.8,
         ))

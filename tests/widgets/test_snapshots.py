@@ -89,16 +89,17 @@ def dashboard(archive: Path) -> RunBefore:
         offers.focus()
         await pilot.press("down", "space", "down", "space")
         for event in [*walk_events(), *ssh_events()]:
-            app.route(event)
+            app.dashboard.route(event)
         await pilot.pause()  # the lease's facts are in its panes before the node's frames
         app.query_one(BootstrapPane).attach_hub(hub)
         app.query_one(ChannelsPane).attach_hub(hub)
         prompt = app.query_one(PromptPane)
         # Serving, as the engine and the run's controller announce it (a small terminal
         # shows the prompt).
-        app.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
+        app.dashboard.route(NodeReady(at=T0 + 90, run_id="r-7f3a", model_id="tiny-llama-q4",
                             engine="llama.cpp", local_url="http://127.0.0.1:18080"))
-        app.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a", state=RunState.SERVING.value))
+        app.dashboard.route(RunStateChanged(at=T0 + 90, run_id="r-7f3a",
+                                            state=RunState.SERVING.value))
         await wait_until(pilot, lambda: prompt.input.display)
         prompt.focus()
         # Typed in at once (key by key, the harness waits for idle after each: 3.5 s of a
@@ -116,7 +117,7 @@ def dashboard(archive: Path) -> RunBefore:
             *(TextDelta(at=T0 + 91.18 + i * 0.009, prompt_id=1, text=word)
               for i, word in enumerate(ANSWER)),
         ):
-            app.route(event)
+            app.dashboard.route(event)
         await wait_until(pilot, lambda: bool(prompt.query("#prompt-markdown")))
         markdown = prompt.query_one("#prompt-markdown", Markdown)
         await wait_until(pilot, lambda: markdown.source.endswith("- and a "))

@@ -58,11 +58,11 @@ async def test_the_dashboard_plots_its_rate_as_leases_come_and_go() -> None:
                                 port=0, user="", via="none", after_s=0.0,
                                 price_per_hour=price)
 
-        app.route(running("a", 0.30))
+        app.dashboard.route(running("a", 0.30))
         await pilot.pause()
-        app.route(running("b", 0.60))
+        app.dashboard.route(running("b", 0.60))
         await pilot.pause()
-        app.route(LeaseDeleted(at=2.0, run_id="r", provider_id="a",
+        app.dashboard.route(LeaseDeleted(at=2.0, run_id="r", provider_id="a",
                                                     uptime_s=1.0, spend_usd=0.0))
         await pilot.pause()
         assert app.query_one(StatusBar).summary.rate_trend == "▁▃█▆"  # 0, .3, .9, .6 of 7 steps
