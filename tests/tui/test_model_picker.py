@@ -218,4 +218,4 @@ def test_a_saved_hub_file_is_served_under_its_own_name(tmp_path: Path) -> None:
     path.write_text(path.read_text() + 'id = "mine"\n')
     config = load_config(env={"MVP_STATE_DIR": str(tmp_path / "state")},
                          paths=ConfigPaths(explicit=path, explicit_source="test"))
-    assert RunEngine(config, lambda _event: None, environ={}).settings.model.model_id == "mine"
+    assert RunEngine(config, lambda _event: None, environ={}).ctx.settings.model.model_id == "mine"
