@@ -139,7 +139,7 @@ async def test_widgets_that_left_the_tree_are_let_go_after_many_prompts() -> Non
     app = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
         pane = app.query_one(PromptPane)
-        app.route(ready())
+        app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         footer = app.query_one(Footer)
         await wait_until(pilot, lambda: bool(footer.query(FooterKey)))
