@@ -197,7 +197,8 @@ class LeasesPane(Pane):
         now = self._clock()
         for lease in self.model.leases.values():
             if lease.state.may_bill and lease.provider_id in self._shown:
-                self.table.update_cell(lease.provider_id, "uptime", self._uptime(lease, now))
+                if "uptime" in self._columns:  # a narrow pane dropped it (DROP_ORDER)
+                    self.table.update_cell(lease.provider_id, "uptime", self._uptime(lease, now))
                 self.table.update_cell(lease.provider_id, "spend", self._spend(lease, now))
 
     def selected(self) -> LeaseView | None:
