@@ -5,15 +5,9 @@ Provider-agnostic: everything here speaks only `mvp_tui.providers.base.Provider`
 
 from __future__ import annotations
 
+from mvp_tui.labels import attempt_label, belongs_to_run, node_prefix, parse_label, run_prefix
 from mvp_tui.lease.events import DeleteReason, WalkFailure
-from mvp_tui.lease.naming import (
-    attempt_label,
-    belongs_to_run,
-    new_run_id,
-    node_prefix,
-    parse_label,
-    run_prefix,
-)
+from mvp_tui.lease.naming import new_run_id
 from mvp_tui.lease.record_pins import RecordPins
 from mvp_tui.lease.records import (
     AttemptRecord,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mvp_tui.events import EventSink
+from mvp_tui.labels import check_prefix
 from mvp_tui.lease.events import AccountChecked, DeleteReason
-from mvp_tui.lease.naming import check_prefix
 from mvp_tui.lease.ownership import Holdings, Stranger, Whose, claim, strangers_lines
 from mvp_tui.lease.reconcile import drop_unlisted_placeholders, track
 from mvp_tui.lease.records import LeaseRecordState, RecordError, RecordStore, RunRecord

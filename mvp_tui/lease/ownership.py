@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mvp_tui.lease.naming import parse_label
+from mvp_tui.labels import parse_label
 from mvp_tui.lease.records import RunRecord
 from mvp_tui.providers.base import LeaseStatus
 from mvp_tui.untrusted import clean_line

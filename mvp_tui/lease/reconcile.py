@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mvp_tui.events import EventSink
+from mvp_tui.labels import belongs_to_run, node_prefix, run_prefix
 from mvp_tui.lease.events import DeleteReason, Sweep
-from mvp_tui.lease.naming import belongs_to_run, node_prefix, run_prefix
 from mvp_tui.lease.records import LeaseRecord, LeaseRecordState, RecordStore, RunRecord
 from mvp_tui.lease.settings import Sleep, WalkSettings
 from mvp_tui.lease.teardown import Clock, teardown_lease

@@ -14,7 +14,7 @@ from mvp_tui.config.sections.lease import LeaseSection
 from mvp_tui.config.sections.limits import LimitsSection
 from mvp_tui.config.sections.runtime import RuntimeSection
 from mvp_tui.install_tag import check_owner_tag, install_tag
-from mvp_tui.lease.naming import check_prefix
+from mvp_tui.labels import check_prefix
 from mvp_tui.providers.runpod.section import RunpodSection
 from mvp_tui.providers.vastai.boot import OnstartTooLong, vast_onstart
 from mvp_tui.providers.vastai.section import VastaiSection

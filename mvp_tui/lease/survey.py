@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mvp_tui.lease.naming import check_prefix
+from mvp_tui.labels import check_prefix
 from mvp_tui.lease.ownership import Holdings, Stranger, Whose, claim
 from mvp_tui.lease.records import RecordStore
 from mvp_tui.lease.teardown import Clock

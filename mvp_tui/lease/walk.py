@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from mvp_tui.events import EngineEvent, EventSink
+from mvp_tui.labels import attempt_label
 from mvp_tui.lease import attempt_secrets, walk_texts
 from mvp_tui.lease.events import (
     AttemptAnswered,
@@ -49,7 +50,7 @@ from mvp_tui.lease.events import (
     WalkFailure,
     WalkReordered,
 )
-from mvp_tui.lease.naming import attempt_label, check_run_id, new_run_id
+from mvp_tui.lease.naming import check_run_id, new_run_id
 from mvp_tui.lease.reconcile import find_by_label, sweep, track
 from mvp_tui.lease.records import (
     AttemptRecord,

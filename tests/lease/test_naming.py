@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from mvp_tui.install_tag import TAG_FILE, install_tag, kept_tag
-from mvp_tui.lease.naming import (
+from mvp_tui.labels import (
     ParsedLabel,
     attempt_label,
     belongs_to_run,
-    new_run_id,
     node_prefix,
     parse_label,
     run_prefix,
 )
+from mvp_tui.lease.naming import new_run_id
 
 TAG = "a1b2c3d4e5"
 

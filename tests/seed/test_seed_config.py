@@ -15,7 +15,7 @@ from mvp_tui.config.loader import flag_dest
 from mvp_tui.config.schema import KEYS
 from mvp_tui.engine.orch import run_number
 from mvp_tui.engine.settings import RunSettings, node_env
-from mvp_tui.lease.naming import attempt_label, parse_label
+from mvp_tui.labels import attempt_label, parse_label
 from tests.seed.seed_files import (
     LAYERING_ENV,
     LAYERING_TOML,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from mvp_tui.labels import attempt_label
 from mvp_tui.lease import WalkFailure
 from mvp_tui.lease import events as ev
-from mvp_tui.lease.naming import attempt_label
 from mvp_tui.lease.records import LeaseRecordState
 from tests.fakes.runpod_server import CAPACITY_DETAIL, FakeRunPod, Fault
 from tests.lease.conftest import TAG
