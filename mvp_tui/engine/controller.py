@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mvp_tui.engine.attempt_walk import AttemptWalk
-from mvp_tui.engine.events import NodeReplacing, RunStateChanged
+from mvp_tui.engine.events import BUSY_STATES, NodeReplacing, RunState, RunStateChanged
 from mvp_tui.engine.failures import AttemptFailed, FailureScope, NodeStoppedItself, Stage
 from mvp_tui.engine.run import RunEngine, RunFailed
 from mvp_tui.errors import UserError
@@ -29,15 +29,6 @@ from mvp_tui.lease.account_check import AccountCheck
 from mvp_tui.lease.restart import DownReport, LeaseRef, OpenLease
 from mvp_tui.providers.base import Offer
 from mvp_tui.untrusted import one_line_ascii
-
-
-class RunState(enum.Enum):
-    IDLE = "idle"
-    LEASING = "leasing"
-    BRINGING_UP = "bringing up"
-    SERVING = "serving"
-    TEARING_DOWN = "tearing down"
-    ENDED = "ended"
 
 
 class PlanEnd(enum.Enum):
@@ -147,16 +138,12 @@ class RunController:
     @property
     def busy(self) -> bool:
         """A lease is being made, brought up or torn down."""
-        return self.state in (RunState.LEASING, RunState.BRINGING_UP, RunState.TEARING_DOWN)
+        return self.state in BUSY_STATES
 
     @property
     def holds_lease(self) -> bool:
         """Something of this run may bill now (a live lease, or one in the making)."""
-        return self.engine.leases.lease_record is not None or self.state in (
-            RunState.LEASING,
-            RunState.BRINGING_UP,
-            RunState.TEARING_DOWN,
-        )
+        return self.engine.leases.lease_record is not None or self.busy
 
     @property
     def closed(self) -> bool:

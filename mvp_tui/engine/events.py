@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from mvp_tui.events import EngineEvent
+
+
+class RunState(enum.Enum):
+    """Where the run is; `RunStateChanged` carries its value."""
+
+    IDLE = "idle"
+    LEASING = "leasing"
+    BRINGING_UP = "bringing up"
+    SERVING = "serving"
+    TEARING_DOWN = "tearing down"
+    ENDED = "ended"
+
+
+# A lease is being made, brought up or torn down: the controller's `busy`, a UI's status.
+BUSY_STATES = frozenset({RunState.LEASING, RunState.BRINGING_UP, RunState.TEARING_DOWN})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,6 @@ from mvp_tui.engine.controller import (
     Plan,
     PlanEnd,
     RunAborted,
-    RunState,
     StopResult,
 )
 from mvp_tui.engine.endpoint_words import endpoint_lines, idle_stop_line
@@ -40,6 +39,7 @@ from mvp_tui.engine.events import (
     IdleStopNotice,
     ReadySummary,
     RunFinished,
+    RunState,
 )
 from mvp_tui.engine.model_fit import ModelNeed
 from mvp_tui.engine.offer_ranking import BEST_FIRST, outlook_of

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mvp_tui.engine.events import (
+    BUSY_STATES,
     EndpointReady,
     IdleStopNotice,
     LimitReached,
     NodeReady,
     RunStarted,
+    RunState,
     RunStateChanged,
     SessionChanged,
 )
@@ -26,11 +28,10 @@ from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.limits import Limits
 from mvp_tui.events import EngineEvent
 
-# `RunState`'s values (engine/controller.py; a test holds them equal) while a lease is being
-# made, brought up or torn down. The controller's module is not imported: it brings the
-# whole engine, and a UI reads its status before the first frame.
-BUSY_STATES = frozenset({"leasing", "bringing up", "tearing down"})
-SERVING, TEARING_DOWN, IDLE = "serving", "tearing down", "idle"
+# The values `RunStateChanged` carries.
+BUSY = frozenset(state.value for state in BUSY_STATES)
+SERVING, TEARING_DOWN, IDLE = (RunState.SERVING.value, RunState.TEARING_DOWN.value,
+                              RunState.IDLE.value)
 
 
 @dataclass
@@ -71,7 +72,7 @@ class RunStatus:
     @property
     def busy(self) -> bool:
         """A lease is being made, brought up or torn down."""
-        return self.state in BUSY_STATES
+        return self.state in BUSY
 
     @property
     def tearing_down(self) -> bool:

@@ -18,8 +18,7 @@ from textual.command import CommandPalette
 from textual.widgets import Button
 
 from mvp_tui.config import ConfigPaths, load_config
-from mvp_tui.engine.controller import RunState
-from mvp_tui.engine.events import OffersListed, RunStateChanged
+from mvp_tui.engine.events import OffersListed, RunState, RunStateChanged
 from mvp_tui.engine.run import RunEngine
 from mvp_tui.engine.ui_port import UiPort
 from mvp_tui.events import EngineEvent

@@ -10,8 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Markdown
 
-from mvp_tui.engine.controller import RunState
-from mvp_tui.engine.events import NodeReady, RunStateChanged
+from mvp_tui.engine.events import NodeReady, RunState, RunStateChanged
 from mvp_tui.events import EngineEvent
 from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptStarted, TextDelta
 from mvp_tui.tui.app import MvpApp

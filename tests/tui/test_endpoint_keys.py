@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from mvp_tui.engine.controller import RunState
-from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunStateChanged
+from mvp_tui.engine.events import EndpointReady, IdleStopNotice, RunState, RunStateChanged
 from mvp_tui.lease.endpoint_record import EndpointRecord, save_endpoint
 from mvp_tui.node_protocol import webui_code_valid, webui_host
 from mvp_tui.tui.app import MvpApp

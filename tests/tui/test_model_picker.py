@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.hub import ChannelHub
-from mvp_tui.engine.controller import RunState
+from mvp_tui.engine.events import RunState
 from mvp_tui.engine.failures import RunFailed
 from mvp_tui.engine.ledger import LeaseLedger
 from mvp_tui.engine.run import RunEngine

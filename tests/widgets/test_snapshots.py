@@ -12,8 +12,7 @@ from textual.widget import Widget
 from textual.widgets import Markdown
 
 from mvp_tui.datastream import ChannelHub
-from mvp_tui.engine.controller import RunState
-from mvp_tui.engine.events import NodeReady, RunStateChanged
+from mvp_tui.engine.events import NodeReady, RunState, RunStateChanged
 from mvp_tui.prompt.events import PromptQueued, PromptRpcListening, PromptStarted, TextDelta
 from mvp_tui.ssh.events import PortForwarded
 from mvp_tui.tui.app import MvpApp
