@@ -107,8 +107,8 @@ def child(url: str, tokens: int, started_file: Path) -> None:
     async def drive(pilot: Pilot[object]) -> None:
         pane = app.query_one(PromptPane)
         pane.set_ready("tiny")
-        # Settled before the clock starts: the first paint, the answer's markdown mounted.
-        while not pane.query("#prompt-markdown"):
+        # Settled before the clock starts: the first paint, the transcript shown.
+        while not pane.view.display:
             await pilot.pause()
         await settle(pilot)
         http = httpx.AsyncClient(timeout=60)

@@ -59,6 +59,8 @@ SECRET_MARGIN_CHARS = 256
 
 def strip_escapes(text: str) -> str:
     """`text` without escape sequences and control characters (tab kept); not cut."""
+    if text.isascii() and text.isprintable():
+        return text  # no ESC, no control, nothing hidden: a streamed token's usual case
     text = _CONTROLS.sub("", _ESCAPES.sub("", text))
     if text.isprintable() or text.replace("\t", "").isprintable():
         return text  # the common case: no character left that could hide

@@ -1,30 +1,26 @@
-"""The Prompt pane: a conversation's transcript, the answer streamed as markdown, live figures.
+"""The Prompt pane: a conversation's transcript, the answer streamed as it comes, live figures.
 
 The engine port posts this pane its facts (`widgets/facts.py`): `NodeServing` opens the box
 (only then: the prompt queue exists from there on), `PromptStep`s tell each prompt's life,
-and `TokensPending` notices coalesce, each taking every delta waiting. The app hands back
-the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a text
-the engine refused leaves nothing behind. Deltas are gathered and appended to the
-answer's Markdown by one pump task, as Textual's `MarkdownStream` would (never re-rendering
-the whole answer, coalescing when tokens come faster than the screen), which also knows
-when an ended answer is all drawn; the answer's scroll is anchored to the bottom. Answer
-text is untrusted: cleaned by `safe_answer`, rendered as markdown with link opening off,
-never as Rich markup. No full collection of Python's cycle collector runs while an answer
-streams (`widgets/collector.py`).
+and `TokensPending` notices coalesce, each taking every delta waiting: one batch goes into
+the transcript as one append, and the figures line is written once a batch. The app hands
+back the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a
+text the engine refused leaves nothing behind. Answer text is untrusted: cleaned by
+`safe_answer`, rendered as plain text while it streams and as markdown (link opening off)
+once its last token is drawn, never as Rich markup. No full collection of Python's cycle
+collector runs while an answer streams (`widgets/collector.py`).
 
-The transcript: the turn on screen (question, streamed answer, figures) is the live one;
-when the next starts, it is frozen above as plain widgets (rendered once) and only the last
-`TURNS_SHOWN` stay in the widget tree; every turn stays in the `TranscriptLog` that ctrl+s
-saves. A marker sits where the engine's request stopped carrying earlier turns (the
-context was full); ctrl+n starts a new conversation; `y` (in the transcript: Esc from the
-box) copies the last answer.
+The transcript (`widgets/transcript_view.py`) draws its turns as lines: a growing answer
+repaints the view's own region and never lays the dashboard out again. Only the last
+`TURNS_SHOWN` earlier turns stay in it; every turn stays in the `TranscriptLog` that ctrl+s
+saves. A marker sits where the engine's request stopped carrying earlier turns (the context
+was full); ctrl+n starts a new conversation; `y` (in the transcript: Esc from the box)
+copies the last answer.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, assert_never
 
@@ -32,10 +28,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from mvp_tui.engine.endpoint_words import slots_words
 from mvp_tui.engine.events import EndpointReady, NodeReady
@@ -59,16 +54,16 @@ from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
 from mvp_tui.widgets.released import release_removed_widgets
 from mvp_tui.widgets.sparkline import sparkline
+from mvp_tui.widgets.transcript_view import Note, ShownTurn, TranscriptView
 
-if TYPE_CHECKING:  # markdown-it and pygments load after the first paint (see on_mount)
-    from textual.widgets import Markdown
-
+if TYPE_CHECKING:
     from mvp_tui.engine.ui_port import PromptEvent
 
 QUESTION_CHARS = 400
 RATES_KEPT = 12  # prompts in the tok/s sparkline
 AFTER_DRAWN_S = 0.05  # the last frame's bytes written before the after-answer work
-TURNS_SHOWN = 8  # earlier turns kept in the widget tree (all stay in the saved transcript)
+TURNS_SHOWN = 8  # earlier turns kept in the transcript view (all stay in the saved one)
+NEW_CONVERSATION = "── a new conversation ──"
 
 
 class PromptInput(Input):
@@ -104,23 +99,11 @@ class _Live:
 
     prompt_id: int
     started_at: float
+    turn: ShownTurn
+    asked: str  # the question as submitted (the transcript shows one line of it)
     first_at: float | None = None
     last_at: float | None = None
     deltas: int = 0
-
-
-@dataclass(slots=True)
-class _Shown:
-    """The last turn, as the live widgets show it (frozen above when the next starts)."""
-
-    question: str
-    conversation: int  # the pane's conversation number; -1: not a turn of one (the RPC's)
-    parts: list[str]  # the answer so far, cleaned
-    figures: str = ""
-    fault: bool = False
-    done: bool = False  # answered in full: the engine's conversation holds it
-    dropped_before: int = 0
-    frozen: Vertical | None = None  # its frozen copy, built (hidden) once it was answered
 
 
 class PromptPane(Pane):
@@ -175,46 +158,23 @@ class PromptPane(Pane):
         self.live: _Live | None = None
         self.waiting: set[int] = set()
         self._questions: dict[int, str] = {}  # by the queue's prompt id
-        self._pending: list[str] = []
-        self._reset = False
-        self._drain = False  # the live answer ended: the pump ends its stream once written
-        self._wake = asyncio.Event()
-        self._markdown_mounted = False
         self.rates: deque[float] = deque(maxlen=RATES_KEPT)  # tok/s of the last prompts
         self.token_batches = 0  # coalesced token notices taken (each one batch of deltas)
         self.transcript = TranscriptLog()
         self.conversation = 0  # bumped by ctrl+n
-        self._shown: _Shown | None = None
-        self._dropped_marker: Static | None = None
+        self._dropped_marker: Note | None = None
         self._pane_ids: set[int] = set()  # queued from this pane: turns of its conversation
         self._rule_pending = False  # ctrl+n while a turn streamed: the rule goes after it
-        self._unformatted: list[tuple[Static, str]] = []  # frozen answers, still plain text
+        self._figures = ""  # the last turn's figures once it ended (a queue note goes after)
+        self._summary = ""  # and as it stays once a later turn is under it (no trend)
 
     def compose_content(self) -> ComposeResult:
-        with VerticalScroll(id="prompt-answer"):  # the transcript; its Markdown: _ensure_markdown
-            yield Vertical(id="prompt-earlier")
-            yield Static(id="prompt-question")
-            yield Static(id="prompt-stats")
+        yield TranscriptView(id="prompt-answer")
         yield PromptInput(self.history, id="prompt-input")
 
     def on_mount(self) -> None:
-        for selector in ("#prompt-question", "#prompt-answer", "#prompt-stats", "#prompt-input"):
-            self.query_one(selector).display = False
-        self.query_one("#prompt-answer", VerticalScroll).anchor()
-
-    def _ensure_markdown(self) -> None:
-        """Mount the answer's Markdown (and start its pump) once, when the prompt box opens:
-        Textual's Markdown imports markdown-it and pygments (~70 ms), not needed to paint."""
-        if self._markdown_mounted:
-            return
-        self._markdown_mounted = True
-        from textual.widgets import Markdown
-
-        markdown = Markdown(id="prompt-markdown", open_links=False)
-        mounted = self.query_one("#prompt-answer", VerticalScroll).mount(
-            markdown, after="#prompt-question"
-        )
-        self.run_worker(self._pump(markdown, mounted), group="prompt-stream", name="markdown pump")
+        self.view.display = False
+        self.input.display = False
 
     def on_unmount(self) -> None:
         resume_full_collections()  # gone mid-answer: the collector is not left held
@@ -222,6 +182,11 @@ class PromptPane(Pane):
     @property
     def input(self) -> PromptInput:
         return self.query_one(PromptInput)
+
+    @property
+    def view(self) -> TranscriptView:
+        """The transcript: every turn on screen, the last one live while it streams."""
+        return self.query_one(TranscriptView)
 
     def focus_target(self) -> Widget | None:
         return self.input
@@ -232,8 +197,8 @@ class PromptPane(Pane):
         if model_name:
             self.model_name = clean_line(model_name, 60)
         self.ready = True
-        self._ensure_markdown()
         self.set_empty(False)
+        self.view.display = True
         self.input.display = True
         self._update_subtitle()
 
@@ -254,16 +219,16 @@ class PromptPane(Pane):
     @on(TokensPending)
     def _tokens(self, message: TokensPending) -> None:
         self.token_batches += 1
-        taken = False
-        for delta in message.take(message.prompt_id):
-            taken = self._delta(delta) or taken
-        if taken:
-            self._show_stats()  # once a batch, not once a token
+        texts = [text for delta in message.take(message.prompt_id)
+                 if (text := self._delta(delta)) is not None]
+        if texts:  # the batch as one append, the figures once
+            self.view.append_answer("".join(texts), self._live_figures())
 
     def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):
-            if self._delta(event):
-                self._show_stats()
+            text = self._delta(event)
+            if text is not None:
+                self.view.append_answer(text, self._live_figures())
         elif isinstance(event, PromptQueued):
             self._queued(event)
         elif isinstance(event, PromptStarted):
@@ -300,91 +265,85 @@ class PromptPane(Pane):
 
     def _started(self, event: PromptStarted) -> None:
         self.waiting.discard(event.prompt_id)
-        self.live = _Live(event.prompt_id, event.at)
         hold_full_collections()  # until this answer is drawn (_after_answer)
         question = self._questions.get(event.prompt_id, f"prompt {event.prompt_id}")
-        self._freeze_shown()
+        view = self.view
+        last = view.last_turn
+        if last is not None:  # the trend and queue note belong to the line at the bottom
+            view.set_figures(self._summary, fault=last.fault)
+        if self._rule_pending:  # ctrl+n while the last turn streamed: the rule after it
+            self._rule_pending = False
+            view.add(Note(NEW_CONVERSATION, "rule"))
         # Only the pane's own prompts are turns of its conversation (the RPC's stand alone).
         pane_turn = event.prompt_id in self._pane_ids
         self._pane_ids.discard(event.prompt_id)
-        self._shown = _Shown(question, self.conversation if pane_turn else -1, [],
-                             dropped_before=event.turns_dropped)
         if event.turns_dropped:
             self._mark_dropped(event.turns_sent, event.turns_dropped)
-        self._show_question(question)
-        self._reset, self._pending = True, []
-        self._ensure_markdown()
-        self._wake.set()
-        self.query_one("#prompt-answer").display = True
-        self.query_one("#prompt-stats", Static).set_class(False, "-fault")
+        turn = ShownTurn(one_line_ascii(question, QUESTION_CHARS),
+                    conversation=self.conversation if pane_turn else -1,
+                    dropped_before=event.turns_dropped)
+        self.live = _Live(event.prompt_id, event.at, turn, question)
+        view.add(turn)
+        self._trim_earlier()
         self._show_stats()
 
-    def _delta(self, event: TextDelta) -> bool:
-        """Take one delta of the live answer (False: not the live prompt's)."""
+    def _delta(self, event: TextDelta) -> str | None:
+        """One delta of the live answer, cleaned (None: not the live prompt's)."""
         live = self.live
         if live is None or event.prompt_id != live.prompt_id:
-            return False
+            return None
         live.deltas += 1
         live.first_at = live.first_at if live.first_at is not None else event.at
         live.last_at = event.at
-        text = safe_answer(event.text)
-        self._pending.append(text)
-        if self._shown is not None:
-            self._shown.parts.append(text)
-        self._wake.set()
-        return True
+        return safe_answer(event.text)
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
-        release_removed_widgets(self.app)  # the last answer's and turns' widgets left the tree
+        release_removed_widgets(self.app)  # footer keys rebuilt since the last answer
         self.waiting.discard(event.prompt_id)
         self._questions.pop(event.prompt_id, None)
         self._pane_ids.discard(event.prompt_id)
-        stats = self.query_one("#prompt-stats", Static)
-        current = self.live is not None and self.live.prompt_id == event.prompt_id
-        if not current:
+        live = self.live
+        if live is None or live.prompt_id != event.prompt_id:
             self._show_stats()
             return
         self.live = None
+        turn = live.turn
         if isinstance(event, PromptDone):
-            stats.set_class(False, "-fault")
             self.rates.append(event.tokens_per_s)
             trend = f" · tok/s {sparkline(list(self.rates))}" if len(self.rates) > 1 else ""
             figures = summary(event)
-            stats.update(Text(figures + trend + self._queue_note()))
+            shown = figures + trend
         elif isinstance(event, PromptFault):
-            stats.set_class(True, "-fault")
-            figures = _fault_text(event)
-            stats.update(Text(figures + self._queue_note()))
+            figures = shown = _fault_text(event)
         else:
-            stats.set_class(False, "-fault")
-            figures = "cancelled"
-            stats.update(Text(figures + self._queue_note()))
-        stats.display = True
-        self._drain = True  # the pump calls _after_answer once its last token is drawn
-        self._wake.set()
-        shown = self._shown
-        if shown is not None:
-            shown.figures, shown.fault = figures, isinstance(event, PromptFault)
-            shown.done = isinstance(event, PromptDone)
-            self.transcript.add(SavedTurn(shown.question, "".join(shown.parts), figures,
-                                          shown.dropped_before))
+            figures = shown = "cancelled"
+        turn.done, turn.ended = isinstance(event, PromptDone), True
+        self._figures, self._summary = shown, figures
+        self.view.set_figures(shown + self._queue_note(), fault=isinstance(event, PromptFault))
+        self.transcript.add(SavedTurn(live.asked, turn.answer, figures, turn.dropped_before))
+        self.view.show_now()  # the last tokens and the figures, not at the next frame
+        # After the frame that draws the last token, and a moment more: the driver's writer
+        # thread puts that frame on the terminal, which the collector's walk (it holds the
+        # interpreter) and the answer's markdown render would hold up.
+        self.call_after_refresh(self.set_timer, AFTER_DRAWN_S, self._after_answer)
 
     def _queue_note(self) -> str:
         return f" · {len(self.waiting)} waiting" if self.waiting else ""
 
-    def _show_question(self, question: str) -> None:
-        widget = self.query_one("#prompt-question", Static)
-        widget.update(Text("> " + one_line_ascii(question, QUESTION_CHARS)))
-        widget.display = True
-
     def _show_stats(self) -> None:
-        stats = self.query_one("#prompt-stats", Static)
+        figures = self._live_figures()
+        if figures is not None:
+            self.view.set_figures(figures)
+        elif self.view.last_turn is not None and self._figures:
+            # The last turn's figures, and how many wait after it.
+            self.view.set_figures(self._figures + self._queue_note(),
+                                  fault=self.view.last_turn.fault)
+
+    def _live_figures(self) -> str | None:
+        """The streaming answer's figures line (None: none streams)."""
         live = self.live
         if live is None:
-            if self.waiting:
-                stats.update(Text(f"{len(self.waiting)} waiting"))
-                stats.display = True
-            return
+            return None
         parts = [f"{live.deltas} tok"]
         if live.first_at is not None and live.last_at is not None and live.deltas > 1:
             span = live.last_at - live.first_at
@@ -394,116 +353,48 @@ class PromptPane(Pane):
             parts.append(f"TTFT {(live.first_at - live.started_at) * 1000:.0f} ms")
         else:
             parts.append("waiting for the first token")
-        # Once a batch while the answer grows: one row, repainted without a layout pass.
-        stats.update(Text(" · ".join(parts) + self._queue_note()), layout=not stats.display)
-        stats.display = True
+        return " · ".join(parts) + self._queue_note()
 
     # -- the transcript ------------------------------------------------------------------
-    def _freeze_shown(self) -> None:
-        """The last turn leaves the live widgets for plain ones above, rendered once; the
-        oldest leave the widget tree (the saved transcript keeps them)."""
-        shown, self._shown = self._shown, None
-        if shown is None:
-            return
-        earlier = self.query_one("#prompt-earlier", Vertical)
-        turn = shown.frozen
-        if turn is not None and turn.is_attached:  # built while idle: shown, not mounted
-            turn.set_classes("turn")
-            turn.display = True
-        else:
-            if turn is not None:
-                turn.remove()
-            turn = self._turn_widget(shown, formatted=False)
-            earlier.mount(turn)
-        # The marker counts the turns the engine's conversation holds: those answered in full.
-        turn.conversation = shown.conversation if shown.done else -1  # type: ignore[attr-defined]
-        if self._rule_pending:
-            self._rule_pending = False
-            earlier.mount(Static(Text("── a new conversation ──"), classes="turn-rule"))
-        self._trim_earlier()
-
-    def _turn_widget(self, shown: _Shown, *, formatted: bool) -> Vertical:
-        """A frozen turn; its answer as markdown (`formatted`) or, while an answer streams,
-        as plain text until `_format_frozen` (rendering a long answer's markdown then would
-        hold up the streaming answer's tokens)."""
-        text = "".join(shown.parts)
-        if formatted:
-            from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
-
-            answer = Static(RichMarkdown(text, hyperlinks=False), classes="turn-answer")
-        else:
-            answer = Static(Text(text), classes="turn-answer")
-            self._unformatted.append((answer, text))
-            del self._unformatted[:-TURNS_SHOWN]  # the older ones leave the tree
-        return Vertical(
-            Static(Text("> " + one_line_ascii(shown.question, QUESTION_CHARS)),
-                   classes="turn-question"),
-            answer,
-            Static(Text(shown.figures), classes="turn-figures -fault" if shown.fault
-                   else "turn-figures"),
-            classes="turn",
-        )
-
     def _after_answer(self) -> None:
-        """Once an answer's last token is drawn and none streams: the frozen answers as
-        markdown, and the last turn's frozen copy built, hidden, for the next start (mounting
-        it then would hold up the next answer's first tokens)."""
+        """Once an answer's last token is drawn and none streams: the collector back, and
+        the answers as markdown (rendering one while tokens stream would hold them up)."""
         if self.live is not None:
             return  # the next end does it
         resume_full_collections()
-        self._format_frozen()
-        shown = self._shown
-        if shown is None or shown.frozen is not None:
-            return
-        turn = self._turn_widget(shown, formatted=True)
-        turn.set_classes("turn-next")
-        turn.display = False
-        shown.frozen = turn
-        self.query_one("#prompt-earlier", Vertical).mount(turn)
-
-    def _format_frozen(self) -> None:
-        """The frozen answers as markdown, rendered once, while no answer streams."""
-        if self.live is not None:
-            return  # the next end does it
-        from rich.markdown import Markdown as RichMarkdown  # loaded with the live Markdown
-
-        for answer, text in self._unformatted:
-            if answer.is_attached:  # not trimmed away meanwhile
-                answer.update(RichMarkdown(text, hyperlinks=False))
-        self._unformatted.clear()
+        self.view.format_answers()
 
     def _trim_earlier(self) -> None:
-        """At most `TURNS_SHOWN` turns in the tree, and no rule or marker left above them."""
-        earlier = self.query_one("#prompt-earlier", Vertical)
-        turns = [child for child in earlier.children if child.has_class("turn")]
-        if len(turns) <= TURNS_SHOWN:
+        """At most `TURNS_SHOWN` turns above the last, and no rule or marker left above
+        them but the marker (what it marks is off screen: it stays on top)."""
+        view = self.view
+        turns = view.turns
+        if len(turns) <= TURNS_SHOWN + 1:
             return
-        first_kept = turns[len(turns) - TURNS_SHOWN]
-        for child in list(earlier.children):
-            if child is first_kept:
+        first_kept = turns[len(turns) - TURNS_SHOWN - 1]
+        for item in list(view.items):
+            if item is first_kept:
                 break
-            if child is self._dropped_marker:  # what it marks is off screen: it stays on top
-                continue
-            child.remove()
+            if item is not self._dropped_marker:
+                view.drop(item)
 
     def _mark_dropped(self, sent: int, dropped: int) -> None:
         """The marker, just above the oldest turn the request still carried."""
-        earlier = self.query_one("#prompt-earlier", Vertical)
-        ours = [child for child in earlier.children
-                if child.has_class("turn") and getattr(child, "conversation", -1)
-                == self.conversation]
-        text = Text(f"✂ {dropped} earlier turn{'s' if dropped != 1 else ''} not sent: "
-                    "the conversation is past [model] max_context")
-        if self._dropped_marker is not None:
-            self._dropped_marker.remove()
-        marker = Static(text, classes="turn-dropped")
+        view = self.view
+        if self._dropped_marker is not None and self._dropped_marker in view.items:
+            view.drop(self._dropped_marker)
+        # The turns the engine's conversation holds: this conversation's, answered in full.
+        ours = [turn for turn in view.turns
+                if turn.done and turn.conversation == self.conversation]
+        marker = Note(f"✂ {dropped} earlier turn{'s' if dropped != 1 else ''} not sent: "
+                      "the conversation is past [model] max_context", "marker")
         self._dropped_marker = marker
         if sent and len(ours) >= sent:
-            earlier.mount(marker, before=ours[len(ours) - sent])
+            view.insert(view.items.index(ours[len(ours) - sent]), marker)
         elif sent:  # the oldest sent is off screen already: so is what was dropped
-            earlier.mount(marker, before=0) if earlier.children else earlier.mount(marker)
+            view.insert(0, marker)
         else:
-            earlier.mount(marker)
+            view.add(marker)
 
     def _update_subtitle(self) -> None:
         parts = [self.model_name] if self.model_name else []
@@ -512,27 +403,6 @@ class PromptPane(Pane):
         if self.rpc_endpoint:
             parts.append(f"rpc {self.rpc_endpoint}")
         self.border_subtitle = Text(" · ".join(parts))
-
-    async def _pump(self, markdown: Markdown, mounted: Awaitable[None]) -> None:
-        """Append the gathered deltas to the answer's markdown, as `MarkdownStream` does:
-        what arrives while one append runs goes in the next, joined. Once an ended answer is
-        all in, `_after_answer` runs after the frame that draws its last token."""
-        await mounted
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._reset:
-                self._reset = False
-                await markdown.update("")
-            while self._pending and not self._reset:  # a new answer: reset first
-                text, self._pending = "".join(self._pending), []
-                await markdown.append(text)
-            if self._drain and not self._reset:
-                self._drain = False
-                # After the frame that draws the last token, and a moment more: the driver's
-                # writer thread puts that frame on the terminal, which the collector's walk
-                # (it holds the interpreter) and the frozen copy's render would hold up.
-                self.call_after_refresh(self.set_timer, AFTER_DRAWN_S, self._after_answer)
 
     # -- keys ----------------------------------------------------------------------------
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -560,9 +430,9 @@ class PromptPane(Pane):
     def action_leave_box(self) -> None:
         """Esc, nothing streaming: from the box to the transcript (where `y` copies and the
         arrows scroll), when there is one; from there (or with none) out of the pane."""
-        transcript = self.query_one("#prompt-answer", VerticalScroll)
-        if self.input.has_focus and transcript.display and self._shown is not None:
-            transcript.focus()
+        view = self.view
+        if self.input.has_focus and view.display and view.last_turn is not None:
+            view.focus()
             return
         self.post_message(self.LeaveRequested())
 
@@ -573,16 +443,9 @@ class PromptPane(Pane):
         self.post_message(self.NewConversationRequested())
         if self.live is not None:
             self._rule_pending = True
-            return
-        if self._shown is None:
-            return
-        self._rule_pending = True
-        self._freeze_shown()
-        self.call_after_refresh(self._format_frozen)
-        for selector in ("#prompt-question", "#prompt-stats"):
-            self.query_one(selector).display = False
-        self._reset, self._pending = True, []
-        self._wake.set()
+        elif self.view.last_turn is not None:  # the rule under the last turn, now
+            self.view.add(Note(NEW_CONVERSATION, "rule"))
+            self._trim_earlier()
 
     def action_save_transcript(self) -> None:
         if not len(self.transcript):

@@ -14,8 +14,6 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import Static
-
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.archive import FrameArchive, read_archive
 from mvp_tui.datastream.channels import MVP_ORCH_BOOTSTRAP
@@ -186,7 +184,8 @@ def _models(app: MvpApp, events: list[EngineEvent]) -> dict[str, Any]:
             "ready": pane.ready, "model": pane.model_name, "endpoint": pane.openai_endpoint,
             "note": pane.endpoint_note, "rpc": pane.rpc_endpoint, "live": _state(pane.live),
             "waiting": sorted(pane.waiting), "rates": list(pane.rates),
-            "stats": str(pane.query_one("#prompt-stats", Static).render()),
+            # The questions and figures (the answer's text is not archived: a replay says so).
+            "turns": [(t.question, t.figures, t.fault) for t in pane.view.turns],
         },
     }
 

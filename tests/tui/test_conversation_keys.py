@@ -1,7 +1,8 @@
 """Issue 40 §1/§4: the transcript's keys (Esc to the transcript, `y` copies the last answer,
 ctrl+s saves it as Markdown, ctrl+n starts a new conversation) and its bounds: after many
-prompts the pane keeps at most `TURNS_SHOWN` turns in the widget tree and nothing per prompt
-in its own maps, while the saved transcript keeps every turn up to its bound."""
+prompts the pane keeps at most `TURNS_SHOWN` earlier turns in its transcript view (and their
+drawn lines) and nothing per prompt in its own maps, while the saved transcript keeps every
+turn up to its bound."""
 
 from __future__ import annotations
 
@@ -87,10 +88,14 @@ async def test_ctrl_n_starts_a_new_conversation() -> None:
         await answer(pilot, app, 1, "one")
         pane.input.focus()
         await pilot.press("ctrl+n")
-        await wait_until(pilot, lambda: bool(pane.query(".turn-rule")))
+        await wait_until(pilot, lambda: "── a new conversation ──" in pane.view.text())
         assert asked, "ctrl+n did not reach the app (the engine's conversation was kept)"
-        assert not pane.query_one("#prompt-question").display  # the live turn went above
+        # The rule under the answered turn: the next question starts below it.
+        assert pane.view.text().rstrip().endswith("── a new conversation ──")
         assert "new conversation" in pane.transcript.markdown("t")
+        await pilot.press("ctrl+n")  # a second one with no turn since: no second rule
+        await pilot.pause()
+        assert pane.view.text().count("a new conversation") == 1
 
 
 async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
@@ -100,26 +105,24 @@ async def test_the_pane_keeps_a_bounded_transcript_after_many_prompts() -> None:
         app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
         prompts = 3 * TURNS_SHOWN
-        gone: list[weakref.ref[object]] = []  # the rendered lines of the turns trimmed away
+        gone: list[weakref.ref[object]] = []  # the turns trimmed away
         for n in range(1, prompts + 1):
             source = PromptSource.RPC if n % 2 else PromptSource.PANE
             await answer(pilot, app, n, f"answer {n}", source=source, dropped=n // 4)
             if n == 2:
-                await pilot.pause()  # drawn: each of its widgets has rendered lines cached
-                first = pane.query(".turn").first()
-                gone += [weakref.ref(w._styles_cache) for w in first.walk_children(with_self=True)]
-                del first
+                await pilot.pause()  # drawn: its lines are cached in the view
+                gone.append(weakref.ref(pane.view.turns[0]))
         await pilot.pause()
-        assert len(pane.query(".turn")) == TURNS_SHOWN
-        assert len(pane.query(".turn-dropped")) <= 1
-        shown = [w for w in pane.query_one("#prompt-earlier").children if w.display]
-        assert len(shown) <= TURNS_SHOWN + 1  # and the marker
-        assert len(pane.query_one("#prompt-earlier").children) <= TURNS_SHOWN + 2  # the next
+        view = pane.view
+        assert len(view.turns) == TURNS_SHOWN + 1  # the earlier ones and the last
+        notes = [item for item in view.items if item not in view.turns]
+        assert len(notes) <= 1  # the marker at most: no rule or marker left above them
+        assert len(view._drawn) <= len(view.items)  # no lines kept for an item gone
+        text = view.text()
+        assert "answer 1\n" not in text and f"answer {prompts}" in text
         assert len(pane.transcript) == prompts  # all of them kept for ctrl+s, up to its bound
         assert not pane._questions and not pane._pane_ids and not pane.waiting
         assert app.port.take_tokens(prompts) == []
-        # A turn that left the tree is let go with its rendered lines (Textual's class-wide
-        # memo kept 1024 dead widgets' lines alive: widgets/released.py).
         gc.collect()
         assert gone and not [ref for ref in gone if ref() is not None]
 

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Markdown
 
 from mvp_tui.engine.events import NodeReady, RunState, RunStateChanged
 from mvp_tui.events import EngineEvent
@@ -54,12 +53,12 @@ async def three_turns(pilot: Pilot[None]) -> None:
         pane.asked(n, question)  # as the app does with the id the run's queue gave it
         for event in turn_events(n, question, words):
             app.dashboard.route(event)
-        markdown = pane.query_one("#prompt-markdown", Markdown)
         answer = "".join(words)
-        await wait_until(pilot, lambda markdown=markdown, answer=answer:  # type: ignore[misc]
-                         markdown.source == answer and pane.live is None)
+        await wait_until(pilot, lambda answer=answer:  # type: ignore[misc]
+                         pane.live is None and pane.view.turns[-1].answer == answer)
         await pilot.pause()
-    await wait_until(pilot, lambda: len(pane.query(".turn")) == 2)
+    # The last answer drawn as markdown, as every answer once its last token is on screen.
+    await wait_until(pilot, lambda: all(turn.formatted for turn in pane.view.turns))
     await pilot.pause()
 
 

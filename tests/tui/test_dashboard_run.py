@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Button, Static
+from textual.widgets import Button
 
 from mvp_tui.config import ConfigPaths, load_config
 from mvp_tui.datastream.hub import ChannelHub
@@ -20,6 +20,7 @@ from mvp_tui.prompt.events import PromptDone
 from mvp_tui.tui.app import MvpApp
 from mvp_tui.widgets.lease_confirm import LeaseConfirmScreen
 from mvp_tui.widgets.offers import OffersPane
+from mvp_tui.widgets.prompt import PromptPane
 from tests.agent.procs import alive
 from tests.fakes.tiny_gguf import write_tiny_gguf
 from tests.fakes.vastai_server import FakeVast
@@ -105,7 +106,7 @@ async def test_local_run_from_enter_to_tokens_and_quit_destroys(tmp_path: Path) 
         assert isinstance(done, PromptDone) and done.tokens_generated >= 1
         await pilot.pause()
         # The answer sits under its own text: the queue's id came back to the pane.
-        assert str(app.query_one("#prompt-question", Static).render()) == "> hello"
+        assert app.query_one(PromptPane).view.text().startswith("> hello\n")
         running = await seen.first(is_(lease.LeaseRunning))
         agent_pid = int(running.provider_id.removeprefix("local-"))  # type: ignore[attr-defined]
         app.query_one(OffersPane).focus()

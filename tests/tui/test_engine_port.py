@@ -6,8 +6,6 @@ they handle to them, or a fact would silently stop reaching its pane.
 
 from __future__ import annotations
 
-from textual.widgets import Markdown
-
 from mvp_tui.engine.events import NodeReady, RunStateChanged
 from mvp_tui.engine.ui_port import BOOTSTRAP_EVENTS, LEASE_EVENTS, UiPort
 from mvp_tui.events import EngineEvent
@@ -85,7 +83,6 @@ async def test_tokens_reach_the_prompt_pane_in_coalesced_batches() -> None:
             app.dashboard.route(TextDelta(at=T0 + i / 1000, prompt_id=1, text=f"t{i} "))
         await wait_until(pilot, lambda: pane.live is not None and pane.live.deltas == 400)
         assert 1 <= pane.token_batches < 400
-        markdown = pane.query_one("#prompt-markdown", Markdown)
-        await wait_until(pilot, lambda: markdown.source.endswith("t399 "))
+        await wait_until(pilot, lambda: pane.view.turns[-1].answer.endswith("t399 "))
         assert app.port.routed["leases"] >= len(walk_events())
         app._exit_cleared = True

@@ -1,15 +1,11 @@
 """Issue 40 §5: no full collection of Python's cycle collector while an answer streams (one
 walks every object the dashboard holds and stalls the tokens: widgets/collector.py), and the
-pane's after-answer work (the collector back, the frozen copy built) waits until the whole
-answer is in its markdown, not merely until the end event has arrived."""
+pane's after-answer work (the collector back, the answer drawn as markdown) waits until the
+answer's last frame is drawn, not merely until the end event has arrived."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
-from collections.abc import Awaitable
-
-from textual.widgets import Markdown
 
 from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptSource, PromptStarted, TextDelta
 from mvp_tui.widgets.collector import HELD_THRESHOLD, full_collections_held
@@ -28,26 +24,33 @@ async def test_full_collections_wait_until_the_answer_is_drawn() -> None:
         pane = app.query_one(PromptPane)
         app.dashboard.route(ready())
         await wait_until(pilot, lambda: pane.input.display)
-        markdown = pane.query_one("#prompt-markdown", Markdown)
-        seen: list[tuple[bool, str]] = []  # at the after-answer work: held?, the markdown
+        view = pane.view
+        drawn: list[int] = []  # the screen's frames
+        frame = view.screen._compositor_refresh
+
+        def counted() -> None:
+            drawn.append(1)
+            frame()
+
+        view.screen._compositor_refresh = counted  # type: ignore[method-assign]
+        seen: list[tuple[bool, int, bool, bool]] = []  # at the after-answer work
         after = pane._after_answer
 
         def spy() -> None:
-            seen.append((full_collections_held(), markdown.source))
+            turn = view.last_turn
+            assert turn is not None
+            seen.append((full_collections_held(), len(drawn), view.up_to_date, turn.formatted))
             after()
 
         pane._after_answer = spy  # type: ignore[method-assign]
-        # A slow screen: the answer's appends wait until the end event has long been handled.
-        gate = asyncio.Event()
-        append = markdown.append
+        at_end: list[int] = []  # frames drawn when the end event reached the pane
+        ended = pane._ended
 
-        def slow_append(text: str) -> Awaitable[None]:
-            async def later() -> None:
-                await gate.wait()
-                await append(text)
-            return later()
+        def ending(event: PromptDone) -> None:
+            at_end.append(len(drawn))
+            ended(event)
 
-        markdown.append = slow_append  # type: ignore[assignment, method-assign]
+        pane._ended = ending  # type: ignore[method-assign, assignment]
         pane.asked(1, "count")
         app.dashboard.route(PromptQueued(at=T0, prompt_id=1, text_chars=5, max_tokens=WORDS,
                                          position=0, source=PromptSource.PANE))
@@ -60,16 +63,14 @@ async def test_full_collections_wait_until_the_answer_is_drawn() -> None:
         app.dashboard.route(PromptDone(at=T0 + 1, prompt_id=1, final_text="".join(words),
                              tokens_generated=WORDS, elapsed_ms=1000, ttft_ms=100,
                              tokens_per_s=400.0))
-        await wait_until(pilot, lambda: pane.live is None)
-        for _ in range(3):
-            await pilot.pause()  # frames drawn, the answer still being appended
-        gate.set()
         await wait_until(pilot, lambda: bool(seen) and not full_collections_held())
-        held, source = seen[0]
-        assert held, "the collector was given back before the answer's end"
-        assert source.rstrip().endswith("w399"), "after-answer work ran before the answer was in"
+        held, frames, up_to_date, formatted = seen[0]
+        assert held, "the collector was given back before the answer was drawn"
+        assert frames > at_end[0] and up_to_date, "after-answer work before the last frame"
+        assert not formatted  # the markdown render waits for it too
+        assert view.last_turn is not None and view.last_turn.formatted
+        assert view.text().rstrip().splitlines()[-2].endswith("w399")
         assert gc.get_threshold()[2] == oldest
-        assert pane._shown is not None and pane._shown.frozen is not None  # built, hidden
 
 
 async def test_an_app_closed_mid_answer_gives_the_collector_back() -> None:

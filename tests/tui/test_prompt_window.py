@@ -11,7 +11,6 @@ import json
 from collections.abc import Callable
 
 from textual.pilot import Pilot
-from textual.widgets import Static
 
 from mvp_tui.datastream import MVP_WORKER_WEIGHTS, ChannelHub, node_stream
 from mvp_tui.engine.events import NodeReady
@@ -53,7 +52,7 @@ async def test_a_prompt_refused_before_the_queue_leaves_no_text_behind() -> None
                                          position=0, source=PromptSource.PANE))
         app.dashboard.route(PromptStarted(at=T0, prompt_id=7))
         await pilot.pause()
-        question = str(app.query_one("#prompt-question", Static).render())
+        question = app.query_one(PromptPane).view.text().splitlines()[0]
         assert "first" not in question, f"prompt 7 shown under the refused text: {question!r}"
         assert question == "> (a 6-char prompt)"
 

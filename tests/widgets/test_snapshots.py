@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
-from textual.widgets import Markdown
 
 from mvp_tui.datastream import ChannelHub
 from mvp_tui.engine.events import NodeReady, RunState, RunStateChanged
@@ -117,9 +116,8 @@ def dashboard(archive: Path) -> RunBefore:
               for i, word in enumerate(ANSWER)),
         ):
             app.dashboard.route(event)
-        await wait_until(pilot, lambda: bool(prompt.query("#prompt-markdown")))
-        markdown = prompt.query_one("#prompt-markdown", Markdown)
-        await wait_until(pilot, lambda: markdown.source.endswith("- and a "))
+        await wait_until(pilot, lambda: prompt.view.last_turn is not None
+                         and prompt.view.last_turn.answer.endswith("- and a "))
         await pilot.pause()
 
     return run_before

@@ -3,8 +3,6 @@ sparklines."""
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
 from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptStarted
 from mvp_tui.widgets.prompt import PromptPane
 from mvp_tui.widgets.sparkline import sparkline
@@ -24,6 +22,7 @@ async def test_prompt_stats_show_cost_and_a_tok_s_sparkline() -> None:
     app = Harness(lambda: [PromptPane()])
     async with app.run_test(size=(120, 20)) as pilot:
         pane = app.query_one(PromptPane)
+        pane.set_ready("tiny")
         for n, rate in enumerate([100.0, 400.0, 250.0], start=1):
             pane.handle_event(PromptQueued(at=n, prompt_id=n, text_chars=3, max_tokens=8,
                                            position=0))
@@ -32,7 +31,7 @@ async def test_prompt_stats_show_cost_and_a_tok_s_sparkline() -> None:
                                          tokens_generated=8, elapsed_ms=500, ttft_ms=20,
                                          tokens_per_s=rate, cost_usd=0.0001 * n))
         await pilot.pause()
-        stats = str(pane.query_one("#prompt-stats", Static).render())
+        stats = pane.view.text().splitlines()[-1]
         assert "$0.0003" in stats  # lease $/h × the prompt's wall time
         assert "tok/s ▁█▅" in stats
 
