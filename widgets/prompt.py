@@ -196,6 +196,8 @@ class PromptPane(Pane):
         """Open the prompt box (the engine answers); optionally name the model."""
         if model_name:
             self.model_name = clean_line(model_name, 60)
+        if not self.ready:  # markdown-it (~30 ms) loaded now, not within the first answer
+            self.call_after_refresh(_load_markdown)
         self.ready = True
         self.set_empty(False)
         self.view.display = True
@@ -460,6 +462,10 @@ class PromptPane(Pane):
             return
         self.app.copy_to_clipboard(answer)
         self.app.notify(f"the last answer copied ({len(answer):,} chars)", markup=False)
+
+
+def _load_markdown() -> None:
+    import rich.markdown  # noqa: F401  (the transcript's formatter, loaded after the paint)
 
 
 def _fault_text(event: PromptFault) -> str:
