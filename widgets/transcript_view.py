@@ -192,12 +192,15 @@ class TranscriptView(ScrollView, can_focus=True):
         if self._sync_timer is not None:
             self._sync()
         screen = self.screen
-        # Textual draws only from its 60 Hz update timer, and a tick that ran late skips
-        # the next (up to 33 ms). Its private tick handler is the one way to draw now;
-        # without it (a Textual that renamed it), the next tick draws it.
-        draw = getattr(screen, "_on_timer_update", None)
-        if callable(draw) and screen.is_current:
-            draw()
+        # Textual draws only from its 60 Hz update timer, once a widget's refresh has
+        # reached the screen as a message, and a tick that ran late skips the next (up to
+        # 33 ms). Its private dirty set and tick handler are the one way to draw now;
+        # without them (a Textual that renamed them), the next tick draws it.
+        dirty = getattr(screen, "_dirty_widgets", None)
+        tick = getattr(screen, "_on_timer_update", None)
+        if isinstance(dirty, set) and callable(tick) and screen.is_current:
+            dirty.add(self)
+            tick()
 
     def _changed(self, *, all_lines: bool = False) -> None:
         if all_lines:
