@@ -16,6 +16,7 @@ arrives; it is rendered as `Text` or as markdown, never as Rich markup.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
@@ -73,6 +74,28 @@ class _Drawn:
 
 
 FENCES = ("```", "~~~")
+_WORD = re.compile(r"\S+")
+
+
+def wrap_spans(text: str, width: int) -> list[tuple[int, int]]:
+    """A greedy word wrap of one line of one-cell characters: where each wrapped line
+    starts and ends in `text` (the spaces at a break end the line before; a word longer
+    than `width` is folded). A break never moves once the text after it overflowed, so
+    text appended later changes only the last line."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for word in _WORD.finditer(text):
+        word_start, word_end = word.span()
+        if word_end - start <= width:
+            continue
+        if word_start > start and not text[start:word_start].isspace():
+            spans.append((start, word_start))
+            start = word_start
+        while word_end - start > width:
+            spans.append((start, start + width))
+            start += width
+    spans.append((start, len(text)))
+    return spans
 
 
 def settled_end(text: str, start: int) -> int:
@@ -111,6 +134,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self._lines: list[Strip] = []  # every item's lines but the last turn's
         self._lines_before: int = -1  # items drawn into _lines (-1: draw again)
         self._following = True  # at the end: it follows what is added
+        self._base: Style | None = None  # the view's own style, under every line
         self._synced_at = 0.0  # when the lines and the height were last brought up to date
         self._sync_timer: Timer | None = None  # a paced sync, waiting
 
@@ -226,6 +250,7 @@ class TranscriptView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._drawn.clear()
         self._lines_before = -1
+        self._base = None
 
     def on_resize(self) -> None:
         self._draw()
@@ -305,21 +330,32 @@ class TranscriptView(ScrollView, can_focus=True):
         while True:
             newline = turn.answer.find("\n", drawn.finished_upto)
             end = len(turn.answer) if newline == -1 else newline
-            lines = self._wrap(turn.answer[drawn.finished_upto:end])
+            lines = self._wrap(turn.answer, drawn.finished_upto, end)
             if newline != -1:  # a finished line: drawn whole, once
-                drawn.answer += [self._strip(line) for line in lines] or [Strip.blank(0)]
+                drawn.answer += [strip for _, strip in lines] or [Strip.blank(0)]
                 drawn.finished_upto = newline + 1
                 continue
-            last = lines[-1] if lines else None
-            if last is not None and len(lines) > 1 and turn.answer.endswith(last.plain):
-                drawn.answer += [self._strip(line) for line in lines[:-1]]
-                drawn.finished_upto = len(turn.answer) - len(last.plain)
+            last_start = lines[-1][0] if lines else None
+            if last_start is not None and len(lines) > 1:
+                drawn.answer += [strip for _, strip in lines[:-1]]
+                drawn.finished_upto = last_start
                 lines = lines[-1:]
-            drawn.open_line = [self._strip(line) for line in lines]
+            drawn.open_line = [strip for _, strip in lines]
             return
 
-    def _wrap(self, text: str) -> list[Text]:
-        return list(Text(text).wrap(self.app.console, max(self._width, 1)))
+    def _wrap(self, text: str, start: int, end: int) -> list[tuple[int | None, Strip]]:
+        """`text[start:end]` (no newline in it) wrapped at the view's width: each line with
+        where it starts in `text` (None: not known, for text that is not plain ASCII)."""
+        width = max(self._width, 1)
+        chunk = text[start:end]
+        if chunk.isascii() and chunk.isprintable():  # one cell a character: wrapped here
+            return [(start + a, Strip([Segment(chunk[a:b].rstrip())], len(chunk[a:b].rstrip())))
+                    for a, b in wrap_spans(chunk, width)]
+        lines = list(Text(chunk).wrap(self.app.console, width))
+        starts: list[int | None] = [None] * len(lines)
+        if lines and chunk.endswith(lines[-1].plain):
+            starts[-1] = end - len(lines[-1].plain)
+        return [(at, self._strip(line)) for at, line in zip(starts, lines, strict=True)]
 
     def _strip(self, line: Text) -> Strip:
         console = self.app.console
@@ -384,4 +420,6 @@ class TranscriptView(ScrollView, can_focus=True):
             live = self._item_lines(self.last_turn) if self.last_turn is not None else []
             index -= len(self._lines)
             line = live[index] if index < len(live) else Strip.blank(width)
-        return line.crop_extend(scroll_x, scroll_x + width, None).apply_style(self.rich_style)
+        if self._base is None:  # Textual works it out from every ancestor on each ask
+            self._base = self.rich_style
+        return line.crop_extend(scroll_x, scroll_x + width, None).apply_style(self._base)

@@ -7,6 +7,7 @@ the lines of the whole answer."""
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from textual.app import App, ComposeResult
@@ -14,7 +15,7 @@ from textual.strip import Strip
 
 from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptSource, PromptStarted, TextDelta
 from mvp_tui.widgets.prompt import PromptPane
-from mvp_tui.widgets.transcript_view import ShownTurn, TranscriptView, settled_end
+from mvp_tui.widgets.transcript_view import ShownTurn, TranscriptView, settled_end, wrap_spans
 from tests.tui.apps import make_app
 from tests.tui.test_conversation_keys import answer, ready
 from tests.widgets.data import T0, wait_until
@@ -167,3 +168,19 @@ def test_blocks_close_at_a_blank_line_outside_a_code_fence() -> None:
     assert settled_end("one\n\n```\na\n\nb", 0) == len("one\n\n")  # the fence is still open
     assert settled_end("no blank line yet\n", 0) == 0
     assert settled_end(text, text.index("open")) == text.index("open")  # none closed since
+
+
+@pytest.mark.parametrize("width", [1, 5, 12, 40])
+def test_the_plain_wrap_is_greedy_folds_long_words_and_keeps_every_character(width: int) -> None:
+    rng = random.Random(width)
+    words = ["a", "bb", "word", "averyveryverylongwordindeed", "x" * width, " ", "   "]
+    text = " " + "".join(rng.choice(words) + " " * rng.randint(0, 3) for _ in range(200))
+    spans = wrap_spans(text, width)
+    assert "".join(text[a:b] for a, b in spans) == text  # contiguous, nothing lost
+    assert all(b > a for a, b in spans[:-1])
+    for a, b in spans[:-1]:
+        assert len(text[a:b].rstrip()) <= width
+        # Broken only where the next word would not fit (or inside a word too long for it).
+        next_word = re.compile(r"\S+").search(text, b)
+        assert next_word is not None
+        assert b - a == width or next_word.end() - a > width
