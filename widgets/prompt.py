@@ -48,7 +48,7 @@ from mvp_tui.prompt.events import (
 from mvp_tui.prompt.history import PromptHistory
 from mvp_tui.prompt.transcript import SavedTurn, TranscriptLog
 from mvp_tui.ssh.events import PortForwarded
-from mvp_tui.untrusted import clean_line, one_line_ascii
+from mvp_tui.untrusted import clean_line, clean_lines, one_line_ascii
 from mvp_tui.widgets.collector import hold_full_collections, resume_full_collections
 from mvp_tui.widgets.facts import NodeServing, PromptStep, TokensPending
 from mvp_tui.widgets.pane import Pane
@@ -221,10 +221,17 @@ class PromptPane(Pane):
     @on(TokensPending)
     def _tokens(self, message: TokensPending) -> None:
         self.token_batches += 1
-        texts = [text for delta in message.take(message.prompt_id)
-                 if (text := self._delta(delta)) is not None]
-        if texts:  # the batch as one append, the figures once
-            self.view.append_answer("".join(texts), self._live_figures())
+        deltas = message.take(message.prompt_id)
+        live = self.live
+        if not deltas or live is None or live.prompt_id != message.prompt_id:
+            return  # not the answer on screen (one that ended or was cancelled)
+        # The batch as one: counted, cleaned and appended once, the figures line once.
+        live.deltas += len(deltas)
+        if live.first_at is None:
+            live.first_at = deltas[0].at
+        live.last_at = deltas[-1].at
+        text = "".join(delta.text for delta in deltas)
+        self.view.append_answer(clean_lines(text, len(text)), self._live_figures())
 
     def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):

@@ -31,6 +31,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 NoteKind = Literal["marker", "rule"]
+UNSIZED_WIDTH = 80
 FRAME_S = 1 / 30  # an answer that streams repaints the view at most this often
 
 
@@ -258,7 +259,9 @@ class TranscriptView(ScrollView, can_focus=True):
         self._follow()
 
     def _draw(self) -> None:
-        width = self.scrollable_content_region.width
+        # Not laid out yet (asked for its text before its first frame): the last width
+        # known, or a terminal's usual one; drawn again at its own once it has one.
+        width = self.scrollable_content_region.width or self._width or UNSIZED_WIDTH
         if width != self._width:
             self._width = width
             self._drawn.clear()

@@ -184,3 +184,20 @@ def test_the_plain_wrap_is_greedy_folds_long_words_and_keeps_every_character(wid
         next_word = re.compile(r"\S+").search(text, b)
         assert next_word is not None
         assert b - a == width or next_word.end() - a > width
+
+
+async def test_a_batch_of_tokens_is_cleaned_and_never_read_as_markup() -> None:
+    app = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.dashboard.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        app.dashboard.route(PromptStarted(at=T0, prompt_id=1))
+        for n, text in enumerate(["\x1b[2J\x1b[31mred", "\x1b[0m and ", "[bold]not bold[/bold]",
+                                  "\x07 ", "x" * 5000]):  # one line longer than any cap
+            app.dashboard.route(TextDelta(at=T0 + n / 10, prompt_id=1, text=text))
+        await wait_until(pilot, lambda: pane.live is not None and pane.live.deltas == 5)
+        shown = pane.view.text()
+        assert "\nred and [bold]not bold[/bold]\nxxx" in shown and "\x1b" not in shown
+        assert pane.view.last_turn is not None
+        assert pane.view.last_turn.answer.endswith("x" * 5000)  # nothing cut from the answer
