@@ -201,3 +201,23 @@ async def test_a_batch_of_tokens_is_cleaned_and_never_read_as_markup() -> None:
         assert "\nred and [bold]not bold[/bold]\nxxx" in shown and "\x1b" not in shown
         assert pane.view.last_turn is not None
         assert pane.view.last_turn.answer.endswith("x" * 5000)  # nothing cut from the answer
+
+
+async def test_a_theme_change_draws_the_transcript_again_in_its_colours() -> None:
+    app = make_app(theme="mvp-dark")
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(PromptPane)
+        app.dashboard.route(ready())
+        await wait_until(pilot, lambda: pane.input.display)
+        await answer(pilot, app, 1, "an answer")
+        await wait_until(pilot, lambda: all(turn.formatted for turn in pane.view.turns))
+
+        def question_colour() -> object:
+            strip = pane.view.render_line(0)  # the question, as the compositor gets it
+            return next(seg.style.color for seg in strip if seg.text.startswith(">"))
+
+        dark = question_colour()
+        app.theme = "mvp-light"
+        await pilot.pause()
+        await wait_until(pilot, lambda: question_colour() != dark)
+        assert pane.view.render_line(0).text.startswith("> question 1")
