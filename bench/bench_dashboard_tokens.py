@@ -20,6 +20,11 @@ shape as fast as it is read, so the ratio is the app's cost per token, engine as
 >= 0.9x). `--engine` streams the real llama-cpp-python server on a generated model instead:
 there a slow CPU engine caps both sides, so the ratio mostly shows the engine.
 
+Also printed: the screen's own work within the timed answer (its frames, and any layout of
+the whole screen), timed in the app's process from submit until just after the last token's
+frame, and the ratio those frames alone would leave were nothing else the app's: the floor
+under the headline (an answer needs at least two frames, its question and its end).
+
 With `--profile FILE` the app's side runs under cProfile from the timed submit to
 `PROFILED_AFTER_S` after its end event; the stats (pstats) of the last pair go to FILE.
 
@@ -32,13 +37,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -58,6 +66,7 @@ COLS, ROWS = 160, 48
 LAST = "zqxlast"  # the stream's last token: drawn once, when the stream has drained
 PROFILE_ENV = "BENCH_TOKENS_PROFILE"  # the app's side: where its cProfile stats go
 PROFILED_AFTER_S = 0.1  # the end event to the profile's end: the last frame drawn
+SCREEN_WORK = "screen-work"  # the child's frames and layouts, next to its `started` file
 
 
 async def alone(client: PromptClient, tokens: int) -> float:
@@ -123,6 +132,8 @@ def child(url: str, tokens: int, started_file: Path) -> None:
                 started_file.write_text(f"{started!r} {ended!r} {event.tokens_generated}")
                 if profiler is not None:
                     asyncio.get_running_loop().call_later(PROFILED_AFTER_S, profiled)
+                for write in WRITE_SCREEN_WORK:
+                    write()
                 app.port(TextDelta(at=time.time(), prompt_id=event.prompt_id, text=" " + LAST))
             app.port(event)
 
@@ -132,6 +143,7 @@ def child(url: str, tokens: int, started_file: Path) -> None:
         queue.submit(PROMPT, tokens)
         await warm.wait()
         await settle(pilot)
+        watch_the_screen(app, started_file.with_name(SCREEN_WORK))
         timed, started = True, time.monotonic()
         if profiler is not None:
             profiler.enable()
@@ -141,6 +153,52 @@ def child(url: str, tokens: int, started_file: Path) -> None:
         await asyncio.Event().wait()
 
     app.run(auto_pilot=drive)  # type: ignore[arg-type]
+
+
+def watch_the_screen(app: object, to: Path) -> None:
+    """Time the screen's frames (compositor renders) and layouts (whole-screen reflows)
+    from now until the first frame after the end event (the one that draws the last
+    token); written to `to` a moment later. Textual's private methods, wrapped on this
+    app's screen only: a bench's instrument, not the app's."""
+    from textual.app import App
+
+    assert isinstance(app, App)
+    screen, compositor = app.screen, app.screen._compositor
+    frames: list[float] = []
+    layouts: list[float] = []
+    render, reflow = screen._compositor_refresh, compositor.reflow
+    ended: list[bool] = []  # the end event came: one more frame is counted, then none
+
+    def timed_render() -> None:
+        begun = time.perf_counter()
+        render()
+        if len(ended) < 2:
+            frames.append(time.perf_counter() - begun)
+            ended.extend([True] if ended else [])
+
+    def timed_reflow(*args: Any, **kwargs: Any) -> Any:
+        begun = time.perf_counter()
+        try:
+            return reflow(*args, **kwargs)
+        finally:
+            if len(ended) < 2:
+                layouts.append(time.perf_counter() - begun)
+
+    def write() -> None:
+        to.with_suffix(".part").write_text(json.dumps({"frames": frames, "layouts": layouts}))
+        os.replace(to.with_suffix(".part"), to)
+
+    screen._compositor_refresh = timed_render  # type: ignore[method-assign]
+    compositor.reflow = timed_reflow  # type: ignore[method-assign]
+    def at_the_end() -> None:
+        ended.append(True)
+        asyncio.get_running_loop().call_later(PROFILED_AFTER_S, write)
+
+    WRITE_SCREEN_WORK.append(at_the_end)
+
+
+WRITE_SCREEN_WORK: list[Callable[[], object]] = []  # the child: called at the end event
+SCREEN: list[dict[str, list[float]]] = []  # per app run: its frames' and layouts' seconds
 
 
 WARM_UP = [1]  # pairs not counted (none in a smoke run)
@@ -173,6 +231,7 @@ def in_app(url: str, tokens: int, tmp: Path) -> float:
 
     started_file = tmp / "started"
     started_file.unlink(missing_ok=True)
+    started_file.with_name(SCREEN_WORK).unlink(missing_ok=True)
     env = {"PYTHONPATH": str(REPO), **worktree_env()}
     if PROFILE:
         PROFILE[0].unlink(missing_ok=True)
@@ -186,10 +245,14 @@ def in_app(url: str, tokens: int, tmp: Path) -> float:
             capture_miss(term.output, started_file)
             raise
         drawn = time.monotonic()
-        if PROFILE:  # the stats are written a moment after the end event: not killed before
+        screen_work = started_file.with_name(SCREEN_WORK)
+        # Both written a moment after the end event: the child is not killed before.
+        for written in [screen_work, *PROFILE]:
             deadline = drawn + 30
-            while not PROFILE[0].exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            while not written.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        SCREEN.append(json.loads(screen_work.read_text()))
+        screen_work.unlink()
         started, ended, generated = started_file.read_text().split()
         ENDED.append(float(ended) - float(started))
         return int(generated) / (drawn - float(started))
@@ -230,6 +293,15 @@ def report(source: str, tokens: int, lone: list[float], app: list[float], smoke:
     print(f"the app's own cost: ~{cost_us:.0f} µs a token; in the app, submit → end event "
           f"{ended_ms:.0f} ms, → last token drawn {drawn_ms:.0f} ms (the client alone: "
           f"{statistics.median(tokens / r for r in lone) * 1000:.0f} ms)")
+    timed = SCREEN[-len(app):]  # the counted pairs' app runs
+    frames_ms = statistics.median(sum(run["frames"]) for run in timed) * 1000
+    frames_n = statistics.median(len(run["frames"]) for run in timed)
+    layouts_ms = statistics.median(sum(run["layouts"]) for run in timed) * 1000
+    layouts_n = statistics.median(len(run["layouts"]) for run in timed)
+    alone_ms = statistics.median(tokens / r for r in lone) * 1000
+    print(f"the screen's work in the timed answer: {frames_n:.0f} frames, {frames_ms:.1f} ms; "
+          f"{layouts_n:.0f} layouts of the whole screen, {layouts_ms:.1f} ms; were they the "
+          f"app's only cost: {alone_ms / (alone_ms + frames_ms + layouts_ms):.3f}x")
     ok = ratio >= TARGET
     print(f"dashboard vs client alone: {ratio:.3f}x (pairs {ratios[0]:.3f}–{ratios[-1]:.3f}; "
           f"target >= {TARGET}) {verdict(ok, smoke)}")
