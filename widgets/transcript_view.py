@@ -8,15 +8,16 @@ therefore costs a repaint of this view's own region: its virtual height changes 
 layout pass (a layout reflows the whole dashboard, 3–8 ms at 160x48), except when the
 content first overflows the view or stops overflowing it (the scrollbar comes or goes).
 
-While an answer streams it is plain text; the pane formats it as markdown once its last
-token is drawn (`format_answers`), as it does the frozen turns: rendering markdown per batch
-would hold up the tokens. Every text here is untrusted and cleaned by the pane before it
-arrives; it is rendered as `Text` or as markdown, never as Rich markup.
+While an answer streams, each block it closes (a blank line outside a code fence) is drawn
+as markdown once, and the open block as plain text; the whole answer is drawn as markdown
+once its last token is on screen (`format_answers`: rendering it per batch would hold up the
+tokens). Tokens faster than frames are drawn together (at most `FRAME_S` apart), and an
+answer's end is drawn at once (`show_now`). Every text here is untrusted and cleaned by the
+pane before it arrives; it is rendered as `Text` or as markdown, never as Rich markup.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
@@ -29,6 +30,8 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
+
+from mvp_tui.widgets.answer_text import settled_end, wrap_spans
 
 NoteKind = Literal["marker", "rule"]
 UNSIZED_WIDTH = 80
@@ -72,47 +75,6 @@ class _Drawn:
     seen: int = -1  # answer chars drawn in all (-1: none yet)
     figures: list[Strip] | None = None
     lines: list[Strip] | None = None  # all of the above, joined
-
-
-FENCES = ("```", "~~~")
-_WORD = re.compile(r"\S+")
-
-
-def wrap_spans(text: str, width: int) -> list[tuple[int, int]]:
-    """A greedy word wrap of one line of one-cell characters: where each wrapped line
-    starts and ends in `text` (the spaces at a break end the line before; a word longer
-    than `width` is folded). A break never moves once the text after it overflowed, so
-    text appended later changes only the last line."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for word in _WORD.finditer(text):
-        word_start, word_end = word.span()
-        if word_end - start <= width:
-            continue
-        if word_start > start and not text[start:word_start].isspace():
-            spans.append((start, word_start))
-            start = word_start
-        while word_end - start > width:
-            spans.append((start, start + width))
-            start += width
-    spans.append((start, len(text)))
-    return spans
-
-
-def settled_end(text: str, start: int) -> int:
-    """Where the markdown blocks closed after `start` end: just past the last blank line
-    that is not inside a code fence (`start` when none closed since)."""
-    end, fenced, at = start, False, start
-    while True:
-        newline = text.find("\n", at)
-        if newline == -1:
-            return end
-        line = text[at:newline]
-        if line.lstrip().startswith(FENCES):
-            fenced = not fenced
-        elif not line.strip() and not fenced and at > start:
-            end = newline + 1
-        at = newline + 1
 
 
 class TranscriptView(ScrollView, can_focus=True):

@@ -14,8 +14,9 @@ from textual.app import App, ComposeResult
 from textual.strip import Strip
 
 from mvp_tui.prompt.events import PromptDone, PromptQueued, PromptSource, PromptStarted, TextDelta
+from mvp_tui.widgets.answer_text import settled_end, wrap_spans
 from mvp_tui.widgets.prompt import PromptPane
-from mvp_tui.widgets.transcript_view import ShownTurn, TranscriptView, settled_end, wrap_spans
+from mvp_tui.widgets.transcript_view import ShownTurn, TranscriptView
 from tests.tui.apps import make_app
 from tests.tui.test_conversation_keys import answer, ready
 from tests.widgets.data import T0, wait_until
