@@ -20,6 +20,7 @@ from mvp_tui.datastream import ChannelHub, ChannelStats, HubSnapshot
 from mvp_tui.untrusted import clean_line
 from mvp_tui.widgets.channel_log import ChannelLogScreen
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.table_caches import bound_render_caches
 
 POLL_S = 0.2
 CHANNEL_CHARS = 200  # a channel name longer than this is cut (names are checked to ≤ 128)
@@ -64,6 +65,7 @@ class ChannelsPane(Pane):
     def on_mount(self) -> None:
         table = self.table
         table.display = False
+        bound_render_caches(table)  # a few cells change every second: hours of entries
         for label, key in _COLUMNS:
             table.add_column(Text(label, justify="left" if key == "channel" else "right"), key=key)
         self.set_interval(POLL_S, self.poll)

@@ -42,6 +42,7 @@ from mvp_tui.widgets.leases_model import (
     uptime_text,
 )
 from mvp_tui.widgets.pane import Pane
+from mvp_tui.widgets.table_caches import bound_render_caches
 
 # The live mark ("▶", or "·") leads the lease cell: a column of its own cost two cells of
 # padding, which a ~58-cell pane (100x30) cannot spare beside a 4-decimal spend.
@@ -135,6 +136,7 @@ class LeasesPane(Pane):
         self.query_one("#leases-switch").display = False
         table = self.table
         table.display = False
+        bound_render_caches(table)  # a few cells change every second: hours of entries
         self._set_columns(LEASE_COLUMNS)
         self.query_one("#leases-history", VerticalScroll).anchor()
         self.set_interval(1.0, self.tick)

@@ -1,8 +1,8 @@
 """Let removed widgets go: Textual keeps some alive after they left the tree.
 
 Two holders, both Textual's (8.x), both emptied whenever the Prompt pane lets widgets go
-(each answer's end: the streamed Markdown's blocks, the turns that scroll out of the
-transcript, and the footer's keys, rebuilt as the pane's bindings change with each prompt):
+(each answer's end: the footer's keys, rebuilt as the pane's bindings change with each
+prompt, and any other widget removed since):
 
 - `StylesCache.get_inner_outer` is memoised with `functools.lru_cache(1024)` on an instance
   method, so each entry's key holds a widget's `StylesCache`, and with it every strip that
