@@ -167,21 +167,22 @@ def watch_the_screen(app: object, to: Path) -> None:
     frames: list[float] = []
     layouts: list[float] = []
     render, reflow = screen._compositor_refresh, compositor.reflow
-    ended: list[bool] = []  # the end event came: one more frame is counted, then none
+    counting, ended = True, False  # counted until the first frame after the end event
 
     def timed_render() -> None:
+        nonlocal counting
         begun = time.perf_counter()
         render()
-        if len(ended) < 2:
+        if counting:
             frames.append(time.perf_counter() - begun)
-            ended.extend([True] if ended else [])
+            counting = not ended
 
     def timed_reflow(*args: Any, **kwargs: Any) -> Any:
         begun = time.perf_counter()
         try:
             return reflow(*args, **kwargs)
         finally:
-            if len(ended) < 2:
+            if counting:
                 layouts.append(time.perf_counter() - begun)
 
     def write() -> None:
@@ -191,7 +192,8 @@ def watch_the_screen(app: object, to: Path) -> None:
     screen._compositor_refresh = timed_render  # type: ignore[method-assign]
     compositor.reflow = timed_reflow  # type: ignore[method-assign]
     def at_the_end() -> None:
-        ended.append(True)
+        nonlocal ended
+        ended = True
         asyncio.get_running_loop().call_later(PROFILED_AFTER_S, write)
 
     WRITE_SCREEN_WORK.append(at_the_end)

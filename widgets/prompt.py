@@ -6,9 +6,9 @@ and `TokensPending` notices coalesce, each taking every delta waiting: one batch
 the transcript as one append, and the figures line is written once a batch. The app hands
 back the id the queue gave a submitted text (`asked`): answers are keyed by that id, so a
 text the engine refused leaves nothing behind. Answer text is untrusted: cleaned by
-`safe_answer`, rendered as plain text while it streams and as markdown (link opening off)
-once its last token is drawn, never as Rich markup. No full collection of Python's cycle
-collector runs while an answer streams (`widgets/collector.py`).
+`clean_lines` (no line cut: the view wraps it), drawn as plain text while it streams and as
+markdown (link opening off) once its last token is drawn, never as Rich markup. No full
+collection of Python's cycle collector runs while an answer streams (`widgets/collector.py`).
 
 The transcript (`widgets/transcript_view.py`) draws its turns as lines: a growing answer
 repaints the view's own region and never lays the dashboard out again. Only the last
@@ -34,7 +34,7 @@ from textual.widgets import Input
 
 from mvp_tui.engine.endpoint_words import slots_words
 from mvp_tui.engine.events import EndpointReady, NodeReady
-from mvp_tui.prompt.display import safe_answer, summary
+from mvp_tui.prompt.display import summary
 from mvp_tui.prompt.events import (
     PromptCancelled,
     PromptDone,
@@ -221,23 +221,11 @@ class PromptPane(Pane):
     @on(TokensPending)
     def _tokens(self, message: TokensPending) -> None:
         self.token_batches += 1
-        deltas = message.take(message.prompt_id)
-        live = self.live
-        if not deltas or live is None or live.prompt_id != message.prompt_id:
-            return  # not the answer on screen (one that ended or was cancelled)
-        # The batch as one: counted, cleaned and appended once, the figures line once.
-        live.deltas += len(deltas)
-        if live.first_at is None:
-            live.first_at = deltas[0].at
-        live.last_at = deltas[-1].at
-        text = "".join(delta.text for delta in deltas)
-        self.view.append_answer(clean_lines(text, len(text)), self._live_figures())
+        self._append(message.prompt_id, message.take(message.prompt_id))
 
     def handle_event(self, event: PromptEvent | TextDelta | NodeReady) -> None:
         if isinstance(event, TextDelta):
-            text = self._delta(event)
-            if text is not None:
-                self.view.append_answer(text, self._live_figures())
+            self._append(event.prompt_id, [event])
         elif isinstance(event, PromptQueued):
             self._queued(event)
         elif isinstance(event, PromptStarted):
@@ -296,15 +284,18 @@ class PromptPane(Pane):
         self._trim_earlier()
         self._show_stats()
 
-    def _delta(self, event: TextDelta) -> str | None:
-        """One delta of the live answer, cleaned (None: not the live prompt's)."""
+    def _append(self, prompt_id: int, deltas: list[TextDelta]) -> None:
+        """Deltas of one prompt as one: counted, cleaned and appended once, with the figures
+        line in the same redraw (dropped unless they are the live answer's)."""
         live = self.live
-        if live is None or event.prompt_id != live.prompt_id:
-            return None
-        live.deltas += 1
-        live.first_at = live.first_at if live.first_at is not None else event.at
-        live.last_at = event.at
-        return safe_answer(event.text)
+        if not deltas or live is None or live.prompt_id != prompt_id:
+            return  # not the answer on screen (one that ended or was cancelled)
+        live.deltas += len(deltas)
+        if live.first_at is None:
+            live.first_at = deltas[0].at
+        live.last_at = deltas[-1].at
+        text = "".join(delta.text for delta in deltas)
+        self.view.append_answer(clean_lines(text, len(text)), self._live_figures())
 
     def _ended(self, event: PromptDone | PromptFault | PromptCancelled) -> None:
         release_removed_widgets(self.app)  # footer keys rebuilt since the last answer

@@ -149,18 +149,15 @@ class TranscriptView(ScrollView, can_focus=True):
         if isinstance(drawn, _Drawn):
             drawn.figures = drawn.lines = None
 
-    def format_answers(self) -> int:
+    def format_answers(self) -> None:
         """Every answered turn's answer drawn as markdown (after its last token is on
-        screen); how many were formatted."""
-        formatted = 0
-        for turn in self.turns:
-            if not turn.formatted and turn.ended:
-                turn.formatted = True
-                self._drawn.pop(id(turn), None)
-                formatted += 1
-        if formatted:
+        screen)."""
+        unformatted = [turn for turn in self.turns if turn.ended and not turn.formatted]
+        for turn in unformatted:
+            turn.formatted = True
+            self._drawn.pop(id(turn), None)
+        if unformatted:
             self._changed(all_lines=True)
-        return formatted
 
     @property
     def up_to_date(self) -> bool:
